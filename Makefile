@@ -1,0 +1,93 @@
+# tsopt — build, test and run.
+#
+#   make            build build/tsopt (installs missing Debian packages first when run as root)
+#   make test       build and run every Criterion test, then the sanitizer pass (ASan + UBSan)
+#   make run        the main job: check and evaluate every bench graph
+#   make SAN=1 ...  build into build-san/ with AddressSanitizer and UndefinedBehaviorSanitizer
+#
+# libyaml and GSL are linked statically so that build/tsopt also runs on the GPU machine, where they are
+# absent. Criterion is only needed by the tests.
+
+CC      ?= cc
+SAN     ?= 0
+BUILD   := $(if $(filter 1,$(SAN)),build-san,build)
+WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
+           -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Isrc -MMD -MP
+ifeq ($(SAN),1)
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
+STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl -lgslcblas -Wl,-Bdynamic
+LDLIBS  := $(STATIC_LIBS) -lm
+
+LIB_SRC  := $(filter-out src/main.c $(WIP),$(wildcard src/*.c))
+LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+GRAPHS   := $(sort $(wildcard bench/graphs/*.yaml))
+
+# Sizes at which `make run` evaluates graphs whose full size is beyond a CPU float64 reference.
+EVAL_DIMS_attention        := t_q=128,t_kv=128
+EVAL_DIMS_attention_causal := t_q=128,t_kv=128
+EVAL_DIMS_attention_gqa    := t_q=128,t_kv=128
+EVAL_DIMS_decoder_layer    := t=16,d=256,f=512
+EVAL_DIMS_matmul           := m=16
+EVAL_DIMS_rmsnorm          := m=16
+EVAL_DIMS_swiglu           := m=32
+
+.PHONY: all test run deps clean unit-tests
+all: $(BUILD)/tsopt
+
+# ---- dependencies ----------------------------------------------------------------------------------
+DEB_PKGS := libyaml-dev libgsl-dev libcriterion-dev
+deps: build/.deps
+build/.deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) || exit 1; \
+	  else \
+	    echo "tsopt needs these Debian packages; run:  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi; mkdir -p build && touch $@
+
+# ---- build -----------------------------------------------------------------------------------------
+$(BUILD)/obj/%.o: src/%.c | build/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libtsopt.a: $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILD)/tsopt: $(BUILD)/obj/main.o $(BUILD)/libtsopt.a
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libtsopt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests $< $(BUILD)/libtsopt.a $(LDFLAGS) $(LDLIBS) -lcriterion -o $@
+
+# ---- test ------------------------------------------------------------------------------------------
+# unit-tests runs this build's tests; test runs them plain, then again under the sanitizers.
+unit-tests: $(TEST_BIN) $(BUILD)/tsopt
+	@set -e; for t in $(TEST_BIN); do TSOPT=$(BUILD)/tsopt $$t --jobs 2 --short-filename; done
+
+test: build/.deps
+	$(MAKE) unit-tests
+	$(MAKE) SAN=1 unit-tests
+
+# ---- run -------------------------------------------------------------------------------------------
+run: $(GRAPHS:bench/graphs/%.yaml=run-%)
+
+run-%: $(BUILD)/tsopt
+	@echo "== bench/graphs/$*.yaml"
+	@$(BUILD)/tsopt check bench/graphs/$*.yaml
+	@$(BUILD)/tsopt eval $(if $(EVAL_DIMS_$*),--dims $(EVAL_DIMS_$*)) bench/graphs/$*.yaml
+	@echo
+
+clean:
+	rm -rf build build-san
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d

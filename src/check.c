@@ -1,0 +1,1224 @@
+/* check.c — the checker: a YAML graph spec (src/spec.h) becomes a checked HLIR graph (src/hlir.h).
+ *
+ * Passes, in order: top-level keys → axes (and --dims overrides) → inputs → op names (duplicates) →
+ * references (undefined tensors) → topological order (cycles) → lowering each op in that order, checking
+ * its operands, attributes, shapes and dtypes → outputs. Each user error is a diagnostic at the item that
+ * is wrong; a failed op marks its tensor failed so that its users are not reported again. */
+#include "check.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expand.h"
+#include "util.h"
+
+/* ---- context ----------------------------------------------------------------------------------- */
+
+typedef enum { T_PENDING, T_DONE, T_FAILED } tensor_state;
+
+typedef struct {
+    const char *name;
+    yaml_node_t *where; /* the name's node (for "first defined here") */
+    yaml_node_t *entry; /* the op's mapping; NULL for inputs */
+    tensor_state state;
+    ts_tensor value;
+    int nargs;
+    int32_t args[3]; /* tensor indices of the operands, -1 when unresolved */
+} tensor;
+
+typedef struct {
+    ts_spec *spec;
+    ts_diags *d;
+    ts_graph *g;
+    ts_builder b;
+    int ntensors, cap_tensors;
+    tensor *tensors;
+    /* name → tensor index, open addressing */
+    int32_t *slots;
+    size_t nslots;
+} ctx;
+
+#define ERR(c, node, hint, ...) \
+    ts_error((c)->d, ts_yaml_line(node), ts_yaml_col(node), ts_yaml_len(node), (hint), __VA_ARGS__)
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int32_t find_tensor(const ctx *c, const char *name) {
+    if (!c->slots) return -1;
+    for (size_t i = hash_str(name) & (c->nslots - 1);; i = (i + 1) & (c->nslots - 1)) {
+        int32_t t = c->slots[i];
+        if (t < 0) return -1;
+        if (strcmp(c->tensors[t].name, name) == 0) return t;
+    }
+}
+
+static void rehash(ctx *c, size_t nslots) {
+    free(c->slots);
+    c->nslots = nslots;
+    c->slots = ts_xmalloc(nslots * sizeof *c->slots);
+    memset(c->slots, 0xff, nslots * sizeof *c->slots);
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t i = hash_str(c->tensors[t].name) & (nslots - 1);
+        while (c->slots[i] >= 0) i = (i + 1) & (nslots - 1);
+        c->slots[i] = t;
+    }
+}
+
+static int32_t add_tensor(ctx *c, const char *name, yaml_node_t *where, yaml_node_t *entry) {
+    TS_GROW(c->tensors, c->ntensors, c->cap_tensors);
+    tensor *t = &c->tensors[c->ntensors];
+    memset(t, 0, sizeof *t);
+    t->name = name;
+    t->where = where;
+    t->entry = entry;
+    c->ntensors++;
+    if ((size_t)c->ntensors * 2 > c->nslots) rehash(c, c->nslots ? c->nslots * 4 : 64);
+    else {
+        size_t i = hash_str(name) & (c->nslots - 1);
+        while (c->slots[i] >= 0) i = (i + 1) & (c->nslots - 1);
+        c->slots[i] = c->ntensors - 1;
+    }
+    return c->ntensors - 1;
+}
+
+/* ---- YAML item helpers ------------------------------------------------------------------------- */
+
+static bool is_identifier(const char *s) {
+    if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_')) return false;
+    return true;
+}
+
+/* A scalar that names something (tensor, axis): an identifier, else an error at n. */
+static const char *expect_name(ctx *c, yaml_node_t *n, const char *what) {
+    const char *s = ts_yaml_str(n);
+    if (!s) {
+        ERR(c, n, NULL, "expected %s name, got a %s", what, n->type == YAML_MAPPING_NODE ? "mapping" : "list");
+        return NULL;
+    }
+    if (!is_identifier(s)) {
+        ERR(c, n, "names are letters, digits and '_', not starting with a digit", "invalid %s name '%s'", what,
+            s);
+        return NULL;
+    }
+    return s;
+}
+
+static const char *const top_keys[] = {"graph", "axes", "inputs", "ops", "outputs"};
+
+/* Reports keys of mapping m that are not among allowed[0..n). */
+static int check_keys(ctx *c, yaml_node_t *m, const char *const *allowed, int n, const char *where) {
+    int bad = 0;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = ts_yaml_node(c->spec, p->key);
+        const char *ks = ts_yaml_str(k);
+        int i = 0;
+        while (ks && i < n && strcmp(ks, allowed[i]) != 0) i++;
+        if (ks && i < n) continue;
+        const char *near = ks ? ts_closest_name(ks, allowed, n) : NULL;
+        char *hint = near ? ts_strfmt("did you mean '%s'?", near) : NULL;
+        ERR(c, k, hint, "unknown key '%s' %s", ks ? ks : "?", where);
+        free(hint);
+        bad = 1;
+    }
+    return bad;
+}
+
+static yaml_node_t *get_seq(ctx *c, yaml_node_t *m, const char *key) {
+    yaml_node_t *n = ts_yaml_get(c->spec, m, key);
+    if (n && n->type != YAML_SEQUENCE_NODE) {
+        ERR(c, n, "write a list: [a, b]", "'%s' must be a list", key);
+        return NULL;
+    }
+    return n;
+}
+
+static int seq_len(yaml_node_t *n) { return (int)(n->data.sequence.items.top - n->data.sequence.items.start); }
+static yaml_node_t *seq_at(ctx *c, yaml_node_t *n, int i) {
+    return ts_yaml_node(c->spec, n->data.sequence.items.start[i]);
+}
+
+/* Parses a positive integer size; reports at n. */
+static int parse_size(ctx *c, yaml_node_t *n, const char *what, int64_t *out) {
+    const char *s = ts_yaml_str(n);
+    if (!s) {
+        ERR(c, n, NULL, "%s must be a positive integer", what);
+        return -1;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end != '\0') {
+        ERR(c, n, NULL, "%s must be a positive integer, got '%s'", what, s);
+        return -1;
+    }
+    if (errno == ERANGE) {
+        ERR(c, n, NULL, "%s '%s' is too large", what, s);
+        return -1;
+    }
+    if (v <= 0) {
+        ERR(c, n, NULL, "%s must be a positive integer, got %lld", what, v);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parses a real number (YAML's .inf/.nan spellings and C's inf/nan accepted). */
+static int parse_number(ctx *c, yaml_node_t *n, const char *what, double *out) {
+    const char *s = ts_yaml_str(n);
+    if (!s) {
+        ERR(c, n, NULL, "%s must be a number", what);
+        return -1;
+    }
+    const char *t = s;
+    if (*t == '+' || *t == '-') t++;
+    if (strcmp(t, ".inf") == 0 || strcmp(t, ".Inf") == 0 || strcmp(t, "inf") == 0) {
+        *out = *s == '-' ? -INFINITY : INFINITY;
+        return 0;
+    }
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || isnan(v)) {
+        ERR(c, n, NULL, "%s must be a number, got '%s'", what, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int lookup_axis(ctx *c, yaml_node_t *n) {
+    const char *s = expect_name(c, n, "axis");
+    if (!s) return -1;
+    int a = ts_graph_find_axis(c->g, s);
+    if (a >= 0) return a;
+    const char **names = ts_xmalloc(sizeof *names * (size_t)(c->g->naxes + 1));
+    for (int i = 0; i < c->g->naxes; i++) names[i] = c->g->axes[i].name;
+    const char *near = ts_closest_name(s, names, c->g->naxes);
+    char *hint = near ? ts_strfmt("did you mean '%s'?", near) : ts_strfmt("declare it under axes:");
+    ERR(c, n, hint, "unknown axis '%s'", s);
+    free(hint);
+    free(names);
+    return -1;
+}
+
+static int lookup_dtype(ctx *c, yaml_node_t *n, ts_dtype *out) {
+    const char *s = ts_yaml_str(n);
+    int t = s ? ts_dtype_lookup(s) : -1;
+    if (t < 0) {
+        ERR(c, n, "dtypes are fp16, bf16 and fp32", "unknown dtype '%s'", s ? s : "?");
+        return -1;
+    }
+    *out = (ts_dtype)t;
+    return 0;
+}
+
+/* A shape: a list of distinct declared axes; element count must fit in 63 bits. */
+static int parse_shape(ctx *c, yaml_node_t *n, int32_t *axes, int *ndim) {
+    if (!n || n->type != YAML_SEQUENCE_NODE) {
+        ERR(c, n, "write the axes as a list: [m, d]", "shape must be a list of axis names");
+        return -1;
+    }
+    int k = seq_len(n);
+    if (k > TS_MAX_DIMS) {
+        ERR(c, n, NULL, "shape has %d axes; at most %d are supported", k, TS_MAX_DIMS);
+        return -1;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < k; i++) {
+        yaml_node_t *item = seq_at(c, n, i);
+        int a = lookup_axis(c, item);
+        if (a < 0) return -1;
+        for (int j = 0; j < i; j++)
+            if (axes[j] == a) {
+                ERR(c, item, "name each dim with its own axis", "axis '%s' appears twice in the shape",
+                    c->g->axes[a].name);
+                return -1;
+            }
+        if (__builtin_mul_overflow(numel, c->g->axes[a].size, &numel)) {
+            ERR(c, n, NULL, "shape has more than 2^63 elements");
+            return -1;
+        }
+        axes[i] = (int32_t)a;
+    }
+    *ndim = k;
+    return 0;
+}
+
+/* ---- axes and inputs --------------------------------------------------------------------------- */
+
+static const char *const axis_keys[] = {"size", "dynamic", "typical", "like"};
+
+static int parse_axis(ctx *c, yaml_node_t *key, yaml_node_t *val) {
+    const char *name = expect_name(c, key, "axis");
+    if (!name) return -1;
+    if (ts_graph_find_axis(c->g, name) >= 0) {
+        ERR(c, key, NULL, "duplicate axis '%s'", name);
+        return -1;
+    }
+    int64_t size = 0, typical = 0;
+    bool dynamic = false;
+    if (val->type == YAML_MAPPING_NODE) {
+        if (check_keys(c, val, axis_keys, 4, "in an axis (expected size, dynamic and typical, or like)")) return -1;
+        yaml_node_t *like = ts_yaml_get(c->spec, val, "like");
+        if (like) { /* sized like an axis declared before it */
+            int l = lookup_axis(c, like);
+            if (l < 0) return -1;
+            int a = ts_graph_add_axis(c->g, name, 0, false, 0);
+            c->g->axes[a].like = l;
+            c->g->axes[a].line = ts_yaml_line(key);
+            c->g->axes[a].col = ts_yaml_col(key);
+            return 0;
+        }
+        yaml_node_t *dyn = ts_yaml_get(c->spec, val, "dynamic");
+        yaml_node_t *typ = ts_yaml_get(c->spec, val, "typical");
+        yaml_node_t *sz = ts_yaml_get(c->spec, val, "size");
+        dynamic = dyn && ts_yaml_str(dyn) && strcmp(ts_yaml_str(dyn), "true") == 0;
+        if (dynamic) {
+            if (!typ) {
+                ERR(c, val, "write {dynamic: true, typical: 1024}", "dynamic axis '%s' needs a typical size",
+                    name);
+                return -1;
+            }
+            if (parse_size(c, typ, "typical size", &typical) != 0) return -1;
+            size = typical;
+        } else if (!sz || parse_size(c, sz, "axis size", &size) != 0) {
+            if (!sz) ERR(c, val, "write a size: 'd: 128' or {dynamic: true, typical: 1024}", "axis '%s' has no size", name);
+            return -1;
+        }
+    } else if (parse_size(c, val, "axis size", &size) != 0) {
+        return -1;
+    }
+    int a = ts_graph_add_axis(c->g, name, size, dynamic, typical);
+    c->g->axes[a].line = ts_yaml_line(key);
+    c->g->axes[a].col = ts_yaml_col(key);
+    return 0;
+}
+
+static int parse_axes(ctx *c, yaml_node_t *axes, const ts_binding *bind) {
+    if (!axes) return 0;
+    if (axes->type != YAML_MAPPING_NODE) {
+        ERR(c, axes, "write 'axes: {m: 1024, d: 4096}'", "'axes' must be a mapping from axis name to size");
+        return -1;
+    }
+    int bad = 0;
+    for (yaml_node_pair_t *p = axes->data.mapping.pairs.start; p < axes->data.mapping.pairs.top; p++)
+        bad |= parse_axis(c, ts_yaml_node(c->spec, p->key), ts_yaml_node(c->spec, p->value)) != 0;
+    for (int i = 0; bind && i < bind->n; i++) {
+        int a = ts_graph_find_axis(c->g, bind->name[i]);
+        if (a < 0) {
+            ts_error(c->d, 0, 0, 1, NULL, "--dims: the graph has no axis '%s'", bind->name[i]);
+            bad = 1;
+        } else if (c->g->axes[a].like >= 0) {
+            ts_error(c->d, 0, 0, 1, NULL, "--dims: axis '%s' is sized like '%s'; set that one",
+                     bind->name[i], c->g->axes[ts_axis_root(c->g, a)].name);
+            bad = 1;
+        } else {
+            c->g->axes[a].size = bind->size[i];
+        }
+    }
+    for (int a = 0; a < c->g->naxes; a++) { /* like: axes take their root's size and dynamism */
+        const ts_axis *r = &c->g->axes[ts_axis_root(c->g, a)];
+        c->g->axes[a].size = r->size;
+        c->g->axes[a].dynamic = r->dynamic;
+        c->g->axes[a].typical = r->typical;
+    }
+    return bad ? -1 : 0;
+}
+
+static const char *const input_keys[] = {"dtype", "shape"};
+
+static int parse_input(ctx *c, yaml_node_t *key, yaml_node_t *val) {
+    const char *name = expect_name(c, key, "tensor");
+    if (!name) return -1;
+    if (val->type != YAML_MAPPING_NODE) {
+        ERR(c, val, "write '{dtype: fp16, shape: [m, d]}'", "input '%s' must be a mapping", name);
+        return -1;
+    }
+    if (check_keys(c, val, input_keys, 2, "in an input (expected dtype, shape)")) return -1;
+    yaml_node_t *dt = ts_yaml_get(c->spec, val, "dtype"), *sh = ts_yaml_get(c->spec, val, "shape");
+    if (!dt || !sh) {
+        ERR(c, val, "write '{dtype: fp16, shape: [m, d]}'", "input '%s' needs %s", name, dt ? "a shape" : "a dtype");
+        return -1;
+    }
+    ts_dtype dtype;
+    int32_t axes[TS_MAX_DIMS];
+    int ndim;
+    if (lookup_dtype(c, dt, &dtype) != 0 || parse_shape(c, sh, axes, &ndim) != 0) return -1;
+    int32_t prev = find_tensor(c, name);
+    if (prev >= 0) {
+        char *hint = ts_strfmt("first defined at line %d", ts_yaml_line(c->tensors[prev].where));
+        ERR(c, key, hint, "duplicate tensor name '%s'", name);
+        free(hint);
+        return -1;
+    }
+    TS_GROW(c->g->inputs, c->g->ninputs, c->g->cap_inputs);
+    ts_input *in = &c->g->inputs[c->g->ninputs];
+    in->name = ts_strdup(name);
+    in->line = ts_yaml_line(key);
+    in->col = ts_yaml_col(key);
+    int32_t t = add_tensor(c, name, key, NULL);
+    c->b.origin = t;
+    c->tensors[t].value = ts_t_input(&c->b, c->g->ninputs, axes, ndim, dtype);
+    in->node = c->tensors[t].value.ref.node;
+    c->tensors[t].state = T_DONE;
+    c->g->ninputs++;
+    return 0;
+}
+
+static int parse_inputs(ctx *c, yaml_node_t *inputs) {
+    if (!inputs) return 0;
+    if (inputs->type != YAML_MAPPING_NODE) {
+        ERR(c, inputs, "write 'inputs: {X: {dtype: fp16, shape: [m, d]}}'", "'inputs' must be a mapping");
+        return -1;
+    }
+    int bad = 0;
+    for (yaml_node_pair_t *p = inputs->data.mapping.pairs.start; p < inputs->data.mapping.pairs.top; p++)
+        bad |= parse_input(c, ts_yaml_node(c->spec, p->key), ts_yaml_node(c->spec, p->value)) != 0;
+    return bad ? -1 : 0;
+}
+
+/* ---- the op table ------------------------------------------------------------------------------ */
+
+typedef struct op_call op_call;
+typedef int (*lower_fn)(ctx *c, op_call *o);
+
+typedef struct {
+    const char *name;
+    int min_args, max_args;
+    const char *attrs[4]; /* attribute keys this op takes */
+    lower_fn lower;
+    int prim; /* primitive op for the generic lowerings, or -1 */
+} op_def;
+
+struct op_call {
+    const op_def *def;
+    yaml_node_t *entry, *op_node, *args_node;
+    int nargs;
+    ts_tensor args[3];
+    yaml_node_t *arg_nodes[3];
+    ts_tensor result;
+};
+
+static yaml_node_t *attr(ctx *c, op_call *o, const char *key) { return ts_yaml_get(c->spec, o->entry, key); }
+
+static yaml_node_t *require_attr(ctx *c, op_call *o, const char *key, const char *example) {
+    yaml_node_t *n = attr(c, o, key);
+    if (!n) {
+        char *hint = ts_strfmt("add %s", example);
+        ERR(c, o->op_node, hint, "%s needs '%s'", o->def->name, key);
+        free(hint);
+    }
+    return n;
+}
+
+static const char *axis_name(ctx *c, int32_t a) { return c->g->axes[a].name; }
+
+/* "[m, d]" for messages */
+static char *dims_str(ctx *c, const ts_view *v) {
+    char buf[512];
+    size_t n = 0;
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "[");
+    for (int i = 0; i < v->ndim && n < sizeof buf - 64; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? ", " : "", axis_name(c, v->axis[i]));
+    snprintf(buf + n, sizeof buf - n, "]");
+    return ts_strdup(buf);
+}
+
+/* The operand's axis `key` attribute, which the operand must have. */
+static int operand_axis(ctx *c, op_call *o, int arg, const char *key, int32_t *axis) {
+    yaml_node_t *n = require_attr(c, o, key, "the axis to work over");
+    if (!n) return -1;
+    int a = lookup_axis(c, n);
+    if (a < 0) return -1;
+    if (ts_view_find(&o->args[arg].ref.view, a) < 0) {
+        char *dims = dims_str(c, &o->args[arg].ref.view);
+        ERR(c, n, NULL, "%s over axis '%s', but '%s' has axes %s", o->def->name, axis_name(c, a),
+            ts_yaml_str(o->arg_nodes[arg]), dims);
+        free(dims);
+        return -1;
+    }
+    *axis = a;
+    return 0;
+}
+
+static bool axes_subset(const ts_view *a, const ts_view *b) {
+    for (int i = 0; i < a->ndim; i++)
+        if (ts_view_find(b, a->axis[i]) < 0) return false;
+    return true;
+}
+
+/* Elementwise operands: the same dtype (0-dim tensors adapt), and each axis set within the largest. */
+static int check_elementwise(ctx *c, op_call *o) {
+    int big = 0;
+    for (int i = 1; i < o->nargs; i++)
+        if (o->args[i].ref.view.ndim > o->args[big].ref.view.ndim) big = i;
+    for (int i = 0; i < o->nargs; i++) {
+        const ts_view *v = &o->args[i].ref.view, *w = &o->args[big].ref.view;
+        if (!axes_subset(v, w)) {
+            char *a = dims_str(c, w), *b = dims_str(c, v);
+            ERR(c, o->arg_nodes[i], "use expand to broadcast explicitly, or matmul to contract",
+                "shape mismatch in %s: '%s' has axes %s, '%s' has axes %s", o->def->name,
+                ts_yaml_str(o->arg_nodes[big]), a, ts_yaml_str(o->arg_nodes[i]), b);
+            free(a);
+            free(b);
+            return -1;
+        }
+    }
+    int first_typed = -1;
+    for (int i = (o->def->prim == TS_OP_WHERE); i < o->nargs; i++) {
+        if (o->args[i].ref.view.ndim == 0) continue;
+        if (first_typed < 0) first_typed = i;
+        else if (o->args[i].dtype != o->args[first_typed].dtype) {
+            char *hint = ts_strfmt("cast one operand: {op: cast, args: [%s], dtype: %s}",
+                                   ts_yaml_str(o->arg_nodes[i]), ts_dtype_name(o->args[first_typed].dtype));
+            ERR(c, o->arg_nodes[i], hint, "dtype mismatch in %s: '%s' is %s, '%s' is %s", o->def->name,
+                ts_yaml_str(o->arg_nodes[first_typed]), ts_dtype_name(o->args[first_typed].dtype),
+                ts_yaml_str(o->arg_nodes[i]), ts_dtype_name(o->args[i].dtype));
+            free(hint);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- lowerings --------------------------------------------------------------------------------- */
+
+static int lower_elementwise(ctx *c, op_call *o) {
+    if (check_elementwise(c, o) != 0) return -1;
+    if (o->nargs == 1) o->result = ts_t_unary(&c->b, (ts_op)o->def->prim, o->args[0]);
+    else if (o->nargs == 2) {
+        ts_tensor x = o->args[0], y = o->args[1];
+        if (x.ref.view.ndim < y.ref.view.ndim) { /* the result takes the larger operand's order */
+            if (o->def->prim == TS_OP_LESS_THAN) {
+                o->result = ts_t_binary(&c->b, TS_OP_LESS_THAN, x, y); /* order matters; keep it */
+                return 0;
+            }
+            x = o->args[1], y = o->args[0];
+        }
+        o->result = ts_t_binary(&c->b, (ts_op)o->def->prim, x, y);
+    } else {
+        o->result = ts_t_where(&c->b, o->args[0], o->args[1], o->args[2]);
+    }
+    return 0;
+}
+
+static int lower_unary_composite(ctx *c, op_call *o) {
+    const char *n = o->def->name;
+    ts_tensor x = o->args[0];
+    if (strcmp(n, "exp") == 0) o->result = ts_t_exp(&c->b, x);
+    else if (strcmp(n, "rsqrt") == 0) o->result = ts_t_rsqrt(&c->b, x);
+    else if (strcmp(n, "tanh") == 0) o->result = ts_t_tanh(&c->b, x);
+    else if (strcmp(n, "silu") == 0) o->result = ts_t_silu(&c->b, x);
+    else if (strcmp(n, "gelu") == 0) o->result = ts_t_gelu(&c->b, x);
+    else o->result = ts_t_copy(&c->b, x);
+    return 0;
+}
+
+static int lower_binary_composite(ctx *c, op_call *o) {
+    if (check_elementwise(c, o) != 0) return -1;
+    bool sub = strcmp(o->def->name, "sub") == 0;
+    o->result = sub ? ts_t_sub(&c->b, o->args[0], o->args[1]) : ts_t_div(&c->b, o->args[0], o->args[1]);
+    return 0;
+}
+
+static int lower_reduce(ctx *c, op_call *o) {
+    int32_t a;
+    if (operand_axis(c, o, 0, "axis", &a) != 0) return -1;
+    const char *n = o->def->name;
+    if (strcmp(n, "softmax") == 0) o->result = ts_t_softmax(&c->b, o->args[0], a);
+    else if (strcmp(n, "mean") == 0) o->result = ts_t_mean(&c->b, o->args[0], a);
+    else o->result = ts_t_reduce(&c->b, (ts_op)o->def->prim, o->args[0], a);
+    return 0;
+}
+
+static int lower_rmsnorm(ctx *c, op_call *o) {
+    int32_t a;
+    double eps = 1e-6;
+    if (operand_axis(c, o, 0, "axis", &a) != 0) return -1;
+    yaml_node_t *e = attr(c, o, "eps");
+    if (e && parse_number(c, e, "eps", &eps) != 0) return -1;
+    if (o->nargs == 2) {
+        const ts_view *gv = &o->args[1].ref.view;
+        if (gv->ndim != 1 || gv->axis[0] != a) {
+            char *dims = dims_str(c, gv);
+            ERR(c, o->arg_nodes[1], NULL, "rmsnorm gain must have exactly the normalised axis [%s], got %s",
+                axis_name(c, a), dims);
+            free(dims);
+            return -1;
+        }
+        if (check_elementwise(c, o) != 0) return -1;
+    }
+    o->result = ts_t_rmsnorm(&c->b, o->args[0], o->nargs == 2 ? &o->args[1] : NULL, a, eps);
+    return 0;
+}
+
+/* matmul over: k (both operands have k) or over: [k_a, k_b] (the operands name it differently). */
+static int lower_matmul(ctx *c, op_call *o) {
+    yaml_node_t *over = require_attr(c, o, "over", "over: <the contraction axis>");
+    if (!over) return -1;
+    yaml_node_t *names[2] = {over, over};
+    if (over->type == YAML_SEQUENCE_NODE) {
+        if (seq_len(over) != 2) {
+            ERR(c, over, "write over: k, or over: [k_of_first, k_of_second]", "'over' lists %d axes; expected 1 or 2",
+                seq_len(over));
+            return -1;
+        }
+        names[0] = seq_at(c, over, 0);
+        names[1] = seq_at(c, over, 1);
+    }
+    int32_t ax[2];
+    for (int i = 0; i < 2; i++) {
+        int a = lookup_axis(c, names[i]);
+        if (a < 0) return -1;
+        if (ts_view_find(&o->args[i].ref.view, a) < 0) {
+            char *dims = dims_str(c, &o->args[i].ref.view);
+            ERR(c, names[i], "both operands must have the contraction axis",
+                "matmul contracts over '%s', but operand '%s' has axes %s", axis_name(c, a),
+                ts_yaml_str(o->arg_nodes[i]), dims);
+            free(dims);
+            return -1;
+        }
+        ax[i] = (int32_t)a;
+    }
+    if (c->g->axes[ax[0]].size != c->g->axes[ax[1]].size) {
+        ERR(c, over, NULL, "matmul contraction axes differ in size: '%s' is %lld, '%s' is %lld",
+            axis_name(c, ax[0]), (long long)c->g->axes[ax[0]].size, axis_name(c, ax[1]),
+            (long long)c->g->axes[ax[1]].size);
+        return -1;
+    }
+    ts_tensor y = o->args[1];
+    if (ax[1] != ax[0]) {
+        if (ts_view_find(&y.ref.view, ax[0]) >= 0) {
+            ERR(c, names[1], NULL, "operand '%s' already has an axis '%s'", ts_yaml_str(o->arg_nodes[1]),
+                axis_name(c, ax[0]));
+            return -1;
+        }
+        y.ref.view.axis[ts_view_find(&y.ref.view, ax[1])] = ax[0]; /* rename k_b to k_a */
+    }
+    if (o->args[0].dtype != y.dtype) {
+        ERR(c, o->arg_nodes[1], "cast one operand", "dtype mismatch in matmul: %s and %s",
+            ts_dtype_name(o->args[0].dtype), ts_dtype_name(y.dtype));
+        return -1;
+    }
+    o->result = ts_t_matmul(&c->b, o->args[0], y, ax[0]);
+    return 0;
+}
+
+static int lower_scale(ctx *c, op_call *o) {
+    double v;
+    yaml_node_t *n = require_attr(c, o, "by", "by: <a number>");
+    if (!n || parse_number(c, n, "scale factor", &v) != 0) return -1;
+    o->result = ts_t_scale(&c->b, o->args[0], v);
+    return 0;
+}
+
+static int optional_dtype(ctx *c, op_call *o, ts_dtype *t) {
+    yaml_node_t *n = attr(c, o, "dtype");
+    *t = TS_FP32;
+    return n ? lookup_dtype(c, n, t) : 0;
+}
+
+static int lower_constant(ctx *c, op_call *o) {
+    double v;
+    ts_dtype t;
+    yaml_node_t *n = require_attr(c, o, "value", "value: <a number>");
+    if (!n || parse_number(c, n, "constant value", &v) != 0 || optional_dtype(c, o, &t) != 0) return -1;
+    o->result = ts_t_constant(&c->b, v, t);
+    return 0;
+}
+
+static int lower_iota(ctx *c, op_call *o) {
+    ts_dtype t;
+    yaml_node_t *n = require_attr(c, o, "axis", "axis: <the axis to count along>");
+    if (!n) return -1;
+    int a = lookup_axis(c, n);
+    if (a < 0 || optional_dtype(c, o, &t) != 0) return -1;
+    o->result = ts_t_iota(&c->b, a, t);
+    return 0;
+}
+
+static int lower_cast(ctx *c, op_call *o) {
+    ts_dtype t;
+    yaml_node_t *n = require_attr(c, o, "dtype", "dtype: fp32");
+    if (!n || lookup_dtype(c, n, &t) != 0) return -1;
+    o->result = ts_t_cast(&c->b, o->args[0], t);
+    return 0;
+}
+
+/* ---- view ops: permute, expand, reshape, slice -------------------------------------------------- */
+
+/* Reads a list of distinct axes under `key`. */
+static int axis_list(ctx *c, op_call *o, const char *key, int32_t *axes, int *n) {
+    yaml_node_t *l = require_attr(c, o, key, "a list of axes");
+    if (!l) return -1;
+    return parse_shape(c, l, axes, n);
+}
+
+static int lower_permute(ctx *c, op_call *o) {
+    int32_t order[TS_MAX_DIMS];
+    int n;
+    if (axis_list(c, o, "order", order, &n) != 0) return -1;
+    ts_view v = o->args[0].ref.view;
+    ts_view want = {.ndim = n};
+    memcpy(want.axis, order, sizeof(int32_t) * (size_t)n);
+    if (n != v.ndim || !axes_subset(&v, &want)) {
+        char *dims = dims_str(c, &v);
+        ERR(c, attr(c, o, "order"), NULL, "permute order must list exactly the axes of '%s': %s",
+            ts_yaml_str(o->arg_nodes[0]), dims);
+        free(dims);
+        return -1;
+    }
+    o->result = o->args[0];
+    ts_view_permute(&o->result.ref.view, order, n);
+    return 0;
+}
+
+static int lower_expand(ctx *c, op_call *o) {
+    int32_t shape[TS_MAX_DIMS];
+    int n;
+    if (axis_list(c, o, "shape", shape, &n) != 0) return -1;
+    ts_view v = o->args[0].ref.view, want = {.ndim = n};
+    memcpy(want.axis, shape, sizeof(int32_t) * (size_t)n);
+    if (!axes_subset(&v, &want)) {
+        char *dims = dims_str(c, &v);
+        ERR(c, attr(c, o, "shape"), NULL, "expand shape must include every axis of '%s': %s",
+            ts_yaml_str(o->arg_nodes[0]), dims);
+        free(dims);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (ts_view_find(&v, shape[i]) < 0) ts_view_expand(&v, v.ndim, shape[i], c->g->axes[shape[i]].size);
+    ts_view_permute(&v, shape, n);
+    o->result = o->args[0];
+    o->result.ref.view = v;
+    return 0;
+}
+
+/* Groups of consecutive dims with equal products pair the source dims with the target's. */
+static int reshape_view(ctx *c, op_call *o, const int32_t *shape, int n, yaml_node_t *where) {
+    ts_tensor x = o->args[0];
+    ts_view v = x.ref.view;
+    int si = 0, ti = 0, out = 0; /* out: position of the next target dim in v */
+    while (si < x.ref.view.ndim || ti < n) {
+        int s0 = si, t0 = ti;
+        int64_t sp = si < x.ref.view.ndim ? x.ref.view.size[si++] : 1;
+        int64_t tp = ti < n ? c->g->axes[shape[ti++]].size : 1;
+        while (sp != tp && (si < x.ref.view.ndim || ti < n)) {
+            if (sp < tp && si < x.ref.view.ndim) sp *= x.ref.view.size[si++];
+            else if (ti < n) tp *= c->g->axes[shape[ti++]].size;
+            else break;
+        }
+        if (sp != tp) break;
+        int ns = si - s0, nt = ti - t0;
+        for (int i = s0; i < si && (ns > 1 || nt > 1); i++)
+            if (c->g->axes[x.ref.view.axis[i]].dynamic) {
+                ERR(c, where, NULL, "cannot split or merge dynamic axis '%s'", axis_name(c, x.ref.view.axis[i]));
+                return -1;
+            }
+        for (int i = t0; i < ti && (ns > 1 || nt > 1); i++)
+            if (c->g->axes[shape[i]].dynamic) {
+                ERR(c, where, NULL, "cannot split or merge dynamic axis '%s'", axis_name(c, shape[i]));
+                return -1;
+            }
+        if (ns == 1 && nt == 1 && x.ref.view.axis[s0] != shape[t0] &&
+            (c->g->axes[shape[t0]].dynamic || c->g->axes[x.ref.view.axis[s0]].dynamic) &&
+            ts_axis_root(c->g, shape[t0]) != ts_axis_root(c->g, x.ref.view.axis[s0])) {
+            ERR(c, where, "declare the new axis as {like: <the old one>}",
+                "cannot rename dynamic axis '%s' to '%s': their sizes are not tied",
+                axis_name(c, x.ref.view.axis[s0]), axis_name(c, shape[t0]));
+            return -1;
+        }
+        if (ns > 1 && !ts_view_merge(&v, out, ns, shape[t0])) {
+            o->args[0] = ts_t_copy(&c->b, (ts_tensor){.ref = {.node = x.ref.node, .view = v}, .dtype = x.dtype});
+            v = o->args[0].ref.view; /* materialise, then merge the now contiguous dims */
+            TS_ASSERT(ts_view_merge(&v, out, ns, shape[t0]));
+            x.ref.node = o->args[0].ref.node;
+        } else if (ns == 0) {
+            ts_view_expand(&v, out, shape[t0], 1); /* a new size-1 axis */
+            ns = 1;
+        }
+        if (nt > 1) {
+            int64_t sizes[TS_MAX_DIMS];
+            for (int i = 0; i < nt; i++) sizes[i] = c->g->axes[shape[t0 + i]].size;
+            ts_view_split(&v, out, shape + t0, sizes, nt);
+        } else if (nt == 1) {
+            v.axis[out] = shape[t0];
+        } else {
+            /* a size-1 source dim with no target: drop it */
+            for (int i = out; i + 1 < v.ndim; i++) {
+                v.axis[i] = v.axis[i + 1];
+                v.size[i] = v.size[i + 1];
+                v.stride[i] = v.stride[i + 1];
+            }
+            v.ndim--;
+        }
+        out += nt;
+    }
+    if (si < x.ref.view.ndim || ti < n || out != n) {
+        char *dims = dims_str(c, &x.ref.view);
+        ERR(c, where, "the products of consecutive axis sizes must match", "cannot reshape '%s' %s to this shape",
+            ts_yaml_str(o->arg_nodes[0]), dims);
+        free(dims);
+        return -1;
+    }
+    o->result = (ts_tensor){.ref = {.node = x.ref.node, .view = v}, .dtype = x.dtype};
+    return 0;
+}
+
+static int lower_reshape(ctx *c, op_call *o) {
+    int32_t shape[TS_MAX_DIMS];
+    int n;
+    if (axis_list(c, o, "shape", shape, &n) != 0) return -1;
+    int64_t a = ts_view_numel(&o->args[0].ref.view), b = 1;
+    for (int i = 0; i < n; i++) b *= c->g->axes[shape[i]].size;
+    if (a != b) {
+        ERR(c, attr(c, o, "shape"), NULL, "reshape changes the element count: '%s' has %lld, the shape %lld",
+            ts_yaml_str(o->arg_nodes[0]), (long long)a, (long long)b);
+        return -1;
+    }
+    return reshape_view(c, o, shape, n, attr(c, o, "shape"));
+}
+
+/* slice: {axis: d, start: s, step: k, as: e} — index i of e is s + i·k of d; e's size is declared. */
+static int lower_slice(ctx *c, op_call *o) {
+    int32_t from;
+    if (operand_axis(c, o, 0, "axis", &from) != 0) return -1;
+    yaml_node_t *as = require_attr(c, o, "as", "as: <the new axis, declared with its size>");
+    if (!as) return -1;
+    int to = lookup_axis(c, as);
+    if (to < 0) return -1;
+    double start = 0, step = 1;
+    yaml_node_t *sn = attr(c, o, "start"), *kn = attr(c, o, "step");
+    if ((sn && parse_number(c, sn, "start", &start) != 0) || (kn && parse_number(c, kn, "step", &step) != 0))
+        return -1;
+    if (start != floor(start) || step != floor(step) || step == 0 || fabs(start) > 1e15 || fabs(step) > 1e15) {
+        ERR(c, sn && start != floor(start) ? sn : kn ? kn : o->op_node, NULL, "slice start and step must be integers, step not 0");
+        return -1;
+    }
+    if (c->g->axes[from].dynamic || c->g->axes[to].dynamic) {
+        ERR(c, as, NULL, "cannot slice dynamic axis '%s'", axis_name(c, c->g->axes[from].dynamic ? from : to));
+        return -1;
+    }
+    int64_t n = c->g->axes[from].size, size = c->g->axes[to].size;
+    int64_t first = (int64_t)start, last = first + (size - 1) * (int64_t)step;
+    if (first < 0 || first >= n || last < 0 || last >= n) {
+        ERR(c, as, NULL, "slice out of range: indices %lld..%lld of axis '%s' (size %lld)", (long long)first,
+            (long long)last, axis_name(c, from), (long long)n);
+        return -1;
+    }
+    if (to != from && ts_view_find(&o->args[0].ref.view, to) >= 0) {
+        ERR(c, as, NULL, "'%s' already has an axis '%s'", ts_yaml_str(o->arg_nodes[0]), axis_name(c, to));
+        return -1;
+    }
+    o->result = o->args[0];
+    ts_view_slice(&o->result.ref.view, ts_view_find(&o->result.ref.view, from), to, first, (int64_t)step, size);
+    return 0;
+}
+
+#define P(op) TS_OP_##op
+static const op_def op_defs[] = {
+    /* composites */
+    {"matmul", 2, 2, {"over"}, lower_matmul, -1},
+    {"softmax", 1, 1, {"axis"}, lower_reduce, -1},
+    {"mean", 1, 1, {"axis"}, lower_reduce, -1},
+    {"rmsnorm", 1, 2, {"axis", "eps"}, lower_rmsnorm, -1},
+    {"sub", 2, 2, {0}, lower_binary_composite, -1},
+    {"div", 2, 2, {0}, lower_binary_composite, -1},
+    {"exp", 1, 1, {0}, lower_unary_composite, -1},
+    {"rsqrt", 1, 1, {0}, lower_unary_composite, -1},
+    {"tanh", 1, 1, {0}, lower_unary_composite, -1},
+    {"silu", 1, 1, {0}, lower_unary_composite, -1},
+    {"gelu", 1, 1, {0}, lower_unary_composite, -1},
+    {"scale", 1, 1, {"by"}, lower_scale, -1},
+    /* views */
+    {"permute", 1, 1, {"order"}, lower_permute, -1},
+    {"expand", 1, 1, {"shape"}, lower_expand, -1},
+    {"reshape", 1, 1, {"shape"}, lower_reshape, -1},
+    {"slice", 1, 1, {"axis", "start", "step", "as"}, lower_slice, -1},
+};
+#undef P
+
+/* Primitives take their names and arities from the TS_OPS X-macro; these say what each needs. */
+static op_def primitive_def(ts_op op) {
+    op_def d = {ts_op_name(op), ts_op_arity(op), ts_op_arity(op), {0}, NULL, (int)op};
+    switch (ts_op_kind_of(op)) {
+    case TS_KIND_REDUCE: d.attrs[0] = "axis", d.lower = lower_reduce; break;
+    case TS_KIND_SOURCE:
+        d.lower = op == TS_OP_IOTA ? lower_iota : lower_constant;
+        d.attrs[0] = op == TS_OP_IOTA ? "axis" : "value";
+        d.attrs[1] = "dtype";
+        break;
+    default:
+        d.lower = op == TS_OP_CAST ? lower_cast : op == TS_OP_COPY ? lower_unary_composite : lower_elementwise;
+        if (op == TS_OP_CAST) d.attrs[0] = "dtype";
+    }
+    return d;
+}
+
+static int find_op_def(const char *name, op_def *out) {
+    for (size_t i = 0; i < sizeof op_defs / sizeof *op_defs; i++)
+        if (strcmp(op_defs[i].name, name) == 0) return *out = op_defs[i], 0;
+    int p = ts_op_lookup(name);
+    if (p < 0 || p == TS_OP_INPUT) return -1;
+    *out = primitive_def((ts_op)p);
+    return 0;
+}
+
+static const char **all_op_names(int *n) {
+    const char **names = ts_xmalloc(sizeof *names * (TS_OP_COUNT + sizeof op_defs / sizeof *op_defs));
+    *n = 0;
+    for (size_t i = 0; i < sizeof op_defs / sizeof *op_defs; i++) names[(*n)++] = op_defs[i].name;
+    for (int i = 0; i < TS_OP_COUNT; i++)
+        if (i != TS_OP_INPUT) names[(*n)++] = ts_op_name((ts_op)i);
+    return names;
+}
+
+/* ---- ops: names, references, order, lowering --------------------------------------------------- */
+
+static const char *const op_common_keys[] = {"name", "op", "args"};
+
+/* First pass over one op entry: its name (unique) and its argument names (kept for resolution). */
+static int declare_op(ctx *c, yaml_node_t *entry) {
+    if (entry->type != YAML_MAPPING_NODE) {
+        ERR(c, entry, "write '- {name: Y, op: matmul, args: [X, W], over: d}'", "each op must be a mapping");
+        return -1;
+    }
+    yaml_node_t *name = ts_yaml_get(c->spec, entry, "name");
+    if (!name) {
+        ERR(c, entry, "add name: <the tensor it defines>", "op has no 'name'");
+        return -1;
+    }
+    const char *s = expect_name(c, name, "tensor");
+    if (!s) return -1;
+    int32_t prev = find_tensor(c, s);
+    if (prev >= 0) {
+        char *hint = ts_strfmt("first defined at line %d", ts_yaml_line(c->tensors[prev].where));
+        ERR(c, name, hint, "duplicate tensor name '%s'", s);
+        free(hint);
+        return -1;
+    }
+    add_tensor(c, s, name, entry);
+    return 0;
+}
+
+/* Resolves an op's op name and arguments; reports unknown ops, operand counts, unknown keys, undefined
+ * tensors. Fills def. */
+static int resolve_op(ctx *c, int32_t t, op_def *def) {
+    tensor *x = &c->tensors[t];
+    yaml_node_t *opn = ts_yaml_get(c->spec, x->entry, "op");
+    if (!opn || !ts_yaml_str(opn)) {
+        ERR(c, opn ? opn : x->entry, "add op: <an op name>", "op '%s' has no op name", x->name);
+        return -1;
+    }
+    const char *on = ts_yaml_str(opn);
+    if (find_op_def(on, def) != 0) {
+        int n;
+        const char **names = all_op_names(&n);
+        const char *near = ts_closest_name(on, names, n);
+        char *hint = near ? ts_strfmt("did you mean '%s'?", near) : ts_strfmt("see README.md for the op list");
+        ERR(c, opn, hint, strcmp(on, "input") == 0 ? "'%s' is not an op: declare inputs under inputs:" : "unknown op '%s'",
+            on);
+        free(hint);
+        free(names);
+        return -1;
+    }
+    const char *keys[8];
+    int nk = 0;
+    for (int i = 0; i < 3; i++) keys[nk++] = op_common_keys[i];
+    for (int i = 0; i < 4 && def->attrs[i]; i++) keys[nk++] = def->attrs[i];
+    char *where = ts_strfmt("for op %s", def->name);
+    int bad = check_keys(c, x->entry, keys, nk, where);
+    free(where);
+    yaml_node_t *args = get_seq(c, x->entry, "args");
+    int nargs = args ? seq_len(args) : 0;
+    if ((nargs < def->min_args || nargs > def->max_args) && (args || def->min_args > 0)) {
+        char want[32];
+        if (def->min_args == def->max_args) snprintf(want, sizeof want, "%d", def->min_args);
+        else snprintf(want, sizeof want, "%d or %d", def->min_args, def->max_args);
+        ERR(c, args ? args : opn, NULL, "%s takes %s operand%s, got %d", def->name, want,
+            def->max_args == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    x->nargs = nargs;
+    for (int i = 0; i < nargs; i++) {
+        yaml_node_t *a = seq_at(c, args, i);
+        const char *an = expect_name(c, a, "tensor");
+        x->args[i] = an ? find_tensor(c, an) : -1;
+        if (an && x->args[i] < 0) {
+            ERR(c, a, "define it under inputs: or as an op's name", "undefined tensor '%s'", an);
+            bad = 1;
+        }
+        bad |= !an;
+    }
+    return bad ? -1 : 0;
+}
+
+/* Kahn's algorithm over op tensors; on a cycle, reports one and returns -1. order receives op tensor ids. */
+static int topo_order(ctx *c, int32_t first_op, int32_t *order) {
+    int n = c->ntensors;
+    int *indeg = ts_xcalloc((size_t)n, sizeof *indeg);
+    int *users_start = ts_xcalloc((size_t)n + 1, sizeof *users_start);
+    for (int t = first_op; t < n; t++)
+        for (int i = 0; i < c->tensors[t].nargs; i++)
+            if (c->tensors[t].args[i] >= first_op) indeg[t]++, users_start[c->tensors[t].args[i] + 1]++;
+    for (int t = 0; t < n; t++) users_start[t + 1] += users_start[t];
+    int *users = ts_xmalloc(sizeof *users * (size_t)(users_start[n] + 1));
+    int *fill = ts_xcalloc((size_t)n, sizeof *fill);
+    for (int t = first_op; t < n; t++)
+        for (int i = 0; i < c->tensors[t].nargs; i++) {
+            int a = c->tensors[t].args[i];
+            if (a >= first_op) users[users_start[a] + fill[a]++] = t;
+        }
+    int head = 0, tail = 0;
+    for (int t = first_op; t < n; t++)
+        if (indeg[t] == 0) order[tail++] = t;
+    while (head < tail) {
+        int t = order[head++];
+        for (int u = users_start[t]; u < users_start[t + 1]; u++)
+            if (--indeg[users[u]] == 0) order[tail++] = users[u];
+    }
+    int rc = 0;
+    if (tail < n - first_op) { /* walk arguments inside the cycle until a tensor repeats */
+        int t = first_op;
+        while (indeg[t] == 0) t++;
+        int *seen = fill;
+        memset(seen, 0, sizeof *seen * (size_t)n);
+        while (!seen[t]) {
+            seen[t] = 1;
+            int next = -1;
+            for (int i = 0; i < c->tensors[t].nargs; i++)
+                if (c->tensors[t].args[i] >= first_op && indeg[c->tensors[t].args[i]] > 0) next = c->tensors[t].args[i];
+            t = next;
+        }
+        char buf[400];
+        size_t len = (size_t)snprintf(buf, sizeof buf, "%s", c->tensors[t].name);
+        int u = t, steps = 0;
+        do {
+            int next = -1;
+            for (int i = 0; i < c->tensors[u].nargs; i++)
+                if (c->tensors[u].args[i] >= first_op && indeg[c->tensors[u].args[i]] > 0) next = c->tensors[u].args[i];
+            u = next;
+            if (len < sizeof buf - 80) len += (size_t)snprintf(buf + len, sizeof buf - len, " <- %s", c->tensors[u].name);
+            else if (steps++ == 0) len += (size_t)snprintf(buf + len, sizeof buf - len, " <- ...");
+        } while (u != t);
+        ERR(c, c->tensors[t].where, "a tensor cannot depend on itself", "cycle: %s", buf);
+        rc = -1;
+    }
+    free(indeg);
+    free(users_start);
+    free(users);
+    free(fill);
+    return rc;
+}
+
+static int lower_op(ctx *c, int32_t t, const op_def *def) {
+    tensor *x = &c->tensors[t];
+    op_call o = {.def = def, .entry = x->entry, .nargs = x->nargs};
+    o.op_node = ts_yaml_get(c->spec, x->entry, "op");
+    o.args_node = ts_yaml_get(c->spec, x->entry, "args");
+    for (int i = 0; i < x->nargs; i++) {
+        if (c->tensors[x->args[i]].state != T_DONE) return -1; /* an operand failed: already reported */
+        o.args[i] = c->tensors[x->args[i]].value;
+        o.arg_nodes[i] = seq_at(c, o.args_node, i);
+    }
+    c->b.origin = t;
+    if (def->lower(c, &o) != 0) return -1;
+    c->tensors[t].value = o.result;
+    return 0;
+}
+
+static int parse_ops(ctx *c, yaml_node_t *ops) {
+    if (!ops) return 0;
+    if (ops->type != YAML_SEQUENCE_NODE) {
+        ERR(c, ops, "write 'ops:' followed by a list of '- {name: ..., op: ..., args: [...]}'", "'ops' must be a list");
+        return -1;
+    }
+    int n = seq_len(ops);
+    if (n > TS_MAX_OPS) {
+        ERR(c, ops, "split the graph into several files", "graph has %d ops; the limit is %d", n, TS_MAX_OPS);
+        return -1;
+    }
+    int32_t first = c->ntensors;
+    int bad = 0;
+    for (int i = 0; i < n; i++) bad |= declare_op(c, seq_at(c, ops, i)) != 0;
+    if (bad) return -1;
+    op_def *defs = ts_xmalloc(sizeof *defs * (size_t)(n ? n : 1));
+    for (int t = first; t < c->ntensors; t++) bad |= resolve_op(c, t, &defs[t - first]) != 0;
+    int32_t *order = ts_xmalloc(sizeof *order * (size_t)(n ? n : 1));
+    if (!bad) bad = topo_order(c, first, order) != 0;
+    for (int i = 0; !bad && i < n; i++) {
+        int32_t t = order[i];
+        c->tensors[t].state = lower_op(c, t, &defs[t - first]) == 0 ? T_DONE : T_FAILED;
+    }
+    free(defs);
+    free(order);
+    return bad || c->d->nerrors ? -1 : 0;
+}
+
+/* Elementwise nodes may not exceed 2^63 elements: re-check every node's count with overflow checks. */
+static int check_sizes(ctx *c) {
+    for (int i = 0; i < c->g->nnodes; i++) {
+        const ts_node *n = &c->g->nodes[i];
+        int64_t e = 1;
+        for (int d = 0; d < n->ndim; d++)
+            if (__builtin_mul_overflow(e, c->g->axes[n->axis[d]].size, &e)) {
+                int32_t t = n->origin;
+                yaml_node_t *where = t >= 0 ? c->tensors[t].where : NULL;
+                ERR(c, where, "reduce the axis sizes", "'%s' would have more than 2^63 elements",
+                    t >= 0 ? c->tensors[t].name : "a tensor");
+                return -1;
+            }
+    }
+    return 0;
+}
+
+static int parse_outputs(ctx *c, yaml_node_t *outs, yaml_node_t *root) {
+    if (!outs || (outs->type == YAML_SEQUENCE_NODE && seq_len(outs) == 0)) {
+        ERR(c, outs ? outs : root, "add outputs: [<tensor names>]", "empty graph: no outputs");
+        return -1;
+    }
+    if (outs->type != YAML_SEQUENCE_NODE) {
+        ERR(c, outs, "write outputs: [O]", "'outputs' must be a list of tensor names");
+        return -1;
+    }
+    int bad = 0;
+    for (int i = 0; i < seq_len(outs); i++) {
+        yaml_node_t *o = seq_at(c, outs, i);
+        const char *s = expect_name(c, o, "tensor");
+        int32_t t = s ? find_tensor(c, s) : -1;
+        if (s && t < 0) ERR(c, o, "name a tensor defined under ops:", "output '%s' is never produced", s);
+        else if (t >= 0 && !c->tensors[t].entry)
+            ERR(c, o, "outputs are computed by ops; copy the input with {op: copy} if you mean it",
+                "output '%s' is a graph input", s);
+        if (t < 0 || !c->tensors[t].entry) {
+            bad = 1;
+            continue;
+        }
+        for (int j = 0; j < c->g->noutputs; j++)
+            if (strcmp(c->g->outputs[j].name, s) == 0) {
+                ERR(c, o, NULL, "output '%s' is listed twice", s);
+                bad = 1;
+            }
+        if (bad || c->tensors[t].state != T_DONE) continue;
+        TS_GROW(c->g->outputs, c->g->noutputs, c->g->cap_outputs);
+        c->g->outputs[c->g->noutputs++] =
+            (ts_output){.name = ts_strdup(s), .ref = c->tensors[t].value.ref, .dtype = c->tensors[t].value.dtype};
+    }
+    return bad ? -1 : 0;
+}
+
+static void warn_unused_inputs(ctx *c) {
+    for (int i = 0; i < c->g->ninputs; i++) {
+        bool used = false;
+        for (int t = 0; t < c->ntensors && !used; t++)
+            for (int a = 0; a < c->tensors[t].nargs; a++) used |= c->tensors[t].args[a] == i;
+        if (!used)
+            ts_diag_add(c->d, TS_WARNING, c->g->inputs[i].line, c->g->inputs[i].col, (int)strlen(c->g->inputs[i].name),
+                        NULL, "input '%s' is never used", c->g->inputs[i].name);
+    }
+}
+
+/* Keeps every user tensor in the graph, indexed like node origins. */
+static void record_named(ctx *c) {
+    for (int t = 0; t < c->ntensors; t++) {
+        const tensor *x = &c->tensors[t];
+        TS_GROW(c->g->named, c->g->nnamed, c->g->cap_named);
+        const char *op = x->entry ? ts_yaml_str(ts_yaml_get(c->spec, x->entry, "op")) : "input";
+        c->g->named[c->g->nnamed++] = (ts_named){.name = ts_strdup(x->name), .op = ts_strdup(op ? op : "?"),
+                                                 .ref = x->value.ref, .dtype = x->value.dtype,
+                                                 .line = ts_yaml_line(x->where), .col = ts_yaml_col(x->where)};
+    }
+}
+
+/* ---- entry points ------------------------------------------------------------------------------ */
+
+static void default_name(ts_spec *spec, ts_graph *g, yaml_node_t *name_node) {
+    const char *s = ts_yaml_str(name_node);
+    if (s) {
+        free(g->name);
+        g->name = ts_strdup(s);
+        return;
+    }
+    const char *base = strrchr(spec->path, '/');
+    base = base ? base + 1 : spec->path;
+    size_t n = strcspn(base, ".");
+    char *name = ts_xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++) name[i] = isalnum((unsigned char)base[i]) ? base[i] : '_';
+    name[n] = '\0';
+    free(g->name);
+    g->name = is_identifier(name) ? name : ts_strfmt("g_%s", name);
+    if (g->name != name) free(name);
+}
+
+int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
+    ts_graph_init(g, NULL);
+    ctx c = {.spec = spec, .d = d, .g = g, .b = {.g = g, .origin = -1}};
+    int rc = -1;
+    yaml_node_t *root = ts_yaml_root(spec);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        ERR(&c, root, "a graph file is a mapping with axes:, inputs:, ops: and outputs:",
+            "expected a mapping at the top of the file");
+        goto done;
+    }
+    if (check_keys(&c, root, top_keys, 5, "at the top level")) goto done;
+    yaml_node_t *name = ts_yaml_get(spec, root, "graph");
+    if (name && !expect_name(&c, name, "graph")) goto done;
+    default_name(spec, g, name);
+    if (parse_axes(&c, ts_yaml_get(spec, root, "axes"), bind) != 0) goto done;
+    if (parse_inputs(&c, ts_yaml_get(spec, root, "inputs")) != 0) goto done;
+    if (parse_ops(&c, ts_yaml_get(spec, root, "ops")) != 0) goto done;
+    if (check_sizes(&c) != 0) goto done;
+    if (parse_outputs(&c, ts_yaml_get(spec, root, "outputs"), root) != 0) goto done;
+    warn_unused_inputs(&c);
+    record_named(&c);
+    rc = d->nerrors ? -1 : 0;
+done:
+    free(c.tensors);
+    free(c.slots);
+    return rc;
+}
+
+/* ---- --dims ------------------------------------------------------------------------------------ */
+
+int ts_binding_parse(ts_binding *b, const char *text, ts_diags *d) {
+    const char *p = text;
+    while (*p) {
+        const char *eq = strchr(p, '='), *comma = strchr(p, ',');
+        if (!comma) comma = p + strlen(p);
+        if (!eq || eq > comma || eq == p) {
+            ts_error(d, 0, 0, 1, "write --dims m=8,d=16", "--dims: expected name=size, got '%.*s'", (int)(comma - p), p);
+            return -1;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (end != comma || v <= 0 || errno == ERANGE) {
+            ts_error(d, 0, 0, 1, NULL, "--dims: size of '%.*s' must be a positive integer", (int)(eq - p), p);
+            return -1;
+        }
+        if (b->n == 64) {
+            ts_error(d, 0, 0, 1, NULL, "--dims: too many axes");
+            return -1;
+        }
+        b->name[b->n] = ts_xmalloc((size_t)(eq - p) + 1);
+        memcpy(b->name[b->n], p, (size_t)(eq - p));
+        b->name[b->n][eq - p] = '\0';
+        b->size[b->n++] = v;
+        p = *comma ? comma + 1 : comma;
+    }
+    return 0;
+}
+
+void ts_binding_free(ts_binding *b) {
+    for (int i = 0; i < b->n; i++) free(b->name[i]);
+    b->n = 0;
+}

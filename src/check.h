@@ -1,0 +1,27 @@
+/* check.h — giving a YAML graph spec its meaning: axes, inputs, ops and outputs checked (names, shapes,
+ * dtypes, named axes, contractions, cycles) and lowered to HLIR. Every user error is a diagnostic at the
+ * offending item's file:line:col; nothing here prints or exits. */
+#ifndef TS_CHECK_H
+#define TS_CHECK_H
+
+#include "hlir.h"
+#include "spec.h"
+
+#define TS_MAX_OPS 100000 /* ops in one graph file */
+
+/* Sizes that override the file's axis sizes (`--dims m=8,d=16`). */
+typedef struct {
+    int n;
+    char *name[64];
+    int64_t size[64];
+} ts_binding;
+
+/* Parses "m=8,d=16" into b; on error returns -1 and reports (without a place) into d. */
+int ts_binding_parse(ts_binding *b, const char *text, ts_diags *d);
+void ts_binding_free(ts_binding *b);
+
+/* Checks the spec and builds g for the binding (NULL: the file's sizes, typical ones for dynamic axes).
+ * Returns 0 when there are no errors (warnings may be in d); g must be freed either way. */
+int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d);
+
+#endif

@@ -1,0 +1,164 @@
+/* expand.c — tensor-level graph building and the expansion of composites into primitives (expand.h). */
+#include "expand.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---- primitives -------------------------------------------------------------------------------- */
+
+static ts_tensor add_node(ts_builder *b, ts_node *n) {
+    n->origin = b->origin;
+    int32_t id = ts_graph_add_node(b->g, n);
+    return (ts_tensor){.ref = {.node = id, .view = ts_view_of_node(b->g, id)}, .dtype = n->dtype};
+}
+
+static void set_dims_from_view(ts_node *n, const ts_view *v) {
+    n->ndim = v->ndim;
+    memcpy(n->axis, v->axis, sizeof(int32_t) * (size_t)v->ndim);
+}
+
+ts_tensor ts_t_input(ts_builder *b, int32_t input_index, const int32_t *axes, int ndim, ts_dtype dtype) {
+    ts_node n = {.op = TS_OP_INPUT, .dtype = dtype, .ndim = ndim, .input = input_index};
+    memcpy(n.axis, axes, sizeof(int32_t) * (size_t)ndim);
+    return add_node(b, &n);
+}
+
+ts_tensor ts_t_constant(ts_builder *b, double value, ts_dtype dtype) {
+    ts_node n = {.op = TS_OP_CONSTANT, .dtype = dtype, .value = value};
+    return add_node(b, &n);
+}
+
+ts_tensor ts_t_iota(ts_builder *b, int32_t axis, ts_dtype dtype) {
+    ts_node n = {.op = TS_OP_IOTA, .dtype = dtype, .ndim = 1, .axis = {axis}, .reduce_axis = axis};
+    return add_node(b, &n);
+}
+
+ts_tensor ts_t_unary(ts_builder *b, ts_op op, ts_tensor x) {
+    ts_node n = {.op = op, .dtype = x.dtype, .nsrc = 1, .src = {x.ref}};
+    set_dims_from_view(&n, &x.ref.view);
+    return add_node(b, &n);
+}
+
+ts_tensor ts_t_cast(ts_builder *b, ts_tensor x, ts_dtype to) {
+    ts_tensor r = ts_t_unary(b, TS_OP_CAST, x);
+    b->g->nodes[r.ref.node].dtype = to;
+    r.dtype = to;
+    return r;
+}
+
+ts_tensor ts_t_copy(ts_builder *b, ts_tensor x) { return ts_t_unary(b, TS_OP_COPY, x); }
+
+/* The union of the operands' axes: x's order, then the others' new axes in order of appearance. */
+static ts_view union_dims(const ts_tensor *xs, int n) {
+    ts_view u = {0};
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < xs[i].ref.view.ndim; d++)
+            if (ts_view_find(&u, xs[i].ref.view.axis[d]) < 0)
+                ts_view_expand(&u, u.ndim, xs[i].ref.view.axis[d], xs[i].ref.view.size[d]);
+    return u;
+}
+
+/* x's view broadcast (zero strides) and permuted to the dims of u. */
+static ts_ref align(const ts_tensor *x, const ts_view *u) {
+    ts_ref r = x->ref;
+    for (int d = 0; d < u->ndim; d++)
+        if (ts_view_find(&r.view, u->axis[d]) < 0) ts_view_expand(&r.view, r.view.ndim, u->axis[d], u->size[d]);
+    ts_view_permute(&r.view, u->axis, u->ndim);
+    return r;
+}
+
+static ts_tensor elementwise(ts_builder *b, ts_op op, const ts_tensor *xs, int n, ts_dtype dtype) {
+    ts_view u = union_dims(xs, n);
+    ts_node node = {.op = op, .dtype = dtype, .nsrc = n};
+    set_dims_from_view(&node, &u);
+    for (int i = 0; i < n; i++) node.src[i] = align(&xs[i], &u);
+    return add_node(b, &node);
+}
+
+ts_tensor ts_t_binary(ts_builder *b, ts_op op, ts_tensor x, ts_tensor y) {
+    ts_tensor xs[2] = {x, y};
+    return elementwise(b, op, xs, 2, x.ref.view.ndim ? x.dtype : y.dtype);
+}
+
+ts_tensor ts_t_where(ts_builder *b, ts_tensor c, ts_tensor x, ts_tensor y) {
+    ts_tensor xs[3] = {c, x, y};
+    return elementwise(b, TS_OP_WHERE, xs, 3, x.dtype);
+}
+
+ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis) {
+    ts_node n = {.op = op, .dtype = x.dtype, .nsrc = 1, .src = {x.ref}, .reduce_axis = axis};
+    for (int d = 0; d < x.ref.view.ndim; d++)
+        if (x.ref.view.axis[d] != axis) n.axis[n.ndim++] = x.ref.view.axis[d];
+    return add_node(b, &n);
+}
+
+/* ---- composites -------------------------------------------------------------------------------- */
+
+static ts_tensor constant_like(ts_builder *b, double v, ts_tensor like) { return ts_t_constant(b, v, like.dtype); }
+
+ts_tensor ts_t_sub(ts_builder *b, ts_tensor x, ts_tensor y) {
+    return ts_t_binary(b, TS_OP_ADD, x, ts_t_unary(b, TS_OP_NEG, y));
+}
+
+ts_tensor ts_t_div(ts_builder *b, ts_tensor x, ts_tensor y) {
+    return ts_t_binary(b, TS_OP_MUL, x, ts_t_unary(b, TS_OP_RECIP, y));
+}
+
+ts_tensor ts_t_scale(ts_builder *b, ts_tensor x, double c) {
+    return ts_t_binary(b, TS_OP_MUL, x, constant_like(b, c, x));
+}
+
+/* e^x = 2^(x·log2 e) */
+ts_tensor ts_t_exp(ts_builder *b, ts_tensor x) { return ts_t_unary(b, TS_OP_EXP2, ts_t_scale(b, x, M_LOG2E)); }
+
+ts_tensor ts_t_rsqrt(ts_builder *b, ts_tensor x) {
+    return ts_t_unary(b, TS_OP_RECIP, ts_t_unary(b, TS_OP_SQRT, x));
+}
+
+/* tanh(x) = 1 - 2/(e^{2x} + 1) */
+ts_tensor ts_t_tanh(ts_builder *b, ts_tensor x) {
+    ts_tensor e2x = ts_t_exp(b, ts_t_scale(b, x, 2.0));
+    ts_tensor frac = ts_t_unary(b, TS_OP_RECIP, ts_t_binary(b, TS_OP_ADD, e2x, constant_like(b, 1.0, x)));
+    return ts_t_binary(b, TS_OP_ADD, constant_like(b, 1.0, x), ts_t_scale(b, frac, -2.0));
+}
+
+/* silu(x) = x · 1/(1 + e^{-x}) */
+ts_tensor ts_t_silu(ts_builder *b, ts_tensor x) {
+    ts_tensor en = ts_t_exp(b, ts_t_unary(b, TS_OP_NEG, x));
+    ts_tensor sig = ts_t_unary(b, TS_OP_RECIP, ts_t_binary(b, TS_OP_ADD, en, constant_like(b, 1.0, x)));
+    return ts_t_binary(b, TS_OP_MUL, x, sig);
+}
+
+/* gelu(x) = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
+ts_tensor ts_t_gelu(ts_builder *b, ts_tensor x) {
+    ts_tensor x3 = ts_t_binary(b, TS_OP_MUL, x, ts_t_binary(b, TS_OP_MUL, x, x));
+    ts_tensor inner = ts_t_binary(b, TS_OP_ADD, x, ts_t_scale(b, x3, 0.044715));
+    ts_tensor t = ts_t_tanh(b, ts_t_scale(b, inner, sqrt(2.0 / M_PI)));
+    ts_tensor one_plus = ts_t_binary(b, TS_OP_ADD, t, constant_like(b, 1.0, x));
+    return ts_t_binary(b, TS_OP_MUL, ts_t_scale(b, x, 0.5), one_plus);
+}
+
+ts_tensor ts_t_mean(ts_builder *b, ts_tensor x, int32_t axis) {
+    double n = (double)b->g->axes[axis].size;
+    return ts_t_scale(b, ts_t_reduce(b, TS_OP_REDUCE_SUM, x, axis), 1.0 / n);
+}
+
+/* softmax(x) = e^{x - max x} / Σ e^{x - max x} */
+ts_tensor ts_t_softmax(ts_builder *b, ts_tensor x, int32_t axis) {
+    ts_tensor m = ts_t_reduce(b, TS_OP_REDUCE_MAX, x, axis);
+    ts_tensor e = ts_t_exp(b, ts_t_sub(b, x, m));
+    return ts_t_div(b, e, ts_t_reduce(b, TS_OP_REDUCE_SUM, e, axis));
+}
+
+ts_tensor ts_t_rmsnorm(ts_builder *b, ts_tensor x, const ts_tensor *gain, int32_t axis, double eps) {
+    ts_tensor ms = ts_t_mean(b, ts_t_binary(b, TS_OP_MUL, x, x), axis);
+    ts_tensor inv = ts_t_rsqrt(b, ts_t_binary(b, TS_OP_ADD, ms, constant_like(b, eps, x)));
+    ts_tensor y = ts_t_binary(b, TS_OP_MUL, x, inv);
+    return gain ? ts_t_binary(b, TS_OP_MUL, y, *gain) : y;
+}
+
+ts_tensor ts_t_matmul(ts_builder *b, ts_tensor x, ts_tensor y, int32_t axis) {
+    return ts_t_reduce(b, TS_OP_REDUCE_SUM, ts_t_binary(b, TS_OP_MUL, x, y), axis);
+}

@@ -1,0 +1,49 @@
+/* expand.h — building HLIR from tensor-level operations: named-axis broadcasting, reductions, and the
+ * composites users write (matmul, softmax, rmsnorm, silu, gelu, ...) expanded into primitive nodes.
+ *
+ * A ts_tensor is a value in the graph under construction: a node seen through a view, with its dtype.
+ * Operands are aligned by axis *name*: a binary op's result has the first operand's axes followed by the
+ * second's extra axes, and each operand is broadcast (zero strides) to that order. These functions assume
+ * their arguments are valid (src/check.c checks user input first); they do not report errors. */
+#ifndef TS_EXPAND_H
+#define TS_EXPAND_H
+
+#include "hlir.h"
+
+typedef struct {
+    ts_ref ref;
+    ts_dtype dtype;
+} ts_tensor;
+
+typedef struct {
+    ts_graph *g;
+    int32_t origin; /* spec op index recorded in every node built */
+} ts_builder;
+
+ts_tensor ts_t_input(ts_builder *b, int32_t input_index, const int32_t *axes, int ndim, ts_dtype dtype);
+ts_tensor ts_t_constant(ts_builder *b, double value, ts_dtype dtype);
+ts_tensor ts_t_iota(ts_builder *b, int32_t axis, ts_dtype dtype);
+ts_tensor ts_t_unary(ts_builder *b, ts_op op, ts_tensor x);
+ts_tensor ts_t_cast(ts_builder *b, ts_tensor x, ts_dtype to);
+ts_tensor ts_t_copy(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_binary(ts_builder *b, ts_op op, ts_tensor x, ts_tensor y);
+ts_tensor ts_t_where(ts_builder *b, ts_tensor c, ts_tensor x, ts_tensor y);
+ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis);
+
+/* Composites. */
+ts_tensor ts_t_sub(ts_builder *b, ts_tensor x, ts_tensor y);
+ts_tensor ts_t_div(ts_builder *b, ts_tensor x, ts_tensor y);
+ts_tensor ts_t_scale(ts_builder *b, ts_tensor x, double c);
+ts_tensor ts_t_exp(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_rsqrt(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_tanh(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_silu(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_gelu(ts_builder *b, ts_tensor x); /* tanh approximation */
+ts_tensor ts_t_mean(ts_builder *b, ts_tensor x, int32_t axis);
+ts_tensor ts_t_softmax(ts_builder *b, ts_tensor x, int32_t axis);
+/* x * rsqrt(mean(x², axis) + eps) [* gain]; gain may be NULL. */
+ts_tensor ts_t_rmsnorm(ts_builder *b, ts_tensor x, const ts_tensor *gain, int32_t axis, double eps);
+/* sum over `axis` of x*y: both have `axis`; other axes broadcast by name (batched matmul). */
+ts_tensor ts_t_matmul(ts_builder *b, ts_tensor x, ts_tensor y, int32_t axis);
+
+#endif

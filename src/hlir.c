@@ -1,0 +1,234 @@
+/* hlir.c — the HLIR containers: axes, nodes, inputs/outputs, view arithmetic and graph statistics.
+ * Checking and lowering from YAML live in src/check.c; evaluation in src/interp.c. */
+#include "hlir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---- dtypes ------------------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    int bytes;
+    int mantissa_bits; /* explicit fraction bits */
+    int min_exp;       /* exponent of the smallest normal */
+    double max;        /* largest finite value */
+} dtype_table[TS_DTYPE_COUNT] = {
+    [TS_FP16] = {"fp16", 2, 10, -14, 65504.0},
+    [TS_BF16] = {"bf16", 2, 7, -126, 3.3895313892515355e38},
+    [TS_FP32] = {"fp32", 4, 23, -126, 3.4028234663852886e38},
+};
+
+const char *ts_dtype_name(ts_dtype t) { return dtype_table[t].name; }
+int ts_dtype_bytes(ts_dtype t) { return dtype_table[t].bytes; }
+
+int ts_dtype_lookup(const char *name) {
+    for (int i = 0; i < TS_DTYPE_COUNT; i++)
+        if (strcmp(dtype_table[i].name, name) == 0) return i;
+    return -1;
+}
+
+double ts_dtype_round(ts_dtype t, double x) {
+    if (!isfinite(x) || x == 0.0) return x;
+    int e;
+    frexp(x, &e); /* x = f * 2^e, 0.5 <= |f| < 1, so the leading bit has exponent e-1 */
+    int lead = e - 1;
+    if (lead < dtype_table[t].min_exp) lead = dtype_table[t].min_exp; /* subnormal spacing */
+    double ulp = ldexp(1.0, lead - dtype_table[t].mantissa_bits);
+    double r = nearbyint(x / ulp) * ulp; /* default rounding mode: to nearest, ties to even */
+    if (fabs(r) > dtype_table[t].max) return copysign(INFINITY, x);
+    return r;
+}
+
+/* ---- the graph --------------------------------------------------------------------------------- */
+
+void ts_graph_init(ts_graph *g, const char *name) {
+    memset(g, 0, sizeof *g);
+    g->name = ts_strdup(name ? name : "graph");
+}
+
+void ts_graph_free(ts_graph *g) {
+    for (int i = 0; i < g->naxes; i++) free(g->axes[i].name);
+    for (int i = 0; i < g->ninputs; i++) free(g->inputs[i].name);
+    for (int i = 0; i < g->noutputs; i++) free(g->outputs[i].name);
+    for (int i = 0; i < g->nnamed; i++) {
+        free(g->named[i].name);
+        free(g->named[i].op);
+    }
+    free(g->named);
+    free(g->axes);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g->name);
+    memset(g, 0, sizeof *g);
+}
+
+int ts_graph_find_axis(const ts_graph *g, const char *name) {
+    for (int i = 0; i < g->naxes; i++)
+        if (strcmp(g->axes[i].name, name) == 0) return i;
+    return -1;
+}
+
+int ts_graph_add_axis(ts_graph *g, const char *name, int64_t size, bool dynamic, int64_t typical) {
+    TS_GROW(g->axes, g->naxes, g->cap_axes);
+    ts_axis *a = &g->axes[g->naxes];
+    memset(a, 0, sizeof *a);
+    a->name = ts_strdup(name);
+    a->size = size;
+    a->dynamic = dynamic;
+    a->typical = typical;
+    a->like = -1;
+    return g->naxes++;
+}
+
+int32_t ts_axis_root(const ts_graph *g, int32_t a) {
+    while (g->axes[a].like >= 0) a = g->axes[a].like;
+    return a;
+}
+
+int32_t ts_graph_add_node(ts_graph *g, const ts_node *n) {
+    TS_GROW(g->nodes, g->nnodes, g->cap_nodes);
+    g->nodes[g->nnodes] = *n;
+    return g->nnodes++;
+}
+
+int64_t ts_node_numel(const ts_graph *g, const ts_node *n) {
+    int64_t e = 1;
+    for (int i = 0; i < n->ndim; i++) e *= g->axes[n->axis[i]].size;
+    return e;
+}
+
+int64_t ts_view_numel(const ts_view *v) {
+    int64_t e = 1;
+    for (int i = 0; i < v->ndim; i++) e *= v->size[i];
+    return e;
+}
+
+/* ---- views ------------------------------------------------------------------------------------- */
+
+ts_view ts_view_of_node(const ts_graph *g, int32_t id) {
+    const ts_node *n = &g->nodes[id];
+    ts_view v = {.ndim = n->ndim};
+    int64_t stride = 1;
+    for (int i = n->ndim - 1; i >= 0; i--) {
+        v.axis[i] = n->axis[i];
+        v.size[i] = g->axes[n->axis[i]].size;
+        v.stride[i] = stride;
+        if (__builtin_mul_overflow(stride, v.size[i], &stride)) stride = INT64_MAX; /* rejected by the checker */
+    }
+    return v;
+}
+
+int ts_view_find(const ts_view *v, int32_t axis) {
+    for (int i = 0; i < v->ndim; i++)
+        if (v->axis[i] == axis) return i;
+    return -1;
+}
+
+void ts_view_permute(ts_view *v, const int32_t *order, int n) {
+    ts_view p = *v;
+    TS_ASSERT(n == v->ndim);
+    for (int i = 0; i < n; i++) {
+        int j = ts_view_find(v, order[i]);
+        TS_ASSERT(j >= 0);
+        p.axis[i] = v->axis[j];
+        p.size[i] = v->size[j];
+        p.stride[i] = v->stride[j];
+    }
+    *v = p;
+}
+
+static void view_insert(ts_view *v, int pos, int32_t axis, int64_t size, int64_t stride) {
+    TS_ASSERT(v->ndim < TS_MAX_DIMS && pos >= 0 && pos <= v->ndim);
+    for (int i = v->ndim; i > pos; i--) {
+        v->axis[i] = v->axis[i - 1];
+        v->size[i] = v->size[i - 1];
+        v->stride[i] = v->stride[i - 1];
+    }
+    v->axis[pos] = axis;
+    v->size[pos] = size;
+    v->stride[pos] = stride;
+    v->ndim++;
+}
+
+static void view_remove(ts_view *v, int pos) {
+    for (int i = pos; i + 1 < v->ndim; i++) {
+        v->axis[i] = v->axis[i + 1];
+        v->size[i] = v->size[i + 1];
+        v->stride[i] = v->stride[i + 1];
+    }
+    v->ndim--;
+}
+
+void ts_view_expand(ts_view *v, int pos, int32_t axis, int64_t size) { view_insert(v, pos, axis, size, 0); }
+
+void ts_view_split(ts_view *v, int dim, const int32_t *axes, const int64_t *sizes, int n) {
+    int64_t stride = v->stride[dim];
+    TS_ASSERT(v->ndim - 1 + n <= TS_MAX_DIMS);
+    view_remove(v, dim);
+    for (int i = n - 1; i >= 0; i--) {
+        view_insert(v, dim, axes[i], sizes[i], stride);
+        stride *= sizes[i];
+    }
+}
+
+bool ts_view_merge(ts_view *v, int dim, int n, int32_t axis) {
+    /* The dims nest when each non-trivial dim steps exactly over the next non-trivial one. */
+    int64_t size = 1, stride = 0;
+    int inner = -1; /* the previous (inner) non-trivial dim, walking outwards */
+    for (int i = dim + n - 1; i >= dim; i--) {
+        size *= v->size[i];
+        if (v->size[i] == 1) continue;
+        if (inner < 0)
+            stride = v->stride[i];
+        else if (v->stride[i] != v->stride[inner] * v->size[inner])
+            return false;
+        inner = i;
+    }
+    for (int i = 1; i < n; i++) view_remove(v, dim + 1);
+    v->axis[dim] = axis;
+    v->size[dim] = size;
+    v->stride[dim] = stride;
+    return true;
+}
+
+void ts_view_slice(ts_view *v, int dim, int32_t axis, int64_t start, int64_t step, int64_t size) {
+    v->offset += start * v->stride[dim];
+    v->stride[dim] *= step;
+    v->size[dim] = size;
+    v->axis[dim] = axis;
+}
+
+int64_t ts_view_offset(const ts_view *v, const int64_t *idx) {
+    int64_t off = v->offset;
+    for (int i = 0; i < v->ndim; i++) off += idx[i] * v->stride[i];
+    return off;
+}
+
+/* ---- statistics -------------------------------------------------------------------------------- */
+
+static bool is_product(const ts_graph *g, const ts_ref *r) { return g->nodes[r->node].op == TS_OP_MUL; }
+
+ts_graph_stats ts_graph_measure(const ts_graph *g) {
+    ts_graph_stats s = {0};
+    for (int i = 0; i < g->nnodes; i++) {
+        const ts_node *n = &g->nodes[i];
+        ts_op_kind k = ts_op_kind_of(n->op);
+        if (k == TS_KIND_SOURCE || n->op == TS_OP_COPY || n->op == TS_OP_CAST) continue;
+        double work = k == TS_KIND_REDUCE ? (double)ts_view_numel(&n->src[0].view)
+                                          : (double)ts_node_numel(g, n);
+        s.flops += work;
+        if (n->op == TS_OP_REDUCE_SUM && is_product(g, &n->src[0])) s.contraction_flops += 2 * work;
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        const ts_node *n = &g->nodes[g->inputs[i].node];
+        s.min_bytes += (double)ts_node_numel(g, n) * ts_dtype_bytes(n->dtype);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        s.min_bytes += (double)ts_view_numel(&g->outputs[i].ref.view) * ts_dtype_bytes(g->outputs[i].dtype);
+    return s;
+}

@@ -1,0 +1,140 @@
+/* hlir.h — the checked tensor graph (HLIR): primitive-op nodes over named axes, operands seen through views.
+ *
+ * A node's value is a dense row-major tensor over its own axes. An operand is a ts_ref: a node seen through
+ * a ts_view (dims, strides, offset — Luminal's ShapeTracker idea), so permute, expand (broadcast), reshape
+ * and slice never add a node. Elementwise nodes see every operand with exactly the node's dims, in the
+ * node's order (broadcasting is done by zero strides). A reduce node's operand has the node's dims plus the
+ * reduced axis. Sizes are concrete: a graph is built for one binding of its axes (a dynamic axis takes its
+ * typical size unless --dims binds it), and the spec can be re-built for another binding.
+ * This file does not parse or check anything: src/check.c builds ts_graphs from a spec. */
+#ifndef TS_HLIR_H
+#define TS_HLIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+#define TS_MAX_DIMS 8
+
+typedef enum { TS_FP16, TS_BF16, TS_FP32, TS_DTYPE_COUNT } ts_dtype;
+
+const char *ts_dtype_name(ts_dtype t);
+int ts_dtype_bytes(ts_dtype t);
+int ts_dtype_lookup(const char *name); /* -1 when unknown */
+/* x rounded to the nearest value representable in t (round to nearest even; overflow gives ±inf). */
+double ts_dtype_round(ts_dtype t, double x);
+
+/* A named axis. Every tensor dim names one; an axis has one size throughout the graph. */
+typedef struct {
+    char *name;
+    int64_t size;    /* the size in this binding */
+    bool dynamic;    /* a run-time size (launch helpers take it as an argument) */
+    int64_t typical; /* dynamic axes: the representative size used for ranking */
+    int32_t like;    /* the axis whose size this one always has ({like: t}), or -1 */
+    int line, col;   /* where it is declared (1-based), 0 when implied */
+} ts_axis;
+
+typedef struct {
+    int ndim;
+    int32_t axis[TS_MAX_DIMS];  /* axis id of each dim */
+    int64_t size[TS_MAX_DIMS];  /* its size (equal to the axis size) */
+    int64_t stride[TS_MAX_DIMS]; /* in elements of the source buffer; 0 = broadcast, < 0 = reversed */
+    int64_t offset;             /* element offset of index (0, ..., 0) */
+} ts_view;
+
+typedef struct {
+    int32_t node;
+    ts_view view;
+} ts_ref;
+
+typedef struct {
+    ts_op op;
+    ts_dtype dtype;
+    int ndim;
+    int32_t axis[TS_MAX_DIMS]; /* the node's dims, row-major */
+    int nsrc;
+    ts_ref src[3];
+    int32_t reduce_axis; /* REDUCE_*: the axis of src[0] that is reduced; IOTA: the counted axis */
+    double value;        /* CONSTANT */
+    int32_t input;       /* INPUT: index into ts_graph.inputs */
+    int32_t origin;      /* the ts_graph.named entry (user tensor) whose op built it */
+} ts_node;
+
+typedef struct {
+    char *name;
+    int32_t node;
+    int line, col;
+} ts_input;
+
+typedef struct {
+    char *name;
+    ts_ref ref; /* written contiguously in the order of ref.view's dims */
+    ts_dtype dtype;
+} ts_output;
+
+/* A tensor the user named (an input or an op's result), as the graph computes it. */
+typedef struct {
+    char *name;
+    char *op; /* "input", "matmul", ... as written */
+    ts_ref ref;
+    ts_dtype dtype;
+    int line, col;
+} ts_named;
+
+typedef struct {
+    char *name;
+    int naxes, cap_axes;
+    ts_axis *axes;
+    int nnodes, cap_nodes;
+    ts_node *nodes;
+    int ninputs, cap_inputs;
+    ts_input *inputs;
+    int noutputs, cap_outputs;
+    ts_output *outputs;
+    int nnamed, cap_named;
+    ts_named *named; /* index = ts_node.origin */
+} ts_graph;
+
+void ts_graph_init(ts_graph *g, const char *name);
+void ts_graph_free(ts_graph *g);
+/* The id of axis `name`, or -1. */
+int ts_graph_find_axis(const ts_graph *g, const char *name);
+int ts_graph_add_axis(ts_graph *g, const char *name, int64_t size, bool dynamic, int64_t typical);
+/* The axis that sizes `a` (following like: links). */
+int32_t ts_axis_root(const ts_graph *g, int32_t a);
+/* Appends a node (copied) and returns its id. */
+int32_t ts_graph_add_node(ts_graph *g, const ts_node *n);
+/* Number of elements of a node or view (sizes are checked against overflow when the graph is built). */
+int64_t ts_node_numel(const ts_graph *g, const ts_node *n);
+int64_t ts_view_numel(const ts_view *v);
+
+/* ---- views ------------------------------------------------------------------------------------- */
+/* The contiguous row-major view of node `id`. */
+ts_view ts_view_of_node(const ts_graph *g, int32_t id);
+/* The index of `axis` among v's dims, or -1. */
+int ts_view_find(const ts_view *v, int32_t axis);
+/* Reorders v's dims to `order` (axis ids, a permutation of v's). */
+void ts_view_permute(ts_view *v, const int32_t *order, int n);
+/* Inserts a broadcast dim `axis` of `size` at position `pos` (stride 0). */
+void ts_view_expand(ts_view *v, int pos, int32_t axis, int64_t size);
+/* Replaces dim `dim` by dims `axes[0..n)` of the given sizes (their product is the dim's size). */
+void ts_view_split(ts_view *v, int dim, const int32_t *axes, const int64_t *sizes, int n);
+/* Merges dims [dim, dim+n) into one dim `axis`; false (v unchanged) when their strides do not nest. */
+bool ts_view_merge(ts_view *v, int dim, int n, int32_t axis);
+/* Index i of dim `dim` becomes start + i*step, renamed `axis`, of `size` elements. */
+void ts_view_slice(ts_view *v, int dim, int32_t axis, int64_t start, int64_t step, int64_t size);
+/* The element offset of multi-index idx[0..v->ndim). */
+int64_t ts_view_offset(const ts_view *v, const int64_t *idx);
+
+/* ---- statistics (for `tsopt check`) ----------------------------------------------------------- */
+typedef struct {
+    double flops;             /* all primitive work: 1 per elementwise output, n per reduced n-vector */
+    double contraction_flops; /* the part in reductions of products (matmul: 2·m·n·k) */
+    double min_bytes;         /* inputs read once plus outputs written once, at their dtypes */
+} ts_graph_stats;
+
+ts_graph_stats ts_graph_measure(const ts_graph *g);
+
+#endif

@@ -1,0 +1,271 @@
+/* main.c — the tsopt command line: parses arguments and runs the pipeline stages for each subcommand.
+ *
+ * Exit codes: 0 success; 1 the input has errors (diagnostics on stderr); 2 usage error (bad command line);
+ * 3 a resource limit was reached (interpreter budget, out of memory). Diagnostics go to stderr, results to
+ * stdout; no output file is written when the input has errors. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "interp.h"
+#include "spec.h"
+#include "util.h"
+#include "version.h"
+
+enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_LIMIT = 3 };
+
+/* ---- help -------------------------------------------------------------------------------------- */
+
+static const char usage_main[] =
+    "usage: tsopt <command> [options] FILE\n"
+    "\n"
+    "tsopt is a tensor-program superoptimizer: a tensor graph in YAML in, fused CUDA kernels out.\n"
+    "\n"
+    "commands:\n"
+    "  check FILE              check a graph and print its ops, shapes, FLOPs and minimum bytes\n"
+    "  eval FILE               evaluate a graph with the float64 reference interpreter\n"
+    "\n"
+    "options:\n"
+    "  -h, --help              this help; 'tsopt <command> --help' for a command's\n"
+    "  --version               print the version\n"
+    "\n"
+    "exit codes: 0 ok, 1 the input has errors, 2 usage error, 3 a resource limit was reached\n";
+
+static const char usage_check[] =
+    "usage: tsopt check [--dims AXIS=N,...] FILE\n"
+    "\n"
+    "Parses and checks FILE (shapes, dtypes, named axes, contractions, cycles) and prints a summary: axes,\n"
+    "inputs, each op with its result shape and FLOPs, the outputs, total FLOPs (and the part in\n"
+    "contractions) and the minimum bytes moved (inputs read once, outputs written once).\n"
+    "Errors are printed as file:line:col: error: message, with the offending line and a hint.\n"
+    "\n"
+    "  --dims AXIS=N,...       check at these axis sizes instead of the file's\n";
+
+static const char usage_eval[] =
+    "usage: tsopt eval [--dims AXIS=N,...] [--seed N] [--max-memory GIB] [--print N] FILE\n"
+    "\n"
+    "Evaluates FILE with the float64 reference interpreter on seeded random inputs (uniform in [-1, 1),\n"
+    "rounded to each input's dtype) and prints, per output: its shape, sum, L2 norm, max |x|, NaN count\n"
+    "and the first values.\n"
+    "\n"
+    "  --dims AXIS=N,...       evaluate at these axis sizes (e.g. --dims t_q=64,t_kv=64)\n"
+    "  --seed N                random seed (default 1)\n"
+    "  --max-memory GIB        refuse to evaluate when buffers would exceed this (default 8)\n"
+    "  --print N               print the first N values of each output (default 4)\n";
+
+/* ---- argument parsing -------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *file;
+    const char *dims;
+    uint64_t seed;
+    double max_gib;
+    int print;
+} options;
+
+static int usage_error(const char *usage, const char *what, const char *arg) {
+    fprintf(stderr, "tsopt: error: %s%s%s%s\n\n%s", what, arg ? " '" : "", arg ? arg : "", arg ? "'" : "", usage);
+    return EXIT_USAGE;
+}
+
+static int parse_number_arg(const char *s, double *out) {
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == '\0' && isfinite(*out) && *out >= 0 ? 0 : -1;
+}
+
+/* Returns -1 to continue, or an exit code (help printed, or a usage error). */
+static int parse_options(int argc, char **argv, const char *usage, options *o) {
+    *o = (options){.seed = 1, .max_gib = 8, .print = 4};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+        double v;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(a, "--dims") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--max-memory") == 0 ||
+                   strcmp(a, "--print") == 0) {
+            if (!next) return usage_error(usage, "missing value for", a);
+            if (strcmp(a, "--dims") == 0) o->dims = next;
+            else if (parse_number_arg(next, &v) != 0) return usage_error(usage, "bad number", next);
+            else if (strcmp(a, "--seed") == 0) o->seed = (uint64_t)v;
+            else if (strcmp(a, "--max-memory") == 0) o->max_gib = v;
+            else o->print = v > 1e6 ? 1000000 : (int)v;
+            i++;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            return usage_error(usage, "unknown option", a);
+        } else if (o->file) {
+            return usage_error(usage, "one FILE at a time; unexpected argument", a);
+        } else {
+            o->file = a;
+        }
+    }
+    if (!o->file) return usage_error(usage, "missing FILE", NULL);
+    return -1;
+}
+
+/* ---- load + check (shared by every command) ---------------------------------------------------- */
+
+/* Loads and checks o->file into g. Prints diagnostics. Returns 0, or an exit code. */
+static int load_graph(const options *o, ts_spec *spec, ts_graph *g) {
+    ts_diags d;
+    ts_binding bind = {0};
+    int rc = ts_spec_load(spec, o->file, &d);
+    if (rc == 0 && o->dims) rc = ts_binding_parse(&bind, o->dims, &d);
+    if (rc == 0) rc = ts_check(spec, &bind, g, &d);
+    else ts_graph_init(g, NULL);
+    ts_diags_print(&d, stderr);
+    ts_diags_free(&d);
+    ts_binding_free(&bind);
+    return rc == 0 ? 0 : EXIT_INPUT;
+}
+
+/* ---- check ------------------------------------------------------------------------------------- */
+
+static void print_dims(const ts_graph *g, const ts_view *v) {
+    printf("[");
+    for (int i = 0; i < v->ndim; i++) printf("%s%s", i ? ", " : "", g->axes[v->axis[i]].name);
+    printf("]");
+}
+
+static void print_quantity(double x, const char *unit) {
+    const char *prefix[] = {"", "K", "M", "G", "T", "P"};
+    int p = 0;
+    while (fabs(x) >= 1000 && p < 5) x /= 1000, p++;
+    printf(p ? "%.1f %s%s" : "%.0f %s%s", x, prefix[p], unit);
+}
+
+static void print_summary(const ts_graph *g, const char *path) {
+    printf("graph %s (%s)\n", g->name, path);
+    printf("axes:");
+    for (int i = 0; i < g->naxes; i++) {
+        const ts_axis *a = &g->axes[i];
+        printf(" %s=%" PRId64 "%s", a->name, a->size, a->dynamic ? " (dynamic)" : "");
+    }
+    printf("\ntensors:\n");
+    double *flops = ts_xcalloc((size_t)g->nnamed + 1, sizeof *flops);
+    for (int i = 0; i < g->nnodes; i++) {
+        const ts_node *n = &g->nodes[i];
+        ts_op_kind k = ts_op_kind_of(n->op);
+        if (k == TS_KIND_SOURCE || n->op == TS_OP_COPY || n->op == TS_OP_CAST) continue;
+        flops[n->origin] += k == TS_KIND_REDUCE ? (double)ts_view_numel(&n->src[0].view) : (double)ts_node_numel(g, n);
+    }
+    for (int i = 0; i < g->nnamed; i++) {
+        const ts_named *t = &g->named[i];
+        printf("  %-12s %-10s %-5s ", t->name, t->op, ts_dtype_name(t->dtype));
+        print_dims(g, &t->ref.view);
+        if (flops[i] > 0) {
+            printf("  ");
+            print_quantity(flops[i], "FLOP");
+        }
+        printf("\n");
+    }
+    free(flops);
+    printf("outputs:");
+    for (int i = 0; i < g->noutputs; i++) printf(" %s", g->outputs[i].name);
+    ts_graph_stats s = ts_graph_measure(g);
+    printf("\nprimitive nodes: %d\nFLOPs: ", g->nnodes);
+    print_quantity(s.flops, "FLOP");
+    printf(" total, ");
+    print_quantity(s.contraction_flops, "FLOP");
+    printf(" in contractions\nminimum bytes: ");
+    print_quantity(s.min_bytes, "B");
+    printf(" (inputs read once, outputs written once)\n");
+}
+
+static int cmd_check(int argc, char **argv) {
+    options o;
+    int rc = parse_options(argc, argv, usage_check, &o);
+    if (rc >= 0) return rc;
+    ts_spec spec;
+    ts_graph g;
+    rc = load_graph(&o, &spec, &g);
+    if (rc == 0) print_summary(&g, o.file);
+    ts_graph_free(&g);
+    ts_spec_free(&spec);
+    return rc;
+}
+
+/* ---- eval -------------------------------------------------------------------------------------- */
+
+static void print_output(const ts_graph *g, int i, const double *x, int nprint) {
+    const ts_output *o = &g->outputs[i];
+    int64_t n = ts_output_numel(g, i), nans = 0;
+    double sum = 0, sq = 0, amax = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (isnan(x[k])) {
+            nans++;
+            continue;
+        }
+        sum += x[k];
+        sq += x[k] * x[k];
+        if (fabs(x[k]) > amax) amax = fabs(x[k]);
+    }
+    printf("output %s %s ", o->name, ts_dtype_name(o->dtype));
+    print_dims(g, &o->ref.view);
+    printf(" (");
+    for (int d = 0; d < o->ref.view.ndim; d++) printf("%s%" PRId64, d ? "x" : "", o->ref.view.size[d]);
+    printf(")\n  sum %.12g  l2 %.12g  max|x| %.12g  nan %" PRId64 "\n  first", sum, sqrt(sq), amax, nans);
+    for (int64_t k = 0; k < n && k < nprint; k++) printf(" %.9g", x[k]);
+    printf("\n");
+}
+
+static int cmd_eval(int argc, char **argv) {
+    options o;
+    int rc = parse_options(argc, argv, usage_eval, &o);
+    if (rc >= 0) return rc;
+    ts_spec spec;
+    ts_graph g;
+    rc = load_graph(&o, &spec, &g);
+    if (rc == 0) {
+        ts_interp_opts opts = {.max_bytes = (size_t)(o.max_gib * (double)(1u << 30))};
+        double **in = ts_random_inputs(&g, o.seed), **out = NULL;
+        char *err = NULL;
+        if (ts_interp_run(&g, in, &out, &opts, &err) != 0) {
+            fprintf(stderr, "%s: error: %s\n", o.file, err);
+            free(err);
+            rc = EXIT_LIMIT;
+        } else {
+            printf("graph %s seed %" PRIu64 "\n", g.name, o.seed);
+            for (int i = 0; i < g.noutputs; i++) print_output(&g, i, out[i], o.print);
+        }
+        ts_free_buffers(in, g.ninputs);
+        ts_free_buffers(out, g.noutputs);
+    }
+    ts_graph_free(&g);
+    ts_spec_free(&spec);
+    return rc;
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"check", cmd_check},
+    {"eval", cmd_eval},
+};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("tsopt %s\n", TS_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "tsopt: error: unknown command '%s'\n\n%s", argv[1], usage_main);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,53 @@
+/* ops.h — the one list of tsopt's primitive ops (an X-macro).
+ *
+ * Every table keyed by op — the enum, the YAML names, the rule lexer, the interpreter's dispatch, the
+ * e-graph's arity checks and later the emitter — is generated from TS_OPS, so an op missing from one of
+ * them fails at compile time. Composite ops users write (matmul, softmax, rmsnorm, ...) are not here: they
+ * expand to these in src/expand.c. View ops (permute, expand, reshape, slice) are not nodes either: they
+ * change a ts_view (src/hlir.h). */
+#ifndef TS_OPS_H
+#define TS_OPS_H
+
+typedef enum {
+    TS_KIND_SOURCE,  /* no operands: input, constant, iota */
+    TS_KIND_UNARY,   /* elementwise, one operand */
+    TS_KIND_BINARY,  /* elementwise, two operands of identical dims */
+    TS_KIND_TERNARY, /* elementwise, three operands of identical dims */
+    TS_KIND_REDUCE,  /* one operand, reduced over one named axis */
+} ts_op_kind;
+
+/* X(ENUM, "name", arity, kind)   — the identity each computes, elementwise over float64 values */
+#define TS_OPS(X)                                                                                      \
+    X(INPUT, "input", 0, TS_KIND_SOURCE)             /* a graph input                          */     \
+    X(CONSTANT, "constant", 0, TS_KIND_SOURCE)       /* c (scalar, broadcast by views)          */     \
+    X(IOTA, "iota", 0, TS_KIND_SOURCE)               /* i along one axis: 0, 1, ..., n-1        */     \
+    X(NEG, "neg", 1, TS_KIND_UNARY)                  /* -x                                      */     \
+    X(RECIP, "recip", 1, TS_KIND_UNARY)              /* 1/x                                     */     \
+    X(SQRT, "sqrt", 1, TS_KIND_UNARY)                /* sqrt(x)                                 */     \
+    X(EXP2, "exp2", 1, TS_KIND_UNARY)                /* 2^x                                     */     \
+    X(LOG2, "log2", 1, TS_KIND_UNARY)                /* log2(x)                                 */     \
+    X(SIN, "sin", 1, TS_KIND_UNARY)                  /* sin(x)                                  */     \
+    X(CAST, "cast", 1, TS_KIND_UNARY)                /* x rounded to the node's dtype           */     \
+    X(COPY, "copy", 1, TS_KIND_UNARY)                /* x, materialised contiguous              */     \
+    X(ADD, "add", 2, TS_KIND_BINARY)                 /* a + b                                   */     \
+    X(MUL, "mul", 2, TS_KIND_BINARY)                 /* a * b                                   */     \
+    X(MAX, "max", 2, TS_KIND_BINARY)                 /* max(a, b)                               */     \
+    X(LESS_THAN, "less_than", 2, TS_KIND_BINARY)     /* a < b ? 1 : 0                           */     \
+    X(WHERE, "where", 3, TS_KIND_TERNARY)            /* c != 0 ? a : b                          */     \
+    X(REDUCE_SUM, "reduce_sum", 1, TS_KIND_REDUCE)   /* sum of x over the axis                  */     \
+    X(REDUCE_MAX, "reduce_max", 1, TS_KIND_REDUCE)   /* max of x over the axis                  */
+
+typedef enum {
+#define TS_X_ENUM(e, name, arity, kind) TS_OP_##e,
+    TS_OPS(TS_X_ENUM)
+#undef TS_X_ENUM
+        TS_OP_COUNT
+} ts_op;
+
+const char *ts_op_name(ts_op op);
+int ts_op_arity(ts_op op);
+ts_op_kind ts_op_kind_of(ts_op op);
+/* The op named `name`, or -1. */
+int ts_op_lookup(const char *name);
+
+#endif

@@ -1,0 +1,28 @@
+/* util.h — small shared helpers: checked allocation, growable arrays, internal assertions.
+ * User errors never go through here: they are diagnostics (src/diag.h). TS_ASSERT is for broken
+ * internal invariants only, and reports file, line and the failed expression before aborting. */
+#ifndef TS_UTIL_H
+#define TS_UTIL_H
+
+#include <stddef.h>
+
+void *ts_xmalloc(size_t n);
+void *ts_xcalloc(size_t n, size_t size);
+void *ts_xrealloc(void *p, size_t n);
+char *ts_strdup(const char *s);
+/* printf into a fresh heap string. */
+char *ts_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+_Noreturn void ts_assert_fail(const char *expr, const char *file, int line);
+#define TS_ASSERT(e) ((e) ? (void)0 : ts_assert_fail(#e, __FILE__, __LINE__))
+
+/* Makes room for one more element in a (ptr, len, cap) array. */
+#define TS_GROW(ptr, len, cap)                                                                        \
+    do {                                                                                              \
+        if ((len) >= (cap)) {                                                                         \
+            (cap) = (cap) ? 2 * (cap) : 8;                                                            \
+            (ptr) = ts_xrealloc((ptr), (size_t)(cap) * sizeof *(ptr));                                \
+        }                                                                                             \
+    } while (0)
+
+#endif

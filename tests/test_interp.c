@@ -1,0 +1,227 @@
+/* test_interp.c — the float64 reference interpreter against values computed by hand (or by closed-form
+ * formulas written out here, independent of the interpreter): matmul, softmax, rmsnorm, silu, gelu,
+ * attention with and without a causal mask, casts, random inputs and the memory budget. */
+#include <math.h>
+
+#include "testutil.h"
+
+static double **run1(checked *c, const char *yaml, double *const *inputs) {
+    check_ok(c, yaml);
+    return eval_graph(c, inputs);
+}
+
+#define NEAR(a, b) near_or_fail((double)(a), (double)(b))
+static void near_or_fail(double a, double b) { cr_assert(fabs(a - b) <= 1e-12 * (1 + fabs(b)), "%.17g != %.17g", a, b); }
+
+Test(interp, matmul_matches_hand_computed_values) {
+    double x[] = {1, 2, 3, 4, 5, 6};        /* (m=2, k=3) */
+    double w[] = {7, 8, 9, 10, 11, 12};     /* (k=3, n=2) */
+    double *in[] = {x, w};
+    checked c;
+    double **out = run1(&c, "axes: {m: 2, k: 3, n: 2}\ninputs:\n  X: {dtype: fp32, shape: [m, k]}\n"
+                            "  W: {dtype: fp32, shape: [k, n]}\nops:\n"
+                            "  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n", in);
+    double want[] = {58, 64, 139, 154};
+    for (int i = 0; i < 4; i++) NEAR(out[0][i], want[i]);
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, matmul_with_transposed_operand_contracts_by_name) {
+    double q[] = {1, 2, 3, 4};  /* (t_q=2, d=2) */
+    double k[] = {5, 6, 7, 8};  /* (t_kv=2, d=2): Q·Kᵀ */
+    double *in[] = {q, k};
+    checked c;
+    double **out = run1(&c, "axes: {t_q: 2, t_kv: 2, d: 2}\ninputs:\n  Q: {dtype: fp32, shape: [t_q, d]}\n"
+                            "  K: {dtype: fp32, shape: [t_kv, d]}\nops:\n"
+                            "  - {name: S, op: matmul, args: [Q, K], over: d}\noutputs: [S]\n", in);
+    double want[] = {17, 23, 39, 53};
+    for (int i = 0; i < 4; i++) NEAR(out[0][i], want[i]);
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, softmax_of_one_two_three) {
+    double x[] = {1, 2, 3};
+    double *in[] = {x};
+    checked c;
+    double **out = run1(&c, "axes: {n: 3}\ninputs:\n  X: {dtype: fp32, shape: [n]}\nops:\n"
+                            "  - {name: P, op: softmax, args: [X], axis: n}\noutputs: [P]\n", in);
+    double want[] = {0.090030573170380462, 0.24472847105479764, 0.66524095577481771};
+    for (int i = 0; i < 3; i++) NEAR(out[0][i], want[i]);
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, softmax_is_stable_for_large_inputs) {
+    double x[] = {1000, 1000};
+    double *in[] = {x};
+    checked c;
+    double **out = run1(&c, "axes: {n: 2}\ninputs:\n  X: {dtype: fp32, shape: [n]}\nops:\n"
+                            "  - {name: P, op: softmax, args: [X], axis: n}\noutputs: [P]\n", in);
+    NEAR(out[0][0], 0.5);
+    NEAR(out[0][1], 0.5);
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, rmsnorm_with_gain) {
+    double x[] = {3, 4, 1, 1};  /* (m=2, d=2) */
+    double g[] = {2, 0.5};
+    double *in[] = {x, g};
+    checked c;
+    double **out = run1(&c, "axes: {m: 2, d: 2}\ninputs:\n  X: {dtype: fp32, shape: [m, d]}\n"
+                            "  g: {dtype: fp32, shape: [d]}\nops:\n"
+                            "  - {name: N, op: rmsnorm, args: [X, g], axis: d, eps: 0.5}\noutputs: [N]\n", in);
+    double r0 = 1 / sqrt((9 + 16) / 2.0 + 0.5), r1 = 1 / sqrt(1 + 0.5);
+    double want[] = {3 * r0 * 2, 4 * r0 * 0.5, r1 * 2, r1 * 0.5};
+    for (int i = 0; i < 4; i++) NEAR(out[0][i], want[i]);
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, activations_match_closed_forms) {
+    double x[] = {-2, -0.5, 0, 0.75, 3};
+    double *in[] = {x};
+    checked c;
+    double **out = run1(&c, "axes: {n: 5}\ninputs:\n  X: {dtype: fp32, shape: [n]}\nops:\n"
+                            "  - {name: S, op: silu, args: [X]}\n  - {name: G, op: gelu, args: [X]}\n"
+                            "  - {name: T, op: tanh, args: [X]}\n  - {name: E, op: exp, args: [X]}\n"
+                            "outputs: [S, G, T, E]\n", in);
+    for (int i = 0; i < 5; i++) {
+        double v = x[i];
+        NEAR(out[0][i], v / (1 + exp(-v)));
+        NEAR(out[1][i], 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+        NEAR(out[2][i], tanh(v));
+        NEAR(out[3][i], exp(v));
+    }
+    ts_free_buffers(out, 4);
+    free_checked(&c);
+}
+
+/* softmax(Q·Kᵀ)·V written out with loops, for one head. */
+static void attention_by_hand(const double *q, const double *k, const double *v, int t, int d, bool causal,
+                              double *o) {
+    for (int i = 0; i < t; i++) {
+        double s[8], mx = -INFINITY, sum = 0;
+        for (int j = 0; j < t; j++) {
+            s[j] = 0;
+            for (int e = 0; e < d; e++) s[j] += q[i * d + e] * k[j * d + e];
+            if (causal && j > i) s[j] = -INFINITY;
+            mx = fmax(mx, s[j]);
+        }
+        for (int j = 0; j < t; j++) sum += s[j] = exp(s[j] - mx);
+        for (int e = 0; e < d; e++) {
+            o[i * d + e] = 0;
+            for (int j = 0; j < t; j++) o[i * d + e] += s[j] / sum * v[j * d + e];
+        }
+    }
+}
+
+#define ATTN_HEAD                                                                                       \
+    "axes: {t_q: 3, t_kv: 3, d: 2}\ninputs:\n  Q: {dtype: fp32, shape: [t_q, d]}\n"                      \
+    "  K: {dtype: fp32, shape: [t_kv, d]}\n  V: {dtype: fp32, shape: [t_kv, d]}\nops:\n"                  \
+    "  - {name: S, op: matmul, args: [Q, K], over: d}\n"
+
+Test(interp, attention_at_tiny_size) {
+    double q[] = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6}, k[] = {0.7, 0.8, -0.9, 1.0, 0.2, -0.3},
+           v[] = {1, 2, 3, 4, 5, 6}, want[6];
+    double *in[] = {q, k, v};
+    attention_by_hand(q, k, v, 3, 2, false, want);
+    checked c;
+    double **out = run1(&c, ATTN_HEAD "  - {name: P, op: softmax, args: [S], axis: t_kv}\n"
+                                      "  - {name: O, op: matmul, args: [P, V], over: t_kv}\noutputs: [O]\n", in);
+    for (int i = 0; i < 6; i++) NEAR(out[0][i], want[i]);
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, causal_attention_masks_the_future_with_minus_infinity) {
+    double q[] = {0.1, -0.2, 0.3, 0.4, -0.5, 0.6}, k[] = {0.7, 0.8, -0.9, 1.0, 0.2, -0.3},
+           v[] = {1, 2, 3, 4, 5, 6}, want[6];
+    double *in[] = {q, k, v};
+    attention_by_hand(q, k, v, 3, 2, true, want);
+    checked c;
+    double **out = run1(&c, ATTN_HEAD "  - {name: i, op: iota, axis: t_q}\n  - {name: j, op: iota, axis: t_kv}\n"
+                                      "  - {name: i2, op: expand, args: [i], shape: [t_q, t_kv]}\n"
+                                      "  - {name: f, op: less_than, args: [i2, j]}\n"
+                                      "  - {name: ninf, op: constant, value: -inf}\n"
+                                      "  - {name: z, op: constant, value: 0}\n"
+                                      "  - {name: M, op: where, args: [f, ninf, z]}\n"
+                                      "  - {name: SM, op: add, args: [S, M]}\n"
+                                      "  - {name: P, op: softmax, args: [SM], axis: t_kv}\n"
+                                      "  - {name: O, op: matmul, args: [P, V], over: t_kv}\noutputs: [O]\n", in);
+    for (int i = 0; i < 6; i++) NEAR(out[0][i], want[i]);
+    NEAR(out[0][0], 1); /* the first query sees only the first key */
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+Test(interp, cast_rounds_to_the_target_dtype) {
+    double x[] = {1.0 / 3, 70000, 1e-8};
+    double *in[] = {x};
+    checked c;
+    double **out = run1(&c, "axes: {n: 3}\ninputs:\n  X: {dtype: fp32, shape: [n]}\nops:\n"
+                            "  - {name: H, op: cast, args: [X], dtype: fp16}\n"
+                            "  - {name: B, op: cast, args: [X], dtype: bf16}\noutputs: [H, B]\n", in);
+    NEAR(out[0][0], 0.333251953125);
+    cr_assert(isinf(out[0][1]) && out[0][1] > 0, "70000 overflows fp16");
+    NEAR(out[0][2], 0.0); /* below half the smallest fp16 subnormal (2^-24 ≈ 6e-8) */
+    NEAR(out[1][0], 0.333984375);
+    NEAR(out[1][1], 70144);
+    ts_free_buffers(out, 2);
+    free_checked(&c);
+}
+
+Test(interp, dtype_round_handles_subnormals_and_ties) {
+    NEAR(ts_dtype_round(TS_FP16, 0x1p-24), 0x1p-24);       /* smallest fp16 subnormal */
+    NEAR(ts_dtype_round(TS_FP16, 1.5 * 0x1p-24), 0x1p-23);  /* tie rounds to even */
+    NEAR(ts_dtype_round(TS_FP16, 2049), 2048);              /* tie between 2048 and 2050 → even */
+    NEAR(ts_dtype_round(TS_FP16, 65504), 65504);
+    NEAR(ts_dtype_round(TS_FP32, 1 + 0x1p-24), 1);
+}
+
+Test(interp, random_inputs_are_seeded_representable_and_not_zero) {
+    checked c;
+    check_ok(&c, "axes: {n: 64}\ninputs:\n  X: {dtype: fp16, shape: [n]}\nops:\n"
+                 "  - {name: Y, op: neg, args: [X]}\noutputs: [Y]\n");
+    double **a = ts_random_inputs(&c.g, 7), **b = ts_random_inputs(&c.g, 7), **d = ts_random_inputs(&c.g, 8);
+    int zeros = 0, differ = 0;
+    for (int i = 0; i < 64; i++) {
+        cr_assert_eq(a[0][i], b[0][i], "same seed, same values");
+        cr_assert_eq(a[0][i], ts_dtype_round(TS_FP16, a[0][i]), "representable in fp16");
+        cr_assert(a[0][i] >= -1 && a[0][i] <= 1);
+        zeros += a[0][i] == 0;
+        differ += a[0][i] != d[0][i];
+    }
+    cr_assert_lt(zeros, 2);
+    cr_assert_gt(differ, 60, "another seed, other values");
+    ts_free_buffers(a, 1);
+    ts_free_buffers(b, 1);
+    ts_free_buffers(d, 1);
+    free_checked(&c);
+}
+
+Test(interp, refuses_graphs_over_the_memory_budget) {
+    checked c;
+    check_ok(&c, "axes: {m: 1024, n: 1024}\ninputs:\n  X: {dtype: fp16, shape: [m, n]}\nops:\n"
+                 "  - {name: Y, op: exp, args: [X]}\noutputs: [Y]\n");
+    double **in = ts_random_inputs(&c.g, 1), **out = NULL;
+    char *err = NULL;
+    ts_interp_opts opts = {.max_bytes = 1 << 20};
+    cr_assert_eq(ts_interp_run(&c.g, in, &out, &opts, &err), -1);
+    cr_assert_str_eq(err, "evaluating needs 16.00 MiB of float64 buffers, over the interpreter's budget of 1.00 MiB; "
+                          "evaluate at smaller sizes with --dims");
+    free(err);
+    ts_free_buffers(in, 1);
+    free_checked(&c);
+}
+
+Test(interp, contraction_products_are_not_stored) {
+    checked c;
+    check_ok(&c, "axes: {m: 256, k: 256, n: 256}\ninputs:\n  X: {dtype: fp16, shape: [m, k]}\n"
+                 "  W: {dtype: fp16, shape: [k, n]}\nops:\n"
+                 "  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n");
+    cr_assert_eq(ts_interp_bytes(&c.g), 8.0 * 256 * 256, "only the [m, n] result is stored");
+    free_checked(&c);
+}

@@ -1,0 +1,83 @@
+/* testutil.h — helpers shared by the Criterion tests: checking YAML held in strings, reading the first
+ * diagnostic, evaluating a graph. Header-only so every test binary stays one file. */
+#ifndef TS_TESTUTIL_H
+#define TS_TESTUTIL_H
+
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "interp.h"
+#include "spec.h"
+#include "util.h"
+
+/* Loads and checks `yaml` as file "g.yaml"; returns the headline of the first error ("" if none).
+ * The caller frees the result. */
+static inline char *first_error_for(const char *yaml, size_t len, const char *dims) {
+    ts_spec spec;
+    ts_diags d;
+    ts_graph g;
+    ts_binding b = {0};
+    int rc = ts_spec_load_text(&spec, "g.yaml", yaml, len, &d);
+    if (rc == 0 && dims) rc = ts_binding_parse(&b, dims, &d);
+    if (rc == 0) rc = ts_check(&spec, &b, &g, &d);
+    else ts_graph_init(&g, NULL);
+    char *msg = NULL;
+    for (int i = 0; i < d.n && !msg; i++)
+        if (d.items[i].severity == TS_ERROR) msg = ts_diag_headline(&d, i);
+    if (!msg) msg = ts_strdup("");
+    cr_assert((rc != 0) == (msg[0] != '\0'), "status and diagnostics disagree: rc=%d msg=%s", rc, msg);
+    ts_graph_free(&g);
+    ts_binding_free(&b);
+    ts_diags_free(&d);
+    ts_spec_free(&spec);
+    return msg;
+}
+
+static inline char *first_error(const char *yaml) { return first_error_for(yaml, strlen(yaml), NULL); }
+
+#define assert_error(yaml, expected)                                                                    \
+    do {                                                                                                \
+        char *got_ = first_error(yaml);                                                                 \
+        cr_assert_str_eq(got_, expected);                                                               \
+        free(got_);                                                                                     \
+    } while (0)
+
+/* Checks yaml (must succeed) into g; spec and g must be freed by the caller via free_checked. */
+typedef struct {
+    ts_spec spec;
+    ts_graph g;
+} checked;
+
+static inline void check_ok_dims(checked *c, const char *yaml, const char *dims) {
+    ts_diags d;
+    ts_binding b = {0};
+    int rc = ts_spec_load_text(&c->spec, "g.yaml", yaml, strlen(yaml), &d);
+    if (rc == 0 && dims) rc = ts_binding_parse(&b, dims, &d);
+    if (rc == 0) rc = ts_check(&c->spec, &b, &c->g, &d);
+    else ts_graph_init(&c->g, NULL);
+    char *msg = d.n ? ts_diag_headline(&d, 0) : ts_strdup("");
+    cr_assert_eq(rc, 0, "unexpected error: %s", msg);
+    free(msg);
+    ts_binding_free(&b);
+    ts_diags_free(&d);
+}
+
+static inline void check_ok(checked *c, const char *yaml) { check_ok_dims(c, yaml, NULL); }
+
+static inline void free_checked(checked *c) {
+    ts_graph_free(&c->g);
+    ts_spec_free(&c->spec);
+}
+
+/* Evaluates c's graph on the given inputs; returns the outputs (free with ts_free_buffers). */
+static inline double **eval_graph(checked *c, double *const *inputs) {
+    double **out = NULL;
+    char *err = NULL;
+    int rc = ts_interp_run(&c->g, inputs, &out, NULL, &err);
+    cr_assert_eq(rc, 0, "interpreter refused: %s", err ? err : "");
+    return out;
+}
+
+#endif
