@@ -94,6 +94,42 @@ ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis) {
     return add_node(b, &n);
 }
 
+int32_t ts_t_pair_axis(ts_builder *b) {
+    int a = ts_graph_find_axis(b->g, "_pair");
+    return a >= 0 ? a : ts_graph_add_axis(b->g, "_pair", 2, false, 0);
+}
+
+ts_tensor ts_t_fused(ts_builder *b, ts_op op, const ts_tensor *xs, int n, int32_t axis, int64_t tile) {
+    ts_view u = union_dims(xs, n);
+    if (ts_view_find(&u, axis) < 0) ts_view_expand(&u, u.ndim, axis, b->g->axes[axis].size);
+    int32_t order[TS_MAX_DIMS]; /* the reduced axis last */
+    int k = 0;
+    for (int d = 0; d < u.ndim; d++)
+        if (u.axis[d] != axis) order[k++] = u.axis[d];
+    order[k++] = axis;
+    ts_view_permute(&u, order, k);
+    ts_node node = {.op = op, .dtype = xs[n - (op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM ? 2 : 1)].dtype,
+                    .nsrc = n, .reduce_axis = axis, .tile = tile};
+    if (op == TS_OP_DUAL) node.axis[node.ndim++] = ts_t_pair_axis(b);
+    for (int d = 0; d + 1 < u.ndim; d++) node.axis[node.ndim++] = u.axis[d];
+    for (int i = 0; i < n; i++) node.src[i] = align(&xs[i], &u);
+    return add_node(b, &node);
+}
+
+ts_tensor ts_t_pick(ts_builder *b, ts_tensor pair, int64_t i) {
+    int d = ts_view_find(&pair.ref.view, ts_t_pair_axis(b));
+    TS_ASSERT(d >= 0);
+    ts_view *v = &pair.ref.view;
+    v->offset += i * v->stride[d];
+    for (int j = d; j + 1 < v->ndim; j++) {
+        v->axis[j] = v->axis[j + 1];
+        v->size[j] = v->size[j + 1];
+        v->stride[j] = v->stride[j + 1];
+    }
+    v->ndim--;
+    return pair;
+}
+
 /* ---- composites -------------------------------------------------------------------------------- */
 
 static ts_tensor constant_like(ts_builder *b, double v, ts_tensor like) { return ts_t_constant(b, v, like.dtype); }

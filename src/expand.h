@@ -30,6 +30,14 @@ ts_tensor ts_t_binary(ts_builder *b, ts_op op, ts_tensor x, ts_tensor y);
 ts_tensor ts_t_where(ts_builder *b, ts_tensor c, ts_tensor x, ts_tensor y);
 ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis);
 
+/* A fused op (ops.h TS_FUSED_OPS, not PICK or VIEW) reducing `axis` of xs[0..n), aligned by name; an
+ * operand without `axis` is broadcast along it. DUAL needs the graph's pair axis (ts_t_pair_axis). */
+ts_tensor ts_t_fused(ts_builder *b, ts_op op, const ts_tensor *xs, int n, int32_t axis, int64_t tile);
+/* Element i (0 or 1) of a DUAL's pair axis: a view, no node. */
+ts_tensor ts_t_pick(ts_builder *b, ts_tensor pair, int64_t i);
+/* The axis "_pair" of size 2 that DUAL stacks its results on (added to the graph on first use). */
+int32_t ts_t_pair_axis(ts_builder *b);
+
 /* Composites. */
 ts_tensor ts_t_sub(ts_builder *b, ts_tensor x, ts_tensor y);
 ts_tensor ts_t_div(ts_builder *b, ts_tensor x, ts_tensor y);

@@ -56,7 +56,10 @@ typedef struct {
     int32_t axis[TS_MAX_DIMS]; /* the node's dims, row-major */
     int nsrc;
     ts_ref src[3];
-    int32_t reduce_axis; /* REDUCE_*: the axis of src[0] that is reduced; IOTA: the counted axis */
+    int32_t reduce_axis; /* REDUCE_* and fused ops: the axis of the operands that is reduced; IOTA: the
+                            counted axis. Fused ops see every operand with the same dims, which include
+                            it; their own dims are those minus it (DUAL: with the pair axis first). */
+    int64_t tile;        /* TILE_*, ONLINE_WSUM: the tile size along reduce_axis */
     double value;        /* CONSTANT */
     int32_t input;       /* INPUT: index into ts_graph.inputs */
     int32_t origin;      /* the ts_graph.named entry (user tensor) whose op built it */

@@ -84,27 +84,22 @@ double ts_interp_bytes(const ts_graph *g) {
 
 /* ---- elementwise semantics (the X-macro's comments, in code) ----------------------------------- */
 
-static double apply(const ts_node *n, const double *x) {
-    switch (n->op) {
+double ts_interp_apply(ts_op op, ts_dtype dtype, const double *x) {
+    switch (op) {
     case TS_OP_NEG: return -x[0];
     case TS_OP_RECIP: return 1.0 / x[0];
     case TS_OP_SQRT: return sqrt(x[0]);
     case TS_OP_EXP2: return exp2(x[0]);
     case TS_OP_LOG2: return log2(x[0]);
     case TS_OP_SIN: return sin(x[0]);
-    case TS_OP_CAST: return ts_dtype_round(n->dtype, x[0]);
+    case TS_OP_CAST: return ts_dtype_round(dtype, x[0]);
     case TS_OP_COPY: return x[0];
     case TS_OP_ADD: return x[0] + x[1];
     case TS_OP_MUL: return x[0] * x[1];
     case TS_OP_MAX: return isnan(x[0]) || isnan(x[1]) ? NAN : fmax(x[0], x[1]);
     case TS_OP_LESS_THAN: return x[0] < x[1] ? 1.0 : 0.0;
     case TS_OP_WHERE: return x[0] != 0.0 ? x[1] : x[2];
-    case TS_OP_INPUT:
-    case TS_OP_CONSTANT:
-    case TS_OP_IOTA:
-    case TS_OP_REDUCE_SUM:
-    case TS_OP_REDUCE_MAX:
-    case TS_OP_COUNT: break;
+    default: break; /* sources, reductions and fused ops are not elementwise */
     }
     TS_ASSERT(!"not an elementwise op");
     return 0;
@@ -154,7 +149,7 @@ static void eval_elementwise(machine *m, int32_t id, double *out) {
     double x[3];
     for (int64_t e = 0; e < count; e++) {
         for (int s = 0; s < n->nsrc; s++) x[s] = m->val[n->src[s].node][w.off[s]];
-        out[e] = apply(n, x);
+        out[e] = ts_interp_apply(n->op, n->dtype, x);
         walker_next(&w);
     }
 }
@@ -185,7 +180,7 @@ static double reduce_line(machine *m, const ts_node *n, int64_t *idx, int r) {
     double x[3];
     for (int64_t k = 0; k < len; k++) {
         for (int s = 0; s < nops; s++) x[s] = ops[s][off[s] + k * step[s]];
-        double v = m->inlined[src->node] ? apply(p, x) : x[0];
+        double v = m->inlined[src->node] ? ts_interp_apply(p->op, p->dtype, x) : x[0];
         if (n->op == TS_OP_REDUCE_SUM) acc += v;
         else if (isnan(v) || isnan(acc)) acc = NAN;
         else acc = fmax(acc, v);
@@ -209,6 +204,96 @@ static void eval_reduce(machine *m, int32_t id, double *out) {
     }
 }
 
+/* ---- fused ops: reductions over one axis of several operands ----------------------------------- */
+
+static double fold_tiles(const double *x, int64_t n, int64_t tile, bool is_max) {
+    double total = is_max ? -INFINITY : 0.0;
+    if (tile <= 0) tile = n;
+    for (int64_t t0 = 0; t0 < n; t0 += tile) { /* a partial result per tile, then the combine */
+        double part = is_max ? -INFINITY : 0.0;
+        for (int64_t k = t0; k < n && k < t0 + tile; k++) part = is_max ? fmax(part, x[k]) : part + x[k];
+        total = is_max ? fmax(total, part) : total + part;
+    }
+    return total;
+}
+
+/* softmax(c·s)-weighted sum of v, computed directly: max first, then the two sums. */
+static double weighted_sum(const double *s, const double *v, const double *c, int64_t n) {
+    double mx = -INFINITY, num = 0, den = 0;
+    for (int64_t k = 0; k < n; k++) mx = fmax(mx, s[k]);
+    for (int64_t k = 0; k < n; k++) {
+        double e = exp2(c[k] * (s[k] - mx));
+        num += e * v[k];
+        den += e;
+    }
+    return num / den;
+}
+
+/* The same, streamed over tiles as FlashAttention does: a running max, a running sum of exponentials and
+ * an accumulator, both rescaled by 2^(c·(old max - new max)) whenever the max grows. */
+static double online_weighted_sum(const double *s, const double *v, const double *c, int64_t n, int64_t tile) {
+    double run_max = -INFINITY, run_sum = 0, acc = 0;
+    if (tile <= 0) tile = n;
+    for (int64_t t0 = 0; t0 < n; t0 += tile) {
+        int64_t t1 = t0 + tile < n ? t0 + tile : n;
+        double tile_max = run_max;
+        for (int64_t k = t0; k < t1; k++) tile_max = fmax(tile_max, s[k]);
+        if (tile_max == -INFINITY) continue; /* nothing but -inf so far: every weight is 0 */
+        double rescale = run_max == -INFINITY ? 0.0 : exp2(c[t0] * (run_max - tile_max));
+        run_sum *= rescale;
+        acc *= rescale;
+        for (int64_t k = t0; k < t1; k++) {
+            double e = exp2(c[k] * (s[k] - tile_max));
+            run_sum += e;
+            acc += e * v[k];
+        }
+        run_max = tile_max;
+    }
+    return acc / run_sum;
+}
+
+static double dot(const double *a, const double *b, int64_t n) {
+    double acc = 0;
+    for (int64_t k = 0; k < n; k++) acc += a[k] * b[k];
+    return acc;
+}
+
+static void eval_fused(machine *m, int32_t id, double *out) {
+    const ts_node *n = &m->g->nodes[id];
+    const ts_view *v = &n->src[0].view;
+    int r = ts_view_find(v, n->reduce_axis);
+    int64_t len = v->size[r], idx[TS_MAX_DIMS] = {0};
+    int64_t count = 1;
+    for (int d = 0; d < v->ndim; d++)
+        if (d != r) count *= v->size[d];
+    double *line[3];
+    for (int s = 0; s < n->nsrc; s++) line[s] = ts_xmalloc(sizeof(double) * (size_t)(len ? len : 1));
+    for (int64_t e = 0; e < count; e++) {
+        for (int s = 0; s < n->nsrc; s++) { /* gather each operand along the reduced axis */
+            int64_t off = ts_view_offset(&n->src[s].view, idx), step = n->src[s].view.stride[r];
+            for (int64_t k = 0; k < len; k++) line[s][k] = m->val[n->src[s].node][off + k * step];
+        }
+        switch (n->op) {
+        case TS_OP_CONTRACT: out[e] = dot(line[0], line[1], len); break;
+        case TS_OP_TILE_SUM: out[e] = fold_tiles(line[0], len, n->tile, false); break;
+        case TS_OP_TILE_MAX: out[e] = fold_tiles(line[0], len, n->tile, true); break;
+        case TS_OP_WSUM: out[e] = weighted_sum(line[0], line[1], line[2], len); break;
+        case TS_OP_ONLINE_WSUM: out[e] = online_weighted_sum(line[0], line[1], line[2], len, n->tile); break;
+        case TS_OP_DUAL:
+            out[e] = dot(line[0], line[1], len);
+            out[count + e] = dot(line[0], line[2], len);
+            break;
+        default: TS_ASSERT(!"not a fused op with a node");
+        }
+        for (int d = v->ndim - 1; d >= 0; d--) { /* next index, skipping the reduced dim */
+            if (d == r) continue;
+            if (++idx[d] < v->size[d]) break;
+            idx[d] = 0;
+        }
+    }
+    for (int s = 0; s < n->nsrc; s++) free(line[s]);
+}
+
 static void eval_node(machine *m, int32_t id, double *const *inputs) {
     const ts_node *n = &m->g->nodes[id];
     if (n->op == TS_OP_INPUT) {
@@ -224,6 +309,7 @@ static void eval_node(machine *m, int32_t id, double *const *inputs) {
         for (int64_t e = 0; e < count; e++) out[e] = n->op == TS_OP_IOTA ? (double)e : n->value;
         break;
     case TS_KIND_REDUCE: eval_reduce(m, id, out); break;
+    case TS_KIND_FUSED: eval_fused(m, id, out); break;
     default: eval_elementwise(m, id, out);
     }
 }

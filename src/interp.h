@@ -27,6 +27,9 @@ int64_t ts_output_numel(const ts_graph *g, int i);
 double **ts_random_inputs(const ts_graph *g, uint64_t seed);
 void ts_free_buffers(double **bufs, int n);
 
+/* The value of elementwise op `op` (unary, binary or ternary; CAST rounds to `dtype`) at operands x. */
+double ts_interp_apply(ts_op op, ts_dtype dtype, const double *x);
+
 /* Bytes the interpreter would allocate for intermediate values. */
 double ts_interp_bytes(const ts_graph *g);
 

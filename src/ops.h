@@ -14,6 +14,7 @@ typedef enum {
     TS_KIND_BINARY,  /* elementwise, two operands of identical dims */
     TS_KIND_TERNARY, /* elementwise, three operands of identical dims */
     TS_KIND_REDUCE,  /* one operand, reduced over one named axis */
+    TS_KIND_FUSED,   /* introduced by rules: see TS_FUSED_OPS */
 } ts_op_kind;
 
 /* X(ENUM, "name", arity, kind)   — the identity each computes, elementwise over float64 values */
@@ -37,17 +38,38 @@ typedef enum {
     X(REDUCE_SUM, "reduce_sum", 1, TS_KIND_REDUCE)   /* sum of x over the axis                  */     \
     X(REDUCE_MAX, "reduce_max", 1, TS_KIND_REDUCE)   /* max of x over the axis                  */
 
+/* Ops that rewrite rules introduce (they never appear in YAML). Each is a reduction over one named axis
+ * (param 0) of several operands aligned by name, except pick and view, which only change a view.
+ * X(ENUM, "name", arity, nparams)   — reference semantics in src/interp.c */
+#define TS_FUSED_OPS(X)                                                                                \
+    X(CONTRACT, "contract", 2, 1)        /* {k}: Σ_k a·b                                          */     \
+    X(TILE_SUM, "tile_sum", 1, 2)        /* {k, T}: Σ_k x, as partial sums over tiles of T, combined */  \
+    X(TILE_MAX, "tile_max", 1, 2)        /* {k, T}: max_k x, tile by tile                          */     \
+    X(WSUM, "wsum", 3, 1)                /* {k}: Σ_k e_k·v_k / Σ_k e_k, e = 2^(c·(s - max_k s))     */     \
+    X(ONLINE_WSUM, "online_wsum", 3, 2)  /* {k, T}: wsum streamed over tiles of T with a running max,  \
+                                            running sum and rescaled accumulator (FlashAttention)   */     \
+    X(DUAL, "dual", 3, 1)                /* {k}: [Σ_k x·a, Σ_k x·b] stacked on the pair axis           */ \
+    X(PICK, "pick", 1, 1)                /* {i}: element i of a dual's pair axis (a view)             */ \
+    X(VIEW, "view", 1, 1)                /* {v}: x re-indexed through view v of the graph's view table */
+
 typedef enum {
 #define TS_X_ENUM(e, name, arity, kind) TS_OP_##e,
     TS_OPS(TS_X_ENUM)
 #undef TS_X_ENUM
-        TS_OP_COUNT
+        TS_OP_COUNT, /* the primitives end here; fused ops follow, numbered from TS_OP_COUNT */
+    TS_OP_FUSED_BEFORE_ = TS_OP_COUNT - 1,
+#define TS_X_FENUM(e, name, arity, nparams) TS_OP_##e,
+    TS_FUSED_OPS(TS_X_FENUM)
+#undef TS_X_FENUM
+        TS_OP_ALL
 } ts_op;
 
 const char *ts_op_name(ts_op op);
 int ts_op_arity(ts_op op);
 ts_op_kind ts_op_kind_of(ts_op op);
-/* The op named `name`, or -1. */
+/* Params of a fused op (primitives: see egraph.h). */
+int ts_fused_op_nparams(ts_op op);
+/* The primitive op named `name`, or -1 (fused ops are not looked up here: they are e-graph extras). */
 int ts_op_lookup(const char *name);
 
 #endif
