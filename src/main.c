@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "interp.h"
+#include "saturate.h"
 #include "spec.h"
 #include "util.h"
 #include "version.h"
@@ -27,6 +28,7 @@ static const char usage_main[] =
     "commands:\n"
     "  check FILE              check a graph and print its ops, shapes, FLOPs and minimum bytes\n"
     "  eval FILE               evaluate a graph with the float64 reference interpreter\n"
+    "  explain FILE            saturate a graph with the rules: statistics, best terms, derivations\n"
     "\n"
     "options:\n"
     "  -h, --help              this help; 'tsopt <command> --help' for a command's\n"
@@ -56,6 +58,20 @@ static const char usage_eval[] =
     "  --max-memory GIB        refuse to evaluate when buffers would exceed this (default 8)\n"
     "  --print N               print the first N values of each output (default 4)\n";
 
+static const char usage_explain[] =
+    "usage: tsopt explain [--rules PATH]... [--term NAME] [--dims AXIS=N,...] [--iter-limit N]\n"
+    "                     [--node-limit N] [--time-limit S] FILE\n"
+    "\n"
+    "Converts FILE into an e-graph and saturates it with the rules, phase by phase (algebra, reductions,\n"
+    "fusion, lowering). Prints per phase the iterations, e-nodes, e-classes, time and why it stopped; the\n"
+    "busiest rules; and for each output (or the tensor --term names) the smallest equivalent term.\n"
+    "\n"
+    "  --rules PATH            a .rules file or a folder of them (default: rules; repeatable)\n"
+    "  --term NAME             explain this tensor instead of the outputs\n"
+    "  --iter-limit N          iterations per phase (default 30)\n"
+    "  --node-limit N          e-nodes in the e-graph (default 10000)\n"
+    "  --time-limit S          seconds per phase (default 5)\n";
+
 /* ---- argument parsing -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -64,6 +80,10 @@ typedef struct {
     uint64_t seed;
     double max_gib;
     int print;
+    const char *rules[16];
+    int nrules;
+    const char *term;
+    double iter_limit, node_limit, time_limit;
 } options;
 
 static int usage_error(const char *usage, const char *what, const char *arg) {
@@ -79,7 +99,7 @@ static int parse_number_arg(const char *s, double *out) {
 
 /* Returns -1 to continue, or an exit code (help printed, or a usage error). */
 static int parse_options(int argc, char **argv, const char *usage, options *o) {
-    *o = (options){.seed = 1, .max_gib = 8, .print = 4};
+    *o = (options){.seed = 1, .max_gib = 8, .print = 4, .iter_limit = 30, .node_limit = 10000, .time_limit = 5};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -88,10 +108,19 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
             fputs(usage, stdout);
             return 0;
         } else if (strcmp(a, "--dims") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--max-memory") == 0 ||
-                   strcmp(a, "--print") == 0) {
+                   strcmp(a, "--print") == 0 || strcmp(a, "--rules") == 0 || strcmp(a, "--term") == 0 ||
+                   strcmp(a, "--iter-limit") == 0 || strcmp(a, "--node-limit") == 0 ||
+                   strcmp(a, "--time-limit") == 0) {
             if (!next) return usage_error(usage, "missing value for", a);
             if (strcmp(a, "--dims") == 0) o->dims = next;
-            else if (parse_number_arg(next, &v) != 0) return usage_error(usage, "bad number", next);
+            else if (strcmp(a, "--term") == 0) o->term = next;
+            else if (strcmp(a, "--rules") == 0) {
+                if (o->nrules == 16) return usage_error(usage, "too many --rules; at most 16", NULL);
+                o->rules[o->nrules++] = next;
+            } else if (parse_number_arg(next, &v) != 0) return usage_error(usage, "bad number", next);
+            else if (strcmp(a, "--iter-limit") == 0) o->iter_limit = v;
+            else if (strcmp(a, "--node-limit") == 0) o->node_limit = v;
+            else if (strcmp(a, "--time-limit") == 0) o->time_limit = v;
             else if (strcmp(a, "--seed") == 0) o->seed = (uint64_t)v;
             else if (strcmp(a, "--max-memory") == 0) o->max_gib = v;
             else o->print = v > 1e6 ? 1000000 : (int)v;
@@ -241,6 +270,108 @@ static int cmd_eval(int argc, char **argv) {
     return rc;
 }
 
+/* ---- explain ----------------------------------------------------------------------------------- */
+
+static void print_phases(const ts_saturation *s, const ts_rules *rs) {
+    printf("%-12s %10s %9s %9s %9s  %s\n", "phase", "iterations", "e-nodes", "e-classes", "seconds", "stop");
+    for (int i = 0; i < s->run.nphases; i++) {
+        const ts_runner_phase *p = &s->run.phase[i];
+        printf("%-12s %10u %9u %9u %9.4f  %s\n", rs->set[p->ruleset].name, p->iterations, p->nodes, p->classes,
+               p->seconds, ts_runner_stop_str(p->stop));
+    }
+}
+
+static const ts_runner_rule_stats *sort_stats;
+static int by_matches(const void *a, const void *b) {
+    uint64_t x = sort_stats[*(const int *)a].matches, y = sort_stats[*(const int *)b].matches;
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+static void print_busiest_rules(const ts_saturation *s, const ts_rules *rs, int top) {
+    int *order = ts_xmalloc(sizeof *order * (size_t)(rs->nrules + 1));
+    for (int i = 0; i < rs->nrules; i++) order[i] = i;
+    sort_stats = s->run.stats;
+    qsort(order, (size_t)rs->nrules, sizeof *order, by_matches);
+    printf("busiest rules:\n  %-26s %-28s %9s %9s %9s\n", "rule", "defined at", "matches", "applied", "changed");
+    for (int i = 0; i < rs->nrules && i < top && s->run.stats[order[i]].matches > 0; i++) {
+        const ts_rule *r = &rs->rule[order[i]];
+        const ts_runner_rule_stats *st = &s->run.stats[order[i]];
+        char *at = ts_strfmt("%s:%d", r->file, r->line);
+        printf("  %-26s %-28s %9llu %9llu %9llu\n", r->name, at, (unsigned long long)st->matches,
+               (unsigned long long)st->applied, (unsigned long long)st->changed);
+        free(at);
+    }
+    free(order);
+}
+
+static void explain_class(ts_saturation *s, const char *name, uint32_t cls) {
+    ts_eg_term t;
+    if (!ts_eg_extract_smallest(s->x.eg, ts_eg_find(s->x.eg, cls), &t)) {
+        printf("%s has no finite term\n", name);
+        return;
+    }
+    char *text = ts_egir_term_str(&s->x, &t);
+    printf("%s = %s\n", name, text);
+    free(text);
+    ts_eg_term_free(&t);
+}
+
+static int explain_terms(const options *o, ts_graph *g, ts_saturation *s) {
+    if (!o->term) {
+        for (int i = 0; i < g->noutputs; i++) explain_class(s, g->outputs[i].name, s->x.output_class[i]);
+        return 0;
+    }
+    for (int i = 0; i < g->nnamed; i++)
+        if (strcmp(g->named[i].name, o->term) == 0) {
+            explain_class(s, o->term, s->x.node_class[g->named[i].ref.node]);
+            return 0;
+        }
+    fprintf(stderr, "%s: error: --term: the graph has no tensor '%s'\n", o->file, o->term);
+    return EXIT_INPUT;
+}
+
+static int load_rules(const options *o, ts_rules *rs) {
+    ts_rule_env env = ts_egir_rule_env();
+    ts_rule_init(rs, &env);
+    const char *dflt = "rules";
+    return ts_load_rule_paths(rs, o->nrules ? o->rules : &dflt, o->nrules ? o->nrules : 1, stderr) ? EXIT_INPUT : 0;
+}
+
+static int cmd_explain(int argc, char **argv) {
+    options o;
+    int rc = parse_options(argc, argv, usage_explain, &o);
+    if (rc >= 0) return rc;
+    ts_spec spec;
+    ts_graph g;
+    ts_rules rs;
+    rc = load_graph(&o, &spec, &g);
+    int rrc = load_rules(&o, &rs);
+    if (rc == 0) rc = rrc;
+    if (rc == 0) {
+        ts_runner_limits lim = ts_runner_default_limits();
+        lim.iter_limit = (uint32_t)o.iter_limit;
+        lim.node_limit = (uint32_t)o.node_limit;
+        lim.time_limit_s = o.time_limit;
+        ts_saturation s;
+        char *err = NULL;
+        if (ts_saturate(&g, &rs, ts_default_phases, ts_default_nphases, &lim, &s, &err) != 0) {
+            fprintf(stderr, "%s: error: %s\n", o.file, err);
+            free(err);
+            rc = EXIT_INPUT;
+        } else {
+            printf("saturation of %s (%s): %.4f s, %d rules\n", g.name, o.file, s.seconds, rs.nrules);
+            print_phases(&s, &rs);
+            print_busiest_rules(&s, &rs, 8);
+            rc = explain_terms(&o, &g, &s);
+        }
+        ts_saturation_free(&s);
+    }
+    ts_rule_free(&rs);
+    ts_graph_free(&g);
+    ts_spec_free(&spec);
+    return rc;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------------- */
 
 static const struct {
@@ -249,6 +380,7 @@ static const struct {
 } commands[] = {
     {"check", cmd_check},
     {"eval", cmd_eval},
+    {"explain", cmd_explain},
 };
 
 int main(int argc, char **argv) {

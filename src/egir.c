@@ -1,0 +1,387 @@
+/* egir.c — tensors in the e-graph: conversion from HLIR, the tensor analysis, guards, and building HLIR
+ * back from terms (see egir.h for the semantics). */
+#include "egir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp.h"
+#include "util.h"
+
+/* ---- the fused ops as e-graph extras ----------------------------------------------------------- */
+
+static const ts_eg_opinfo fused_info[] = {
+#define TS_X_INFO(e, name, arity, nparams) {name, arity, nparams},
+    TS_FUSED_OPS(TS_X_INFO)
+#undef TS_X_INFO
+};
+
+static const ts_eg_ops egir_ops = {fused_info, (int32_t)(sizeof fused_info / sizeof *fused_info)};
+
+const ts_eg_ops *ts_egir_ops(void) { return &egir_ops; }
+
+/* ---- guards ------------------------------------------------------------------------------------ */
+
+static const ts_egir_data *arg_data(const ts_rule_arg *a) { return a->data; }
+static uint64_t axis_bit(int64_t axis) { return axis >= 0 && axis < 64 ? 1ull << axis : 0; }
+
+/* (lacks ?x ?k): x is constant along axis k, so it commutes with a reduction over k. */
+static bool guard_lacks(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    (void)ctx, (void)eg, (void)n;
+    return !(arg_data(&a[0])->axes & axis_bit(a[1].value));
+}
+
+/* (has ?x ?k): x varies along axis k. */
+static bool guard_has(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    return !guard_lacks(ctx, eg, a, n);
+}
+
+/* (distinct ?a ?b): two different e-classes. */
+static bool guard_distinct(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    (void)ctx, (void)eg, (void)n;
+    return a[0].cls != a[1].cls;
+}
+
+/* (positive ?c): a known constant > 0. */
+static bool guard_positive(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    (void)ctx, (void)eg, (void)n;
+    return arg_data(&a[0])->is_const && arg_data(&a[0])->value > 0;
+}
+
+/* (constant ?c): a known constant. */
+static bool guard_constant(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    (void)ctx, (void)eg, (void)n;
+    return arg_data(&a[0])->is_const;
+}
+
+static const ts_rule_guard egir_guards[] = {
+    {"lacks", 2, guard_lacks},       {"has", 2, guard_has},           {"distinct", 2, guard_distinct},
+    {"positive", 1, guard_positive}, {"constant", 1, guard_constant},
+};
+
+ts_rule_env ts_egir_rule_env(void) {
+    return (ts_rule_env){.ops = &egir_ops, .guards = egir_guards,
+                         .nguards = (int)(sizeof egir_guards / sizeof *egir_guards)};
+}
+
+/* ---- the analysis ------------------------------------------------------------------------------ */
+
+static double bits_to_double(int64_t bits) {
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+static int64_t double_to_bits(double v) {
+    int64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return bits;
+}
+
+static const ts_egir_data *kid_data(const ts_egraph *eg, const ts_enode *n, int i) {
+    return ts_eg_data_const(eg, n->kid[i]);
+}
+
+/* The data of an elementwise node: axes joined, the first typed operand's dtype, constants folded. */
+static void make_elementwise(const ts_egraph *eg, const ts_enode *n, int arity, ts_egir_data *out) {
+    double vals[3];
+    bool all_const = true;
+    for (int i = 0; i < arity; i++) {
+        const ts_egir_data *k = kid_data(eg, n, i);
+        out->axes |= k->axes;
+        if (out->dtype < 0 && k->dtype >= 0 && !(n->op == TS_OP_WHERE && i == 0)) out->dtype = k->dtype;
+        all_const &= k->is_const;
+        vals[i] = k->value;
+    }
+    if (n->op == TS_OP_CAST) out->dtype = (int8_t)n->param[0];
+    if (all_const) {
+        out->is_const = true;
+        out->value = ts_interp_apply((ts_op)n->op, out->dtype < 0 ? TS_FP32 : (ts_dtype)out->dtype, vals);
+    }
+}
+
+static void make_data(void *ctx, const ts_egraph *eg, const ts_enode *n, void *outp) {
+    ts_egir *x = ctx;
+    ts_egir_data *out = outp;
+    *out = (ts_egir_data){.dtype = -1};
+    ts_op op = (ts_op)n->op;
+    switch (ts_op_kind_of(op)) {
+    case TS_KIND_SOURCE:
+        if (op == TS_OP_INPUT) {
+            const ts_node *in = &x->g->nodes[x->g->inputs[n->param[0]].node];
+            for (int d = 0; d < in->ndim; d++) out->axes |= axis_bit(in->axis[d]);
+            out->dtype = (int8_t)in->dtype;
+        } else if (op == TS_OP_IOTA) {
+            out->axes = axis_bit(n->param[0]);
+        } else {
+            out->is_const = true;
+            out->value = bits_to_double(n->param[0]);
+        }
+        return;
+    case TS_KIND_REDUCE: {
+        const ts_egir_data *k = kid_data(eg, n, 0);
+        *out = *k;
+        out->axes &= ~axis_bit(n->param[0]);
+        if (k->is_const && op == TS_OP_REDUCE_SUM) out->value *= (double)x->g->axes[n->param[0]].size;
+        return;
+    }
+    case TS_KIND_FUSED:
+        for (int i = 0; i < ts_op_arity(op); i++) out->axes |= kid_data(eg, n, i)->axes;
+        out->dtype = kid_data(eg, n, ts_op_arity(op) - (op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM ? 2 : 1))->dtype;
+        if (op == TS_OP_VIEW) {
+            const ts_view *v = &x->views[n->param[0]].view;
+            out->axes = 0;
+            for (int d = 0; d < v->ndim; d++) out->axes |= axis_bit(v->axis[d]);
+        } else if (op == TS_OP_PICK) {
+            out->axes &= ~axis_bit(ts_graph_find_axis(x->g, "_pair"));
+        } else {
+            out->axes &= ~axis_bit(n->param[0]);
+            if (op == TS_OP_DUAL) out->axes |= axis_bit(ts_graph_find_axis(x->g, "_pair"));
+        }
+        return;
+    default: make_elementwise(eg, n, ts_op_arity(op), out);
+    }
+}
+
+static bool merge_data(void *ctx, void *intop, const void *fromp) {
+    ts_egir *x = ctx;
+    ts_egir_data *into = intop;
+    const ts_egir_data *from = fromp;
+    bool changed = false;
+    if (into->axes != from->axes) x->axis_conflicts++;
+    if (into->dtype < 0 && from->dtype >= 0) into->dtype = from->dtype, changed = true;
+    if (!into->is_const && from->is_const) {
+        into->is_const = true;
+        into->value = from->value;
+        changed = true;
+    }
+    return changed;
+}
+
+/* Constant folding: a class known to be constant gets the constant node. */
+static void modify_class(void *ctx, ts_egraph *eg, uint32_t cls) {
+    (void)ctx;
+    const ts_egir_data *d = ts_eg_data_const(eg, cls);
+    if (!d->is_const) return;
+    ts_enode c = {.op = TS_OP_CONSTANT, .param = {double_to_bits(d->value)}};
+    uint32_t k = ts_eg_add(eg, &c);
+    ts_eg_union(eg, cls, k);
+}
+
+/* ---- HLIR → e-graph ---------------------------------------------------------------------------- */
+
+/* Whether v shows node `id` whole and un-re-indexed: only permuted and broadcast. */
+static bool is_plain_view(const ts_graph *g, int32_t id, const ts_view *v) {
+    ts_view whole = ts_view_of_node(g, id);
+    if (v->offset != 0) return false;
+    int seen = 0;
+    for (int d = 0; d < v->ndim; d++) {
+        int p = ts_view_find(&whole, v->axis[d]);
+        if (p < 0) {
+            if (v->stride[d] != 0 && v->size[d] != 1) return false; /* a new axis must be a broadcast */
+            continue;
+        }
+        if (v->size[d] != whole.size[p] || (v->stride[d] != whole.stride[p] && whole.size[p] != 1)) return false;
+        seen++;
+    }
+    return seen == whole.ndim;
+}
+
+static uint32_t add_view(ts_egir *x, uint32_t kid, const ts_graph *g, const ts_ref *r) {
+    TS_GROW(x->views, x->nviews, x->cap_views);
+    ts_egir_view *tv = &x->views[x->nviews];
+    const ts_node *src = &g->nodes[r->node];
+    tv->src_ndim = src->ndim;
+    memcpy(tv->src_axis, src->axis, sizeof(int32_t) * (size_t)src->ndim);
+    tv->view = r->view;
+    ts_enode n = {.op = TS_OP_VIEW, .kid = {kid}, .param = {x->nviews++}};
+    return ts_eg_add(x->eg, &n);
+}
+
+static uint32_t ref_class(ts_egir *x, const ts_ref *r) {
+    uint32_t kid = x->node_class[r->node];
+    return is_plain_view(x->g, r->node, &r->view) ? kid : add_view(x, kid, x->g, r);
+}
+
+static uint32_t add_hlir_node(ts_egir *x, const ts_node *n) {
+    if (n->op == TS_OP_COPY) return ref_class(x, &n->src[0]); /* layout only */
+    ts_enode e = {.op = n->op};
+    for (int s = 0; s < n->nsrc; s++) e.kid[s] = ref_class(x, &n->src[s]);
+    switch (n->op) {
+    case TS_OP_INPUT: e.param[0] = n->input; break;
+    case TS_OP_CONSTANT: e.param[0] = double_to_bits(n->value); break;
+    case TS_OP_IOTA: e.param[0] = n->reduce_axis; break;
+    case TS_OP_CAST: e.param[0] = n->dtype; break;
+    case TS_OP_REDUCE_SUM:
+    case TS_OP_REDUCE_MAX: e.param[0] = n->reduce_axis; break;
+    default: break;
+    }
+    return ts_eg_add(x->eg, &e);
+}
+
+int ts_egir_init(ts_egir *x, ts_graph *g, char **err) {
+    memset(x, 0, sizeof *x);
+    if (g->naxes >= TS_EGIR_MAX_AXES) {
+        *err = ts_strfmt("the graph has %d axes; saturation supports at most %d", g->naxes, TS_EGIR_MAX_AXES - 1);
+        return -1;
+    }
+    x->g = g;
+    if (ts_graph_find_axis(g, "_pair") < 0) ts_graph_add_axis(g, "_pair", 2, false, 0); /* for dual */
+    x->an = (ts_eg_analysis){.size = sizeof(ts_egir_data), .ctx = x, .make = make_data, .merge = merge_data,
+                             .modify = modify_class};
+    x->eg = ts_eg_new(&egir_ops, &x->an);
+    x->node_class = ts_xmalloc(sizeof(uint32_t) * (size_t)(g->nnodes + 1));
+    for (int i = 0; i < g->nnodes; i++) x->node_class[i] = add_hlir_node(x, &g->nodes[i]);
+    x->output_class = ts_xmalloc(sizeof(uint32_t) * (size_t)(g->noutputs + 1));
+    for (int i = 0; i < g->noutputs; i++) x->output_class[i] = ref_class(x, &g->outputs[i].ref);
+    ts_eg_rebuild(x->eg);
+    return 0;
+}
+
+void ts_egir_free(ts_egir *x) {
+    if (x->eg) ts_eg_free(x->eg);
+    free(x->views);
+    free(x->node_class);
+    free(x->output_class);
+    memset(x, 0, sizeof *x);
+}
+
+/* ---- terms → HLIR ------------------------------------------------------------------------------ */
+
+/* x materialised in the dim order `order` (a copy unless it already is contiguous in that order). */
+static ts_tensor contiguous_in(ts_builder *b, ts_tensor x, const int32_t *order, int n) {
+    ts_view_permute(&x.ref.view, order, n);
+    ts_node probe = b->g->nodes[x.ref.node];
+    bool whole = probe.ndim == n && memcmp(probe.axis, order, sizeof(int32_t) * (size_t)n) == 0;
+    ts_view c = ts_view_of_node(b->g, x.ref.node);
+    if (whole && x.ref.view.offset == 0 && memcmp(c.stride, x.ref.view.stride, sizeof(int64_t) * (size_t)n) == 0)
+        return x;
+    return ts_t_copy(b, x);
+}
+
+/* x with axis `axis` broadcast in when it lacks it. */
+static ts_tensor with_axis(ts_builder *b, ts_tensor x, int32_t axis) {
+    if (ts_view_find(&x.ref.view, axis) < 0) ts_view_expand(&x.ref.view, x.ref.view.ndim, axis, b->g->axes[axis].size);
+    return x;
+}
+
+ts_tensor ts_egir_build_node(ts_builder *b, const ts_egir_view *views, int32_t op, const int64_t *param,
+                             const ts_tensor *kids) {
+    ts_op o = (ts_op)op;
+    switch (o) {
+    case TS_OP_CONSTANT: return ts_t_constant(b, bits_to_double(param[0]), TS_FP32);
+    case TS_OP_IOTA: return ts_t_iota(b, (int32_t)param[0], TS_FP32);
+    case TS_OP_CAST: return ts_t_cast(b, kids[0], (ts_dtype)param[0]);
+    case TS_OP_WHERE: return ts_t_where(b, kids[0], kids[1], kids[2]);
+    case TS_OP_REDUCE_SUM:
+    case TS_OP_REDUCE_MAX: return ts_t_reduce(b, o, with_axis(b, kids[0], (int32_t)param[0]), (int32_t)param[0]);
+    case TS_OP_PICK: return ts_t_pick(b, kids[0], param[0]);
+    case TS_OP_VIEW: {
+        const ts_egir_view *v = &views[param[0]];
+        ts_tensor src = contiguous_in(b, kids[0], v->src_axis, v->src_ndim);
+        src.ref.view = v->view;
+        return src;
+    }
+    default: break;
+    }
+    switch (ts_op_kind_of(o)) {
+    case TS_KIND_UNARY: return ts_t_unary(b, o, kids[0]);
+    case TS_KIND_BINARY: return ts_t_binary(b, o, kids[0], kids[1]);
+    case TS_KIND_FUSED:
+        return ts_t_fused(b, o, kids, ts_op_arity(o), (int32_t)param[0], ts_fused_op_nparams(o) > 1 ? param[1] : 0);
+    default: TS_ASSERT(!"a node the builder cannot build (inputs are the caller's)");
+    }
+    return kids[0];
+}
+
+/* Copies g's axes and inputs into out. Returns the input tensors (free with free()). */
+static ts_tensor *copy_frame(const ts_graph *g, ts_graph *out, ts_builder *b) {
+    ts_graph_init(out, g->name);
+    for (int a = 0; a < g->naxes; a++) {
+        const ts_axis *ax = &g->axes[a];
+        int i = ts_graph_add_axis(out, ax->name, ax->size, ax->dynamic, ax->typical);
+        out->axes[i].like = ax->like;
+    }
+    *b = (ts_builder){.g = out, .origin = -1};
+    ts_tensor *ins = ts_xmalloc(sizeof *ins * (size_t)(g->ninputs + 1));
+    for (int i = 0; i < g->ninputs; i++) {
+        const ts_node *n = &g->nodes[g->inputs[i].node];
+        TS_GROW(out->inputs, out->ninputs, out->cap_inputs);
+        out->inputs[out->ninputs++] = (ts_input){.name = ts_strdup(g->inputs[i].name)};
+        ins[i] = ts_t_input(b, i, n->axis, n->ndim, n->dtype);
+        out->inputs[i].node = ins[i].ref.node;
+    }
+    return ins;
+}
+
+void ts_egir_term_graph(const ts_egir *x, const ts_eg_term *term, ts_graph *out) {
+    ts_builder b;
+    ts_tensor *ins = copy_frame(x->g, out, &b);
+    ts_tensor *val = ts_xmalloc(sizeof *val * (size_t)(term->n + 1));
+    for (uint32_t i = 0; i < term->n; i++) {
+        const ts_enode *n = &term->node[i];
+        ts_tensor kids[TS_EG_MAX_KIDS];
+        for (int k = 0; k < ts_op_arity((ts_op)n->op); k++) kids[k] = val[n->kid[k]];
+        val[i] = n->op == TS_OP_INPUT ? ins[n->param[0]] : ts_egir_build_node(&b, x->views, n->op, n->param, kids);
+    }
+    TS_GROW(out->outputs, out->noutputs, out->cap_outputs);
+    out->outputs[out->noutputs++] =
+        (ts_output){.name = ts_strdup("out"), .ref = val[term->n - 1].ref, .dtype = val[term->n - 1].dtype};
+    free(val);
+    free(ins);
+}
+
+/* ---- printing ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} strbuf;
+
+static void put(strbuf *b, const char *s) {
+    size_t n = strlen(s);
+    while (b->len + n + 1 > b->cap) b->buf = ts_xrealloc(b->buf, b->cap = b->cap ? 2 * b->cap : 256);
+    memcpy(b->buf + b->len, s, n + 1);
+    b->len += n;
+}
+
+/* Whether param i of op is an axis id (printed by name). */
+static bool param_is_axis(ts_op op, int i) {
+    if (i != 0) return false;
+    return op == TS_OP_IOTA || ts_op_kind_of(op) == TS_KIND_REDUCE ||
+           (ts_op_kind_of(op) == TS_KIND_FUSED && op != TS_OP_PICK && op != TS_OP_VIEW);
+}
+
+static void put_node(const ts_egir *x, const ts_eg_term *t, uint32_t i, strbuf *b) {
+    const ts_enode *n = &t->node[i];
+    ts_op op = (ts_op)n->op;
+    char tmp[64];
+    if (op == TS_OP_INPUT || op == TS_OP_CONSTANT) {
+        snprintf(tmp, sizeof tmp, "%.17g", bits_to_double(n->param[0]));
+        put(b, op == TS_OP_INPUT ? x->g->inputs[n->param[0]].name : tmp);
+        return;
+    }
+    int arity = ts_op_arity(op), np = ts_eg_op_info(&egir_ops, op)->nparams;
+    if (arity) put(b, "(");
+    put(b, ts_op_name(op));
+    for (int p = 0; p < np; p++) {
+        put(b, p ? "," : "{");
+        if (param_is_axis(op, p)) put(b, x->g->axes[n->param[p]].name);
+        else if (op == TS_OP_CAST) put(b, ts_dtype_name((ts_dtype)n->param[p]));
+        else snprintf(tmp, sizeof tmp, "%lld", (long long)n->param[p]), put(b, tmp);
+    }
+    if (np) put(b, "}");
+    for (int k = 0; k < arity; k++) {
+        put(b, " ");
+        put_node(x, t, n->kid[k], b);
+    }
+    if (arity) put(b, ")");
+}
+
+char *ts_egir_term_str(const ts_egir *x, const ts_eg_term *term) {
+    strbuf b = {0};
+    put(&b, "");
+    put_node(x, term, term->n - 1, &b);
+    return b.buf;
+}
