@@ -73,6 +73,11 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libtsopt.a
 # unit-tests runs this build's tests; test runs them plain, then again under the sanitizers.
 unit-tests: $(TEST_BIN) $(BUILD)/tsopt
 	@set -e; for t in $(TEST_BIN); do TSOPT=$(BUILD)/tsopt $$t --jobs 2 --short-filename; done
+	@echo "verify-rules rules/ (every shipped rule must pass):"
+	@$(BUILD)/tsopt verify-rules --trials 200 rules | tail -n 1
+	@if $(BUILD)/tsopt verify-rules tests/rules_wrong/planted.rules >/dev/null; then \
+	  echo "verify-rules accepted the planted wrong rules"; exit 1; \
+	else echo "verify-rules rejects the planted wrong rules: ok"; fi
 
 test: build/.deps
 	$(MAKE) unit-tests

@@ -10,26 +10,18 @@
 
 /* ---- random inputs ----------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 int64_t ts_input_numel(const ts_graph *g, int i) { return ts_node_numel(g, &g->nodes[g->inputs[i].node]); }
 int64_t ts_output_numel(const ts_graph *g, int i) { return ts_view_numel(&g->outputs[i].ref.view); }
 
 double **ts_random_inputs(const ts_graph *g, uint64_t seed) {
     double **bufs = ts_xcalloc((size_t)g->ninputs + 1, sizeof *bufs);
-    uint64_t state = seed;
+    unsigned long long state = seed;
     for (int i = 0; i < g->ninputs; i++) {
         int64_t n = ts_input_numel(g, i);
         ts_dtype t = g->nodes[g->inputs[i].node].dtype;
         bufs[i] = ts_xmalloc(sizeof(double) * (size_t)n);
         for (int64_t k = 0; k < n; k++) {
-            double u = (double)(splitmix64(&state) >> 11) * 0x1.0p-53; /* [0, 1) */
-            bufs[i][k] = ts_dtype_round(t, 2.0 * u - 1.0);
+            bufs[i][k] = ts_dtype_round(t, 2.0 * ts_uniform(&state) - 1.0);
         }
     }
     return bufs;

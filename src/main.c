@@ -14,6 +14,7 @@
 #include "saturate.h"
 #include "spec.h"
 #include "util.h"
+#include "verify.h"
 #include "version.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_LIMIT = 3 };
@@ -29,6 +30,7 @@ static const char usage_main[] =
     "  check FILE              check a graph and print its ops, shapes, FLOPs and minimum bytes\n"
     "  eval FILE               evaluate a graph with the float64 reference interpreter\n"
     "  explain FILE            saturate a graph with the rules: statistics, best terms, derivations\n"
+    "  verify-rules [PATH...]  check every rule against the float64 interpreter on random instances\n"
     "\n"
     "options:\n"
     "  -h, --help              this help; 'tsopt <command> --help' for a command's\n"
@@ -71,6 +73,18 @@ static const char usage_explain[] =
     "  --iter-limit N          iterations per phase (default 30)\n"
     "  --node-limit N          e-nodes in the e-graph (default 10000)\n"
     "  --time-limit S          seconds per phase (default 5)\n";
+
+static const char usage_verify[] =
+    "usage: tsopt verify-rules [--trials N] [--seed N] [PATH...]\n"
+    "\n"
+    "Evaluates both sides of every rule in PATH (.rules files or folders of them; default: rules) with the\n"
+    "float64 interpreter on random shapes and values that satisfy the rule's guards — size-1 axes and\n"
+    "sizes that tiles do not divide included — and compares them (relative L2 error at most 1e-9, NaN\n"
+    "only where the other side is NaN). Prints one line per rule, a counterexample for each rule that\n"
+    "fails, and 'N passed, N failed'. Exits 1 when any rule fails or cannot be verified.\n"
+    "\n"
+    "  --trials N              trials per rule whose guards hold (default 40)\n"
+    "  --seed N                random seed (default 1)\n";
 
 /* ---- argument parsing -------------------------------------------------------------------------- */
 
@@ -372,6 +386,45 @@ static int cmd_explain(int argc, char **argv) {
     return rc;
 }
 
+/* ---- verify-rules ------------------------------------------------------------------------------ */
+
+static int cmd_verify(int argc, char **argv) {
+    ts_verify_opts vo = {.trials = 40, .seed = 1};
+    const char *paths[64];
+    int npaths = 0;
+    for (int i = 0; i < argc; i++) {
+        double v;
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage_verify, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--trials") == 0 || strcmp(argv[i], "--seed") == 0) {
+            if (i + 1 >= argc) return usage_error(usage_verify, "missing value for", argv[i]);
+            if (parse_number_arg(argv[i + 1], &v) != 0 || v < 1) return usage_error(usage_verify, "bad number", argv[i + 1]);
+            if (strcmp(argv[i], "--trials") == 0) vo.trials = v > 100000 ? 100000 : (int)v;
+            else vo.seed = (uint64_t)v;
+            i++;
+        } else if (argv[i][0] == '-') {
+            return usage_error(usage_verify, "unknown option", argv[i]);
+        } else if (npaths < 64) {
+            paths[npaths++] = argv[i];
+        } else {
+            return usage_error(usage_verify, "too many paths; at most 64", NULL);
+        }
+    }
+    if (npaths == 0) paths[npaths++] = "rules";
+    ts_rules rs;
+    ts_rule_env env = ts_egir_rule_env();
+    ts_rule_init(&rs, &env);
+    int rc = ts_load_rule_paths(&rs, paths, npaths, stderr) ? EXIT_INPUT : 0;
+    if (rc == 0 && rs.nrules == 0) {
+        fprintf(stderr, "tsopt: error: no rules found in the given paths\n");
+        rc = EXIT_INPUT;
+    }
+    if (rc == 0 && ts_verify_all(&rs, &vo, stdout) > 0) rc = EXIT_INPUT;
+    ts_rule_free(&rs);
+    return rc;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------------- */
 
 static const struct {
@@ -381,6 +434,7 @@ static const struct {
     {"check", cmd_check},
     {"eval", cmd_eval},
     {"explain", cmd_explain},
+    {"verify-rules", cmd_verify},
 };
 
 int main(int argc, char **argv) {

@@ -13,6 +13,16 @@ char *ts_strdup(const char *s);
 /* printf into a fresh heap string. */
 char *ts_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The next value of a splitmix64 stream (seeded random numbers for inputs and rule verification). */
+static inline unsigned long long ts_splitmix64(unsigned long long *state) {
+    unsigned long long z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* A uniform double in [0, 1) from the stream. */
+static inline double ts_uniform(unsigned long long *state) { return (double)(ts_splitmix64(state) >> 11) * 0x1.0p-53; }
+
 _Noreturn void ts_assert_fail(const char *expr, const char *file, int line);
 #define TS_ASSERT(e) ((e) ? (void)0 : ts_assert_fail(#e, __FILE__, __LINE__))
 

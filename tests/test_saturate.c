@@ -1,6 +1,8 @@
 /* test_saturate.c — rewrite-to-goal: saturating the naive bench graphs with the shipped rules reaches the
  * fused forms (online softmax for attention, the row scale after the contraction for rmsnorm, ...), and
  * the shipped rules load without errors. */
+#include <math.h>
+
 #include "saturate.h"
 #include "testutil.h"
 
@@ -63,5 +65,71 @@ Test(saturate, attention_reaches_the_online_softmax_form) {
     cr_assert_not_null(n, "O = online_wsum(S, V, c)");
     cr_assert_eq(ts_eg_find(t.s.x.eg, n->kid[0]), class_of_tensor(&t, "S"), "scores S stream");
     cr_assert_eq(ts_eg_find(t.s.x.eg, n->kid[1]), class_of_tensor(&t, "V"), "values V are accumulated");
+    free_saturated(&t);
+}
+
+Test(saturate, scaled_causal_and_gqa_attention_reach_the_online_softmax_form) {
+    const char *graphs[][2] = {{"attention_causal", "h=2,t_q=8,t_kv=8,d_h=4"},
+                               {"attention_gqa", "t_q=8,t_kv=8,d_h=4"}};
+    for (int i = 0; i < 2; i++) {
+        saturated t;
+        saturate_bench(&t, graphs[i][0], graphs[i][1]);
+        const ts_enode *n = class_node_of(t.s.x.eg, t.s.x.output_class[0], TS_OP_ONLINE_WSUM);
+        cr_assert_not_null(n, "%s: O = online_wsum(scores, V, c)", graphs[i][0]);
+        cr_assert_eq(ts_eg_find(t.s.x.eg, n->kid[1]), class_of_tensor(&t, "V"));
+        /* the scores stream is the masked, scaled S: the mask and scale are fused into the score expression */
+        cr_assert_eq(ts_eg_find(t.s.x.eg, n->kid[0]), class_of_tensor(&t, "S_masked"));
+        free_saturated(&t);
+    }
+}
+
+Test(saturate, rmsnorm_reaches_the_row_scale_after_the_contraction) {
+    saturated t;
+    saturate_bench(&t, "rmsnorm", "m=4,d=8,n=4");
+    ts_egraph *eg = t.s.x.eg;
+    /* the plain contraction X·W exists, and Y = (X·W) * rowscale with rowscale constant along d */
+    ts_enode xw = {.op = TS_OP_REDUCE_SUM, .param = {ts_graph_find_axis(&t.c.g, "d")}};
+    ts_enode prod = {.op = TS_OP_MUL, .kid = {class_of_tensor(&t, "X"), class_of_tensor(&t, "W")}};
+    xw.kid[0] = ts_eg_lookup(eg, &prod);
+    cr_assert_neq(xw.kid[0], TS_EG_NONE, "X*W is in the e-graph");
+    uint32_t xw_cls = ts_eg_lookup(eg, &xw);
+    cr_assert_neq(xw_cls, TS_EG_NONE, "sum_d X*W is in the e-graph");
+    uint32_t y = ts_eg_find(eg, t.s.x.output_class[0]);
+    bool found = false;
+    for (uint32_t i = 0; i < ts_eg_class_size(eg, y); i++) {
+        const ts_enode *n = ts_eg_class_node(eg, y, i);
+        if (n->op != TS_OP_MUL) continue;
+        for (int k = 0; k < 2; k++) {
+            const ts_egir_data *other = ts_eg_data_const(eg, ts_eg_find(eg, n->kid[1 - k]));
+            if (ts_eg_find(eg, n->kid[k]) == ts_eg_find(eg, xw_cls) &&
+                !(other->axes & (1ull << ts_graph_find_axis(&t.c.g, "d"))) &&
+                !(other->axes & (1ull << ts_graph_find_axis(&t.c.g, "n"))))
+                found = true;
+        }
+    }
+    cr_assert(found, "Y = (sum_d X*W) * s[m]");
+    free_saturated(&t);
+}
+
+Test(saturate, the_saturated_output_still_evaluates_to_the_graph) {
+    saturated t;
+    saturate_bench(&t, "attention_causal", "h=2,t_q=8,t_kv=8,d_h=4");
+    ts_eg_term term;
+    cr_assert(ts_eg_extract_smallest(t.s.x.eg, ts_eg_find(t.s.x.eg, t.s.x.output_class[0]), &term));
+    ts_graph tg;
+    ts_egir_term_graph(&t.s.x, &term, &tg);
+    double **in = ts_random_inputs(&t.c.g, 3), **a = NULL, **b = NULL;
+    char *err;
+    cr_assert_eq(ts_interp_run(&t.c.g, in, &a, NULL, &err), 0);
+    cr_assert_eq(ts_interp_run(&tg, in, &b, NULL, &err), 0);
+    int64_t n = ts_output_numel(&t.c.g, 0);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) num += (a[0][i] - b[0][i]) * (a[0][i] - b[0][i]), den += a[0][i] * a[0][i];
+    cr_assert_lt(sqrt(num / den), 1e-12, "the extracted fused term computes the same attention");
+    ts_free_buffers(in, t.c.g.ninputs);
+    ts_free_buffers(a, 1);
+    ts_free_buffers(b, 1);
+    ts_graph_free(&tg);
+    ts_eg_term_free(&term);
     free_saturated(&t);
 }
