@@ -22,7 +22,7 @@ endif
 STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl -lgslcblas -Wl,-Bdynamic
 LDLIBS  := $(STATIC_LIBS) -lm
 
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_SRC  := $(filter-out src/main.c $(EXCLUDE),$(wildcard src/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

@@ -195,6 +195,15 @@ static uint32_t add_view(ts_egir *x, uint32_t kid, const ts_graph *g, const ts_r
     tv->src_ndim = src->ndim;
     memcpy(tv->src_axis, src->axis, sizeof(int32_t) * (size_t)src->ndim);
     tv->view = r->view;
+    for (int d = tv->view.ndim - 1; d >= 0; d--) /* broadcast dims are implicit in the e-graph */
+        if (tv->view.stride[d] == 0) {
+            for (int j = d; j + 1 < tv->view.ndim; j++) {
+                tv->view.axis[j] = tv->view.axis[j + 1];
+                tv->view.size[j] = tv->view.size[j + 1];
+                tv->view.stride[j] = tv->view.stride[j + 1];
+            }
+            tv->view.ndim--;
+        }
     ts_enode n = {.op = TS_OP_VIEW, .kid = {kid}, .param = {x->nviews++}};
     return ts_eg_add(x->eg, &n);
 }

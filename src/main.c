@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "costmodel.h"
 #include "interp.h"
+#include "plan.h"
 #include "saturate.h"
 #include "spec.h"
 #include "util.h"
@@ -29,6 +31,7 @@ static const char usage_main[] =
     "commands:\n"
     "  check FILE              check a graph and print its ops, shapes, FLOPs and minimum bytes\n"
     "  eval FILE               evaluate a graph with the float64 reference interpreter\n"
+    "  compile FILE            saturate, extract and rank kernel plans, write the best as a CUDA header\n"
     "  explain FILE            saturate a graph with the rules: statistics, best terms, derivations\n"
     "  verify-rules [PATH...]  check every rule against the float64 interpreter on random instances\n"
     "\n"
@@ -86,6 +89,19 @@ static const char usage_verify[] =
     "  --trials N              trials per rule whose guards hold (default 40)\n"
     "  --seed N                random seed (default 1)\n";
 
+static const char usage_compile[] =
+    "usage: tsopt compile [-o DIR] [--cost-model FILE] [--top K] [--rules PATH]... FILE\n"
+    "\n"
+    "Checks FILE, saturates it with the rules, extracts candidate kernel plans (the unfused baseline, one\n"
+    "kernel per op, always among them), predicts each plan's time with the cost model, prints the ranked\n"
+    "table (plan, kernels, predicted time, predicted speedup over the baseline) and writes the best plan\n"
+    "as DIR/<graph>.cuh. Needs no GPU. Nothing is written when FILE has errors.\n"
+    "\n"
+    "  -o DIR                  where to write the header (default: generated)\n"
+    "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml)\n"
+    "  --top K                 rows of the ranked table to print (default 5)\n"
+    "  --rules PATH            a .rules file or a folder of them (default: rules; repeatable)\n";
+
 /* ---- argument parsing -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -98,6 +114,8 @@ typedef struct {
     int nrules;
     const char *term;
     double iter_limit, node_limit, time_limit;
+    const char *out_dir, *cost_model;
+    double top;
 } options;
 
 static int usage_error(const char *usage, const char *what, const char *arg) {
@@ -113,7 +131,8 @@ static int parse_number_arg(const char *s, double *out) {
 
 /* Returns -1 to continue, or an exit code (help printed, or a usage error). */
 static int parse_options(int argc, char **argv, const char *usage, options *o) {
-    *o = (options){.seed = 1, .max_gib = 8, .print = 4, .iter_limit = 30, .node_limit = 10000, .time_limit = 5};
+    *o = (options){.seed = 1, .max_gib = 8, .print = 4, .iter_limit = 30, .node_limit = 10000, .time_limit = 5,
+                   .out_dir = "generated", .cost_model = "costmodel/h200.yaml", .top = 5};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -124,10 +143,13 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
         } else if (strcmp(a, "--dims") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--max-memory") == 0 ||
                    strcmp(a, "--print") == 0 || strcmp(a, "--rules") == 0 || strcmp(a, "--term") == 0 ||
                    strcmp(a, "--iter-limit") == 0 || strcmp(a, "--node-limit") == 0 ||
-                   strcmp(a, "--time-limit") == 0) {
+                   strcmp(a, "--time-limit") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--cost-model") == 0 ||
+                   strcmp(a, "--top") == 0) {
             if (!next) return usage_error(usage, "missing value for", a);
             if (strcmp(a, "--dims") == 0) o->dims = next;
             else if (strcmp(a, "--term") == 0) o->term = next;
+            else if (strcmp(a, "-o") == 0) o->out_dir = next;
+            else if (strcmp(a, "--cost-model") == 0) o->cost_model = next;
             else if (strcmp(a, "--rules") == 0) {
                 if (o->nrules == 16) return usage_error(usage, "too many --rules; at most 16", NULL);
                 o->rules[o->nrules++] = next;
@@ -135,6 +157,7 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
             else if (strcmp(a, "--iter-limit") == 0) o->iter_limit = v;
             else if (strcmp(a, "--node-limit") == 0) o->node_limit = v;
             else if (strcmp(a, "--time-limit") == 0) o->time_limit = v;
+            else if (strcmp(a, "--top") == 0) o->top = v;
             else if (strcmp(a, "--seed") == 0) o->seed = (uint64_t)v;
             else if (strcmp(a, "--max-memory") == 0) o->max_gib = v;
             else o->print = v > 1e6 ? 1000000 : (int)v;
@@ -386,6 +409,105 @@ static int cmd_explain(int argc, char **argv) {
     return rc;
 }
 
+/* ---- compile ----------------------------------------------------------------------------------- */
+
+/* The view table of the graph re-checked with each dynamic axis times its prime (see sym.h). */
+static int second_binding_views(const options *o, ts_spec *spec, const ts_graph *g, ts_graph *g2, ts_egir *x2) {
+    ts_binding bind = {0};
+    ts_dyn dyn;
+    if (ts_dyn_of(g, &dyn) != 0) return -1;
+    for (int d = 0; d < dyn.n; d++) {
+        bind.name[bind.n] = ts_strdup(g->axes[dyn.axis[d]].name);
+        bind.size[bind.n++] = g->axes[dyn.axis[d]].size * ts_sym_primes[d];
+    }
+    ts_diags dg;
+    ts_diags_init(&dg, o->file, NULL, 0);
+    int rc = ts_check(spec, &bind, g2, &dg);
+    ts_diags_free(&dg);
+    ts_binding_free(&bind);
+    char *err = NULL;
+    if (rc == 0 && ts_egir_init(x2, g2, &err) != 0) rc = -1;
+    free(err);
+    return rc;
+}
+
+static int by_predicted(const void *a, const void *b) {
+    double x = ((const ts_plan *)a)->predicted_s, y = ((const ts_plan *)b)->predicted_s;
+    return x < y ? -1 : x > y;
+}
+
+static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double baseline_s, int top) {
+    printf("%-4s %-30s %8s %12s %9s  %s\n", "rank", "plan", "kernels", "predicted", "speedup", "kernels in order");
+    for (int i = 0; i < n && i < top; i++) {
+        char *desc = ts_plan_describe(&plans[i], g);
+        printf("%-4d %-30s %8d %9.4f ms %8.2fx  %s\n", i + 1, plans[i].name, plans[i].nk, plans[i].predicted_s * 1e3,
+               baseline_s / plans[i].predicted_s, desc);
+        free(desc);
+    }
+}
+
+static int compile_plans(const options *o, ts_spec *spec, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm) {
+    ts_runner_limits lim = ts_runner_default_limits();
+    ts_saturation s;
+    ts_egir plain, x2 = {0};
+    ts_graph g2 = {0};
+    char *err = NULL;
+    int rc = ts_saturate(g, rs, ts_default_phases, ts_default_nphases, &lim, &s, &err);
+    if (rc == 0) rc = ts_egir_init(&plain, g, &err);
+    bool dynamic = false;
+    for (int a = 0; a < g->naxes; a++) dynamic |= g->axes[a].dynamic;
+    if (rc == 0 && dynamic && second_binding_views(o, spec, g, &g2, &x2) != 0) err = ts_strdup("cannot re-check at a second size");
+    ts_plan *plans = NULL;
+    int n = 0;
+    if (rc == 0 && !err) rc = ts_plan_build_all(&s.x, &plain, dynamic ? x2.views : NULL, &plans, &n, &err);
+    if (err) {
+        fprintf(stderr, "%s: error: %s\n", o->file, err);
+        free(err);
+        rc = EXIT_INPUT;
+    } else {
+        for (int i = 0; i < n; i++) ts_costmodel_predict(cm, g, &plans[i]);
+        double baseline = plans[0].predicted_s;
+        qsort(plans, (size_t)n, sizeof *plans, by_predicted);
+        printf("graph %s: %d candidate plans, ranked with %s (%s%s)\n", g->name, n, cm->path, cm->gpu,
+               cm->calibrated ? "" : ", uncalibrated");
+        print_ranking(plans, n, g, baseline, (int)o->top);
+    }
+    for (int i = 0; i < n; i++) ts_plan_free(&plans[i]);
+    free(plans);
+    if (dynamic) {
+        ts_egir_free(&x2);
+        ts_graph_free(&g2);
+    }
+    ts_egir_free(&plain);
+    ts_saturation_free(&s);
+    return rc;
+}
+
+static int cmd_compile(int argc, char **argv) {
+    options o;
+    int rc = parse_options(argc, argv, usage_compile, &o);
+    if (rc >= 0) return rc;
+    ts_spec spec;
+    ts_graph g;
+    ts_rules rs;
+    ts_costmodel cm = {0};
+    rc = load_graph(&o, &spec, &g);
+    int rrc = load_rules(&o, &rs);
+    if (rc == 0) rc = rrc;
+    if (rc == 0) {
+        ts_diags d;
+        if (ts_costmodel_load(&cm, o.cost_model, &d) != 0) rc = EXIT_INPUT;
+        ts_diags_print(&d, stderr);
+        ts_diags_free(&d);
+    }
+    if (rc == 0) rc = compile_plans(&o, &spec, &g, &rs, &cm);
+    ts_costmodel_free(&cm);
+    ts_rule_free(&rs);
+    ts_graph_free(&g);
+    ts_spec_free(&spec);
+    return rc;
+}
+
 /* ---- verify-rules ------------------------------------------------------------------------------ */
 
 static int cmd_verify(int argc, char **argv) {
@@ -433,6 +555,7 @@ static const struct {
 } commands[] = {
     {"check", cmd_check},
     {"eval", cmd_eval},
+    {"compile", cmd_compile},
     {"explain", cmd_explain},
     {"verify-rules", cmd_verify},
 };

@@ -1,0 +1,165 @@
+/* costmodel.c — loading cost-model files and predicting kernel times (see costmodel.h). */
+#include "costmodel.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+#include "util.h"
+
+/* ---- loading ----------------------------------------------------------------------------------- */
+
+#define COEF(name) {#name, offsetof(ts_costmodel, name)}
+static const struct {
+    const char *name;
+    size_t offset;
+} coefficients[] = {
+    COEF(launch_s),        COEF(dram_bytes_per_s),  COEF(tensor_flops_per_s),   COEF(fma_flops_per_s),
+    COEF(sfu_ops_per_s),   COEF(sms),               COEF(l2_bytes),             COEF(gemm_efficiency),
+    COEF(attention_efficiency), COEF(reduce_efficiency), COEF(map_efficiency),
+};
+#define NCOEF ((int)(sizeof coefficients / sizeof *coefficients))
+
+static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_diags *d) {
+    bool seen[NCOEF] = {0};
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = ts_yaml_node(s, p->key), *v = ts_yaml_node(s, p->value);
+        const char *key = ts_yaml_str(k), *val = ts_yaml_str(v);
+        int i = 0;
+        while (key && i < NCOEF && strcmp(key, coefficients[i].name) != 0) i++;
+        if (!key || i == NCOEF) {
+            ts_error(d, ts_yaml_line(k), ts_yaml_col(k), ts_yaml_len(k), NULL, "unknown coefficient '%s'", key ? key : "?");
+            continue;
+        }
+        char *end;
+        double x = val ? strtod(val, &end) : NAN;
+        if (!val || *end || !(x > 0) || !isfinite(x)) {
+            ts_error(d, ts_yaml_line(v), ts_yaml_col(v), ts_yaml_len(v), NULL, "%s must be a positive number", key);
+            continue;
+        }
+        *(double *)((char *)m + coefficients[i].offset) = x;
+        seen[i] = true;
+    }
+    for (int i = 0; i < NCOEF; i++)
+        if (!seen[i]) ts_error(d, ts_yaml_line(map), ts_yaml_col(map), 1, NULL, "missing coefficient '%s'", coefficients[i].name);
+    return d->nerrors ? -1 : 0;
+}
+
+int ts_costmodel_load(ts_costmodel *m, const char *path, ts_diags *d) {
+    memset(m, 0, sizeof *m);
+    ts_spec s;
+    if (ts_spec_load(&s, path, d) != 0) return -1;
+    yaml_node_t *root = ts_yaml_root(&s), *coef = ts_yaml_get(&s, root, "coefficients");
+    int rc = -1;
+    if (!coef || coef->type != YAML_MAPPING_NODE) {
+        yaml_node_t *at = coef ? coef : root;
+        ts_error(d, ts_yaml_line(at), ts_yaml_col(at), 1, "see costmodel/h200.yaml", "a cost model needs a 'coefficients' mapping");
+    } else {
+        rc = read_coefficients(m, &s, coef, d);
+        const char *gpu = ts_yaml_str(ts_yaml_get(&s, root, "gpu")), *src = ts_yaml_str(ts_yaml_get(&s, root, "source"));
+        const char *cal = ts_yaml_str(ts_yaml_get(&s, root, "calibrated"));
+        m->path = ts_strdup(path);
+        m->gpu = ts_strdup(gpu ? gpu : "unknown GPU");
+        m->source = ts_strdup(src ? src : "");
+        m->calibrated = cal && strcmp(cal, "true") == 0;
+    }
+    ts_spec_free(&s);
+    return rc;
+}
+
+void ts_costmodel_free(ts_costmodel *m) {
+    free(m->path);
+    free(m->gpu);
+    free(m->source);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- work and bytes ---------------------------------------------------------------------------- */
+
+static double size_of(const ts_graph *g, int32_t axis) { return (double)g->axes[axis].size; }
+
+/* Elements of buffer b. */
+static double buffer_numel(const ts_graph *g, const ts_buffer *b) {
+    double n = 1;
+    for (int d = 0; d < b->ndim; d++) n *= size_of(g, b->axis[d]);
+    return n;
+}
+
+/* Distinct elements an access touches (its own dims). */
+static double access_numel(const ts_graph *g, const ts_access *a) {
+    double n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= size_of(g, a->axis[d]);
+    return n;
+}
+
+static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access *a) {
+    return access_numel(g, a) * ts_dtype_bytes(p->buf[a->buf].dtype);
+}
+
+/* Operations of an expression per evaluation: (FMA-class ops, special-function ops). */
+static void expr_ops(const ts_expr *e, double *fma, double *sfu) {
+    for (int i = 0; i < e->n; i++) {
+        if (e->node[i].kind != TS_X_OP) continue;
+        ts_op op = e->node[i].op;
+        bool special = op == TS_OP_EXP2 || op == TS_OP_LOG2 || op == TS_OP_SIN || op == TS_OP_SQRT || op == TS_OP_RECIP;
+        *(special ? sfu : fma) += 1;
+    }
+}
+
+static double wave_efficiency(const ts_costmodel *m, double tiles) {
+    double waves = ceil(tiles / m->sms);
+    return waves > 0 ? tiles / (waves * m->sms) : 1;
+}
+
+static double predict_kernel(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+    double out = buffer_numel(g, &p->buf[k->out.buf]);
+    double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, eff = m->map_efficiency;
+    for (int i = 0; i < k->nacc; i++) bytes += access_bytes(g, p, &k->acc[i]);
+    expr_ops(&k->expr, &fma, &sfu);
+    fma *= out, sfu *= out;
+    switch (k->kind) {
+    case TS_KERNEL_MAP: break;
+    case TS_KERNEL_REDUCE: {
+        double len = size_of(g, k->red_axis), f = 1, s = 0;
+        expr_ops(&k->inner, &f, &s);
+        expr_ops(&k->inner_weighted, &f, &s);
+        if (k->combine == TS_COMBINE_WSUM) s += 1, f += 4;
+        fma += f * out * len, sfu += s * out * len;
+        eff = m->reduce_efficiency;
+        break;
+    }
+    case TS_KERNEL_GEMM: {
+        double M = size_of(g, k->m_axis), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
+        double batch = k->batch_axis >= 0 ? size_of(g, k->batch_axis) : 1;
+        tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
+        double tiles = ceil(M / 128) * ceil(N / 128) * batch;
+        eff = m->gemm_efficiency * wave_efficiency(m, tiles);
+        double working = bytes;
+        if (working > m->l2_bytes) bytes *= working / m->l2_bytes; /* tiles re-read from DRAM */
+        break;
+    }
+    case TS_KERNEL_ATTENTION: {
+        double tq = size_of(g, k->m_axis), tkv = size_of(g, k->red_axis), d = size_of(g, k->n_axis), heads = 1;
+        for (int h = 0; h < k->heads_ndim; h++) heads *= size_of(g, k->head_axis[h]);
+        double frac = k->causal ? 0.5 : 1;
+        tensor = 4 * heads * tq * tkv * d * frac;
+        sfu += heads * tq * tkv * frac;
+        eff = m->attention_efficiency * wave_efficiency(m, ceil(tq / 128) * heads);
+        break;
+    }
+    }
+    double t = tensor / (m->tensor_flops_per_s * eff);
+    t = fmax(t, fma / (m->fma_flops_per_s * (k->kind == TS_KERNEL_GEMM ? 1 : eff)));
+    t = fmax(t, sfu / m->sfu_ops_per_s);
+    t = fmax(t, bytes / (m->dram_bytes_per_s * (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION ? 1 : eff)));
+    return m->launch_s + t;
+}
+
+void ts_costmodel_predict(const ts_costmodel *m, const ts_graph *g, ts_plan *p) {
+    p->predicted_s = 0;
+    for (int i = 0; i < p->nk; i++) {
+        p->k[i].predicted_s = predict_kernel(m, g, p, &p->k[i]);
+        p->predicted_s += p->k[i].predicted_s;
+    }
+}

@@ -1,0 +1,814 @@
+/* plan.c — from the saturated e-graph to kernel plans: extraction under a few cost presets, then covering
+ * each extracted term with kernel patterns (GEMM with a fused epilogue, dual GEMM, streaming attention,
+ * fused reduction with inner and finish expressions, fused elementwise map). See plan.h. */
+#include "plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---- extraction -------------------------------------------------------------------------------- */
+
+/* How much each kind of node weighs, per element of the space it iterates over. */
+typedef struct {
+    const char *name;
+    double elementwise, reduce, contract, dual, wsum, online, tile, view;
+} cost_preset;
+
+static const cost_preset presets[] = {
+    /* fused forms preferred: tensor-core contractions, dual GEMMs, online softmax */
+    {"fused", 1, 6, 2, 3, 8, 2, 7, 1},
+    /* the same without the dual contraction: two GEMMs */
+    {"fused-separate-gemms", 1, 6, 2, 100, 8, 2, 7, 1},
+};
+
+typedef struct {
+    ts_enode e;
+    uint64_t axes;
+    int8_t dtype;
+    int uses;
+} tnode;
+
+typedef struct {
+    const ts_egir *x;
+    const ts_egir_view *views2;
+    ts_dyn dyn;
+    int64_t b1[TS_SYM_MAX_DYN];
+    bool fuse;
+    tnode *t;
+    int nt, cap_t;
+    ts_plan *p;
+    bool *has_mat;
+    ts_access *mat;
+    int (*dual_buf)[2]; /* per dual term node materialised as two GEMM results: their buffers */
+    int *input_buf;     /* per graph input: its buffer, or -1 */
+    char *err;
+} builder;
+
+static double axes_numel(const ts_graph *g, uint64_t axes) {
+    double n = 1;
+    for (int a = 0; a < g->naxes && a < 64; a++)
+        if (axes & (1ull << a)) n *= (double)g->axes[a].size;
+    return n;
+}
+
+static const ts_egir_data *cdata(const ts_egir *x, uint32_t cls) { return ts_eg_data_const(x->eg, cls); }
+
+static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
+    ts_op op = (ts_op)n->op;
+    uint64_t space = 0;
+    for (int k = 0; k < ts_op_arity(op); k++) space |= cdata(x, ts_eg_find(x->eg, n->kid[k]))->axes;
+    double work = axes_numel(x->g, space | (ts_op_kind_of(op) == TS_KIND_REDUCE || ts_op_kind_of(op) == TS_KIND_FUSED
+                                                 ? 1ull << n->param[0]
+                                                 : 0));
+    switch (op) {
+    case TS_OP_INPUT:
+    case TS_OP_CONSTANT:
+    case TS_OP_IOTA:
+    case TS_OP_PICK: return 0;
+    case TS_OP_VIEW: return c->view * work;
+    case TS_OP_REDUCE_SUM:
+    case TS_OP_REDUCE_MAX: return c->reduce * work;
+    case TS_OP_CONTRACT: return c->contract * work;
+    case TS_OP_DUAL: return c->dual * work;
+    case TS_OP_WSUM: return c->wsum * work;
+    case TS_OP_ONLINE_WSUM: return c->online * work;
+    case TS_OP_TILE_SUM:
+    case TS_OP_TILE_MAX: return c->tile * work;
+    default: return c->elementwise * work;
+    }
+}
+
+/* Best node per class by a bottom-up fixed point (cycles never win: their cost stays infinite). */
+static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
+    uint32_t bound = ts_eg_id_bound(x->eg);
+    double *cost = ts_xmalloc(sizeof *cost * (bound + 1));
+    const ts_enode **best = ts_xcalloc(bound + 1, sizeof *best);
+    for (uint32_t i = 0; i < bound; i++) cost[i] = INFINITY;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t cls = 0; cls < bound; cls++) {
+            if (!ts_eg_is_root(x->eg, cls)) continue;
+            for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
+                const ts_enode *n = ts_eg_class_node(x->eg, cls, i);
+                double total = node_cost(x, c, n);
+                for (int k = 0; k < ts_op_arity((ts_op)n->op); k++)
+                    total += cost[ts_eg_find(x->eg, n->kid[k])];
+                if (total < cost[cls] * (1 - 1e-12)) cost[cls] = total, best[cls] = n, changed = true;
+            }
+        }
+    }
+    free(cost);
+    return best;
+}
+
+static int add_tnode(builder *b, const ts_enode *e, uint64_t axes, int8_t dtype) {
+    TS_GROW(b->t, b->nt, b->cap_t);
+    b->t[b->nt] = (tnode){.e = *e, .axes = axes, .dtype = dtype};
+    return b->nt++;
+}
+
+/* The term rooted at class cls, shared subterms once (memo per class). */
+static int build_term(builder *b, const ts_enode **best, int *memo, uint32_t cls) {
+    const ts_egir *x = b->x;
+    cls = ts_eg_find(x->eg, cls);
+    if (memo[cls] >= 0) return memo[cls];
+    TS_ASSERT(best[cls]);
+    ts_enode e = *best[cls];
+    for (int k = 0; k < ts_op_arity((ts_op)e.op); k++) {
+        int kid = build_term(b, best, memo, e.kid[k]);
+        e.kid[k] = (uint32_t)kid;
+        b->t[kid].uses++;
+    }
+    const ts_egir_data *d = cdata(x, cls);
+    return memo[cls] = add_tnode(b, &e, d->axes, d->dtype);
+}
+
+/* ---- symbolic accesses ------------------------------------------------------------------------- */
+
+static ts_sym sym_axis(const builder *b, int32_t axis) { return ts_sym_axis(b->x->g, &b->dyn, axis); }
+
+static int find_dim(const ts_access *a, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == axis) return d;
+    return -1;
+}
+
+/* The contiguous row-major access of buffer `buf`. */
+static ts_access contiguous_access(const builder *b, int buf) {
+    const ts_buffer *B = &b->p->buf[buf];
+    ts_access a = {.buf = buf, .ndim = B->ndim, .offset = ts_sym_const(0)};
+    ts_sym stride = ts_sym_const(1);
+    for (int d = B->ndim - 1; d >= 0; d--) {
+        a.axis[d] = B->axis[d];
+        a.stride[d] = stride;
+        stride = ts_sym_mul(stride, sym_axis(b, B->axis[d]));
+    }
+    return a;
+}
+
+static int add_buffer(builder *b, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n) {
+    TS_GROW(b->p->buf, b->p->nbuf, b->p->cap_buf);
+    ts_buffer *B = &b->p->buf[b->p->nbuf];
+    *B = (ts_buffer){.kind = kind, .index = index, .dtype = dtype, .ndim = n};
+    memcpy(B->axis, axes, sizeof(int32_t) * (size_t)n);
+    return b->p->nbuf++;
+}
+
+static int temp_buffer(builder *b, ts_dtype dtype, const int32_t *axes, int n) {
+    int temps = 0;
+    for (int i = 0; i < b->p->nbuf; i++) temps += b->p->buf[i].kind == TS_BUF_TEMP;
+    return add_buffer(b, TS_BUF_TEMP, temps, dtype, axes, n);
+}
+
+/* Sym of one view stride: concrete in both bindings, recovered as a monomial. */
+static bool sym_sample(const builder *b, int64_t v1, int64_t v2, ts_sym *out) {
+    if (b->dyn.n == 0) {
+        *out = ts_sym_const(v1);
+        return true;
+    }
+    return ts_sym_from_samples(v1, v2, b->b1, b->dyn.n, out);
+}
+
+/* ---- kernels ----------------------------------------------------------------------------------- */
+
+static ts_kernel *new_kernel(builder *b, ts_kernel_kind kind) {
+    TS_GROW(b->p->k, b->p->nk, b->p->cap_k);
+    ts_kernel *k = &b->p->k[b->p->nk++];
+    memset(k, 0, sizeof *k);
+    k->kind = kind;
+    k->batch_axis = k->m_axis = k->n_axis = k->red_axis = -1;
+    k->b1 = -1;
+    return k;
+}
+
+static int kernel_access(ts_kernel *k, const ts_access *a) {
+    for (int i = 0; i < k->nacc; i++)
+        if (memcmp(&k->acc[i], a, sizeof *a) == 0) return i;
+    TS_GROW(k->acc, k->nacc, k->cap_acc);
+    k->acc[k->nacc] = *a;
+    return k->nacc++;
+}
+
+static int xpush(ts_expr *e, ts_xnode n) {
+    TS_GROW(e->node, e->n, e->cap);
+    e->node[e->n] = n;
+    return e->n++;
+}
+
+static bool is_elementwise(ts_op op) {
+    ts_op_kind k = ts_op_kind_of(op);
+    return k == TS_KIND_UNARY || k == TS_KIND_BINARY || k == TS_KIND_TERNARY;
+}
+
+static ts_access materialize(builder *b, int i);
+
+/* Output axes of a kernel: the node's axes, ordered like `like` (its dims first, outer to inner), then
+ * the rest in id order. */
+static int order_axes(uint64_t axes, const ts_access *like, int32_t *out) {
+    int n = 0;
+    if (like)
+        for (int d = 0; d < like->ndim; d++)
+            if (axes & (1ull << like->axis[d])) out[n++] = like->axis[d], axes &= ~(1ull << like->axis[d]);
+    for (int a = 0; a < 64; a++)
+        if (axes & (1ull << a)) out[n++] = a;
+    return n;
+}
+
+/* Expression of term node i inside a kernel: elementwise nodes are inlined (when fusing, or when i is the
+ * root), constants and iotas become constants and indices, `cores` (accumulators) map to ACC slots, and
+ * anything else is materialized and loaded. memo: term node → expression node (-1). */
+typedef struct {
+    int core[2]; /* term nodes computed by the kernel itself (ACC 0, ACC 1), -1 if none */
+    int root;
+} region;
+
+static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, int *memo, int i) {
+    if (memo[i] >= 0) return memo[i];
+    const tnode *t = &b->t[i];
+    ts_op op = (ts_op)t->e.op;
+    int out;
+    if (i == r->core[0] || i == r->core[1]) {
+        out = xpush(e, (ts_xnode){.kind = TS_X_ACC, .slot = i == r->core[1]});
+    } else if (op == TS_OP_CONSTANT) {
+        double v;
+        memcpy(&v, &t->e.param[0], sizeof v);
+        out = xpush(e, (ts_xnode){.kind = TS_X_CONST, .value = v});
+    } else if (op == TS_OP_IOTA) {
+        out = xpush(e, (ts_xnode){.kind = TS_X_INDEX, .slot = (int32_t)t->e.param[0]});
+    } else if (is_elementwise(op) && (b->fuse || i == r->root)) {
+        ts_xnode n = {.kind = TS_X_OP, .op = op, .dtype = op == TS_OP_CAST ? (ts_dtype)t->e.param[0] : TS_FP32};
+        for (int c = 0; c < ts_op_arity(op); c++) n.kid[c] = region_expr(b, k, e, r, memo, (int)t->e.kid[c]);
+        out = xpush(e, n);
+    } else {
+        ts_access a = materialize(b, i);
+        out = xpush(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
+    }
+    return memo[i] = out;
+}
+
+static int *fresh_memo(builder *b) {
+    int *m = ts_xmalloc(sizeof(int) * (size_t)(b->nt + 1));
+    for (int i = 0; i < b->nt; i++) m[i] = -1;
+    return m;
+}
+
+/* Leaves of the elementwise region rooted at i that are neither constants, iotas nor elementwise. */
+static void region_cores(builder *b, int i, int *cores, int *n, bool root) {
+    ts_op op = (ts_op)b->t[i].e.op;
+    if (op == TS_OP_CONSTANT || op == TS_OP_IOTA) return;
+    if (is_elementwise(op) && (b->fuse || root)) {
+        for (int c = 0; c < ts_op_arity(op); c++) region_cores(b, (int)b->t[i].e.kid[c], cores, n, false);
+        return;
+    }
+    for (int j = 0; j < *n; j++)
+        if (cores[j] == i) return;
+    if (*n < 16) cores[(*n)++] = i;
+}
+
+static int new_output(builder *b, int i, const int32_t *axes, int n, ts_dtype dtype, ts_kernel *k) {
+    int buf = temp_buffer(b, dtype, axes, n);
+    k->out = contiguous_access(b, buf);
+    b->has_mat[i] = true;
+    b->mat[i] = k->out;
+    return buf;
+}
+
+static ts_dtype dtype_of(const builder *b, int i) { return b->t[i].dtype < 0 ? TS_FP32 : (ts_dtype)b->t[i].dtype; }
+
+/* A MAP kernel computing the elementwise region rooted at i. */
+static void emit_map(builder *b, int i) {
+    int32_t axes[TS_MAX_DIMS];
+    int n = order_axes(b->t[i].axes, NULL, axes);
+    ts_kernel tmp = {0};
+    region r = {{-1, -1}, i};
+    int *memo = fresh_memo(b);
+    region_expr(b, &tmp, &tmp.expr, &r, memo, i); /* materialises operands (may add kernels) */
+    free(memo);
+    if (n > 0 && tmp.nacc > 0) n = order_axes(b->t[i].axes, &tmp.acc[0], axes);
+    ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
+    k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
+    new_output(b, i, axes, n, dtype_of(b, i), k);
+}
+
+/* ---- REDUCE ------------------------------------------------------------------------------------ */
+
+static bool is_reduction(ts_op op) {
+    return op == TS_OP_REDUCE_SUM || op == TS_OP_REDUCE_MAX || op == TS_OP_CONTRACT || op == TS_OP_TILE_SUM ||
+           op == TS_OP_TILE_MAX || op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM;
+}
+
+/* A REDUCE kernel computing `core` (a reduction) with the region rooted at `root` as its finish. */
+static void emit_reduce(builder *b, int core, int root) {
+    const tnode *t = &b->t[core];
+    ts_op op = (ts_op)t->e.op;
+    ts_kernel tmp = {0};
+    region inner_r = {{-1, -1}, (int)t->e.kid[0]};
+    int *memo = fresh_memo(b);
+    if (op == TS_OP_CONTRACT) { /* Σ_k a·b: the product is the inner expression */
+        int a = region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[0]);
+        inner_r.root = (int)t->e.kid[1];
+        int c = region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[1]);
+        xpush(&tmp.inner, (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {a, c}});
+    } else {
+        region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[0]);
+    }
+    if (op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM) {
+        free(memo);
+        memo = fresh_memo(b);
+        inner_r.root = (int)t->e.kid[1];
+        region_expr(b, &tmp, &tmp.inner_weighted, &inner_r, memo, (int)t->e.kid[1]);
+        const tnode *c = &b->t[t->e.kid[2]];
+        memcpy(&tmp.c, &c->e.param[0], sizeof tmp.c);
+    }
+    free(memo);
+    memo = fresh_memo(b);
+    region fin = {{core, -1}, root};
+    region_expr(b, &tmp, &tmp.expr, &fin, memo, root);
+    free(memo);
+    ts_kernel *k = new_kernel(b, TS_KERNEL_REDUCE);
+    k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc;
+    k->expr = tmp.expr, k->inner = tmp.inner, k->inner_weighted = tmp.inner_weighted, k->c = tmp.c;
+    k->red_axis = (int32_t)t->e.param[0];
+    k->combine = op == TS_OP_REDUCE_MAX || op == TS_OP_TILE_MAX ? TS_COMBINE_MAX
+                 : op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM  ? TS_COMBINE_WSUM
+                                                                : TS_COMBINE_SUM;
+    int32_t axes[TS_MAX_DIMS];
+    int n = order_axes(b->t[root].axes, k->nacc ? &k->acc[0] : NULL, axes);
+    /* a bare reduction keeps an fp32 temporary: its consumers are normalisations */
+    new_output(b, root, axes, n, root == core ? TS_FP32 : dtype_of(b, root), k);
+}
+
+/* ---- GEMM -------------------------------------------------------------------------------------- */
+
+static bool sym_is_one(const ts_sym *s) { return ts_sym_is_const(s) && s->n == 1 && s->t[0].coef == 1; }
+
+/* x materialised so that `axis` has stride 1: as it is when it already does, else copied contiguous in
+ * `order` (which ends with `axis`). */
+static ts_access unit_stride(builder *b, int i, int32_t axis, const int32_t *order, int n);
+
+/* x materialised with exactly the given dim order, contiguous (a MAP copy unless it already is). */
+static ts_access contiguous_as(builder *b, int i, const int32_t *order, int n) {
+    ts_access a = materialize(b, i);
+    const ts_buffer *B = &b->p->buf[a.buf];
+    ts_access c = contiguous_access(b, a.buf);
+    if (B->ndim == n && memcmp(B->axis, order, sizeof(int32_t) * (size_t)n) == 0 && memcmp(&c, &a, sizeof a) == 0)
+        return a;
+    ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
+    int slot = kernel_access(k, &a);
+    xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = slot});
+    int buf = temp_buffer(b, B->dtype, order, n);
+    k->out = contiguous_access(b, buf);
+    return k->out;
+}
+
+static ts_access unit_stride(builder *b, int i, int32_t axis, const int32_t *order, int n) {
+    ts_access a = materialize(b, i);
+    int d = find_dim(&a, axis);
+    if (d >= 0 && sym_is_one(&a.stride[d])) return a;
+    return contiguous_as(b, i, order, n);
+}
+
+/* The single axis in mask m, or -1. */
+static int32_t only_axis(uint64_t m) {
+    if (m == 0 || (m & (m - 1))) return -1;
+    return (int32_t)__builtin_ctzll(m);
+}
+
+/* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
+ * picks). Returns false, building nothing, when the shapes do not fit the template. */
+static bool try_gemm(builder *b, int root, int c0, int c1) {
+    const tnode *c = &b->t[c0];
+    int dual = -1;
+    int32_t kax;
+    int opa, opb, opb1 = -1;
+    if (c->e.op == TS_OP_CONTRACT) {
+        kax = (int32_t)c->e.param[0], opa = (int)c->e.kid[0], opb = (int)c->e.kid[1];
+    } else { /* pick of a dual */
+        dual = (int)c->e.kid[0];
+        const tnode *d = &b->t[dual];
+        kax = (int32_t)d->e.param[0], opa = (int)d->e.kid[0], opb = (int)d->e.kid[1], opb1 = (int)d->e.kid[2];
+        if (b->t[opb].axes != b->t[opb1].axes) return false;
+    }
+    uint64_t A = b->t[opa].axes, B = b->t[opb].axes, K = 1ull << kax;
+    if (!(A & K) || !(B & K)) return false;
+    uint64_t batch = (A & B) & ~K, M = A & ~B & ~K, N = B & ~A & ~K;
+    int32_t m = only_axis(M), n = only_axis(N), bt = batch ? only_axis(batch) : -1;
+    if (m < 0 || n < 0 || (batch && bt < 0)) return false;
+    /* epilogue operands must be indexable by (batch, m, n) */
+    int cores[16], nc = 0;
+    region_cores(b, root, cores, &nc, true);
+    for (int j = 0; j < nc; j++)
+        if (cores[j] != c0 && cores[j] != c1 && (b->t[cores[j]].axes & ~(batch | M | N))) return false;
+    int32_t aorder[3], border[3];
+    int na = 0, nb = 0;
+    if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
+    aorder[na++] = m, aorder[na++] = kax;
+    ts_access a = unit_stride(b, opa, kax, aorder, na);
+    ts_access bacc = materialize(b, opb);
+    int kd = find_dim(&bacc, kax), nd = find_dim(&bacc, n);
+    bool kn = sym_is_one(&bacc.stride[nd]), nk = sym_is_one(&bacc.stride[kd]);
+    if (!kn && !nk) {
+        border[nb++] = kax, border[nb++] = n;
+        bacc = contiguous_as(b, opb, border, nb);
+        kn = true;
+    }
+    ts_access bacc1 = {0};
+    if (opb1 >= 0) { /* the second B with the first's strides */
+        bacc1 = materialize(b, opb1);
+        if (memcmp(bacc1.stride, bacc.stride, sizeof bacc.stride) != 0 || bacc1.ndim != bacc.ndim ||
+            memcmp(bacc1.axis, bacc.axis, sizeof bacc.axis) != 0) {
+            int32_t o[3];
+            int no = 0;
+            if (bt >= 0) o[no++] = bt;
+            o[no++] = kn ? kax : n, o[no++] = kn ? n : kax;
+            bacc = contiguous_as(b, opb, o, no);
+            bacc1 = contiguous_as(b, opb1, o, no);
+        }
+    }
+    ts_kernel tmp = {0};
+    int ia = kernel_access(&tmp, &a), ib = kernel_access(&tmp, &bacc), ib1 = opb1 >= 0 ? kernel_access(&tmp, &bacc1) : -1;
+    region r = {{c0, c1}, root};
+    int *memo = fresh_memo(b);
+    region_expr(b, &tmp, &tmp.expr, &r, memo, root);
+    free(memo);
+    ts_kernel *k = new_kernel(b, TS_KERNEL_GEMM);
+    k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
+    k->a = ia, k->b0 = ib, k->b1 = ib1, k->b_kn = kn;
+    k->m_axis = m, k->n_axis = n, k->batch_axis = bt, k->red_axis = kax;
+    int32_t out[3];
+    int no = 0;
+    if (bt >= 0) out[no++] = bt;
+    out[no++] = m, out[no++] = n;
+    new_output(b, root, out, no, dtype_of(b, root), k);
+    return true;
+}
+
+/* ---- ATTENTION --------------------------------------------------------------------------------- */
+
+/* The score region's leaves: exactly one contraction over the head dim, iotas, constants. */
+static bool score_fits(builder *b, int s, int *dot) {
+    int cores[16], nc = 0;
+    region_cores(b, s, cores, &nc, true);
+    if (nc != 1 || b->t[cores[0]].e.op != TS_OP_CONTRACT) return false;
+    *dot = cores[0];
+    return true;
+}
+
+/* Whether the score expression contains where(less_than(iota q, iota k), -inf, ·): a causal mask. */
+static bool score_is_causal(const builder *b, int i, int32_t q, int32_t k) {
+    const tnode *t = &b->t[i];
+    if (t->e.op == TS_OP_WHERE) {
+        const tnode *c = &b->t[t->e.kid[0]], *x = &b->t[t->e.kid[1]];
+        double v;
+        memcpy(&v, &x->e.param[0], sizeof v);
+        if (c->e.op == TS_OP_LESS_THAN && x->e.op == TS_OP_CONSTANT && isinf(v) && v < 0) {
+            const tnode *l = &b->t[c->e.kid[0]], *r = &b->t[c->e.kid[1]];
+            if (l->e.op == TS_OP_IOTA && r->e.op == TS_OP_IOTA && l->e.param[0] == q && r->e.param[0] == k)
+                return true;
+        }
+    }
+    if (!is_elementwise((ts_op)t->e.op)) return false;
+    for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
+        if (score_is_causal(b, (int)t->e.kid[c], q, k)) return true;
+    return false;
+}
+
+/* The query position axis among Q's axes that K lacks: the one an iota of the score pairs with the key
+ * axis (a mask), else the innermost in Q's layout; the others are query-only heads (GQA groups). */
+static int32_t iota_axis_in(const builder *b, int i, uint64_t candidates) {
+    const tnode *t = &b->t[i];
+    if (t->e.op == TS_OP_IOTA && (candidates & (1ull << t->e.param[0]))) return (int32_t)t->e.param[0];
+    if (!is_elementwise((ts_op)t->e.op)) return -1;
+    for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++) {
+        int32_t a = iota_axis_in(b, (int)t->e.kid[c], candidates);
+        if (a >= 0) return a;
+    }
+    return -1;
+}
+
+static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int32_t kax) {
+    (void)kax;
+    if (!candidates) return -1;
+    int32_t a = only_axis(candidates);
+    if (a >= 0) return a;
+    a = iota_axis_in(b, score, candidates);
+    if (a >= 0) return a;
+    ts_access qa = materialize(b, q);
+    for (int d = qa.ndim - 1; d >= 0; d--)
+        if (candidates & (1ull << qa.axis[d])) return qa.axis[d];
+    return -1;
+}
+
+static bool try_attention(builder *b, int i) {
+    const tnode *t = &b->t[i];
+    int32_t kax = (int32_t)t->e.param[0];
+    int s = (int)t->e.kid[0], v = (int)t->e.kid[1], cnode = (int)t->e.kid[2], dot;
+    if (b->t[cnode].e.op != TS_OP_CONSTANT || !score_fits(b, s, &dot)) return false;
+    const tnode *d = &b->t[dot];
+    int32_t dax = (int32_t)d->e.param[0];
+    int q = (int)d->e.kid[0], kk = (int)d->e.kid[1];
+    if (b->t[q].axes & (1ull << kax)) q = (int)d->e.kid[1], kk = (int)d->e.kid[0];
+    uint64_t Q = b->t[q].axes, K = b->t[kk].axes, V = b->t[v].axes, KB = 1ull << kax, DB = 1ull << dax;
+    if (!(K & KB) || (Q & KB) || !(Q & DB) || !(K & DB)) return false;
+    uint64_t kvheads = K & ~KB & ~DB;
+    int32_t qax = query_axis(b, s, q, Q & ~K & ~DB, kax);
+    if (qax < 0) return false;
+    uint64_t qheads = Q & ~(1ull << qax) & ~DB;
+    if ((kvheads & ~qheads) || !(V & KB)) return false;
+    int32_t dvax = only_axis(V & ~KB & ~kvheads);
+    if (dvax < 0 || (V & ~KB & ~(1ull << dvax)) != kvheads) return false;
+    int64_t D = b->x->g->axes[dax].size;
+    if (D != b->x->g->axes[dvax].size || (D != 64 && D != 128)) return false;
+    /* layouts: Q [heads..., t_q, d], K [kvheads..., t_kv, d], V [kvheads..., t_kv, dv], contiguous */
+    int32_t qo[TS_MAX_DIMS], ko[TS_MAX_DIMS], vo[TS_MAX_DIMS];
+    int nh = order_axes(qheads, NULL, qo), nkv = 0;
+    for (int h = 0; h < nh; h++) /* kv heads first, in Q's order, then the query-only heads (the group) */
+        if (kvheads & (1ull << qo[h])) ko[nkv] = vo[nkv] = qo[h], nkv++;
+    int32_t heads[TS_MAX_DIMS];
+    int nq = 0;
+    for (int h = 0; h < nkv; h++) heads[nq++] = ko[h];
+    int64_t group = 1;
+    for (int h = 0; h < nh; h++)
+        if (!(kvheads & (1ull << qo[h]))) heads[nq++] = qo[h], group *= b->x->g->axes[qo[h]].size;
+    memcpy(qo, heads, sizeof(int32_t) * (size_t)nq);
+    qo[nq] = qax, qo[nq + 1] = dax;
+    ko[nkv] = kax, ko[nkv + 1] = dax;
+    vo[nkv] = kax, vo[nkv + 1] = dvax;
+    ts_kernel tmp = {0};
+    ts_access qa = contiguous_as(b, q, qo, nq + 2), ka = contiguous_as(b, kk, ko, nkv + 2),
+              va = contiguous_as(b, v, vo, nkv + 2);
+    region r = {{dot, -1}, s};
+    int *memo = fresh_memo(b);
+    region_expr(b, &tmp, &tmp.expr, &r, memo, s);
+    free(memo);
+    if (tmp.nacc > 0) { /* the score reads tensors: the score functor cannot */
+        free(tmp.acc);
+        free(tmp.expr.node);
+        return false;
+    }
+    ts_kernel *k = new_kernel(b, TS_KERNEL_ATTENTION);
+    k->expr = tmp.expr;
+    k->a = kernel_access(k, &qa), k->b0 = kernel_access(k, &ka), k->b1 = kernel_access(k, &va);
+    memcpy(&k->c, &b->t[cnode].e.param[0], sizeof k->c);
+    k->red_axis = kax, k->m_axis = qax, k->n_axis = dvax;
+    k->heads_ndim = nq;
+    memcpy(k->head_axis, heads, sizeof(int32_t) * (size_t)nq);
+    k->group = group;
+    k->causal = score_is_causal(b, s, qax, kax);
+    int32_t out[TS_MAX_DIMS];
+    memcpy(out, heads, sizeof(int32_t) * (size_t)nq);
+    out[nq] = qax, out[nq + 1] = dvax;
+    new_output(b, i, out, nq + 2, dtype_of(b, i), k);
+    return true;
+}
+
+/* ---- covering ---------------------------------------------------------------------------------- */
+
+static void emit_region(builder *b, int i) {
+    ts_op op = (ts_op)b->t[i].e.op;
+    if ((op == TS_OP_ONLINE_WSUM || op == TS_OP_WSUM) && try_attention(b, i)) return;
+    int cores[16], nc = 0;
+    region_cores(b, i, cores, &nc, true);
+    if (nc == 1 && b->t[cores[0]].e.op == TS_OP_CONTRACT && try_gemm(b, i, cores[0], -1)) return;
+    if (nc == 2 && b->t[cores[0]].e.op == TS_OP_PICK && b->t[cores[1]].e.op == TS_OP_PICK &&
+        b->t[cores[0]].e.kid[0] == b->t[cores[1]].e.kid[0]) {
+        int p0 = b->t[cores[0]].e.param[0] == 0 ? cores[0] : cores[1];
+        if (try_gemm(b, i, p0, p0 == cores[0] ? cores[1] : cores[0])) return;
+    }
+    /* one reduction whose finish reads only tensors over the reduction's output axes */
+    for (int j = 0; j < nc; j++) {
+        if (!is_reduction((ts_op)b->t[cores[j]].e.op)) continue;
+        bool fits = nc == 1 || !b->fuse;
+        for (int o = 0; o < nc && fits; o++)
+            fits = o == j || !(b->t[cores[o]].axes & ~b->t[cores[j]].axes);
+        if (fits && (i == cores[j] || b->fuse)) {
+            if (i == cores[j] && b->t[i].e.op == TS_OP_CONTRACT && try_gemm(b, i, i, -1)) return;
+            emit_reduce(b, cores[j], i);
+            return;
+        }
+    }
+    emit_map(b, i);
+}
+
+/* A dual contraction used other than by one region: its two contractions as two GEMMs; pick reads one. */
+static void grow_marks(builder *b) {
+    b->has_mat = ts_xrealloc(b->has_mat, sizeof(bool) * (size_t)b->nt);
+    b->mat = ts_xrealloc(b->mat, sizeof(ts_access) * (size_t)b->nt);
+    b->dual_buf = ts_xrealloc(b->dual_buf, sizeof *b->dual_buf * (size_t)b->nt);
+    b->has_mat[b->nt - 1] = false;
+}
+
+static void emit_dual(builder *b, int i) {
+    const tnode *d = &b->t[i];
+    uint64_t axes = d->axes & ~(1ull << ts_graph_find_axis(b->x->g, "_pair"));
+    int8_t dtype = d->dtype;
+    int c[2];
+    for (int w = 0; w < 2; w++) {
+        ts_enode e = {.op = TS_OP_CONTRACT, .kid = {b->t[i].e.kid[0], b->t[i].e.kid[1 + w]}, .param = {b->t[i].e.param[0]}};
+        c[w] = add_tnode(b, &e, axes, dtype);
+        grow_marks(b);
+    }
+    for (int w = 0; w < 2; w++) b->dual_buf[i][w] = materialize(b, c[w]).buf;
+    b->has_mat[i] = true;
+}
+
+static ts_access materialize_view(builder *b, int i) {
+    const tnode *t = &b->t[i];
+    int vid = (int)t->e.param[0];
+    const ts_egir_view *v = &b->x->views[vid], *v2 = b->views2 ? &b->views2[vid] : v;
+    ts_access src = contiguous_as(b, (int)t->e.kid[0], v->src_axis, v->src_ndim);
+    ts_access out = {.buf = src.buf, .ndim = v->view.ndim, .offset = src.offset};
+    ts_sym off;
+    if (!sym_sample(b, v->view.offset, v2->view.offset, &off)) goto unsupported;
+    out.offset = ts_sym_add(out.offset, off);
+    for (int d = 0; d < v->view.ndim; d++) {
+        out.axis[d] = v->view.axis[d];
+        if (!sym_sample(b, v->view.stride[d], v2->view.stride[d], &out.stride[d])) goto unsupported;
+    }
+    return out;
+unsupported:
+    if (!b->err) b->err = ts_strdup("a view whose strides are not monomials of the dynamic sizes");
+    return src;
+}
+
+static ts_access materialize(builder *b, int i) {
+    if (b->has_mat[i]) return b->mat[i];
+    const tnode *t = &b->t[i];
+    ts_op op = (ts_op)t->e.op;
+    if (op == TS_OP_INPUT) {
+        int in = (int)t->e.param[0];
+        if (b->input_buf[in] < 0) {
+            const ts_node *n = &b->x->g->nodes[b->x->g->inputs[in].node];
+            b->input_buf[in] = add_buffer(b, TS_BUF_INPUT, in, n->dtype, n->axis, n->ndim);
+        }
+        b->mat[i] = contiguous_access(b, b->input_buf[in]);
+    } else if (op == TS_OP_VIEW) {
+        b->mat[i] = materialize_view(b, i);
+    } else if (op == TS_OP_PICK) {
+        int dual = (int)t->e.kid[0];
+        if (!b->has_mat[dual]) emit_dual(b, dual);
+        b->mat[i] = contiguous_access(b, b->dual_buf[dual][t->e.param[0]]);
+    } else {
+        emit_region(b, i);
+        return b->mat[i];
+    }
+    b->has_mat[i] = true;
+    return b->mat[i];
+}
+
+/* Writes term node `root` into output o in the output's dim order and dtype. */
+static void emit_output(builder *b, int o, int root) {
+    const ts_output *out = &b->x->g->outputs[o];
+    ts_access a = materialize(b, root);
+    ts_buffer *B = &b->p->buf[a.buf];
+    ts_access c = contiguous_access(b, a.buf);
+    bool same = B->kind == TS_BUF_TEMP && B->dtype == out->dtype && B->ndim == out->ref.view.ndim &&
+                memcmp(B->axis, out->ref.view.axis, sizeof(int32_t) * (size_t)B->ndim) == 0 &&
+                memcmp(&a, &c, sizeof a) == 0;
+    if (same) { /* the producing kernel writes the output directly */
+        B->kind = TS_BUF_OUTPUT;
+        B->index = o;
+        return;
+    }
+    ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
+    xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
+    int buf = add_buffer(b, TS_BUF_OUTPUT, o, out->dtype, out->ref.view.axis, out->ref.view.ndim);
+    k->out = contiguous_access(b, buf);
+}
+
+/* Renumbers temporaries after outputs took some of them over. */
+static void number_temps(ts_plan *p) {
+    int n = 0;
+    for (int i = 0; i < p->nbuf; i++)
+        if (p->buf[i].kind == TS_BUF_TEMP) p->buf[i].index = n++;
+}
+
+/* The baseline reads Σ_k a·b (a product used only by the sum) as one contraction, as eager frameworks do. */
+static void contractions_of_products(builder *b) {
+    for (int i = 0; i < b->nt; i++) {
+        tnode *t = &b->t[i];
+        if (t->e.op != TS_OP_REDUCE_SUM) continue;
+        const tnode *m = &b->t[t->e.kid[0]];
+        if (m->e.op != TS_OP_MUL || m->uses != 1) continue;
+        t->e = (ts_enode){.op = TS_OP_CONTRACT, .kid = {m->e.kid[0], m->e.kid[1]}, .param = {t->e.param[0]}};
+    }
+}
+
+/* Lowers the extraction `best` of x into plan p. */
+static int lower_plan(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, bool fuse, ts_plan *p,
+                      char **err) {
+    builder b = {.x = x, .views2 = views2, .fuse = fuse, .p = p};
+    if (ts_dyn_of(x->g, &b.dyn) != 0) {
+        *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
+        return -1;
+    }
+    for (int d = 0; d < b.dyn.n; d++) b.b1[d] = x->g->axes[b.dyn.axis[d]].size;
+    uint32_t bound = ts_eg_id_bound(x->eg);
+    int *memo = ts_xmalloc(sizeof(int) * (bound + 1));
+    for (uint32_t i = 0; i < bound; i++) memo[i] = -1;
+    int roots[64];
+    for (int o = 0; o < x->g->noutputs && o < 64; o++) roots[o] = build_term(&b, best, memo, x->output_class[o]);
+    free(memo);
+    if (!fuse) contractions_of_products(&b);
+    b.has_mat = ts_xcalloc((size_t)b.nt + 1, sizeof(bool));
+    b.mat = ts_xcalloc((size_t)b.nt + 1, sizeof(ts_access));
+    b.dual_buf = ts_xcalloc((size_t)b.nt + 1, sizeof *b.dual_buf);
+    b.input_buf = ts_xmalloc(sizeof(int) * (size_t)(x->g->ninputs + 1));
+    for (int i = 0; i < x->g->ninputs; i++) b.input_buf[i] = -1;
+    for (int o = 0; o < x->g->noutputs && o < 64; o++) emit_output(&b, o, roots[o]);
+    number_temps(p);
+    free(b.has_mat);
+    free(b.mat);
+    free(b.dual_buf);
+    free(b.input_buf);
+    free(b.t);
+    if (b.err) {
+        *err = b.err;
+        return -1;
+    }
+    return 0;
+}
+
+/* The unfused baseline's extraction: the input graph's own nodes, with Σ_k a·b read as a contraction. */
+static const ts_enode **baseline_nodes(const ts_egir *u) {
+    static const cost_preset plain = {"baseline", 1, 1, 1, 1, 1, 1, 1, 1};
+    return choose_nodes(u, &plain);
+}
+
+void ts_plan_free(ts_plan *p) {
+    for (int i = 0; i < p->nk; i++) {
+        free(p->k[i].acc);
+        free(p->k[i].expr.node);
+        free(p->k[i].inner.node);
+        free(p->k[i].inner_weighted.node);
+    }
+    free(p->k);
+    free(p->buf);
+    free(p->name);
+    memset(p, 0, sizeof *p);
+}
+
+static bool same_plan(const ts_plan *a, const ts_plan *b) {
+    if (a->nk != b->nk || a->nbuf != b->nbuf) return false;
+    for (int i = 0; i < a->nk; i++)
+        if (a->k[i].kind != b->k[i].kind || a->k[i].nacc != b->k[i].nacc || a->k[i].expr.n != b->k[i].expr.n)
+            return false;
+    return true;
+}
+
+int ts_plan_build_all(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2, ts_plan **plans,
+                      int *n, char **err) {
+    int cap = 1 + (int)(sizeof presets / sizeof *presets);
+    *plans = ts_xcalloc((size_t)cap, sizeof **plans);
+    *n = 0;
+    const ts_enode **best = baseline_nodes(unsaturated);
+    ts_plan *base = &(*plans)[(*n)++];
+    base->name = ts_strdup("baseline (one kernel per op)");
+    int rc = lower_plan(unsaturated, views2, best, false, base, err);
+    free(best);
+    for (size_t i = 0; rc == 0 && i < sizeof presets / sizeof *presets; i++) {
+        best = choose_nodes(x, &presets[i]);
+        ts_plan *p = &(*plans)[*n];
+        p->name = ts_strdup(presets[i].name);
+        rc = lower_plan(x, views2, best, true, p, err);
+        free(best);
+        bool dup = false;
+        for (int j = 1; rc == 0 && j < *n && !dup; j++) dup = same_plan(&(*plans)[j], p);
+        if (dup) ts_plan_free(p);
+        else (*n)++;
+    }
+    return rc;
+}
+
+/* ---- description ------------------------------------------------------------------------------- */
+
+static const char *kind_name(const ts_kernel *k) {
+    switch (k->kind) {
+    case TS_KERNEL_MAP: return "map";
+    case TS_KERNEL_REDUCE: return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
+    case TS_KERNEL_GEMM: return k->b1 >= 0 ? "dual-gemm" : "gemm";
+    case TS_KERNEL_ATTENTION: return "attention";
+    }
+    return "?";
+}
+
+char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {
+    char *s = ts_strdup("");
+    for (int i = 0; i < p->nk; i++) {
+        const ts_kernel *k = &p->k[i];
+        const ts_buffer *B = &p->buf[k->out.buf];
+        char dims[256] = "";
+        size_t len = 0;
+        for (int d = 0; d < B->ndim && len < sizeof dims - 32; d++)
+            len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%s", d ? "," : "", g->axes[B->axis[d]].name);
+        char *line = ts_strfmt("%s%s%s [%s]%s%s", s, *s ? "; " : "", kind_name(k), dims,
+                               k->red_axis >= 0 ? " over " : "", k->red_axis >= 0 ? g->axes[k->red_axis].name : "");
+        free(s);
+        s = line;
+    }
+    return s;
+}

@@ -1,0 +1,105 @@
+/* plan.h — kernel plans: what the saturated e-graph becomes before it becomes CUDA.
+ *
+ * A plan is a sequence of kernels over buffers (the graph's inputs and outputs, and temporaries in a
+ * workspace). Each kernel is an instance of a template in templates/ — a tensor-core GEMM (optionally
+ * dual), streaming attention, a generic fused reduction, or a generic fused elementwise map — with its
+ * parameters and the fused expressions (epilogue, score, inner/finish, map) it computes per element.
+ * Operands are read through accesses: a buffer and a stride per named axis, with strides, offsets and
+ * extents as symbolic sizes (sym.h) so that dynamic axes stay run-time values.
+ *
+ * Plans are built from terms extracted from the e-graph (src/plan.c): a few extractions that weigh fused
+ * forms differently, each lowered by covering the term with kernel patterns, give a diverse set of
+ * candidates; the input graph itself, one kernel per primitive op, is always the baseline. The cost model
+ * (costmodel.h) predicts each plan's time and ranks them. */
+#ifndef TS_PLAN_H
+#define TS_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "egir.h"
+#include "hlir.h"
+#include "sym.h"
+
+typedef enum { TS_BUF_INPUT, TS_BUF_OUTPUT, TS_BUF_TEMP } ts_buf_kind;
+
+typedef struct {
+    ts_buf_kind kind;
+    int index; /* input or output index; temps: their order in the workspace */
+    ts_dtype dtype;
+    int ndim;
+    int32_t axis[TS_MAX_DIMS]; /* contiguous, row-major */
+} ts_buffer;
+
+/* How a kernel reads or writes a buffer: element offset = offset + Σ idx[axis]·stride[axis]. */
+typedef struct {
+    int buf;
+    int ndim;
+    int32_t axis[TS_MAX_DIMS];
+    ts_sym stride[TS_MAX_DIMS];
+    ts_sym offset;
+} ts_access;
+
+/* Fused expressions: per-element trees over loads, accumulators, indices and constants. */
+typedef enum { TS_X_OP, TS_X_CONST, TS_X_LOAD, TS_X_ACC, TS_X_INDEX } ts_xkind;
+
+typedef struct {
+    ts_xkind kind;
+    ts_op op;       /* TS_X_OP: an elementwise primitive */
+    ts_dtype dtype; /* TS_X_OP CAST: the target */
+    int32_t kid[3];
+    double value;   /* TS_X_CONST */
+    int32_t slot;   /* TS_X_LOAD: access index; TS_X_ACC: accumulator 0 or 1; TS_X_INDEX: axis id */
+} ts_xnode;
+
+typedef struct {
+    int n, cap;
+    ts_xnode *node; /* kids before parents; the root is the last */
+} ts_expr;
+
+typedef enum { TS_KERNEL_MAP, TS_KERNEL_REDUCE, TS_KERNEL_GEMM, TS_KERNEL_ATTENTION } ts_kernel_kind;
+typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
+
+typedef struct {
+    ts_kernel_kind kind;
+    ts_access out;  /* the buffer written, over the kernel's output axes */
+    int nacc, cap_acc;
+    ts_access *acc; /* operands, referenced by TS_X_LOAD slots and by the fields below */
+    ts_expr expr;   /* MAP: the value; REDUCE: finish(ACC 0); GEMM: epilogue(ACC 0, ACC 1); ATTENTION: score(ACC 0) */
+    /* REDUCE */
+    ts_expr inner, inner_weighted; /* value (or score) and, for WSUM, the weighted value, per (output, k) */
+    ts_combine combine;
+    /* REDUCE, GEMM, ATTENTION: the contracted axis (attention: t_kv); GEMM/ATTENTION axes */
+    int32_t red_axis;
+    int32_t m_axis, n_axis, batch_axis; /* GEMM (batch_axis -1: none); ATTENTION: q axis in m_axis, head dim in n_axis */
+    int a, b0, b1;                      /* GEMM: operand accesses (b1 -1 unless dual); ATTENTION: q, k, v */
+    bool b_kn;                          /* GEMM: B is [k, n] with n contiguous (else [n, k], k contiguous) */
+    bool causal;                        /* ATTENTION: the score masks keys after the query (tiles skipped) */
+    double c;                           /* REDUCE WSUM / ATTENTION: weights are 2^(c·(s − max s)) */
+    int heads_ndim;                     /* ATTENTION: head axes of Q (merged into one index) */
+    int32_t head_axis[TS_MAX_DIMS];
+    int64_t group;                      /* ATTENTION: query heads per kv head (GQA) */
+    double predicted_s;                 /* set by the cost model */
+} ts_kernel;
+
+typedef struct {
+    char *name;       /* which extraction produced it */
+    int nbuf, cap_buf;
+    ts_buffer *buf;
+    int nk, cap_k;
+    ts_kernel *k;
+    double predicted_s;
+} ts_plan;
+
+void ts_plan_free(ts_plan *p);
+/* One line per kernel in words, e.g. "gemm [m=1024 n=4096 k=4096] epilogue: acc·X1[m]". (heap) */
+char *ts_plan_describe(const ts_plan *p, const ts_graph *g);
+
+/* Builds the candidate plans of a saturated graph: *plans receives *n plans, the baseline (one kernel per
+ * primitive op of the input graph, fusing nothing) first. Returns 0, or -1 with *err when a plan could not
+ * be built (a construct no kernel covers). `views2` is the view table of the same graph checked with every
+ * dynamic axis multiplied by its ts_sym_primes entry (NULL when the graph has no dynamic axes). */
+int ts_plan_build_all(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2,
+                      ts_plan **plans, int *n, char **err);
+
+#endif
