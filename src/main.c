@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "costmodel.h"
+#include "emit.h"
 #include "interp.h"
 #include "plan.h"
 #include "saturate.h"
@@ -446,6 +447,25 @@ static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double
     }
 }
 
+/* Writes the best-ranked plan the emitter can express as DIR/<graph>.cuh. */
+static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, const ts_plan *plans, int n,
+                      const ts_costmodel *cm, double baseline) {
+    ts_emit_opts eo = {.source_path = o->file, .source_text = spec->text, .source_len = spec->len,
+                       .templates_dir = "templates", .cost_model = cm, .baseline_s = baseline};
+    for (int i = 0; i < n; i++) {
+        char *err = NULL;
+        if (ts_emit_header_file(o->out_dir, g, &plans[i], &eo, &err) == 0) {
+            printf("wrote %s/%s.cuh (plan %d: %s, predicted %.4f ms)\n", o->out_dir, g->name, i + 1, plans[i].name,
+                   plans[i].predicted_s * 1e3);
+            return 0;
+        }
+        fprintf(stderr, "%s: note: plan %d (%s) cannot be emitted: %s\n", o->file, i + 1, plans[i].name, err);
+        free(err);
+    }
+    fprintf(stderr, "%s: error: no plan could be emitted\n", o->file);
+    return EXIT_INPUT;
+}
+
 static int compile_plans(const options *o, ts_spec *spec, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm) {
     ts_runner_limits lim = ts_runner_default_limits();
     ts_saturation s;
@@ -471,6 +491,7 @@ static int compile_plans(const options *o, ts_spec *spec, ts_graph *g, const ts_
         printf("graph %s: %d candidate plans, ranked with %s (%s%s)\n", g->name, n, cm->path, cm->gpu,
                cm->calibrated ? "" : ", uncalibrated");
         print_ranking(plans, n, g, baseline, (int)o->top);
+        rc = write_best(o, spec, g, plans, n, cm, baseline);
     }
     for (int i = 0; i < n; i++) ts_plan_free(&plans[i]);
     free(plans);

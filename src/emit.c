@@ -1,0 +1,514 @@
+/* emit.c — plans → CUDA headers (see emit.h). The code here fills template parameters and prints the
+ * functors of fused expressions; the kernels themselves live in templates/ and are copied verbatim. */
+#include "emit.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "spec.h"
+#include "sym.h"
+#include "util.h"
+#include "version.h"
+
+typedef struct {
+    FILE *f;
+    const ts_graph *g;
+    const ts_plan *p;
+    const ts_emit_opts *o;
+    ts_dyn dyn;
+    const char *dyn_names[TS_SYM_MAX_DYN];
+    char upper[128]; /* NAME for macros */
+} emitter;
+
+static const char *ctype_of(ts_dtype t) {
+    switch (t) {
+    case TS_FP16: return "__half";
+    case TS_BF16: return "__nv_bfloat16";
+    default: return "float";
+    }
+}
+
+/* ---- templates --------------------------------------------------------------------------------- */
+
+/* Copies templates/<name> without its #include and #pragma once lines (they are in the header once). */
+static int embed_template(emitter *e, const char *name, char **err) {
+    char *path = ts_strfmt("%s/%s", e->o->templates_dir, name);
+    ts_diags d;
+    ts_diags_init(&d, path, NULL, 0);
+    size_t len;
+    char *text = ts_read_text_file(path, &len, &d);
+    ts_diags_free(&d);
+    if (!text) {
+        *err = ts_strfmt("cannot read template %s", path);
+        free(path);
+        return -1;
+    }
+    fprintf(e->f, "// ---- %s ", name);
+    for (int i = 0; i < 90 - (int)strlen(name); i++) fputc('-', e->f);
+    fputc('\n', e->f);
+    for (char *line = text; line < text + len;) {
+        char *end = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
+        const char *s = line;
+        while (s < line + n && isspace((unsigned char)*s)) s++;
+        bool drop = (strncmp(s, "#include", 8) == 0) || strncmp(s, "#pragma once", 12) == 0;
+        if (!drop) fprintf(e->f, "%.*s\n", (int)n, line);
+        line += n + 1;
+    }
+    free(text);
+    free(path);
+    return 0;
+}
+
+static bool uses_kind(const ts_plan *p, ts_kernel_kind k) {
+    for (int i = 0; i < p->nk; i++)
+        if (p->k[i].kind == k) return true;
+    return false;
+}
+
+static int embed_templates(emitter *e, char **err) {
+    if (embed_template(e, "tile.cuh", err)) return -1;
+    if (uses_kind(e->p, TS_KERNEL_MAP) && embed_template(e, "map.cuh", err)) return -1;
+    if (uses_kind(e->p, TS_KERNEL_REDUCE) && embed_template(e, "reduce.cuh", err)) return -1;
+    if (uses_kind(e->p, TS_KERNEL_GEMM) && embed_template(e, "gemm.cuh", err)) return -1;
+    if (uses_kind(e->p, TS_KERNEL_ATTENTION) && embed_template(e, "attention.cuh", err)) return -1;
+    return 0;
+}
+
+/* ---- expressions ------------------------------------------------------------------------------- */
+
+static void print_float(FILE *f, double v) {
+    if (isnan(v)) fputs("NAN", f);
+    else if (isinf(v)) fputs(v > 0 ? "INFINITY" : "-INFINITY", f);
+    else {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.9g", v);
+        fprintf(f, "%s%sf", buf, strpbrk(buf, ".eE") ? "" : ".0");
+    }
+}
+
+/* Where each axis sits in the index array a functor receives. */
+typedef struct {
+    int n;
+    int32_t axis[TS_MAX_DIMS + 1];
+    const char *expr[TS_MAX_DIMS + 1]; /* C expression of its index, e.g. "idx[1]", "k", "row" */
+} index_map;
+
+static const char *index_of(const index_map *m, int32_t axis) {
+    for (int i = 0; i < m->n; i++)
+        if (m->axis[i] == axis) return m->expr[i];
+    return NULL;
+}
+
+/* The element offset of access slot `s` at the indices of m. */
+static void print_offset(FILE *f, const ts_kernel *k, int s, const index_map *m) {
+    const ts_access *a = &k->acc[s];
+    fprintf(f, "o%d", s);
+    for (int d = 0; d < a->ndim; d++) {
+        const char *ix = index_of(m, a->axis[d]);
+        if (ix) fprintf(f, " + (int64_t)(%s) * s%d[%d]", ix, s, d);
+    }
+}
+
+static void print_load(emitter *e, const ts_kernel *k, int s, const index_map *m) {
+    const char *t = ctype_of(e->p->buf[k->acc[s].buf].dtype);
+    fprintf(e->f, "tst::elem<%s>::to_float(p%d[", t, s);
+    print_offset(e->f, k, s, m);
+    fputs("])", e->f);
+}
+
+static void print_op(FILE *f, const ts_xnode *n, const char *name, int i) {
+    const int *c = n->kid;
+    switch (n->op) {
+    case TS_OP_NEG: fprintf(f, "-v%d", c[0]); break;
+    case TS_OP_RECIP: fprintf(f, "1.f / v%d", c[0]); break;
+    case TS_OP_SQRT: fprintf(f, "sqrtf(v%d)", c[0]); break;
+    case TS_OP_EXP2: fprintf(f, "exp2f(v%d)", c[0]); break;
+    case TS_OP_LOG2: fprintf(f, "log2f(v%d)", c[0]); break;
+    case TS_OP_SIN: fprintf(f, "sinf(v%d)", c[0]); break;
+    case TS_OP_CAST:
+        if (n->dtype == TS_FP32) fprintf(f, "v%d", c[0]);
+        else fprintf(f, "tst::elem<%s>::to_float(tst::elem<%s>::from_float(v%d))", name, name, c[0]);
+        break;
+    case TS_OP_ADD: fprintf(f, "v%d + v%d", c[0], c[1]); break;
+    case TS_OP_MUL: fprintf(f, "v%d * v%d", c[0], c[1]); break;
+    case TS_OP_MAX: fprintf(f, "fmaxf(v%d, v%d)", c[0], c[1]); break;
+    case TS_OP_LESS_THAN: fprintf(f, "v%d < v%d ? 1.f : 0.f", c[0], c[1]); break;
+    case TS_OP_WHERE: fprintf(f, "v%d != 0.f ? v%d : v%d", c[0], c[1], c[2]); break;
+    default: fprintf(f, "0.f /* op %d */", i); break;
+    }
+}
+
+/* Statements computing expression x; its value is v<root>. acc[0], acc[1] name the accumulators. */
+static void print_expr(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m, const char *const *acc,
+                       const char *indent) {
+    for (int i = 0; i < x->n; i++) {
+        const ts_xnode *n = &x->node[i];
+        fprintf(e->f, "%sconst float v%d = ", indent, i);
+        switch (n->kind) {
+        case TS_X_CONST: print_float(e->f, n->value); break;
+        case TS_X_ACC: fputs(acc[n->slot], e->f); break;
+        case TS_X_INDEX: fprintf(e->f, "(float)(%s)", index_of(m, n->slot) ? index_of(m, n->slot) : "0"); break;
+        case TS_X_LOAD: print_load(e, k, n->slot, m); break;
+        case TS_X_OP: print_op(e->f, n, ctype_of(n->dtype), i); break;
+        }
+        fputs(";\n", e->f);
+    }
+}
+
+/* Fields of a functor: a pointer, strides and an offset per access slot. */
+static void print_fields(emitter *e, const ts_kernel *k) {
+    for (int s = 0; s < k->nacc; s++)
+        fprintf(e->f, "    const %s *p%d;\n    int64_t o%d, s%d[%d];\n", ctype_of(e->p->buf[k->acc[s].buf].dtype), s, s, s,
+                k->acc[s].ndim ? k->acc[s].ndim : 1);
+}
+
+static index_map out_index_map(const emitter *e, const ts_kernel *k, const char *array) {
+    static char names[TS_MAX_DIMS][16];
+    index_map m = {0};
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    for (int d = 0; d < B->ndim; d++) {
+        snprintf(names[d], sizeof names[d], "%s[%d]", array, d);
+        m.axis[m.n] = B->axis[d];
+        m.expr[m.n++] = names[d];
+    }
+    return m;
+}
+
+/* ---- functors per kernel kind ------------------------------------------------------------------ */
+
+static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
+    fprintf(e->f, "struct K%d {\n", ki);
+    print_fields(e, k);
+    fprintf(e->f, "    __device__ float operator()(const int64_t *idx) const {\n");
+    index_map m = out_index_map(e, k, "idx");
+    const char *acc[2] = {"0.f", "0.f"};
+    print_expr(e, k, &k->expr, &m, acc, "        ");
+    fprintf(e->f, "        return v%d;\n    }\n};\n\n", k->expr.n - 1);
+}
+
+static void emit_reduce_functors(emitter *e, int ki, const ts_kernel *k) {
+    index_map m = out_index_map(e, k, "idx");
+    m.axis[m.n] = k->red_axis;
+    m.expr[m.n++] = "k";
+    const char *acc[2] = {"acc", "0.f"};
+    fprintf(e->f, "struct K%dInner {\n", ki);
+    print_fields(e, k);
+    fprintf(e->f, "    __device__ float2 operator()(const int64_t *idx, int64_t k) const {\n");
+    ts_expr both = k->inner;
+    print_expr(e, k, &both, &m, acc, "        ");
+    if (k->combine == TS_COMBINE_WSUM) {
+        fprintf(e->f, "        const float score = v%d;\n", k->inner.n - 1);
+        fprintf(e->f, "        float weighted;\n        {\n");
+        print_expr(e, k, &k->inner_weighted, &m, acc, "            ");
+        fprintf(e->f, "            weighted = v%d;\n        }\n        return make_float2(score, weighted);\n",
+                k->inner_weighted.n - 1);
+    } else {
+        fprintf(e->f, "        return make_float2(v%d, 0.f);\n", k->inner.n - 1);
+    }
+    fprintf(e->f, "    }\n};\n\nstruct K%dFinish {\n", ki);
+    print_fields(e, k);
+    fprintf(e->f, "    __device__ float operator()(const int64_t *idx, float acc) const {\n");
+    m.n--; /* no k in the finish */
+    print_expr(e, k, &k->expr, &m, acc, "        ");
+    fprintf(e->f, "        return v%d;\n    }\n};\n\n", k->expr.n - 1);
+}
+
+/* ---- launch code ------------------------------------------------------------------------------- */
+
+static void print_sym(emitter *e, const ts_sym *s) { ts_sym_print(e->f, s, e->dyn_names); }
+
+/* The pointer variable of buffer b in the launch function. */
+static void buf_ptr(emitter *e, int b, char *out, size_t n) {
+    const ts_buffer *B = &e->p->buf[b];
+    if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->g->inputs[B->index].name);
+    else if (B->kind == TS_BUF_OUTPUT) snprintf(out, n, "%s", e->g->outputs[B->index].name);
+    else snprintf(out, n, "tmp%d", B->index);
+}
+
+/* Fills the fields of functor variable `var` for every access. */
+static void fill_fields(emitter *e, const ts_kernel *k, const char *var) {
+    char ptr[160];
+    for (int s = 0; s < k->nacc; s++) {
+        const ts_access *a = &k->acc[s];
+        buf_ptr(e, a->buf, ptr, sizeof ptr);
+        fprintf(e->f, "        %s.p%d = %s;\n        %s.o%d = ", var, s, ptr, var, s);
+        print_sym(e, &a->offset);
+        fputs(";\n", e->f);
+        for (int d = 0; d < a->ndim; d++) {
+            fprintf(e->f, "        %s.s%d[%d] = ", var, s, d);
+            print_sym(e, &a->stride[d]);
+            fputs(";\n", e->f);
+        }
+    }
+}
+
+/* size[], out pointer, out strides and numel of a MAP or REDUCE params struct. */
+static void fill_space(emitter *e, const ts_kernel *k, const char *var) {
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    char ptr[160];
+    buf_ptr(e, k->out.buf, ptr, sizeof ptr);
+    fprintf(e->f, "        %s.ndim = %d;\n        %s.out = %s;\n        %s.numel = 1;\n", var, B->ndim, var, ptr, var);
+    for (int d = 0; d < B->ndim; d++) {
+        ts_sym sz = ts_sym_axis(e->g, &e->dyn, B->axis[d]);
+        fprintf(e->f, "        %s.size[%d] = ", var, d);
+        print_sym(e, &sz);
+        fprintf(e->f, ";\n        %s.out_stride[%d] = ", var, d);
+        print_sym(e, &k->out.stride[d]);
+        fprintf(e->f, ";\n        %s.numel *= %s.size[%d];\n", var, var, d);
+    }
+}
+
+static void emit_map_launch(emitter *e, int ki, const ts_kernel *k) {
+    const char *t = ctype_of(e->p->buf[k->out.buf].dtype);
+    if (e->p->buf[k->out.buf].ndim == 0) { /* a scalar: a one-element space */
+        fprintf(e->f, "    {\n        tsm::MapParams<%s, K%d> p{};\n", t, ki);
+        fill_fields(e, k, "p.fn");
+        char ptr[160];
+        buf_ptr(e, k->out.buf, ptr, sizeof ptr);
+        fprintf(e->f, "        p.ndim = 1;\n        p.size[0] = 1;\n        p.out = %s;\n        p.out_stride[0] = 1;\n"
+                      "        p.numel = 1;\n",
+                ptr);
+    } else {
+        fprintf(e->f, "    {\n        tsm::MapParams<%s, K%d> p{};\n", t, ki);
+        fill_fields(e, k, "p.fn");
+        fill_space(e, k, "p");
+    }
+    fprintf(e->f, "        err = tsm::launch_map(p, sms, stream);\n        if (err != cudaSuccess) return err;\n    }\n");
+}
+
+static void emit_reduce_launch(emitter *e, int ki, const ts_kernel *k) {
+    const char *t = ctype_of(e->p->buf[k->out.buf].dtype);
+    static const char *const combine[] = {"tsr::kSum", "tsr::kMax", "tsr::kWeightedSum"};
+    fprintf(e->f, "    {\n        tsr::ReduceParams<%s, K%dInner, K%dFinish> p{};\n", t, ki, ki);
+    fill_fields(e, k, "p.inner");
+    fill_fields(e, k, "p.finish");
+    fill_space(e, k, "p");
+    ts_sym len = ts_sym_axis(e->g, &e->dyn, k->red_axis);
+    fprintf(e->f, "        p.len = ");
+    print_sym(e, &len);
+    fprintf(e->f, ";\n        p.c = ");
+    print_float(e->f, k->c);
+    fprintf(e->f, ";\n        err = tsr::launch_reduce<%s, K%dInner, K%dFinish, %s>(p, sms, stream);\n"
+                  "        if (err != cudaSuccess) return err;\n    }\n",
+            t, ki, ki, combine[k->combine]);
+}
+
+/* ---- the header -------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static void print_dims(emitter *e, const int32_t *axes, int n) {
+    fputc('[', e->f);
+    for (int d = 0; d < n; d++) fprintf(e->f, "%s%s", d ? ", " : "", e->g->axes[axes[d]].name);
+    fputc(']', e->f);
+}
+
+static void emit_banner(emitter *e) {
+    const ts_emit_opts *o = e->o;
+    const char *base = strrchr(o->source_path, '/');
+    char *desc = ts_plan_describe(e->p, e->g);
+    fprintf(e->f, "// %s.cuh — generated by tsopt %s from %s — do not edit.\n//\n", e->g->name, TS_VERSION,
+            base ? base + 1 : o->source_path);
+    fprintf(e->f, "// graph:     %s (source hash %016llx)\n", e->g->name,
+            (unsigned long long)fnv1a(o->source_text, o->source_len));
+    fprintf(e->f, "// plan:      %s — %d kernel%s: %s\n", e->p->name, e->p->nk, e->p->nk == 1 ? "" : "s", desc);
+    fprintf(e->f, "// predicted: %.4f ms on %s at the typical sizes (%.2fx the %.4f ms predicted for one kernel per op)\n",
+            e->p->predicted_s * 1e3, o->cost_model->gpu, o->baseline_s / e->p->predicted_s, o->baseline_s * 1e3);
+    fprintf(e->f, "// cost model: %s (%s)\n", o->cost_model->path,
+            o->cost_model->calibrated ? "calibrated" : "uncalibrated: datasheet figures");
+    fprintf(e->f, "// measured:  not tuned on a GPU\n//\n");
+    fprintf(e->f, "// Depends only on the CUDA runtime headers; needs sm_80 or newer.\n//\n// Buffers (row-major):\n");
+    for (int i = 0; i < e->g->ninputs; i++) {
+        const ts_node *n = &e->g->nodes[e->g->inputs[i].node];
+        fprintf(e->f, "//   in  %-10s %s ", e->g->inputs[i].name, ts_dtype_name(n->dtype));
+        print_dims(e, n->axis, n->ndim);
+        fputc('\n', e->f);
+    }
+    for (int i = 0; i < e->g->noutputs; i++) {
+        fprintf(e->f, "//   out %-10s %s ", e->g->outputs[i].name, ts_dtype_name(e->g->outputs[i].dtype));
+        print_dims(e, e->g->outputs[i].ref.view.axis, e->g->outputs[i].ref.view.ndim);
+        fputc('\n', e->f);
+    }
+    fprintf(e->f, "// Sizes:");
+    for (int a = 0; a < e->g->naxes; a++) {
+        const ts_axis *ax = &e->g->axes[a];
+        if (ax->name[0] == '_') continue;
+        if (ax->dynamic) fprintf(e->f, " %s=dynamic", ax->name);
+        else fprintf(e->f, " %s=%lld", ax->name, (long long)ax->size);
+    }
+    fprintf(e->f, "\n//\n// Use:\n//   size_t bytes = %s_workspace_bytes(%s);\n", e->g->name, e->dyn.n ? "<dynamic sizes>" : "");
+    fprintf(e->f, "//   cudaError_t err = %s_launch(<inputs>, <outputs>, %s<workspace>, stream);\n", e->g->name,
+            e->dyn.n ? "<dynamic sizes>, " : "");
+    fprintf(e->f, "// C ABI (ctypes, Rust, ...): #define TSOPT_%s_IMPLEMENTATION in one .cu file before including this\n"
+                  "// header; then int %s_run(void *const *buffers /* inputs, then outputs, in the YAML order */,\n"
+                  "// const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)\n"
+                  "// returns a cudaError_t value. Errors are returned, never printed.\n",
+            e->upper, e->g->name);
+    free(desc);
+}
+
+/* "const __half *X, const __half *W, __half *Y, int64_t t, " */
+static void print_signature(emitter *e) {
+    for (int i = 0; i < e->g->ninputs; i++)
+        fprintf(e->f, "const %s *%s, ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), e->g->inputs[i].name);
+    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, "%s *%s, ", ctype_of(e->g->outputs[i].dtype), e->g->outputs[i].name);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
+}
+
+/* Bytes of temporary b, rounded up to 256 (each temporary starts 256-byte aligned). */
+static void print_temp_bytes(emitter *e, const ts_buffer *B) {
+    ts_sym n = ts_sym_const(ts_dtype_bytes(B->dtype));
+    for (int d = 0; d < B->ndim; d++) n = ts_sym_mul(n, ts_sym_axis(e->g, &e->dyn, B->axis[d]));
+    fputs("(((size_t)", e->f);
+    print_sym(e, &n);
+    fputs(" + 255) & ~(size_t)255)", e->f);
+}
+
+static void emit_workspace_fn(emitter *e) {
+    fprintf(e->f, "// Bytes of workspace %s_launch needs (0: pass NULL).\nstatic inline size_t %s_workspace_bytes(",
+            e->g->name, e->g->name);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%sint64_t %s", d ? ", " : "", e->dyn_names[d]);
+    if (e->dyn.n == 0) fputs("void", e->f);
+    fputs(") {\n", e->f);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "    (void)%s;\n", e->dyn_names[d]);
+    fputs("    size_t bytes = 0;\n", e->f);
+    for (int i = 0; i < e->p->nbuf; i++)
+        if (e->p->buf[i].kind == TS_BUF_TEMP) {
+            fputs("    bytes += ", e->f);
+            print_temp_bytes(e, &e->p->buf[i]);
+            fputs(";\n", e->f);
+        }
+    fputs("    return bytes;\n}\n\n", e->f);
+}
+
+static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
+    switch (k->kind) {
+    case TS_KERNEL_MAP: emit_map_launch(e, ki, k); return 0;
+    case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); return 0;
+    default: break;
+    }
+    *err = ts_strfmt("kernel %d: no emitter for this kernel kind yet", ki);
+    return -1;
+}
+
+static int emit_launch_fn(emitter *e, char **err) {
+    fprintf(e->f, "// Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).\n");
+    fprintf(e->f, "static inline cudaError_t %s_launch(", e->g->name);
+    print_signature(e);
+    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n", e->g->name);
+    for (int d = 0; d < e->dyn.n; d++)
+        fprintf(e->f, "    if (%s < 1 || %s > ((int64_t)1 << 40)) return cudaErrorInvalidValue;\n", e->dyn_names[d],
+                e->dyn_names[d]);
+    bool temps = false;
+    for (int i = 0; i < e->p->nbuf; i++) temps |= e->p->buf[i].kind == TS_BUF_TEMP;
+    if (temps) fputs("    if (!workspace) return cudaErrorInvalidValue;\n", e->f);
+    fputs("    char *ws = static_cast<char *>(workspace);\n    (void)ws;\n", e->f);
+    for (int i = 0; i < e->p->nbuf; i++) {
+        const ts_buffer *B = &e->p->buf[i];
+        if (B->kind != TS_BUF_TEMP) continue;
+        fprintf(e->f, "    %s *tmp%d = reinterpret_cast<%s *>(ws);\n    ws += ", ctype_of(B->dtype), B->index, ctype_of(B->dtype));
+        print_temp_bytes(e, B);
+        fputs(";\n", e->f);
+    }
+    fputs("    int dev = 0, sms = 0;\n    cudaError_t err = cudaGetDevice(&dev);\n    if (err != cudaSuccess) return err;\n"
+          "    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
+          "    if (err != cudaSuccess) return err;\n", e->f);
+    for (int i = 0; i < e->p->nk; i++)
+        if (emit_kernel_launch(e, i, &e->p->k[i], err)) return -1;
+    fputs("    return cudaSuccess;\n}\n\n", e->f);
+    return 0;
+}
+
+static void emit_c_abi(emitter *e) {
+    fprintf(e->f, "extern \"C\" int %s_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);\n\n",
+            e->g->name);
+    fprintf(e->f, "#ifdef TSOPT_%s_IMPLEMENTATION\nextern \"C\" int %s_run(void *const *buffers, const int64_t *dims, "
+                  "void *workspace, cudaStream_t stream) {\n",
+            e->upper, e->g->name);
+    fprintf(e->f, "    if (!buffers%s) return (int)cudaErrorInvalidValue;\n", e->dyn.n ? " || !dims" : "");
+    if (!e->dyn.n) fputs("    (void)dims;\n", e->f);
+    fprintf(e->f, "    return (int)%s_launch(", e->g->name);
+    int b = 0;
+    for (int i = 0; i < e->g->ninputs; i++, b++)
+        fprintf(e->f, "static_cast<const %s *>(buffers[%d]), ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), b);
+    for (int i = 0; i < e->g->noutputs; i++, b++)
+        fprintf(e->f, "static_cast<%s *>(buffers[%d]), ", ctype_of(e->g->outputs[i].dtype), b);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "dims[%d], ", d);
+    fputs("workspace, stream);\n}\n#endif\n", e->f);
+}
+
+static void emit_functors(emitter *e) {
+    for (int i = 0; i < e->p->nk; i++) {
+        const ts_kernel *k = &e->p->k[i];
+        if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, i, k);
+        else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, i, k);
+    }
+}
+
+int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit_opts *o, char **err) {
+    emitter e = {.f = out, .g = g, .p = p, .o = o};
+    if (ts_dyn_of(g, &e.dyn) != 0) {
+        *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
+        return -1;
+    }
+    for (int d = 0; d < e.dyn.n; d++) e.dyn_names[d] = g->axes[e.dyn.axis[d]].name;
+    size_t i = 0;
+    for (; g->name[i] && i + 1 < sizeof e.upper; i++) e.upper[i] = (char)toupper((unsigned char)g->name[i]);
+    e.upper[i] = '\0';
+    emit_banner(&e);
+    fprintf(out, "#ifndef TSOPT_%s_CUH\n#define TSOPT_%s_CUH\n\n", e.upper, e.upper);
+    fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n#include <math.h>\n#include <stdint.h>\n\n", out);
+    fprintf(out, "namespace tsopt_%s {\n\n", g->name);
+    if (embed_templates(&e, err)) return -1;
+    fputs("\n// ---- fused expressions of this plan -------------------------------------------------------------\n\n", out);
+    emit_functors(&e);
+    fprintf(out, "}  // namespace tsopt_%s\n\n", g->name);
+    emit_workspace_fn(&e);
+    if (emit_launch_fn(&e, err)) return -1;
+    emit_c_abi(&e);
+    fprintf(out, "\n#endif  // TSOPT_%s_CUH\n", e.upper);
+    if (ferror(out)) {
+        *err = ts_strdup("write error");
+        return -1;
+    }
+    return 0;
+}
+
+int ts_emit_header_file(const char *dir, const ts_graph *g, const ts_plan *p, const ts_emit_opts *o, char **err) {
+    struct stat st;
+    if (stat(dir, &st) != 0 && mkdir(dir, 0777) != 0) {
+        *err = ts_strfmt("cannot create folder %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char *path = ts_strfmt("%s/%s.cuh", dir, g->name), *tmp = ts_strfmt("%s/.%s.cuh.tmp", dir, g->name);
+    FILE *f = fopen(tmp, "w");
+    int rc = -1;
+    if (!f) {
+        *err = ts_strfmt("cannot write %s: %s", tmp, strerror(errno));
+    } else {
+        rc = ts_emit_header(f, g, p, o, err);
+        if (fclose(f) != 0 && rc == 0) {
+            rc = -1;
+            *err = ts_strfmt("cannot write %s", tmp);
+        }
+        if (rc == 0 && rename(tmp, path) != 0) {
+            rc = -1;
+            *err = ts_strfmt("cannot rename %s: %s", tmp, strerror(errno));
+        }
+        if (rc != 0) unlink(tmp);
+    }
+    free(path);
+    free(tmp);
+    return rc;
+}
