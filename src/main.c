@@ -13,6 +13,7 @@
 #include "costmodel.h"
 #include "emit.h"
 #include "interp.h"
+#include "partition.h"
 #include "plan.h"
 #include "saturate.h"
 #include "spec.h"
@@ -65,12 +66,17 @@ static const char usage_eval[] =
     "  --print N               print the first N values of each output (default 4)\n";
 
 static const char usage_explain[] =
-    "usage: tsopt explain [--rules PATH]... [--term NAME] [--dims AXIS=N,...] [--iter-limit N]\n"
+    "usage: tsopt explain [--rules PATH]... [--term NAME] [--stats] [--dims AXIS=N,...] [--iter-limit N]\n"
     "                     [--node-limit N] [--time-limit S] FILE\n"
     "\n"
-    "Converts FILE into an e-graph and saturates it with the rules, phase by phase (algebra, reductions,\n"
-    "fusion, lowering). Prints per phase the iterations, e-nodes, e-classes, time and why it stopped; the\n"
-    "busiest rules; and for each output (or the tensor --term names) the smallest equivalent term.\n"
+    "Partitions FILE at the breaks between repeated blocks, groups structurally identical chunks, and\n"
+    "saturates one chunk per group with the rules, phase by phase (algebra, reductions, fusion, lowering).\n"
+    "Prints per group and phase the iterations, e-nodes, e-classes, time and why it stopped; the busiest\n"
+    "rules; and for each output of the chunk (or the tensor --term names, in a one-chunk graph) the\n"
+    "smallest equivalent term and the rewrites that derived it.\n"
+    "\n"
+    "  --stats                 also print one line: stats: nodes=N chunks=C groups=G seconds=S\n"
+    "                          enodes=E eclasses=K (sums over the groups)\n"
     "\n"
     "  --rules PATH            a .rules file or a folder of them (default: rules; repeatable)\n"
     "  --term NAME             explain this tensor instead of the outputs\n"
@@ -117,6 +123,7 @@ typedef struct {
     double iter_limit, node_limit, time_limit;
     const char *out_dir, *cost_model;
     double top;
+    bool stats;
 } options;
 
 static int usage_error(const char *usage, const char *what, const char *arg) {
@@ -141,6 +148,8 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage, stdout);
             return 0;
+        } else if (strcmp(a, "--stats") == 0 && usage == usage_explain) {
+            o->stats = true;
         } else if (strcmp(a, "--dims") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--max-memory") == 0 ||
                    strcmp(a, "--print") == 0 || strcmp(a, "--rules") == 0 || strcmp(a, "--term") == 0 ||
                    strcmp(a, "--iter-limit") == 0 || strcmp(a, "--node-limit") == 0 ||
@@ -375,6 +384,70 @@ static int load_rules(const options *o, ts_rules *rs) {
     return ts_load_rule_paths(rs, o->nrules ? o->rules : &dflt, o->nrules ? o->nrules : 1, stderr) ? EXIT_INPUT : 0;
 }
 
+static int count_work_nodes(const ts_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++) n += ts_op_kind_of(g->nodes[i].op) != TS_KIND_SOURCE;
+    return n;
+}
+
+typedef struct {
+    double seconds;
+    uint64_t enodes, eclasses;
+} explain_totals;
+
+/* Saturates one graph (a whole graph, or a group's representative chunk) and prints what happened. */
+static int explain_graph(const options *o, ts_graph *g, const ts_rules *rs, explain_totals *tot) {
+    ts_runner_limits lim = ts_runner_default_limits();
+    lim.iter_limit = (uint32_t)o->iter_limit;
+    lim.node_limit = (uint32_t)o->node_limit;
+    lim.time_limit_s = o->time_limit;
+    ts_saturation s;
+    char *err = NULL;
+    int rc = 0;
+    if (ts_saturate(g, rs, ts_default_phases, ts_default_nphases, &lim, &s, &err) != 0) {
+        fprintf(stderr, "%s: error: %s\n", o->file, err);
+        free(err);
+        rc = EXIT_INPUT;
+    } else {
+        printf("saturation: %.4f s, %d rules, %u e-nodes, %u e-classes\n", s.seconds, rs->nrules,
+               ts_eg_node_count(s.x.eg), ts_eg_class_count(s.x.eg));
+        print_phases(&s, rs);
+        print_busiest_rules(&s, rs, 8);
+        rc = explain_terms(o, g, &s);
+        tot->seconds += s.seconds;
+        tot->enodes += ts_eg_node_count(s.x.eg);
+        tot->eclasses += ts_eg_class_count(s.x.eg);
+    }
+    ts_saturation_free(&s);
+    return rc;
+}
+
+static int explain_partitioned(const options *o, ts_graph *g, const ts_rules *rs) {
+    ts_partition part;
+    ts_partition_graph(g, &part);
+    printf("graph %s (%s): %d nodes, %d chunks in %d groups\n", g->name, o->file, count_work_nodes(g), part.nchunks,
+           part.ngroups);
+    explain_totals tot = {0};
+    int rc = 0;
+    if (part.nchunks <= 1) {
+        rc = explain_graph(o, g, rs, &tot);
+    } else {
+        for (int i = 0; i < part.ngroups && rc == 0; i++) {
+            ts_graph cg;
+            ts_partition_chunk_graph(g, &part, part.groups[i].rep, &cg);
+            printf("\n== group %d: chunk %d stands for %d chunks (%d nodes)\n", i, part.groups[i].rep,
+                   part.groups[i].members, count_work_nodes(&cg));
+            rc = explain_graph(o, &cg, rs, &tot);
+            ts_graph_free(&cg);
+        }
+    }
+    if (o->stats)
+        printf("stats: nodes=%d chunks=%d groups=%d seconds=%.6f enodes=%llu eclasses=%llu\n", count_work_nodes(g),
+               part.nchunks, part.ngroups, tot.seconds, (unsigned long long)tot.enodes, (unsigned long long)tot.eclasses);
+    ts_partition_free(&part);
+    return rc;
+}
+
 static int cmd_explain(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, usage_explain, &o);
@@ -385,25 +458,7 @@ static int cmd_explain(int argc, char **argv) {
     rc = load_graph(&o, &spec, &g);
     int rrc = load_rules(&o, &rs);
     if (rc == 0) rc = rrc;
-    if (rc == 0) {
-        ts_runner_limits lim = ts_runner_default_limits();
-        lim.iter_limit = (uint32_t)o.iter_limit;
-        lim.node_limit = (uint32_t)o.node_limit;
-        lim.time_limit_s = o.time_limit;
-        ts_saturation s;
-        char *err = NULL;
-        if (ts_saturate(&g, &rs, ts_default_phases, ts_default_nphases, &lim, &s, &err) != 0) {
-            fprintf(stderr, "%s: error: %s\n", o.file, err);
-            free(err);
-            rc = EXIT_INPUT;
-        } else {
-            printf("saturation of %s (%s): %.4f s, %d rules\n", g.name, o.file, s.seconds, rs.nrules);
-            print_phases(&s, &rs);
-            print_busiest_rules(&s, &rs, 8);
-            rc = explain_terms(&o, &g, &s);
-        }
-        ts_saturation_free(&s);
-    }
+    if (rc == 0) rc = explain_partitioned(&o, &g, &rs);
     ts_rule_free(&rs);
     ts_graph_free(&g);
     ts_spec_free(&spec);
