@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check.h"
 #include "costmodel.h"
@@ -54,7 +55,7 @@ static const char usage_check[] =
     "  --dims AXIS=N,...       check at these axis sizes instead of the file's\n";
 
 static const char usage_eval[] =
-    "usage: tsopt eval [--dims AXIS=N,...] [--seed N] [--max-memory GIB] [--print N] FILE\n"
+    "usage: tsopt eval [--dims AXIS=N,...] [--seed N] [--max-memory GIB] [--print N] [--dump DIR] FILE\n"
     "\n"
     "Evaluates FILE with the float64 reference interpreter on seeded random inputs (uniform in [-1, 1),\n"
     "rounded to each input's dtype) and prints, per output: its shape, sum, L2 norm, max |x|, NaN count\n"
@@ -63,7 +64,9 @@ static const char usage_eval[] =
     "  --dims AXIS=N,...       evaluate at these axis sizes (e.g. --dims t_q=64,t_kv=64)\n"
     "  --seed N                random seed (default 1)\n"
     "  --max-memory GIB        refuse to evaluate when buffers would exceed this (default 8)\n"
-    "  --print N               print the first N values of each output (default 4)\n";
+    "  --print N               print the first N values of each output (default 4)\n"
+    "  --dump DIR              also write every input and output as raw little-endian float64 (DIR/NAME.f64,\n"
+    "                          row-major in its dims' order) and DIR/manifest.txt (in|out NAME DTYPE SIZES)\n";
 
 static const char usage_explain[] =
     "usage: tsopt explain [--rules PATH]... [--term NAME] [--stats] [--dims AXIS=N,...] [--iter-limit N]\n"
@@ -121,7 +124,7 @@ typedef struct {
     int nrules;
     const char *term;
     double iter_limit, node_limit, time_limit;
-    const char *out_dir, *cost_model;
+    const char *out_dir, *cost_model, *dump;
     double top;
     bool stats;
 } options;
@@ -154,11 +157,12 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
                    strcmp(a, "--print") == 0 || strcmp(a, "--rules") == 0 || strcmp(a, "--term") == 0 ||
                    strcmp(a, "--iter-limit") == 0 || strcmp(a, "--node-limit") == 0 ||
                    strcmp(a, "--time-limit") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--cost-model") == 0 ||
-                   strcmp(a, "--top") == 0) {
+                   strcmp(a, "--top") == 0 || strcmp(a, "--dump") == 0) {
             if (!next) return usage_error(usage, "missing value for", a);
             if (strcmp(a, "--dims") == 0) o->dims = next;
             else if (strcmp(a, "--term") == 0) o->term = next;
             else if (strcmp(a, "-o") == 0) o->out_dir = next;
+            else if (strcmp(a, "--dump") == 0) o->dump = next;
             else if (strcmp(a, "--cost-model") == 0) o->cost_model = next;
             else if (strcmp(a, "--rules") == 0) {
                 if (o->nrules == 16) return usage_error(usage, "too many --rules; at most 16", NULL);
@@ -290,6 +294,42 @@ static void print_output(const ts_graph *g, int i, const double *x, int nprint) 
     printf("\n");
 }
 
+static int dump_tensor(FILE *manifest, const char *dir, const char *kind, const char *name, ts_dtype t,
+                       const ts_view *v, const double *x) {
+    char *path = ts_strfmt("%s/%s.f64", dir, name);
+    FILE *f = fopen(path, "wb");
+    size_t n = (size_t)ts_view_numel(v);
+    bool ok = f && fwrite(x, sizeof *x, n, f) == n;
+    if (f && fclose(f) != 0) ok = false;
+    if (!ok) fprintf(stderr, "tsopt: error: cannot write %s\n", path);
+    free(path);
+    fprintf(manifest, "%s %s %s", kind, name, ts_dtype_name(t));
+    for (int d = 0; d < v->ndim; d++) fprintf(manifest, " %lld", (long long)v->size[d]);
+    fputc('\n', manifest);
+    return ok ? 0 : -1;
+}
+
+/* Writes inputs and outputs for other tools (the GPU check compares against them). */
+static int dump_all(const char *dir, const ts_graph *g, double *const *in, double *const *out) {
+    mkdir(dir, 0777);
+    char *path = ts_strfmt("%s/manifest.txt", dir);
+    FILE *m = fopen(path, "w");
+    free(path);
+    if (!m) {
+        fprintf(stderr, "tsopt: error: cannot write %s/manifest.txt\n", dir);
+        return EXIT_LIMIT;
+    }
+    int bad = 0;
+    for (int i = 0; i < g->ninputs; i++) {
+        ts_view v = ts_view_of_node(g, g->inputs[i].node);
+        bad |= dump_tensor(m, dir, "in", g->inputs[i].name, g->nodes[g->inputs[i].node].dtype, &v, in[i]);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        bad |= dump_tensor(m, dir, "out", g->outputs[i].name, g->outputs[i].dtype, &g->outputs[i].ref.view, out[i]);
+    if (fclose(m) != 0) bad = 1;
+    return bad ? EXIT_LIMIT : 0;
+}
+
 static int cmd_eval(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, usage_eval, &o);
@@ -308,6 +348,7 @@ static int cmd_eval(int argc, char **argv) {
         } else {
             printf("graph %s seed %" PRIu64 "\n", g.name, o.seed);
             for (int i = 0; i < g.noutputs; i++) print_output(&g, i, out[i], o.print);
+            if (o.dump) rc = dump_all(o.dump, &g, in, out);
         }
         ts_free_buffers(in, g.ninputs);
         ts_free_buffers(out, g.noutputs);
