@@ -79,7 +79,9 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt
 	@if $(BUILD)/tsopt verify-rules tests/rules_wrong/planted.rules >/dev/null; then \
 	  echo "verify-rules accepted the planted wrong rules"; exit 1; \
 	else echo "verify-rules rejects the planted wrong rules: ok"; fi
-	@if python3 -c "import numpy, yaml" 2>/dev/null; then TSOPT=$(BUILD)/tsopt python3 tests/check_graphref.py | tail -n 1; \
+	@if python3 -c "import numpy, yaml" 2>/dev/null; then \
+	  TSOPT=$(BUILD)/tsopt python3 tests/check_graphref.py > $(BUILD)/graphref.log || { cat $(BUILD)/graphref.log; exit 1; }; \
+	  echo "bench/graphref.py agrees with the interpreter: $$(tail -n 1 $(BUILD)/graphref.log)"; \
 	else echo "bench/graphref.py check skipped: python3 lacks numpy or PyYAML"; fi
 
 test: build/.deps
