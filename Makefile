@@ -37,7 +37,7 @@ EVAL_DIMS_matmul           := m=16
 EVAL_DIMS_rmsnorm          := m=16
 EVAL_DIMS_swiglu           := m=32
 
-.PHONY: all test run deps clean unit-tests
+.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
@@ -96,6 +96,23 @@ run-%: $(BUILD)/tsopt
 	@$(BUILD)/tsopt check bench/graphs/$*.yaml
 	@$(BUILD)/tsopt eval $(if $(EVAL_DIMS_$*),--dims $(EVAL_DIMS_$*)) bench/graphs/$*.yaml
 	@echo
+
+# ---- generated headers -----------------------------------------------------------------------------
+# Every bench graph compiled offline into generated/ (committed; CI checks that they do not drift).
+generated: $(BUILD)/tsopt
+	@set -e; for f in $(GRAPHS); do $(BUILD)/tsopt compile -o generated $$f > /dev/null; echo "generated/$$(basename $$f .yaml).cuh"; done
+
+# ---- the GPU check ---------------------------------------------------------------------------------
+# gpu-build runs here (no GPU): headers for the bench and odd sizes, a shared library per header, and the
+# template test programs, all in build/gpu. gpu-check runs on the H200 machine with build/gpu carried.
+NVCC_ARCH ?= -gencode=arch=compute_90a,code=sm_90a
+gpu-build: $(BUILD)/tsopt
+	bash bench/gpu_build.sh
+	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/gemm_test.cu -lcublas -o build/gpu/gemm_test
+	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_test.cu -o build/gpu/attention_test
+
+gpu-check:
+	bash bench/gpu_run.sh
 
 clean:
 	rm -rf build build-san

@@ -140,9 +140,11 @@ class Graph:
             x, y = args
             y = Tensor(y.data, [ka if a == kb else a for a in y.axes], y.dtype)
             axes = union(x, y)
-            prod = aligned(be, x, axes) * aligned(be, y, axes)
-            out = be.sum(prod, axes.index(ka))
-            r = Tensor(out, [a for a in axes if a != ka], x.dtype)
+            letter = {a: chr(ord("a") + i) for i, a in enumerate(axes)}
+            rest = [a for a in axes if a != ka]
+            spec = "%s,%s->%s" % ("".join(letter[a] for a in x.axes), "".join(letter[a] for a in y.axes),
+                                  "".join(letter[a] for a in rest))
+            r = Tensor(xp.einsum(spec, x.data, y.data), rest, x.dtype)
         elif kind in ("add", "mul", "max"):
             f = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "max": xp.maximum}[kind]
             r = ew(f)

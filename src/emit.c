@@ -392,14 +392,100 @@ static void emit_workspace_fn(emitter *e) {
     fputs("    return bytes;\n}\n\n", e->f);
 }
 
-static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
-    switch (k->kind) {
-    case TS_KERNEL_MAP: emit_map_launch(e, ki, k); return 0;
-    case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); return 0;
-    default: break;
+/* The stride of `axis` in access a, or 0 when a does not vary along it. */
+static ts_sym stride_of(const ts_access *a, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == axis) return a->stride[d];
+    return ts_sym_const(0);
+}
+
+/* `dst = ptr + offset;` for access a. */
+static void print_base(emitter *e, const char *dst, const ts_access *a) {
+    char ptr[160];
+    buf_ptr(e, a->buf, ptr, sizeof ptr);
+    fprintf(e->f, "        %s = %s + ", dst, ptr);
+    print_sym(e, &a->offset);
+    fputs(";\n", e->f);
+}
+
+static void print_assign(emitter *e, const char *dst, ts_sym v) {
+    fprintf(e->f, "        %s = ", dst);
+    print_sym(e, &v);
+    fputs(";\n", e->f);
+}
+
+static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
+    const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
+    const char *t = ctype_of(e->p->buf[a->buf].dtype);
+    fprintf(e->f, "    {\n        tsg::GemmParams<%s, K%d> p{};\n", t, ki);
+    print_base(e, "p.A", a);
+    print_base(e, "p.B0", b);
+    if (k->b1 >= 0) print_base(e, "p.B1", &k->acc[k->b1]);
+    print_assign(e, "p.M", ts_sym_axis(e->g, &e->dyn, k->m_axis));
+    print_assign(e, "p.N", ts_sym_axis(e->g, &e->dyn, k->n_axis));
+    print_assign(e, "p.K", ts_sym_axis(e->g, &e->dyn, k->red_axis));
+    print_assign(e, "p.batch", k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1));
+    print_assign(e, "p.lda", stride_of(a, k->m_axis));
+    print_assign(e, "p.ldb", stride_of(b, k->b_kn ? k->red_axis : k->n_axis));
+    print_assign(e, "p.a_batch_stride", k->batch_axis >= 0 ? stride_of(a, k->batch_axis) : ts_sym_const(0));
+    print_assign(e, "p.b_batch_stride", k->batch_axis >= 0 ? stride_of(b, k->batch_axis) : ts_sym_const(0));
+    char ptr[160];
+    buf_ptr(e, k->out.buf, ptr, sizeof ptr);
+    fprintf(e->f, "        p.ep.out = %s;\n        p.ep.n = p.N;\n", ptr);
+    print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? stride_of(&k->out, k->batch_axis) : ts_sym_const(0));
+    print_assign(e, "p.ep.om", stride_of(&k->out, k->m_axis));
+    fill_fields(e, k, "p.ep");
+    fprintf(e->f, "        err = tsg::launch_gemm<%s, 128, 128, 64, 2, 4, 4, %s, %s, K%d>(p, stream);\n"
+                  "        if (err != cudaSuccess) return err;\n    }\n",
+            t, k->b_kn ? "true" : "false", k->b1 >= 0 ? "true" : "false", ki);
+}
+
+static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
+    const ts_access *q = &k->acc[k->a], *kk = &k->acc[k->b0], *v = &k->acc[k->b1];
+    const char *t = ctype_of(e->p->buf[q->buf].dtype);
+    int32_t kvh = k->heads_ndim > 0 && k->group == 1 ? k->head_axis[0] : -1, qh = -1;
+    if (k->group > 1) kvh = k->heads_ndim == 2 ? k->head_axis[0] : -1, qh = k->head_axis[k->heads_ndim - 1];
+    ts_sym zero = ts_sym_const(0), one = ts_sym_const(1);
+    fprintf(e->f, "    {\n        tsa::AttnParams<%s, K%d> p{};\n", t, ki);
+    print_base(e, "p.q", q);
+    print_base(e, "p.k", kk);
+    print_base(e, "p.v", v);
+    char ptr[160];
+    buf_ptr(e, k->out.buf, ptr, sizeof ptr);
+    fprintf(e->f, "        p.o = %s;\n", ptr);
+    const ts_access *acc[4] = {q, kk, v, &k->out};
+    const char *nm[4] = {"q", "k", "v", "o"};
+    for (int i = 0; i < 4; i++) { /* batch = the kv-head axis, head = the query-only head axis (GQA) */
+        char dst[32];
+        bool query_side = i == 0 || i == 3;
+        snprintf(dst, sizeof dst, "p.%s_batch_stride", nm[i]);
+        print_assign(e, dst, kvh >= 0 ? stride_of(acc[i], kvh) : zero);
+        snprintf(dst, sizeof dst, "p.%s_head_stride", nm[i]);
+        print_assign(e, dst, qh >= 0 && query_side ? stride_of(acc[i], qh) : zero);
+        snprintf(dst, sizeof dst, "p.%s_seq_stride", nm[i]);
+        print_assign(e, dst, stride_of(acc[i], query_side ? k->m_axis : k->red_axis));
     }
-    *err = ts_strfmt("kernel %d: no emitter for this kernel kind yet", ki);
-    return -1;
+    print_assign(e, "p.batch", kvh >= 0 ? ts_sym_axis(e->g, &e->dyn, kvh) : one);
+    print_assign(e, "p.n_q_heads", qh >= 0 ? ts_sym_axis(e->g, &e->dyn, qh) : one);
+    fputs("        p.n_kv_heads = 1;\n", e->f);
+    print_assign(e, "p.t_q", ts_sym_axis(e->g, &e->dyn, k->m_axis));
+    print_assign(e, "p.t_kv", ts_sym_axis(e->g, &e->dyn, k->red_axis));
+    print_assign(e, "p.d", ts_sym_axis(e->g, &e->dyn, k->n_axis));
+    fputs("        p.c = ", e->f);
+    print_float(e->f, k->c);
+    fprintf(e->f, ";\n        err = tsa::launch_attention<%lld>(p, stream);\n        if (err != cudaSuccess) return err;\n    }\n",
+            (long long)e->g->axes[k->n_axis].size);
+}
+
+static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
+    (void)err;
+    switch (k->kind) {
+    case TS_KERNEL_MAP: emit_map_launch(e, ki, k); break;
+    case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); break;
+    case TS_KERNEL_GEMM: emit_gemm_launch(e, ki, k); break;
+    case TS_KERNEL_ATTENTION: emit_attention_launch(e, ki, k); break;
+    }
+    return 0;
 }
 
 static int emit_launch_fn(emitter *e, char **err) {
@@ -412,8 +498,8 @@ static int emit_launch_fn(emitter *e, char **err) {
                 e->dyn_names[d]);
     bool temps = false;
     for (int i = 0; i < e->p->nbuf; i++) temps |= e->p->buf[i].kind == TS_BUF_TEMP;
-    if (temps) fputs("    if (!workspace) return cudaErrorInvalidValue;\n", e->f);
-    fputs("    char *ws = static_cast<char *>(workspace);\n    (void)ws;\n", e->f);
+    if (temps) fputs("    if (!workspace) return cudaErrorInvalidValue;\n    char *ws = static_cast<char *>(workspace);\n", e->f);
+    else fputs("    (void)workspace;\n", e->f);
     for (int i = 0; i < e->p->nbuf; i++) {
         const ts_buffer *B = &e->p->buf[i];
         if (B->kind != TS_BUF_TEMP) continue;
@@ -431,8 +517,16 @@ static int emit_launch_fn(emitter *e, char **err) {
 }
 
 static void emit_c_abi(emitter *e) {
-    fprintf(e->f, "extern \"C\" int %s_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);\n\n",
+    fprintf(e->f, "extern \"C\" int %s_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);\n",
             e->g->name);
+    fprintf(e->f, "extern \"C\" size_t %s_workspace(const int64_t *dims);\n\n", e->g->name);
+    fprintf(e->f, "#ifdef TSOPT_%s_IMPLEMENTATION\nextern \"C\" size_t %s_workspace(const int64_t *dims) {\n", e->upper,
+            e->g->name);
+    if (!e->dyn.n) fputs("    (void)dims;\n", e->f);
+    else fputs("    if (!dims) return 0;\n", e->f);
+    fprintf(e->f, "    return %s_workspace_bytes(", e->g->name);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%sdims[%d]", d ? ", " : "", d);
+    fputs(");\n}\n#endif\n\n", e->f);
     fprintf(e->f, "#ifdef TSOPT_%s_IMPLEMENTATION\nextern \"C\" int %s_run(void *const *buffers, const int64_t *dims, "
                   "void *workspace, cudaStream_t stream) {\n",
             e->upper, e->g->name);
@@ -448,11 +542,57 @@ static void emit_c_abi(emitter *e) {
     fputs("workspace, stream);\n}\n#endif\n", e->f);
 }
 
+/* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair. */
+static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
+    const char *tout = ctype_of(e->p->buf[k->out.buf].dtype);
+    bool dual = k->b1 >= 0;
+    fprintf(e->f, "struct K%d {\n    %s *out;\n    int64_t ob, om;\n    int n;\n", ki, tout);
+    print_fields(e, k);
+    fprintf(e->f, "    __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1) const {\n");
+    fputs("        (void)b, (void)row, (void)cc, (void)acc1;\n", e->f);
+    index_map m = {0};
+    if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
+    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
+    m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
+    const char *acc[2] = {"acc0", "acc1"};
+    print_expr(e, k, &k->expr, &m, acc, "        ");
+    fprintf(e->f, "        return v%d;\n    }\n", k->expr.n - 1);
+    fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1%s) const {\n",
+            dual ? ", float w0, float w1" : "");
+    fprintf(e->f, "        const bool two = col + 1 < n;\n        const float r0 = at(b, row, col, v0, %s);\n"
+                  "        const float r1 = two ? at(b, row, col + 1, v1, %s) : 0.f;\n"
+                  "        tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);\n    }\n};\n\n",
+            dual ? "w0" : "0.f", dual ? "w1" : "0.f");
+}
+
+/* The attention score functor: s(dot, q, k). */
+static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool causal) {
+    fprintf(e->f, "struct K%d {\n    static constexpr bool causal = %s;\n", ki, causal ? "true" : "false");
+    fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
+    index_map m = {0};
+    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "q";
+    m.axis[m.n] = k->red_axis, m.expr[m.n++] = "k";
+    const char *acc[2] = {"dot", "0.f"};
+    print_expr(e, k, &k->expr, &m, acc, "        ");
+    fprintf(e->f, "        return v%d;\n    }\n};\n\n", k->expr.n - 1);
+}
+
+/* Whether keys may be skipped past the bottom-right diagonal: the graph masks k > q (top-left), which
+ * masks at least that much exactly when t_kv ≥ t_q for every size the header accepts. */
+static bool causal_skip_ok(const emitter *e, const ts_kernel *k) {
+    const ts_axis *q = &e->g->axes[k->m_axis], *kv = &e->g->axes[k->red_axis];
+    if (!k->causal) return false;
+    if (ts_axis_root(e->g, k->m_axis) == ts_axis_root(e->g, k->red_axis)) return true;
+    return !q->dynamic && !kv->dynamic && kv->size >= q->size;
+}
+
 static void emit_functors(emitter *e) {
     for (int i = 0; i < e->p->nk; i++) {
         const ts_kernel *k = &e->p->k[i];
         if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, i, k);
         else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, i, k);
+        else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, i, k);
+        else emit_score_functor(e, i, k, causal_skip_ok(e, k));
     }
 }
 

@@ -378,6 +378,9 @@ static int32_t only_axis(uint64_t m) {
     return (int32_t)__builtin_ctzll(m);
 }
 
+/* The tensor-core templates take fp16 and bf16 operands. */
+static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
+
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
 static bool try_gemm(builder *b, int root, int c0, int c1) {
@@ -393,6 +396,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         kax = (int32_t)d->e.param[0], opa = (int)d->e.kid[0], opb = (int)d->e.kid[1], opb1 = (int)d->e.kid[2];
         if (b->t[opb].axes != b->t[opb1].axes) return false;
     }
+    if (!half_types(b, opa) || !half_types(b, opb) || (opb1 >= 0 && !half_types(b, opb1))) return false;
     uint64_t A = b->t[opa].axes, B = b->t[opb].axes, K = 1ull << kax;
     if (!(A & K) || !(B & K)) return false;
     uint64_t batch = (A & B) & ~K, M = A & ~B & ~K, N = B & ~A & ~K;
@@ -521,6 +525,8 @@ static bool try_attention(builder *b, int i) {
     if ((kvheads & ~qheads) || !(V & KB)) return false;
     int32_t dvax = only_axis(V & ~KB & ~kvheads);
     if (dvax < 0 || (V & ~KB & ~(1ull << dvax)) != kvheads) return false;
+    if (!half_types(b, q) || b->t[q].dtype != b->t[kk].dtype || b->t[q].dtype != b->t[v].dtype) return false;
+    if (__builtin_popcountll(kvheads) > 1 || __builtin_popcountll(qheads & ~kvheads) > 1) return false;
     int64_t D = b->x->g->axes[dax].size;
     if (D != b->x->g->axes[dvax].size || (D != 64 && D != 128)) return false;
     /* layouts: Q [heads..., t_q, d], K [kvheads..., t_kv, d], V [kvheads..., t_kv, dv], contiguous */

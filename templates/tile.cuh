@@ -121,3 +121,42 @@ __device__ __forceinline__ float warp_max(float x) {
 }
 
 }  // namespace tst
+
+// ---- appended helpers ----------------------------------------------------------------------------
+namespace tst {
+// 16 bytes global → shared of which only the first src_bytes (0..16) are read; the rest of the 16
+// destination bytes are zero-filled. gmem must be 16-byte aligned (and valid when src_bytes > 0).
+__device__ __forceinline__ void cp_async16_zfill(void *smem, const void *gmem, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+                 "r"(src_bytes));
+}
+}  // namespace tst
+
+// ---- appended helpers (attention.cuh) ------------------------------------------------------------
+namespace tst {
+// tanh with the hardware approximation (sm_75+; max relative error about 2^-10.7): enough for scores that
+// are rounded to fp16/bf16 afterwards, e.g. the tanh soft-cap of attention logits.
+__device__ __forceinline__ float fast_tanh(float x) {
+    float y;
+    asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// Two packed 16-bit values as one 32-bit word stored to shared or global memory (4-byte aligned).
+template <typename T> __device__ __forceinline__ void store_pair(T *dst, float a, float b) {
+    *reinterpret_cast<uint32_t *>(dst) = pack2<T>(a, b);
+}
+}  // namespace tst
+namespace tst {
+// ldmatrix from a 32-bit shared-window address (from smem_addr), so that constant offsets fold into the
+// instruction's immediate and address registers stay few in unrolled loops.
+__device__ __forceinline__ void ldmatrix_x4_at(uint32_t (&r)[4], uint32_t saddr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(saddr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t saddr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(saddr));
+}
+}  // namespace tst

@@ -1,0 +1,367 @@
+// gemm.cuh — the tensor-core GEMM template with a fused epilogue and a dual-B form (gated MLPs). Per
+// batch b (grid z):
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
+// fp16 or bf16 in, fp32 accumulate (mma.sync m16n8k16, sm_80+; the wgmma form is a later template). Any
+// M, N, K. It is not a library GEMM: no alpha/beta, no split-K, no transposed A. Namespace tsg; depends
+// only on tile.cuh.
+//
+// Operands (element strides, int64):
+//   A  (M, K), K contiguous:  A + b*a_batch_stride + m*lda + k
+//   B  B_KN=true : (K, N), N contiguous, a weight [d, n]:  B + b*b_batch_stride + k*ldb + n
+//      B_KN=false: (N, K), K contiguous, like K in Q·Kᵀ:   B + b*b_batch_stride + n*ldb + k
+//   B1 (DUAL) has B0's layout, shape, ldb and batch stride.
+//
+// The kernel, per block: a grouped tile order for L2 reuse → STAGES-deep cp.async pipeline of swizzled
+// shared-memory tiles (A: BM×BK, B: BK×BN) → ldmatrix (.trans for B_KN) → mma → epilogue from registers.
+// The launch helper picks the 16-byte cp.async loader when every pointer is 16-byte aligned and every
+// leading dimension and batch stride is a multiple of 8 elements (edges in M, N and K are then handled by
+// zero-filling cp.async), and otherwise an element-wise loader (correct for any layout, slower).
+//
+// ---- Epilogue interface (the emitter generates functors of this shape) ----------------------------
+//   struct Ep {
+//       // fields: the output pointer, its ldc and batch stride, n (the output's column count) and any
+//       // operands (row scales, residual); the functor is passed by value in the kernel parameters.
+//       template <typename T>   // T: the GEMM's input element type (__half or __nv_bfloat16)
+//       __device__ void apply(int batch, int row, int col, float v0, float v1) const;                 // single
+//       template <typename T>
+//       __device__ void apply(int batch, int row, int col, float v0, float v1, float w0, float w1) const; // DUAL
+//   };
+// The kernel calls apply once per pair of adjacent output columns it owns, from every thread, with
+//   0 ≤ row < M, 0 ≤ col < N, col even; v0, v1 = acc[row, col], acc[row, col+1] (w: the B1 accumulators).
+// Column col+1 may be past the edge: the FUNCTOR checks `col + 1 < n` itself (v1/w1 are 0 there) and must
+// not write it. Each output element is visited exactly once; no two threads visit the same pair.
+#pragma once
+#include "tile.cuh"
+
+namespace tsg {
+
+// ---- output helpers for functors ------------------------------------------------------------------
+// Store (v0, v1) at p[0], p[1]; p[1] only when has2. One 4-byte store when both fit and p is aligned.
+template <typename TOut> __device__ __forceinline__ void store2(TOut *p, float v0, float v1, bool has2) {
+    if (has2 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) {
+        *reinterpret_cast<typename tst::elem<TOut>::pair *>(p) = tst::elem<TOut>::pack(v0, v1);
+    } else {
+        p[0] = tst::elem<TOut>::from_float(v0);
+        if (has2) p[1] = tst::elem<TOut>::from_float(v1);
+    }
+}
+template <> __device__ __forceinline__ void store2<float>(float *p, float v0, float v1, bool has2) {
+    if (has2 && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+        *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
+    } else {
+        p[0] = v0;
+        if (has2) p[1] = v1;
+    }
+}
+__device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
+
+// ---- ready epilogues ------------------------------------------------------------------------------
+// out = acc
+template <typename TOut> struct StoreEpilogue {
+    TOut *out;             // (batch, M, n) with row stride ldc
+    int64_t ldc, batch_stride;
+    int n;
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        store2(out + b * batch_stride + row * ldc + col, v0, v1, col + 1 < n);
+    }
+};
+
+// out = acc · scale[row] (FlashNorm: rmsnorm's 1/rms applied after the contraction)
+template <typename TOut> struct RowScaleEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    const float *scale;    // (batch, M): scale + b*scale_batch_stride + row
+    int64_t scale_batch_stride;
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        float s = scale[b * scale_batch_stride + row];
+        store2(out + b * batch_stride + row * ldc + col, v0 * s, v1 * s, col + 1 < n);
+    }
+};
+
+// DUAL: out = v · silu(w)   (v = X·W_up, w = X·W_gate)
+template <typename TOut> struct SwigluEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
+        store2(out + b * batch_stride + row * ldc + col, v0 * silu(w0), v1 * silu(w1), col + 1 < n);
+    }
+};
+
+// DUAL: out = (v · rs[row]) · (w · rs[row]); rs == nullptr means no row scale (rmsnorm_mlp)
+template <typename TOut> struct GatedEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    const float *rs;       // (batch, M) or nullptr
+    int64_t rs_batch_stride;
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
+        float s = rs ? rs[b * rs_batch_stride + row] : 1.f;
+        store2(out + b * batch_stride + row * ldc + col, (v0 * s) * (w0 * s), (v1 * s) * (w1 * s), col + 1 < n);
+    }
+};
+
+// out = acc + R[row, col]   (R may be the output itself: each element is read before it is written)
+template <typename TOut> struct ResidualEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    const TOut *res;       // (batch, M, n) with row stride ldr
+    int64_t ldr, res_batch_stride;
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        const TOut *r = res + b * res_batch_stride + row * ldr + col;
+        bool has2 = col + 1 < n;
+        float r0 = tst::elem<TOut>::to_float(r[0]), r1 = has2 ? tst::elem<TOut>::to_float(r[1]) : 0.f;
+        store2(out + b * batch_stride + row * ldc + col, v0 + r0, v1 + r1, has2);
+    }
+};
+
+// ---- parameters -----------------------------------------------------------------------------------
+template <typename T, class Epilogue> struct GemmParams {
+    const T *A;            // (batch, M, K)
+    const T *B0;           // (batch, K, N) if B_KN else (batch, N, K)
+    const T *B1;           // DUAL only, B0's layout and strides; ignored otherwise
+    int M, N, K, batch;
+    int64_t lda, ldb;
+    int64_t a_batch_stride, b_batch_stride;   // 0 broadcasts an operand over the batch
+    Epilogue ep;
+};
+
+// ---- shared-memory tiles --------------------------------------------------------------------------
+// A ROWS×COLS tile of 2-byte elements, rows of COLS/8 16-byte chunks; chunk c of row r is stored at chunk
+// c ^ (r & 7), so the 8 rows an ldmatrix phase (or a cp.async phase) touches fall in 8 distinct bank
+// groups: no bank conflicts without padding. Needs COLS ≥ 64 (rows of at least 128 bytes).
+template <int COLS> __device__ __forceinline__ int swz(int r, int chunk) {
+    return r * COLS + ((chunk ^ (r & 7)) << 3);
+}
+
+// Global (row0.., col0..) of a row-major view g (row stride ld) → the swizzled ROWS×COLS tile s;
+// elements at row ≥ row_lim or col ≥ col_lim read as zero.
+// VEC: 16-byte cp.async (g, ld 16-byte aligned); else element-wise loads and 16-byte shared stores.
+template <typename T, int ROWS, int COLS, int THREADS, bool VEC>
+__device__ __forceinline__ void load_tile(T *s, const T *g, int64_t ld, int row0, int row_lim, int col0, int col_lim) {
+    constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
+    static_assert(CHUNKS % THREADS == 0, "tile chunks (ROWS*COLS/8) must be a multiple of the block's threads");
+    if constexpr (VEC) {
+#pragma unroll
+        for (int i = 0; i < CHUNKS / THREADS; ++i) {
+            const int c = i * THREADS + static_cast<int>(threadIdx.x), r = c / CPR, ch = c % CPR;
+            const int gr = row0 + r, gc = col0 + ch * 8;
+            const bool in = gr < row_lim && gc < col_lim;
+            const int bytes = in ? min(8, col_lim - gc) * 2 : 0;   // partial chunk at the column edge
+            tst::cp_async16_zfill(s + swz<COLS>(r, ch), in ? g + gr * ld + gc : g, bytes);
+        }
+    } else {
+#pragma unroll 1   // the slow path: keep its registers out of the accumulators' way
+        for (int i = 0; i < CHUNKS / THREADS; ++i) {
+            const int c = i * THREADS + static_cast<int>(threadIdx.x), r = c / CPR, ch = c % CPR;
+            const int gr = row0 + r, gc = col0 + ch * 8;
+            const bool in = gr < row_lim;
+            const uint16_t *src = reinterpret_cast<const uint16_t *>(g) + (in ? gr * ld + gc : 0);
+            uint32_t w[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                uint32_t lo = in && gc + 2 * e < col_lim ? src[2 * e] : 0u;
+                uint32_t hi = in && gc + 2 * e + 1 < col_lim ? src[2 * e + 1] : 0u;
+                w[e] = lo | (hi << 16);
+            }
+            *reinterpret_cast<uint4 *>(s + swz<COLS>(r, ch)) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+}
+
+// B fragments for NI n8-tiles of one k16 step (stage tile sB), pairs of n8 tiles per ldmatrix.x4.
+// B_KN: sB is BK×BN (rows k, ldmatrix.trans); else BN×BK (rows n, plain ldmatrix).
+template <typename T, int BK, int BN, int NI, bool B_KN>
+__device__ __forceinline__ void load_b_frags(uint32_t (&bf)[NI][2], const T *sB, int kk, int n_warp, int lane) {
+#pragma unroll
+    for (int p = 0; p < NI / 2; ++p) {
+        uint32_t r[4];
+        if constexpr (B_KN) {
+            const int k = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+            tst::ldmatrix_x4_trans(r, sB + swz<BN>(k, (n_warp + p * 16) / 8 + (lane >> 4)));
+        } else {
+            const int n = n_warp + p * 16 + (lane & 7) + (lane >> 4) * 8;
+            tst::ldmatrix_x4(r, sB + swz<BK>(n, kk * 2 + ((lane >> 3) & 1)));
+        }
+        bf[2 * p][0] = r[0];
+        bf[2 * p][1] = r[1];
+        bf[2 * p + 1][0] = r[2];
+        bf[2 * p + 1][1] = r[3];
+    }
+}
+
+template <typename T, int MI, int NI>
+__device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t (&af)[MI][4], const uint32_t (&bf)[NI][2]) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) tst::mma16816<T>(acc[mi][ni], af[mi], bf[ni]);
+}
+
+// Shared memory one block needs (bytes).
+template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL> constexpr int gemm_smem_bytes() {
+    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T));
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------
+constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
+
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, bool VEC>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+    constexpr int THREADS = WARPS_M * WARPS_N * 32;
+    constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
+    constexpr int MI = WM / 16, NI = WN / 8;              // m16 and n8 MMA tiles per warp
+    constexpr int NB = DUAL ? 2 : 1;
+    constexpr int A_ELEMS = BM * BK, B_ELEMS = BK * BN, STAGE_ELEMS = A_ELEMS + NB * B_ELEMS;
+    static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    static_assert(BM % (16 * WARPS_M) == 0, "BM must be a multiple of 16*WARPS_M (m16 MMA tiles per warp)");
+    static_assert(BN % (16 * WARPS_N) == 0, "BN must be a multiple of 16*WARPS_N (pairs of n8 MMA tiles per warp)");
+    static_assert(BK % 64 == 0, "BK must be a multiple of 64 (128-byte swizzled shared-memory rows)");
+    static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
+    static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
+
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    T *smem = reinterpret_cast<T *>(smem_raw);
+
+    // Block → (tile_m, tile_n), grouped: kGroupM tile rows sweep the tile columns together.
+    const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+    const int id = blockIdx.x, per_group = kGroupM * tiles_n, group = id / per_group;
+    const int first_m = group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
+    const int tile_m = first_m + (id % per_group) % group_m, tile_n = (id % per_group) / group_m;
+    const int m0 = tile_m * BM, n0 = tile_n * BN, b = blockIdx.z;
+
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+    const T *gA = p.A + b * p.a_batch_stride;
+    const T *gB[NB];
+    gB[0] = p.B0 + b * p.b_batch_stride;
+    if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
+
+    // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
+    auto load_stage = [&](int s, int kt) {
+        T *st = smem + s * STAGE_ELEMS;
+        const int k0 = kt * BK;
+        load_tile<T, BM, BK, THREADS, VEC>(st, gA, p.lda, m0, p.M, k0, p.K);
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            T *sB = st + A_ELEMS + j * B_ELEMS;
+            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB[j], p.ldb, k0, p.K, n0, p.N);
+            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, k0, p.K);
+        }
+    };
+
+    float acc[NB][MI][NI][4];
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
+
+    // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied.
+    const int KT = (p.K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) load_stage(s, s);
+        tst::cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+        tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
+        __syncthreads();                    // ... everyone's part; stage (kt-1)%STAGES is free again
+        if (kt + STAGES - 1 < KT) load_stage((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+        tst::cp_async_commit();
+
+        const T *st = smem + (kt % STAGES) * STAGE_ELEMS;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t af[MI][4];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+                tst::ldmatrix_x4(af[mi], st + swz<BK>(wm + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+            for (int j = 0; j < NB; ++j) {
+                uint32_t bf[NI][2];
+                load_b_frags<T, BK, BN, NI, B_KN>(bf, st + A_ELEMS + j * B_ELEMS, kk, wn, lane);
+                mma_tile<T>(acc[j], af, bf);
+            }
+        }
+    }
+    tst::cp_async_wait<0>();
+
+    // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1).
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wm + mi * 16 + (lane >> 2) + h * 8;
+            if (row >= p.M) continue;
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
+                if (col >= p.N) continue;
+                const float *v = &acc[0][mi][ni][2 * h];
+                if constexpr (DUAL) {
+                    const float *w = &acc[NB - 1][mi][ni][2 * h];
+                    p.ep.template apply<T>(b, row, col, v[0], v[1], w[0], w[1]);
+                } else {
+                    p.ep.template apply<T>(b, row, col, v[0], v[1]);
+                }
+            }
+        }
+}
+
+// ---- launch -------------------------------------------------------------------------------------
+template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
+
+// True when the 16-byte cp.async loader may be used for p (else the element-wise loader runs).
+template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const GemmParams<T, Epilogue> &p) {
+    bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1));
+    ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0;
+    if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0;
+    return ok;
+}
+
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, bool VEC>
+cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
+    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL>();
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
+    if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
+    kernel<<<dim3((unsigned)tiles, 1, (unsigned)p.batch), WARPS_M * WARPS_N * 32, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+// Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
+// cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
+// runtime reports otherwise (e.g. shared memory above the device's limit).
+template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>>
+cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
+    if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
+    if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    if (p.M == 0 || p.N == 0) return cudaSuccess;
+    if (gemm_vec_ok<T, Epilogue, DUAL>(p))
+        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true>(p, stream);
+    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false>(p, stream);
+}
+
+}  // namespace tsg
+
+// ---- self-test instantiation: `nvcc -DTSG_SELFTEST -c gemm.cuh` compiles the default forms -----------
+#ifdef TSG_SELFTEST
+template cudaError_t tsg::launch_gemm<__half>(const tsg::GemmParams<__half, tsg::StoreEpilogue<__half>> &, cudaStream_t);
+template cudaError_t tsg::launch_gemm<__nv_bfloat16, 128, 128, 64, 2, 4, 3, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
+    const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
+#endif
