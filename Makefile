@@ -2,7 +2,7 @@
 #
 #   make            build build/tsopt (installs missing Debian packages first when run as root)
 #   make test       build and run every Criterion test, then the sanitizer pass (ASan + UBSan)
-#   make run        the main job: check and evaluate every bench graph
+#   make run        the main job: check, evaluate and compile every bench graph (headers in generated/)
 #   make SAN=1 ...  build into build-san/ with AddressSanitizer and UndefinedBehaviorSanitizer
 #
 # libyaml and GSL are linked statically so that build/tsopt also runs on the GPU machine, where they are
@@ -37,7 +37,7 @@ EVAL_DIMS_matmul           := m=16
 EVAL_DIMS_rmsnorm          := m=16
 EVAL_DIMS_swiglu           := m=32
 
-.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check
+.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
@@ -87,6 +87,27 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt
 test: build/.deps
 	$(MAKE) unit-tests
 	$(MAKE) SAN=1 unit-tests
+	$(MAKE) check-generated
+
+# generated/ must match what tsopt writes now, and every header and template must compile (sm_80 and
+# sm_90, warnings as errors); one header included in two translation units must link.
+NVCC_CHECK = nvcc -std=c++17 -Werror all-warnings
+check-generated: $(BUILD)/tsopt
+	@rm -rf $(BUILD)/regen $(BUILD)/nvcc && mkdir -p $(BUILD)/regen $(BUILD)/nvcc
+	@for f in $(GRAPHS); do $(BUILD)/tsopt compile -o $(BUILD)/regen $$f > /dev/null || exit 1; done
+	@diff -r -x README.md generated $(BUILD)/regen > $(BUILD)/regen.diff || \
+	  { echo "generated/ is out of date: run make generated"; head -n 40 $(BUILD)/regen.diff; exit 1; }
+	@echo "generated/ matches tsopt compile: ok"
+	@for h in generated/*.cuh; do n=$$(basename $$h .cuh); u=$$(echo $$n | tr a-z A-Z); \
+	  printf '#define TSOPT_%s_IMPLEMENTATION\n#include "%s"\n' $$u ../../$$h > $(BUILD)/nvcc/$$n.cu; done
+	@for t in templates/*.cuh; do printf '#include "%s"\n' ../../$$t > $(BUILD)/nvcc/tpl_$$(basename $$t .cuh).cu; done
+	@ls $(BUILD)/nvcc/*.cu | xargs -P 2 -I{} sh -c '$(NVCC_CHECK) -arch=sm_80 -c {} -o {}.80.o && \
+	  $(NVCC_CHECK) -gencode=arch=compute_90a,code=sm_90a -c {} -o {}.90.o || { echo "nvcc failed on {}"; exit 255; }'
+	@echo "every generated header and template compiles for sm_80 and sm_90a: ok"
+	@printf '#include "../../generated/swiglu.cuh"\nint other(void) { return (int)swiglu_workspace_bytes(); }\n' > $(BUILD)/nvcc/tu2.cu
+	@printf '#include "../../generated/swiglu.cuh"\nint other(void);\nint main(void) { return other(); }\n' > $(BUILD)/nvcc/tu1.cu
+	@$(NVCC_CHECK) -arch=sm_80 $(BUILD)/nvcc/tu1.cu $(BUILD)/nvcc/tu2.cu -o $(BUILD)/nvcc/two_tu
+	@echo "a generated header included in two translation units links: ok"
 
 # ---- run -------------------------------------------------------------------------------------------
 run: $(GRAPHS:bench/graphs/%.yaml=run-%)
@@ -95,6 +116,7 @@ run-%: $(BUILD)/tsopt
 	@echo "== bench/graphs/$*.yaml"
 	@$(BUILD)/tsopt check bench/graphs/$*.yaml
 	@$(BUILD)/tsopt eval $(if $(EVAL_DIMS_$*),--dims $(EVAL_DIMS_$*)) bench/graphs/$*.yaml
+	@$(BUILD)/tsopt compile -o generated bench/graphs/$*.yaml
 	@echo
 
 # ---- generated headers -----------------------------------------------------------------------------
