@@ -57,6 +57,26 @@ static double axes_numel(const ts_graph *g, uint64_t axes) {
 
 static const ts_egir_data *cdata(const ts_egir *x, uint32_t cls) { return ts_eg_data_const(x->eg, cls); }
 
+/* Whether class cls can be read in place (an input or a view of one) rather than computed first. */
+static bool readable_in_place(const ts_egir *x, uint32_t cls) {
+    for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
+        int32_t op = ts_eg_class_node(x->eg, cls, i)->op;
+        if (op == TS_OP_INPUT || op == TS_OP_VIEW) return true;
+    }
+    return false;
+}
+
+/* A contraction's operands that must be materialised first cost a write and a read of their elements:
+ * this is what makes a row scale after the contraction (an epilogue) beat one before it (a pass). */
+static double operand_penalty(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
+    double p = 0;
+    for (int k = 0; k < ts_op_arity((ts_op)n->op); k++) {
+        uint32_t cls = ts_eg_find(x->eg, n->kid[k]);
+        if (!readable_in_place(x, cls)) p += 2 * c->elementwise * axes_numel(x->g, cdata(x, cls)->axes);
+    }
+    return p;
+}
+
 static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
     ts_op op = (ts_op)n->op;
     uint64_t space = 0;
@@ -72,8 +92,8 @@ static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *
     case TS_OP_VIEW: return c->view * work;
     case TS_OP_REDUCE_SUM:
     case TS_OP_REDUCE_MAX: return c->reduce * work;
-    case TS_OP_CONTRACT: return c->contract * work;
-    case TS_OP_DUAL: return c->dual * work;
+    case TS_OP_CONTRACT: return c->contract * work + operand_penalty(x, c, n);
+    case TS_OP_DUAL: return c->dual * work + operand_penalty(x, c, n);
     case TS_OP_WSUM: return c->wsum * work;
     case TS_OP_ONLINE_WSUM: return c->online * work;
     case TS_OP_TILE_SUM:
@@ -580,6 +600,9 @@ static void emit_region(builder *b, int i) {
     int cores[16], nc = 0;
     region_cores(b, i, cores, &nc, true);
     if (nc == 1 && b->t[cores[0]].e.op == TS_OP_CONTRACT && try_gemm(b, i, cores[0], -1)) return;
+    if (b->fuse && nc > 1) /* several contractions: the last accumulates, the others are computed first */
+        for (int j = nc - 1; j >= 0; j--)
+            if (b->t[cores[j]].e.op == TS_OP_CONTRACT && try_gemm(b, i, cores[j], -1)) return;
     if (nc == 2 && b->t[cores[0]].e.op == TS_OP_PICK && b->t[cores[1]].e.op == TS_OP_PICK &&
         b->t[cores[0]].e.kid[0] == b->t[cores[1]].e.kid[0]) {
         int p0 = b->t[cores[0]].e.param[0] == 0 ? cores[0] : cores[1];

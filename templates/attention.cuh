@@ -1,0 +1,402 @@
+// attention.cuh — the streaming attention forward kernel (FlashAttention-2 schedule) that tsopt emits for
+// the e-graph form online_wsum{k}(s, V, c):
+//   O[b, h, q, :] = Σ_k e_k · V[b, h/group, k, :] / Σ_k e_k,   e_k = 2^(c·(s_k − max_k s_k)),
+//   s_k = score(Q[b, h, q, :] · K[b, h/group, k, :], q, k)
+// where score is a generated functor (scale, causal or additive mask, tanh soft-cap, …) and c > 0 folds
+// log2(e) and any constant factor (c = log2(e) is the ordinary softmax). fp16 or bf16 in and out, fp32
+// accumulation, mma.sync m16n8k16 (sm_80 and newer; on sm_90a a wgmma variant would be faster, see the
+// note at the end). Any t_q, t_kv ≥ 0; GQA by index mapping. Namespace tsa; depends on tile.cuh. It is a
+// template, not an emitted header: the emitter instantiates it with a Score functor and tile parameters.
+//
+// Score functor interface (the emitter generates these; three stock ones below):
+//   struct Score {
+//       static constexpr bool causal;   // true: promises s = −inf whenever k > q + (t_kv − t_q)
+//       __device__ float operator()(float dot, int q, int k) const;   // dot = Q[q]·K[k] in fp32
+//   };
+// q and k are positions in [0, t_q) and [0, t_kv) (the kernel also calls it for padding positions past the
+// ends and discards those results). Causal convention: BOTTOM-RIGHT alignment, as FlashAttention ≥ 2.1
+// and PyTorch's causal_lower_right: query q sees keys k ≤ q + t_kv − t_q, so the last query sees every key;
+// with t_q = t_kv it is the ordinary lower-triangular mask. When causal is true the kernel skips K/V tiles
+// that lie wholly past that diagonal (for the query tile's last row); the functor itself masks inside the
+// diagonal tile (and may mask more: windows, padding). A functor that masks without promising the
+// diagonal sets causal = false and costs only the skipped tiles.
+// Rows whose every key is masked (s = −inf everywhere, e.g. q < t_q − t_kv under causal) are written as 0.
+//
+// Layout: Q, K, V, O are (batch, head, seq, d) with arbitrary int64 strides in elements for batch, head
+// and seq and a contiguous head dim; base pointers and those strides must be 16-byte aligned (strides
+// multiples of 8 elements) because tiles move with 16-byte cp.async. K and V have n_kv_heads heads;
+// query head h reads kv head h / (n_q_heads / n_kv_heads).
+//
+// Schedule (one CTA = BM query rows of one (batch, head)): WARPS warps each own BM/WARPS rows (MT = rows/16
+// MMA row tiles; the defaults give 32 rows per warp, as FlashAttention-2 does). The Q tile stays in shared
+// memory and is re-read by ldmatrix for every key chunk (32 rows per warp at d = 128 leave no registers to
+// hold it). K and V tiles of BN keys are double-buffered: at the top of tile j one __syncthreads, then the
+// 16-byte cp.async copies of tile j+1 are issued and overlap all of tile j's compute. Each tile is computed
+// in chunks of KC keys: S = Q·Kᵀ (mma m16n8k16), s = score(S, q, k), out-of-range keys → −inf, online
+// softmax in registers (running max m, running sum l, O rescaled by 2^(c·(m_old − m_new))), P packed to
+// fp16/bf16 in registers as the A operand of O += P·V (V by ldmatrix.trans). Shared-memory rows are
+// XOR-swizzled in 16-byte chunks (chunk ^= row % 8): every ldmatrix, cp.async and epilogue access is
+// bank-conflict-free without padding. The epilogue divides by l, stages the warp's rows through its own part
+// of the Q buffer and writes them with coalesced 16-byte stores; rows ≥ t_q are not written.
+// Shared memory: (BM + 4·BN)·D·2 bytes (D = 128 defaults: 64 KB, two CTAs per SM on H100/H200 and A100).
+#pragma once
+#include "tile.cuh"
+
+namespace tsa {
+
+// ---- stock score functors ------------------------------------------------------------------------
+struct ScaleScore {  // s = dot · scale
+    static constexpr bool causal = false;
+    float scale;
+    __device__ __forceinline__ float operator()(float dot, int, int) const { return dot * scale; }
+};
+struct CausalScaleScore {  // s = dot · scale, −inf where k > q + offset; offset = t_kv − t_q (bottom-right)
+    static constexpr bool causal = true;
+    float scale;
+    int offset;
+    static CausalScaleScore make(float scale, int t_q, int t_kv) { return {scale, t_kv - t_q}; }
+    __device__ __forceinline__ float operator()(float dot, int q, int k) const {
+        return k > q + offset ? -INFINITY : dot * scale;
+    }
+};
+struct SoftcapScore {  // s = cap · tanh(dot · scale / cap)   (Gemma-2 style logit soft-capping)
+    static constexpr bool causal = false;
+    float scale_over_cap;  // scale / cap
+    float cap;
+    static SoftcapScore make(float scale, float cap) { return {scale / cap, cap}; }
+    __device__ __forceinline__ float operator()(float dot, int, int) const {
+        return cap * tst::fast_tanh(dot * scale_over_cap);
+    }
+};
+
+// ---- parameters ----------------------------------------------------------------------------------
+template <typename T, class Score> struct AttnParams {
+    const T *q;  // (batch, n_q_heads, t_q, d)
+    const T *k;  // (batch, n_kv_heads, t_kv, d)
+    const T *v;  // (batch, n_kv_heads, t_kv, d)
+    T *o;        // (batch, n_q_heads, t_q, d)
+    int64_t q_batch_stride, q_head_stride, q_seq_stride;  // in elements; head dim is contiguous
+    int64_t k_batch_stride, k_head_stride, k_seq_stride;
+    int64_t v_batch_stride, v_head_stride, v_seq_stride;
+    int64_t o_batch_stride, o_head_stride, o_seq_stride;
+    int batch, n_q_heads, n_kv_heads;
+    int t_q, t_kv;
+    int d;    // must equal the template's D (checked by launch_attention)
+    float c;  // weights are 2^(c·(s − max s)); c > 0 (log2(e) for softmax)
+    Score score;
+};
+
+// Default tiles per head dim (4 warps, 32 rows per warp; registers allow two CTAs per SM).
+template <int D> struct AttnConfig;
+// BN keys per smem tile (one __syncthreads per tile), computed in chunks of KC keys. D = 128 with BN = 64
+// (KC = 32) spills a few loop-invariant registers (ptxas, CUDA 13.0), so the default is BN = KC = 32.
+template <> struct AttnConfig<64> { static constexpr int BM = 128, BN = 128, KC = 64, WARPS = 4; };
+template <> struct AttnConfig<128> { static constexpr int BM = 128, BN = 32, KC = 32, WARPS = 4; };
+template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 64, KC = 32, WARPS = 4; };
+
+template <typename T, int D, int BM, int BN, int KC, int WARPS> struct AttnTile {
+    static constexpr int THREADS = WARPS * 32;
+    static constexpr int ROWS = BM / WARPS;  // query rows per warp
+    static constexpr int MT = ROWS / 16;     // 16-row MMA tiles per warp
+    static constexpr int NC = KC / 8;        // 8-key MMA column tiles of S (one chunk of KC keys)
+    static constexpr int DT = D / 8;         // 8-wide MMA column tiles of O
+    static constexpr int CPR = D / 8;        // 16-byte chunks per row
+    static constexpr int Q_ELEMS = BM * D, KV_ELEMS = BN * D;
+    static constexpr size_t SMEM_BYTES = (size_t)(Q_ELEMS + 4 * KV_ELEMS) * sizeof(T);
+    static_assert(sizeof(T) == 2, "attention: T must be __half or __nv_bfloat16");
+    static_assert(D % 64 == 0, "attention: head dim D must be a multiple of 64 (8 swizzled 16-byte chunks)");
+    static_assert(BM % (16 * WARPS) == 0, "attention: BM must be a multiple of 16 * WARPS");
+    static_assert(KC % 16 == 0 && BN % KC == 0, "attention: chunk KC must be a multiple of 16 dividing BN");
+    static_assert((BM * CPR) % THREADS == 0 && (BN * CPR) % THREADS == 0, "attention: tile rows vs threads");
+    static_assert(MT * (DT + NC) * 4 <= 200, "attention: O and S accumulators would not fit in registers");
+};
+
+// ---- tile helpers --------------------------------------------------------------------------------
+// Element offset of 16-byte chunk `chunk` of row `row` in a swizzled [rows][D] tile.
+template <int D> __device__ __forceinline__ int swz(int row, int chunk) {
+    return row * D + ((chunk ^ (row & 7)) << 3);
+}
+
+// ROWS×D tile global → shared (swizzled) with 16-byte cp.async; rows ≥ rows_valid are zero-filled.
+template <int ROWS, int D, int THREADS, typename T>
+__device__ __forceinline__ void load_tile(T *s, const T *g, int64_t stride, int rows_valid, int tid) {
+    constexpr int CPR = D / 8;
+#pragma unroll
+    for (int it = 0; it < ROWS * CPR / THREADS; it++) {
+        const int i = tid + it * THREADS, r = i / CPR, c = i % CPR;
+        const bool ok = r < rows_valid;
+        tst::cp_async16(s + swz<D>(r, c), ok ? g + (int64_t)r * stride + c * 8 : g, ok);
+    }
+}
+
+// Byte offset in a swizzled [rows][D] tile of chunk c0 + 2a + 8b of row `row` (c0 ∈ {0,1}, a ∈ [0,4)):
+// the swizzle only touches bits 4–6 of the offset, so it is row·2D + ((c0 ^ row%8)·16 ^ 32a) + 128b,
+// and with row, c0 fixed per lane there are four such values per lane; b and whole-16-row steps become
+// ldmatrix immediates. Used for every ldmatrix below.
+template <int D> __device__ __forceinline__ uint32_t swz_bytes(int row, int c0, int a) {
+    return (uint32_t)(row * D * 2) + ((uint32_t)((c0 ^ (row & 7)) << 4) ^ (uint32_t)(a << 5));
+}
+
+// S[MT][NT] (this warp's rows × BN keys) = Q_warp · K_tileᵀ; q_s, k_s are shared-window addresses.
+template <typename T, int D, int MT, int NT>
+__device__ __forceinline__ void qk_tile(float (&s)[MT][NT][4], uint32_t q_s, uint32_t k_s, int lane) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) s[mt][nt][i] = 0.f;
+    const int rq = lane % 16, cq = lane / 16;                       // A: rows 0–15, chunk pairs
+    const int rk = lane % 8 + (lane / 16) * 8, ck = (lane / 8) % 2;  // B: two 8-key tiles × k 0–7, 8–15
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+            tst::ldmatrix_x4_at(a[mt], q_s + swz_bytes<D>(rq, cq, kk % 4) + mt * 16 * D * 2 + (kk / 4) * 128);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t kb[4];
+            tst::ldmatrix_x4_at(kb, k_s + swz_bytes<D>(rk, ck, kk % 4) + np * 16 * D * 2 + (kk / 4) * 128);
+            const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                tst::mma16816<T>(s[mt][2 * np], a[mt], b0);
+                tst::mma16816<T>(s[mt][2 * np + 1], a[mt], b1);
+            }
+        }
+    }
+}
+
+// s ← score(s, q, k); with CHECK_KV also −inf for keys k ≥ t_kv (the partial last tile).
+template <bool CHECK_KV, class Score, int MT, int NT>
+__device__ __forceinline__ void score_tile(float (&s)[MT][NT][4], const Score &score, int q0, int k0, int t_kv,
+                                           int lane) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
+                float x = score(s[mt][nt][i], q, k);
+                if (CHECK_KV && k >= t_kv) x = -INFINITY;
+                s[mt][nt][i] = x;
+            }
+}
+
+// Online softmax step: update the running max m and sum l of each row, rescale O, turn s into weights p.
+// Row r of MMA tile mt is accumulator elements 2r, 2r+1; the four lanes of a quad share a row.
+template <int MT, int NT, int DT>
+__device__ __forceinline__ void softmax_tile(float (&s)[MT][NT][4], float (&o)[MT][DT][4], float (&m)[MT][2],
+                                             float (&l)[MT][2], float c) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx = m[mt][r];
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
+            mx = tst::quad_max(mx);
+            // A row with nothing unmasked yet keeps m = −inf: subtract 0 instead, so that every weight and
+            // the rescale factor come out as exp2(−inf) = 0 rather than NaN.
+            const float ms = mx == -INFINITY ? 0.f : mx * c;
+            const float alpha = tst::fast_exp2(fmaf(m[mt][r], c, -ms));
+            m[mt][r] = mx;
+#pragma unroll
+            for (int dt = 0; dt < DT; dt++) {
+                o[mt][dt][2 * r] *= alpha;
+                o[mt][dt][2 * r + 1] *= alpha;
+            }
+            float sum = 0.f;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const float p = tst::fast_exp2(fmaf(s[mt][nt][2 * r + j], c, -ms));
+                    s[mt][nt][2 * r + j] = p;
+                    sum += p;
+                }
+            l[mt][r] = l[mt][r] * alpha + sum;  // per-lane partial sum; the quad is summed once at the end
+        }
+}
+
+// P (weights in the score registers) → fp16/bf16 A fragments of P·V: keys 16kk..16kk+15 are S column
+// tiles 2kk and 2kk+1. Packing before the next loads halves the registers P holds across them.
+template <typename T, int MT, int NT>
+__device__ __forceinline__ void pack_p(uint32_t (&pa)[MT][NT / 2][4], const float (&p)[MT][NT][4]) {
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int kk = 0; kk < NT / 2; kk++) {
+            pa[mt][kk][0] = tst::pack2<T>(p[mt][2 * kk][0], p[mt][2 * kk][1]);
+            pa[mt][kk][1] = tst::pack2<T>(p[mt][2 * kk][2], p[mt][2 * kk][3]);
+            pa[mt][kk][2] = tst::pack2<T>(p[mt][2 * kk + 1][0], p[mt][2 * kk + 1][1]);
+            pa[mt][kk][3] = tst::pack2<T>(p[mt][2 * kk + 1][2], p[mt][2 * kk + 1][3]);
+        }
+}
+
+// O[MT][DT] += P · V_tile, V by ldmatrix.trans from the shared-window address v_s.
+template <typename T, int D, int MT, int NT, int DT>
+__device__ __forceinline__ void pv_tile(float (&o)[MT][DT][4], const uint32_t (&pa)[MT][NT / 2][4], uint32_t v_s,
+                                        int lane) {
+#pragma unroll
+    for (int kk = 0; kk < NT / 2; kk++) {
+#pragma unroll
+        for (int np = 0; np < DT / 2; np++) {
+            uint32_t vb[4];
+            tst::ldmatrix_x4_trans_at(vb, v_s + swz_bytes<D>(lane % 16, lane / 16, np % 4) + kk * 16 * D * 2 + (np / 4) * 128);
+            const uint32_t b0[2] = {vb[0], vb[1]}, b1[2] = {vb[2], vb[3]};
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                tst::mma16816<T>(o[mt][2 * np], pa[mt][kk], b0);
+                tst::mma16816<T>(o[mt][2 * np + 1], pa[mt][kk], b1);
+            }
+        }
+    }
+}
+
+// ---- the kernel ----------------------------------------------------------------------------------
+// Grid: x = query head, y = query tile (reversed under causal: the longest rows start first), z = batch.
+template <typename T, int D, int BM, int BN, int KC, int WARPS, class Score>
+__global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<T, Score> p) {
+    using C = AttnTile<T, D, BM, BN, KC, WARPS>;
+    constexpr int MT = C::MT, NC = C::NC, DT = C::DT;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    T *sQ = reinterpret_cast<T *>(smem_raw);  // [BM][D]
+    T *sK = sQ + C::Q_ELEMS;                  // [2][BN][D]
+    T *sV = sK + 2 * C::KV_ELEMS;             // [2][BN][D]
+
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int h = blockIdx.x, b = blockIdx.z;
+    const int q0 = (Score::causal ? gridDim.y - 1 - blockIdx.y : blockIdx.y) * BM;
+    const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const T *gQ = p.q + b * p.q_batch_stride + h * p.q_head_stride + q0 * p.q_seq_stride;
+    const T *gK = p.k + b * p.k_batch_stride + hk * p.k_head_stride;
+    const T *gV = p.v + b * p.v_batch_stride + hk * p.v_head_stride;
+    T *gO = p.o + b * p.o_batch_stride + h * p.o_head_stride;
+
+    int kv_end = p.t_kv;  // keys this tile can see
+    if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    auto load_kv = [&](int j) {  // tile j → buffer j % 2
+        if (j < n_tiles) {
+            load_tile<BN, D, C::THREADS>(sK + (j % 2) * C::KV_ELEMS, gK + (int64_t)j * BN * p.k_seq_stride,
+                                         p.k_seq_stride, p.t_kv - j * BN, tid);
+            load_tile<BN, D, C::THREADS>(sV + (j % 2) * C::KV_ELEMS, gV + (int64_t)j * BN * p.v_seq_stride,
+                                         p.v_seq_stride, p.t_kv - j * BN, tid);
+        }
+        tst::cp_async_commit();
+    };
+    if (n_tiles > 0) load_tile<BM, D, C::THREADS>(sQ, gQ, p.q_seq_stride, p.t_q - q0, tid);
+    load_kv(0);  // one commit group: Q, K_0, V_0
+
+    float o[MT][DT][4], m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[mt][dt][i] = 0.f;
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.f;
+    }
+    // Shared-window addresses: this warp's Q rows (row & 7 unchanged: ROWS % 8 == 0), K and V buffer 0.
+    const uint32_t q_s = tst::smem_addr(sQ + warp * C::ROWS * D), k_s = tst::smem_addr(sK), v_s = tst::smem_addr(sV);
+    const int qw0 = q0 + warp * C::ROWS;
+
+    for (int j = 0; j < n_tiles; j++) {
+        tst::cp_async_wait<0>();  // tile j (and Q) landed for this thread …
+        __syncthreads();          // … and for all; every warp is done with tile j-1, whose buffer is refilled:
+        load_kv(j + 1);           // the copy overlaps all of tile j's compute
+        const uint32_t k_t = k_s + (j % 2) * C::KV_ELEMS * 2, v_t = v_s + (j % 2) * C::KV_ELEMS * 2;
+        // KC-key chunks (S of a whole tile need not fit in registers); chunks past kv_end are skipped.
+        const int n_ch = BN == KC ? 1 : min(BN / KC, (kv_end - j * BN + KC - 1) / KC);
+#pragma unroll 1
+        for (int ch = 0; ch < n_ch; ch++) {
+            const int k0 = j * BN + ch * KC;
+            float s[MT][NC][4];
+            qk_tile<T, D, MT, NC>(s, q_s, k_t + ch * KC * D * 2, lane);
+            if (k0 + KC > p.t_kv) score_tile<true>(s, p.score, qw0, k0, p.t_kv, lane);
+            else score_tile<false>(s, p.score, qw0, k0, p.t_kv, lane);
+            softmax_tile(s, o, m, l, p.c);
+            uint32_t pa[MT][NC / 2][4];
+            pack_p<T>(pa, s);
+            pv_tile<T, D, MT, NC, DT>(o, pa, v_t + ch * KC * D * 2, lane);
+        }
+    }
+    tst::cp_async_wait<0>();  // nothing may land in sQ after the epilogue starts writing it
+    __syncthreads();
+
+    // Epilogue: O / l → this warp's rows of sQ (swizzled) → 16-byte coalesced stores of rows < t_q.
+    T *sOw = sQ + warp * C::ROWS * D;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const float sum = tst::quad_sum(l[mt][r]);
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;  // fully masked row → 0
+            const int row = mt * 16 + lane / 4 + r * 8;
+#pragma unroll
+            for (int dt = 0; dt < DT; dt++)
+                tst::store_pair<T>(sOw + swz<D>(row, dt) + (lane % 4) * 2, o[mt][dt][2 * r] * inv,
+                                   o[mt][dt][2 * r + 1] * inv);
+        }
+    __syncwarp();
+#pragma unroll
+    for (int it = 0; it < C::ROWS * C::CPR / 32; it++) {
+        const int i = lane + it * 32, r = i / C::CPR, c = i % C::CPR;
+        if (qw0 + r < p.t_q)
+            *reinterpret_cast<int4 *>(gO + (int64_t)(qw0 + r) * p.o_seq_stride + c * 8) =
+                *reinterpret_cast<const int4 *>(sOw + swz<D>(r, c));
+    }
+}
+
+// ---- host launch helper --------------------------------------------------------------------------
+template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t attention_smem_bytes() {
+    return AttnTile<T, D, BM, BN, KC, WARPS>::SMEM_BYTES;
+}
+
+// Checks the parameters, raises the kernel's shared-memory limit, launches; returns cudaGetLastError().
+// Never prints or exits. D (head dim) must equal p.d; tiles default to AttnConfig<D>.
+template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WARPS = AttnConfig<D>::WARPS,
+          int KC = (BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC), typename T, class Score>
+cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
+    using C = AttnTile<T, D, BM, BN, KC, WARPS>;
+    if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+        p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
+        return cudaErrorInvalidValue;
+    if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
+    if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
+    auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+    const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_seq_stride, p.k_batch_stride,
+                                 p.k_head_stride,  p.k_seq_stride,  p.v_batch_stride, p.v_head_stride,
+                                 p.v_seq_stride,   p.o_batch_stride, p.o_head_stride, p.o_seq_stride};
+    for (int64_t s : strides)
+        if (s % 8 != 0) return cudaErrorMisalignedAddress;
+    if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o)) return cudaErrorMisalignedAddress;
+    const int64_t q_tiles = ((int64_t)p.t_q + BM - 1) / BM;
+    if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
+
+    auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM_BYTES);
+    if (err != cudaSuccess) return err;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    if (err != cudaSuccess) return err;
+    kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM_BYTES, stream>>>(p);
+    return cudaGetLastError();
+}
+
+// ---- toward sm_90a (not implemented) -------------------------------------------------------------
+// A wgmma variant (FlashAttention-3 shape) would: load Q/K/V tiles with cp.async.bulk.tensor (TMA, tensor
+// maps passed as __grid_constant__) into 128-byte-swizzled smem completing on mbarriers, 2–3 stages; use
+// one producer warp(group) (setmaxnreg down) and two consumer warpgroups of 64 query rows each (setmaxnreg
+// up, __launch_bounds__(384, 1)); S = Q·Kᵀ as wgmma.m64n{BN}k16 with Q and K from smem, P·V as wgmma with
+// P from registers (the accumulator layout of wgmma matches the A-from-register layout after packing to
+// fp16) and V from smem (V is K-major there, so the V tile needs the transposed smem descriptor, which
+// wgmma supports for 16-bit types); ping-pong the two warpgroups so one's softmax overlaps the other's
+// GEMMs; and the epilogue through stmatrix + TMA store. The Score functor and the masking/online-softmax
+// code above carry over unchanged (they only see accumulator registers and their (q, k) positions).
+
+}  // namespace tsa
