@@ -622,7 +622,7 @@ static inline cudaError_t matmul_launch(const __half *X, const __half *W, __half
         p.ep.o1 = 0;
         p.ep.s1[0] = (int64_t)4096;
         p.ep.s1[1] = (int64_t)1;
-        err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K0>(p, stream);
+        err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0>(p, stream);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;

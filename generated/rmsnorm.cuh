@@ -763,7 +763,7 @@ static inline cudaError_t rmsnorm_launch(const __half *X, const __half *W, __hal
         p.ep.p2 = tmp0;
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)1;
-        err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K1>(p, stream);
+        err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;

@@ -661,7 +661,7 @@ static inline cudaError_t swiglu_launch(const __half *X, const __half *W_up, con
         p.ep.o1 = 0;
         p.ep.s1[0] = (int64_t)2048;
         p.ep.s1[1] = (int64_t)1;
-        err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K0>(p, stream);
+        err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0>(p, stream);
         if (err != cudaSuccess) return err;
     }
     {
@@ -692,7 +692,7 @@ static inline cudaError_t swiglu_launch(const __half *X, const __half *W_up, con
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)2048;
         p.ep.s2[1] = (int64_t)1;
-        err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K1>(p, stream);
+        err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;

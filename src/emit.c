@@ -435,17 +435,56 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? stride_of(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", stride_of(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
-    fprintf(e->f, "        err = tsg::launch_gemm<%s, 128, 128, 64, 2, 4, 4, %s, %s, K%d>(p, stream);\n"
+    /* tiles measured on the H200 (bench/NOTES.md): 128x256 with 3 stages for wide single GEMMs,
+     * 128x128 otherwise (4 stages; 3 for the dual form, whose two accumulators need the registers) */
+    const ts_axis *nax = &e->g->axes[k->n_axis];
+    bool wide = k->b1 < 0 && !nax->dynamic && nax->size >= 2048;
+    fprintf(e->f, "        err = tsg::launch_gemm<%s, 128, %d, 64, 2, 4, %d, %s, %s, K%d>(p, stream);\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
-            t, k->b_kn ? "true" : "false", k->b1 >= 0 ? "true" : "false", ki);
+            t, wide ? 256 : 128, wide || k->b1 >= 0 ? 3 : 4, k->b_kn ? "true" : "false", k->b1 >= 0 ? "true" : "false", ki);
+}
+
+static bool sym_equal(ts_sym a, ts_sym b) {
+    ts_sym d = ts_sym_add(a, ts_sym_mul(b, ts_sym_const(-1)));
+    return d.n == 0;
+}
+
+/* Whether the head axes (kv head outer, query-only head inner) nest into one head index in access a. */
+static bool heads_nest(emitter *e, const ts_access *a, int32_t outer, int32_t inner) {
+    return sym_equal(stride_of(a, outer), ts_sym_mul(stride_of(a, inner), ts_sym_axis(e->g, &e->dyn, inner)));
+}
+
+/* Heads as the kernel's head index (n_q_heads query heads over n_kv_heads kv heads): every head in one
+ * grid dimension, so that causal rows of all heads are scheduled longest first. When the query-only heads
+ * of GQA do not nest under the kv heads, the kv heads become the batch instead. */
+static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access *const *acc) {
+    int32_t kvh = k->group == 1 ? (k->heads_ndim ? k->head_axis[0] : -1) : (k->heads_ndim == 2 ? k->head_axis[0] : -1);
+    int32_t qh = k->group > 1 ? k->head_axis[k->heads_ndim - 1] : -1;
+    ts_sym zero = ts_sym_const(0), one = ts_sym_const(1);
+    const char *nm[4] = {"q", "k", "v", "o"};
+    bool merged = qh < 0 || kvh < 0 || (heads_nest(e, acc[0], kvh, qh) && heads_nest(e, acc[3], kvh, qh));
+    for (int i = 0; i < 4; i++) {
+        char dst[32];
+        bool query_side = i == 0 || i == 3;
+        int32_t head = query_side ? (qh >= 0 ? qh : kvh) : kvh;
+        snprintf(dst, sizeof dst, "p.%s_batch_stride", nm[i]);
+        print_assign(e, dst, !merged && kvh >= 0 ? stride_of(acc[i], kvh) : zero);
+        snprintf(dst, sizeof dst, "p.%s_head_stride", nm[i]);
+        bool has_head = head >= 0 && (merged || head == qh); /* unmerged: kv heads are the batch */
+        print_assign(e, dst, has_head ? stride_of(acc[i], head) : zero);
+        snprintf(dst, sizeof dst, "p.%s_seq_stride", nm[i]);
+        print_assign(e, dst, stride_of(acc[i], query_side ? k->m_axis : k->red_axis));
+    }
+    ts_sym nkv = kvh >= 0 ? ts_sym_axis(e->g, &e->dyn, kvh) : one;
+    ts_sym nq = qh >= 0 ? ts_sym_axis(e->g, &e->dyn, qh) : one;
+    print_assign(e, "p.batch", merged ? one : nkv);
+    print_assign(e, "p.n_q_heads", merged ? ts_sym_mul(nkv, nq) : nq);
+    print_assign(e, "p.n_kv_heads", merged ? nkv : one);
 }
 
 static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *q = &k->acc[k->a], *kk = &k->acc[k->b0], *v = &k->acc[k->b1];
     const char *t = ctype_of(e->p->buf[q->buf].dtype);
-    int32_t kvh = k->heads_ndim > 0 && k->group == 1 ? k->head_axis[0] : -1, qh = -1;
-    if (k->group > 1) kvh = k->heads_ndim == 2 ? k->head_axis[0] : -1, qh = k->head_axis[k->heads_ndim - 1];
-    ts_sym zero = ts_sym_const(0), one = ts_sym_const(1);
     fprintf(e->f, "    {\n        tsa::AttnParams<%s, K%d> p{};\n", t, ki);
     print_base(e, "p.q", q);
     print_base(e, "p.k", kk);
@@ -454,20 +493,7 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     buf_ptr(e, k->out.buf, ptr, sizeof ptr);
     fprintf(e->f, "        p.o = %s;\n", ptr);
     const ts_access *acc[4] = {q, kk, v, &k->out};
-    const char *nm[4] = {"q", "k", "v", "o"};
-    for (int i = 0; i < 4; i++) { /* batch = the kv-head axis, head = the query-only head axis (GQA) */
-        char dst[32];
-        bool query_side = i == 0 || i == 3;
-        snprintf(dst, sizeof dst, "p.%s_batch_stride", nm[i]);
-        print_assign(e, dst, kvh >= 0 ? stride_of(acc[i], kvh) : zero);
-        snprintf(dst, sizeof dst, "p.%s_head_stride", nm[i]);
-        print_assign(e, dst, qh >= 0 && query_side ? stride_of(acc[i], qh) : zero);
-        snprintf(dst, sizeof dst, "p.%s_seq_stride", nm[i]);
-        print_assign(e, dst, stride_of(acc[i], query_side ? k->m_axis : k->red_axis));
-    }
-    print_assign(e, "p.batch", kvh >= 0 ? ts_sym_axis(e->g, &e->dyn, kvh) : one);
-    print_assign(e, "p.n_q_heads", qh >= 0 ? ts_sym_axis(e->g, &e->dyn, qh) : one);
-    fputs("        p.n_kv_heads = 1;\n", e->f);
+    emit_attention_heads(e, k, acc);
     print_assign(e, "p.t_q", ts_sym_axis(e->g, &e->dyn, k->m_axis));
     print_assign(e, "p.t_kv", ts_sym_axis(e->g, &e->dyn, k->red_axis));
     print_assign(e, "p.d", ts_sym_axis(e->g, &e->dyn, k->n_axis));
