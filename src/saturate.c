@@ -70,10 +70,15 @@ int ts_saturate(ts_graph *g, const ts_rules *rs, const char *const *phases, int 
     double t0 = now_s();
     if (ts_egir_init(&out->x, g, err) != 0) return -1;
     ts_runner_init(&out->run, out->x.eg, rs);
-    int missing = -1;
-    if (!ts_runner_run(&out->run, phases, nphases, lim, &missing)) {
-        *err = ts_strfmt("no ruleset named '%s' was loaded", phases[missing]);
-        return -1;
+    for (int i = 0; i < nphases; i++) { /* each phase may grow the e-graph by node_limit e-nodes */
+        int set = ts_rule_find_ruleset(rs, phases[i]);
+        if (set < 0) {
+            *err = ts_strfmt("no ruleset named '%s' was loaded", phases[i]);
+            return -1;
+        }
+        ts_runner_limits phase = *lim;
+        phase.node_limit = ts_eg_node_count(out->x.eg) + lim->node_limit;
+        ts_runner_run_phase(&out->run, set, &phase);
     }
     out->seconds = now_s() - t0;
     return 0;

@@ -133,3 +133,28 @@ Test(saturate, the_saturated_output_still_evaluates_to_the_graph) {
     ts_eg_term_free(&term);
     free_saturated(&t);
 }
+
+Test(saturate, softcapped_attention_reaches_the_online_softmax_form) {
+    saturated t;
+    const char *y = "axes: {h: 2, t_q: 8, t_kv: 8, d_h: 4}\ninputs:\n"
+                    "  Q: {dtype: fp16, shape: [h, t_q, d_h]}\n  K: {dtype: fp16, shape: [h, t_kv, d_h]}\n"
+                    "  V: {dtype: fp16, shape: [h, t_kv, d_h]}\nops:\n"
+                    "  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+                    "  - {name: S1, op: scale, args: [S], by: 0.02}\n"
+                    "  - {name: S2, op: tanh, args: [S1]}\n"
+                    "  - {name: S3, op: scale, args: [S2], by: 50}\n"
+                    "  - {name: P, op: softmax, args: [S3], axis: t_kv}\n"
+                    "  - {name: O, op: matmul, args: [P, V], over: t_kv}\noutputs: [O]\n";
+    check_ok(&t.c, y);
+    ts_rule_env env = ts_egir_rule_env();
+    ts_rule_init(&t.rs, &env);
+    const char *dir = "rules";
+    cr_assert_eq(ts_load_rule_paths(&t.rs, &dir, 1, stderr), 0);
+    ts_runner_limits lim = ts_runner_default_limits();
+    char *err = NULL;
+    cr_assert_eq(ts_saturate(&t.c.g, &t.rs, ts_default_phases, ts_default_nphases, &lim, &t.s, &err), 0, "%s", err);
+    const ts_enode *n = class_node_of(t.s.x.eg, t.s.x.output_class[0], TS_OP_ONLINE_WSUM);
+    cr_assert_not_null(n, "O = online_wsum(softcapped scores, V, c)");
+    cr_assert_eq(ts_eg_find(t.s.x.eg, n->kid[0]), class_of_tensor(&t, "S3"));
+    free_saturated(&t);
+}
