@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "compile.h"
 #include "costmodel.h"
 #include "emit.h"
 #include "interp.h"
@@ -190,19 +191,24 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
 
 /* ---- load + check (shared by every command) ---------------------------------------------------- */
 
-/* Loads and checks o->file into g. Prints diagnostics. Returns 0, or an exit code. */
-static int load_graph(const options *o, ts_spec *spec, ts_graph *g) {
+/* Loads and checks o->file into g at the sizes of --dims, which land in *bind (NULL: not kept).
+ * Prints diagnostics. Returns 0, or an exit code. */
+static int load_graph_bound(const options *o, ts_spec *spec, ts_graph *g, ts_binding *bind) {
     ts_diags d;
-    ts_binding bind = {0};
+    ts_binding local = {0};
+    ts_binding *b = bind ? bind : &local;
+    *b = (ts_binding){0};
     int rc = ts_spec_load(spec, o->file, &d);
-    if (rc == 0 && o->dims) rc = ts_binding_parse(&bind, o->dims, &d);
-    if (rc == 0) rc = ts_check(spec, &bind, g, &d);
+    if (rc == 0 && o->dims) rc = ts_binding_parse(b, o->dims, &d);
+    if (rc == 0) rc = ts_check(spec, b, g, &d);
     else ts_graph_init(g, NULL);
     ts_diags_print(&d, stderr);
     ts_diags_free(&d);
-    ts_binding_free(&bind);
+    ts_binding_free(&local);
     return rc == 0 ? 0 : EXIT_INPUT;
 }
+
+static int load_graph(const options *o, ts_spec *spec, ts_graph *g) { return load_graph_bound(o, spec, g, NULL); }
 
 /* ---- check ------------------------------------------------------------------------------------- */
 
@@ -508,31 +514,6 @@ static int cmd_explain(int argc, char **argv) {
 
 /* ---- compile ----------------------------------------------------------------------------------- */
 
-/* The view table of the graph re-checked with each dynamic axis times its prime (see sym.h). */
-static int second_binding_views(const options *o, ts_spec *spec, const ts_graph *g, ts_graph *g2, ts_egir *x2) {
-    ts_binding bind = {0};
-    ts_dyn dyn;
-    if (ts_dyn_of(g, &dyn) != 0) return -1;
-    for (int d = 0; d < dyn.n; d++) {
-        bind.name[bind.n] = ts_strdup(g->axes[dyn.axis[d]].name);
-        bind.size[bind.n++] = g->axes[dyn.axis[d]].size * ts_sym_primes[d];
-    }
-    ts_diags dg;
-    ts_diags_init(&dg, o->file, NULL, 0);
-    int rc = ts_check(spec, &bind, g2, &dg);
-    ts_diags_free(&dg);
-    ts_binding_free(&bind);
-    char *err = NULL;
-    if (rc == 0 && ts_egir_init(x2, g2, &err) != 0) rc = -1;
-    free(err);
-    return rc;
-}
-
-static int by_predicted(const void *a, const void *b) {
-    double x = ((const ts_plan *)a)->predicted_s, y = ((const ts_plan *)b)->predicted_s;
-    return x < y ? -1 : x > y;
-}
-
 static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double baseline_s, int top) {
     printf("%-4s %-30s %8s %12s %9s  %s\n", "rank", "plan", "kernels", "predicted", "speedup", "kernels in order");
     for (int i = 0; i < n && i < top; i++) {
@@ -562,41 +543,20 @@ static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, 
     return EXIT_INPUT;
 }
 
-static int compile_plans(const options *o, ts_spec *spec, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm) {
-    ts_runner_limits lim = ts_runner_default_limits();
-    ts_saturation s;
-    ts_egir plain, x2 = {0};
-    ts_graph g2 = {0};
+static int compile_plans(const options *o, ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rules *rs,
+                         const ts_costmodel *cm) {
+    ts_compiled c;
     char *err = NULL;
-    int rc = ts_saturate(g, rs, ts_default_phases, ts_default_nphases, &lim, &s, &err);
-    if (rc == 0) rc = ts_egir_init(&plain, g, &err);
-    bool dynamic = false;
-    for (int a = 0; a < g->naxes; a++) dynamic |= g->axes[a].dynamic;
-    if (rc == 0 && dynamic && second_binding_views(o, spec, g, &g2, &x2) != 0) err = ts_strdup("cannot re-check at a second size");
-    ts_plan *plans = NULL;
-    int n = 0;
-    if (rc == 0 && !err) rc = ts_plan_build_all(&s.x, &plain, dynamic ? x2.views : NULL, &plans, &n, &err);
-    if (err) {
+    if (ts_compile(spec, bind, g, rs, cm, &c, &err) != 0) {
         fprintf(stderr, "%s: error: %s\n", o->file, err);
         free(err);
-        rc = EXIT_INPUT;
-    } else {
-        for (int i = 0; i < n; i++) ts_costmodel_predict(cm, g, &plans[i]);
-        double baseline = plans[0].predicted_s;
-        qsort(plans, (size_t)n, sizeof *plans, by_predicted);
-        printf("graph %s: %d candidate plans, ranked with %s (%s%s)\n", g->name, n, cm->path, cm->gpu,
-               cm->calibrated ? "" : ", uncalibrated");
-        print_ranking(plans, n, g, baseline, (int)o->top);
-        rc = write_best(o, spec, g, plans, n, cm, baseline);
+        return EXIT_INPUT;
     }
-    for (int i = 0; i < n; i++) ts_plan_free(&plans[i]);
-    free(plans);
-    if (dynamic) {
-        ts_egir_free(&x2);
-        ts_graph_free(&g2);
-    }
-    ts_egir_free(&plain);
-    ts_saturation_free(&s);
+    printf("graph %s: %d candidate plans, ranked with %s (%s%s)\n", g->name, c.n, cm->path, cm->gpu,
+           cm->calibrated ? "" : ", uncalibrated");
+    print_ranking(c.plans, c.n, g, c.baseline_s, (int)o->top);
+    int rc = write_best(o, spec, g, c.plans, c.n, cm, c.baseline_s);
+    ts_compiled_free(&c);
     return rc;
 }
 
@@ -608,7 +568,8 @@ static int cmd_compile(int argc, char **argv) {
     ts_graph g;
     ts_rules rs;
     ts_costmodel cm = {0};
-    rc = load_graph(&o, &spec, &g);
+    ts_binding bind;
+    rc = load_graph_bound(&o, &spec, &g, &bind);
     int rrc = load_rules(&o, &rs);
     if (rc == 0) rc = rrc;
     if (rc == 0) {
@@ -617,7 +578,8 @@ static int cmd_compile(int argc, char **argv) {
         ts_diags_print(&d, stderr);
         ts_diags_free(&d);
     }
-    if (rc == 0) rc = compile_plans(&o, &spec, &g, &rs, &cm);
+    if (rc == 0) rc = compile_plans(&o, &spec, &bind, &g, &rs, &cm);
+    ts_binding_free(&bind);
     ts_costmodel_free(&cm);
     ts_rule_free(&rs);
     ts_graph_free(&g);
