@@ -462,6 +462,13 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, root);
     free(memo);
+    if (b->has_mat[c0] || (c1 >= 0 && b->has_mat[c1])) {
+        /* an epilogue operand needed the contraction itself (rmsnorm of a residual): it is in a buffer
+         * now, so the region reads it instead of computing it again */
+        free(tmp.acc);
+        free(tmp.expr.node);
+        return false;
+    }
     ts_kernel *k = new_kernel(b, TS_KERNEL_GEMM);
     k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
     k->a = ia, k->b0 = ib, k->b1 = ib1, k->b_kn = kn;
@@ -502,6 +509,23 @@ static bool score_is_causal(const builder *b, int i, int32_t q, int32_t k) {
     for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
         if (score_is_causal(b, (int)t->e.kid[c], q, k)) return true;
     return false;
+}
+
+/* Whether every term of s is a multiple of 8 (16-byte steps of 2-byte elements). */
+static bool sym_multiple_of_8(const ts_sym *s) {
+    for (int i = 0; i < s->n; i++)
+        if (s->t[i].coef % 8 != 0) return false;
+    return true;
+}
+
+/* An attention operand as the kernel reads it: the head dim contiguous, every other stride and the
+ * offset in 16-byte steps, its dims ordered outer to inner; otherwise a contiguous copy in `order`. */
+static ts_access attention_operand(builder *b, int i, int32_t dim, const int32_t *order, int n) {
+    ts_access a = materialize(b, i);
+    bool ok = a.ndim == n && sym_multiple_of_8(&a.offset);
+    for (int d = 0; ok && d < a.ndim; d++)
+        ok = a.axis[d] == dim ? sym_is_one(&a.stride[d]) : sym_multiple_of_8(&a.stride[d]);
+    return ok ? a : contiguous_as(b, i, order, n);
 }
 
 /* The query position axis among Q's axes that K lacks: the one an iota of the score pairs with the key
@@ -568,8 +592,8 @@ static bool try_attention(builder *b, int i) {
     ko[nkv] = kax, ko[nkv + 1] = dax;
     vo[nkv] = kax, vo[nkv + 1] = dvax;
     ts_kernel tmp = {0};
-    ts_access qa = contiguous_as(b, q, qo, nq + 2), ka = contiguous_as(b, kk, ko, nkv + 2),
-              va = contiguous_as(b, v, vo, nkv + 2);
+    ts_access qa = attention_operand(b, q, dax, qo, nq + 2), ka = attention_operand(b, kk, dax, ko, nkv + 2),
+              va = attention_operand(b, v, dvax, vo, nkv + 2);
     region r = {{dot, -1}, s};
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, s);
@@ -588,10 +612,9 @@ static bool try_attention(builder *b, int i) {
     memcpy(k->head_axis, heads, sizeof(int32_t) * (size_t)nq);
     k->group = group;
     k->causal = score_is_causal(b, s, qax, kax);
-    int32_t out[TS_MAX_DIMS];
-    memcpy(out, heads, sizeof(int32_t) * (size_t)nq);
-    out[nq] = qax, out[nq + 1] = dvax;
-    new_output(b, i, out, nq + 2, dtype_of(b, i), k);
+    int32_t out[TS_MAX_DIMS]; /* O in Q's layout, with the value dim for the head dim */
+    for (int j = 0; j < qa.ndim; j++) out[j] = qa.axis[j] == dax ? dvax : qa.axis[j];
+    new_output(b, i, out, qa.ndim, dtype_of(b, i), k);
     return true;
 }
 
@@ -602,10 +625,11 @@ static void emit_region(builder *b, int i) {
     if ((op == TS_OP_ONLINE_WSUM || op == TS_OP_WSUM) && try_attention(b, i)) return;
     int cores[16], nc = 0;
     region_cores(b, i, cores, &nc, true);
-    if (nc == 1 && b->t[cores[0]].e.op == TS_OP_CONTRACT && try_gemm(b, i, cores[0], -1)) return;
-    if (b->fuse && nc > 1) /* several contractions: the last accumulates, the others are computed first */
-        for (int j = nc - 1; j >= 0; j--)
-            if (b->t[cores[j]].e.op == TS_OP_CONTRACT && try_gemm(b, i, cores[j], -1)) return;
+    /* a contraction with several users is computed once, into a buffer, rather than in each epilogue */
+    for (int j = nc - 1; j >= 0; j--) /* the last single-use contraction accumulates; others are loaded */
+        if (b->t[cores[j]].e.op == TS_OP_CONTRACT && !b->has_mat[cores[j]] && (cores[j] == i || b->t[cores[j]].uses <= 1) &&
+            (nc == 1 || b->fuse) && try_gemm(b, i, cores[j], -1))
+            return;
     if (nc == 2 && b->t[cores[0]].e.op == TS_OP_PICK && b->t[cores[1]].e.op == TS_OP_PICK &&
         b->t[cores[0]].e.kid[0] == b->t[cores[1]].e.kid[0]) {
         int p0 = b->t[cores[0]].e.param[0] == 0 ? cores[0] : cores[1];
