@@ -75,7 +75,14 @@ struct ts_egraph {
     ts_enode *node;
     uint32_t *node_cls;
     unsigned char *dead;
+    int32_t *node_tag, *node_iter; /* provenance: the origin current when the node was added */
     uint32_t nnodes, cap_nodes, nlive;
+    int32_t cur_tag, cur_iter;
+
+    /* op index (ts_eg_index_ops): the classes holding op o are ix_cls[ix_start[o] .. ix_start[o+1]) */
+    uint32_t *ix_start, *ix_cls;
+    uint32_t ix_nops;
+    uint64_t version, ix_version; /* version: bumped by every new node and merge; the index's snapshot */
 
     /* hashcons: open addressing, linear probing, power-of-two capacity, load <= 1/2 */
     hc_slot *hc;
@@ -128,6 +135,7 @@ static int arity_of(const ts_egraph *eg, int32_t op) { return info_of(eg, op)->a
 ts_egraph *ts_eg_new(const ts_eg_ops *ops, const ts_eg_analysis *an) {
     ts_egraph *eg = ts_xcalloc(1, sizeof *eg);
     eg->ops = ops;
+    eg->cur_tag = eg->cur_iter = -1;
     if (an && an->size > 0) {
         TS_ASSERT(an->make != NULL && an->merge != NULL);
         eg->an = *an;
@@ -152,6 +160,10 @@ void ts_eg_free(ts_egraph *eg) {
     free(eg->node);
     free(eg->node_cls);
     free(eg->dead);
+    free(eg->node_tag);
+    free(eg->node_iter);
+    free(eg->ix_start);
+    free(eg->ix_cls);
     free(eg->hc);
     free(eg->pending);
     vec_free(&eg->worklist);
@@ -177,6 +189,7 @@ uint32_t ts_eg_find(ts_egraph *eg, uint32_t id) {
 
 /* find without compression, for const queries */
 static uint32_t find_const(const ts_egraph *eg, uint32_t id) {
+    TS_ASSERT(id < eg->nids);
     while (eg->uf[id] != id) id = eg->uf[id];
     return id;
 }
@@ -205,13 +218,18 @@ static uint32_t new_node(ts_egraph *eg, const ts_enode *n, uint32_t cls) {
         eg->node = ts_xrealloc(eg->node, cap * sizeof *eg->node);
         eg->node_cls = ts_xrealloc(eg->node_cls, cap * sizeof *eg->node_cls);
         eg->dead = ts_xrealloc(eg->dead, cap);
+        eg->node_tag = ts_xrealloc(eg->node_tag, cap * sizeof *eg->node_tag);
+        eg->node_iter = ts_xrealloc(eg->node_iter, cap * sizeof *eg->node_iter);
         eg->cap_nodes = cap;
     }
     uint32_t i = eg->nnodes++;
     eg->node[i] = *n;
     eg->node_cls[i] = cls;
     eg->dead[i] = 0;
+    eg->node_tag[i] = eg->cur_tag;
+    eg->node_iter[i] = eg->cur_iter;
     eg->nlive++;
+    eg->version++;
     return i;
 }
 
@@ -295,7 +313,18 @@ static void hc_remove(ts_egraph *eg, uint32_t node) {
 
 /* ======== adding nodes ============================================================================ */
 
-/* `n` with canonical kids and unused fields zeroed. */
+/* `n` with canonical kids and unused fields zeroed, without compressing paths. */
+static ts_enode canonical_const(const ts_egraph *eg, const ts_enode *n) {
+    const ts_eg_opinfo *info = info_of(eg, n->op);
+    ts_enode c;
+    memset(&c, 0, sizeof c);
+    c.op = n->op;
+    for (int i = 0; i < info->arity; i++) c.kid[i] = find_const(eg, n->kid[i]);
+    for (int i = 0; i < info->nparams; i++) c.param[i] = n->param[i];
+    return c;
+}
+
+/* The same, compressing the kids' paths (the hot path of adding and rebuilding). */
 static ts_enode canonical(ts_egraph *eg, const ts_enode *n) {
     const ts_eg_opinfo *info = info_of(eg, n->op);
     ts_enode c;
@@ -355,6 +384,7 @@ static void merge_classes(ts_egraph *eg, uint32_t a, uint32_t b) {
     uint32_t root = size_a >= size_b ? a : b, gone = root == a ? b : a;
     eg->uf[gone] = root;
     eg->nclasses--;
+    eg->version++;
     vec_take_all(&eg->cnodes[root], &eg->cnodes[gone]);
     vec_take_all(&eg->cparents[root], &eg->cparents[gone]);
     if (eg->an.size)
@@ -494,6 +524,141 @@ void *ts_eg_data(ts_egraph *eg, uint32_t cls) {
 const void *ts_eg_data_const(const ts_egraph *eg, uint32_t cls) {
     if (!eg->an.size) return NULL;
     return eg->data + (size_t)find_const(eg, cls) * eg->an.size;
+}
+
+/* ======== provenance ============================================================================== */
+
+void ts_eg_set_origin(ts_egraph *eg, int32_t tag, int32_t iter) {
+    eg->cur_tag = tag;
+    eg->cur_iter = iter;
+}
+
+bool ts_eg_node_origin(const ts_egraph *eg, const ts_enode *n, int32_t *tag, int32_t *iter) {
+    ts_enode c = canonical_const(eg, n);
+    uint32_t q = hc_find(eg, &c, node_hash(&c));
+    if (tag) *tag = q == TS_EG_NONE ? -1 : eg->node_tag[q];
+    if (iter) *iter = q == TS_EG_NONE ? -1 : eg->node_iter[q];
+    return q != TS_EG_NONE;
+}
+
+int32_t ts_eg_node_tag(const ts_egraph *eg, const ts_enode *n) {
+    int32_t tag;
+    ts_eg_node_origin(eg, n, &tag, NULL);
+    return tag;
+}
+
+int32_t ts_eg_node_iter(const ts_egraph *eg, const ts_enode *n) {
+    int32_t iter;
+    ts_eg_node_origin(eg, n, NULL, &iter);
+    return iter;
+}
+
+/* ======== op index ================================================================================ */
+
+static uint32_t op_count(const ts_egraph *eg) {
+    return (uint32_t)TS_OP_COUNT + (eg->ops ? (uint32_t)eg->ops->nextra : 0);
+}
+
+/* One pass over the classes: counts (fill false: into ix_start[op + 1]) or places (fill true: at the
+ * cursor pos[op]) each class once per distinct op among its nodes. last[op] is the class seen last. */
+static void index_pass(ts_egraph *eg, uint32_t *last, uint32_t *pos, bool fill) {
+    for (uint32_t o = 0; o < eg->ix_nops; o++) last[o] = TS_EG_NONE;
+    for (uint32_t c = 0; c < eg->nids; c++) {
+        if (eg->uf[c] != c) continue;
+        for (uint32_t j = 0; j < eg->cnodes[c].n; j++) {
+            uint32_t op = (uint32_t)eg->node[eg->cnodes[c].v[j]].op;
+            if (last[op] == c) continue;
+            last[op] = c;
+            if (fill)
+                eg->ix_cls[pos[op]++] = c;
+            else
+                eg->ix_start[op + 1]++;
+        }
+    }
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+#define SPAN_MIN 9 /* a class of fewer nodes is scanned whole: faster than searching it */
+
+/* Sorts the node list of every canonical class of SPAN_MIN nodes or more by (op, node index), so each
+ * op's nodes are contiguous. */
+static void sort_class_nodes(ts_egraph *eg) {
+    uint64_t *key = NULL;
+    uint32_t cap = 0;
+    for (uint32_t c = 0; c < eg->nids; c++) {
+        idvec *v = &eg->cnodes[c];
+        if (eg->uf[c] != c || v->n < SPAN_MIN) continue;
+        if (v->n > cap) key = ts_xrealloc(key, (cap = v->n) * sizeof *key);
+        for (uint32_t j = 0; j < v->n; j++) key[j] = (uint64_t)(uint32_t)eg->node[v->v[j]].op << 32 | v->v[j];
+        qsort(key, v->n, sizeof *key, cmp_u64);
+        for (uint32_t j = 0; j < v->n; j++) v->v[j] = (uint32_t)key[j];
+    }
+    free(key);
+}
+
+void ts_eg_index_ops(ts_egraph *eg) {
+    TS_ASSERT(!ts_eg_is_dirty(eg));
+    sort_class_nodes(eg);
+    eg->ix_nops = op_count(eg);
+    free(eg->ix_start);
+    free(eg->ix_cls);
+    eg->ix_start = ts_xcalloc(eg->ix_nops + 1, sizeof *eg->ix_start);
+    uint32_t *last = ts_xmalloc(eg->ix_nops * sizeof *last);
+    index_pass(eg, last, NULL, false);
+    for (uint32_t o = 0; o < eg->ix_nops; o++) eg->ix_start[o + 1] += eg->ix_start[o];
+    eg->ix_cls = ts_xmalloc((eg->ix_start[eg->ix_nops] + 1) * sizeof *eg->ix_cls);
+    uint32_t *pos = ts_xmalloc(eg->ix_nops * sizeof *pos);
+    memcpy(pos, eg->ix_start, eg->ix_nops * sizeof *pos);
+    index_pass(eg, last, pos, true);
+    free(pos);
+    free(last);
+    eg->ix_version = eg->version;
+}
+
+static bool index_fresh(const ts_egraph *eg) {
+    return eg->ix_start && eg->ix_version == eg->version && !ts_eg_is_dirty(eg);
+}
+
+void ts_eg_drop_op_index(ts_egraph *eg) {
+    free(eg->ix_start);
+    free(eg->ix_cls);
+    eg->ix_start = eg->ix_cls = NULL;
+    eg->ix_nops = 0;
+}
+
+const uint32_t *ts_eg_classes_with_op(const ts_egraph *eg, int32_t op, uint32_t *n) {
+    *n = 0;
+    if (!index_fresh(eg)) return NULL;
+    if (op < 0 || (uint32_t)op >= eg->ix_nops) return eg->ix_cls; /* no such op: no class */
+    *n = eg->ix_start[op + 1] - eg->ix_start[op];
+    return eg->ix_cls + eg->ix_start[op];
+}
+
+/* The first position from lo in class list v whose node's op is >= op (v sorted by op). */
+static uint32_t lower_bound_op(const ts_egraph *eg, const idvec *v, uint32_t lo, int32_t op) {
+    uint32_t hi = v->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (eg->node[v->v[mid]].op < op)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void ts_eg_class_op_span(const ts_egraph *eg, uint32_t cls, int32_t op, uint32_t *first, uint32_t *end) {
+    TS_ASSERT(ts_eg_is_root(eg, cls));
+    const idvec *v = &eg->cnodes[cls];
+    *first = 0;
+    *end = v->n;
+    if (v->n < SPAN_MIN || !index_fresh(eg)) return;
+    *first = lower_bound_op(eg, v, 0, op);
+    *end = lower_bound_op(eg, v, *first, op + 1);
 }
 
 /* ======== invariant check (tests) ================================================================= */

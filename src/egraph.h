@@ -3,8 +3,9 @@
  * What it is: a union-find over 32-bit e-class ids (a bare parent array with path halving), a hashcons
  * from canonical e-node to e-class, per-class node and parent lists, egg's deferred rebuild (ts_eg_union
  * only records; ts_eg_rebuild merges, restores congruence and the hashcons with a worklist), an e-class
- * analysis hook (make / merge / modify over a fixed-size per-class struct the client owns), and the
- * smallest-term extraction that tests use.
+ * analysis hook (make / merge / modify over a fixed-size per-class struct the client owns), per-node
+ * provenance (which rule application, in which iteration, first added each node: for explanations), an
+ * op index (the classes holding each op, for matching), and the smallest-term extraction that tests use.
  * What it is not: it knows nothing about tensors. An e-node is an op id, up to 4 int64 params and up to 4
  * child classes; all it knows of an op is its name, arity and number of params (ts_eg_opinfo). Rules,
  * matching and the saturation loop live in rules.h and runner.h.
@@ -113,6 +114,35 @@ const ts_enode *ts_eg_class_node(const ts_egraph *eg, uint32_t cls, uint32_t i);
 /* The analysis data of canonical class `cls` (NULL without an analysis). */
 void *ts_eg_data(ts_egraph *eg, uint32_t cls);
 const void *ts_eg_data_const(const ts_egraph *eg, uint32_t cls);
+
+/* ---- provenance --------------------------------------------------------------------------------- */
+
+/* Every e-node remembers the origin that was current when it was first added: a tag (the runner uses
+ * the rule index; -1, the initial value, means "from the input") and an iteration number (-1 initially).
+ * Re-adding an existing node, or merging it with another, keeps its first origin. */
+void ts_eg_set_origin(ts_egraph *eg, int32_t tag, int32_t iter);
+/* The origin of node `n` (kids may be non-canonical ids): false, with -1 in both, when it is not in the
+ * graph. tag or iter may be NULL. */
+bool ts_eg_node_origin(const ts_egraph *eg, const ts_enode *n, int32_t *tag, int32_t *iter);
+int32_t ts_eg_node_tag(const ts_egraph *eg, const ts_enode *n);  /* -1: from the input, or absent */
+int32_t ts_eg_node_iter(const ts_egraph *eg, const ts_enode *n); /* -1: set no iteration, or absent */
+
+/* ---- op index ----------------------------------------------------------------------------------- */
+
+/* Builds the op index of a rebuilt graph: for each op, the canonical classes holding a node with that
+ * op, in increasing id order; and sorts the nodes of each large class by (op, node index), so
+ * ts_eg_class_op_span can give each op's nodes as one span. Any later change (a new node, a merge) makes it stale until built
+ * again. */
+void ts_eg_index_ops(ts_egraph *eg);
+/* Frees the index (matching then scans every class, as with a stale index). */
+void ts_eg_drop_op_index(ts_egraph *eg);
+/* The classes holding op `op` (*n of them) from an up-to-date index, or NULL (*n = 0) when there is no
+ * index or it is stale. Valid until the graph or the index changes. */
+const uint32_t *ts_eg_classes_with_op(const ts_egraph *eg, int32_t op, uint32_t *n);
+
+/* Positions [*first, *end) of class `cls` (canonical) that hold every node of op `op`: exactly those
+ * nodes while the op index is up to date and the class is large, else the whole class (0, size). */
+void ts_eg_class_op_span(const ts_egraph *eg, uint32_t cls, int32_t op, uint32_t *first, uint32_t *end);
 
 /* Checks every invariant of a rebuilt graph (canonical nodes, hashcons, congruence, class lists). For
  * tests; O(nodes). Returns false on the first violation. */

@@ -22,6 +22,7 @@ typedef enum {
     T_RBRACE,
     T_COMMA,
     T_COLON,
+    T_SEMI,   /* ; between the patterns of a multi-pattern side */
     T_ARROW,  /* => */
     T_DARROW, /* <=> */
     T_VAR,    /* ?name (text includes the '?') */
@@ -120,8 +121,8 @@ static int scan_word(const char *s) {
 /* Lexes one token at s (not whitespace or comment); returns its length. */
 static int lex_one(parser *p, const char *s, int line, int col) {
     token t = {T_EOF, line, col, 1, s, 0};
-    static const char single[] = "(){},:";
-    static const tok_kind single_kind[] = {T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_COMMA, T_COLON};
+    static const char single[] = "(){},:;";
+    static const tok_kind single_kind[] = {T_LPAREN, T_RPAREN, T_LBRACE, T_RBRACE, T_COMMA, T_COLON, T_SEMI};
     const char *hit = strchr(single, *s);
     if (hit) {
         t.kind = single_kind[hit - single];
@@ -352,7 +353,8 @@ static int parse_pattern(parser *p, rule_build *b);
 
 /* Can token t not start an operand, so that an open '(' before it is never closed? */
 static bool ends_operands(const token *t) {
-    return t->kind == T_EOF || t->kind == T_ARROW || t->kind == T_DARROW || t->kind == T_COLON || is_keyword(t);
+    return t->kind == T_EOF || t->kind == T_ARROW || t->kind == T_DARROW || t->kind == T_COLON ||
+           t->kind == T_SEMI || is_keyword(t);
 }
 
 /* OP [params] [operands...] after an optional '(' (open: the '(' token, or NULL for a bare atom). */
@@ -527,6 +529,10 @@ static void rule_free(ts_rule *r) {
     free(r->doc);
     free(r->lhs.node);
     free(r->rhs.node);
+    for (int i = 0; i < TS_RULE_MAX_ROOTS - 1; i++) {
+        free(r->more_lhs[i].node);
+        free(r->more_rhs[i].node);
+    }
     for (int v = 0; v < r->nvars; v++) free(r->var[v].name);
     free(r->cond);
     memset(r, 0, sizeof *r);
@@ -586,40 +592,96 @@ static ts_rule reverse_of(const ts_rule *r) {
     return v;
 }
 
-/* Parses the sides and guards of a rule into b; false after reporting an error. */
-static bool parse_rule_body(parser *p, rule_build *b, bool *two_way) {
-    b->side = SIDE_LEFT;
-    const token *lhs_tok = peek(p);
-    int l = parse_pattern(p, b);
-    if (l < 0) return false;
-    if (b->pat[l].op == TS_PAT_VAR) {
-        perr(p, lhs_tok, "the left side of a rule cannot be a bare variable");
+/* The patterns of one side, as parsed: pattern i is b->pat[end[i-1] .. end[i]) (end[-1]: `from`). */
+typedef struct {
+    int n;
+    uint32_t from, end[TS_RULE_MAX_ROOTS];
+    const token *first; /* the side's first token */
+} side_parse;
+
+/* Parses pattern { ';' pattern } as side `sd` into b; false after reporting an error. */
+static bool parse_side(parser *p, rule_build *b, side sd, side_parse *out) {
+    b->side = sd;
+    out->n = 0;
+    out->from = b->npat;
+    out->first = peek(p);
+    for (;;) {
+        const token *t = peek(p);
+        if (out->n == TS_RULE_MAX_ROOTS) {
+            perr(p, t, "too many patterns (at most %d on a side)", TS_RULE_MAX_ROOTS);
+            return false;
+        }
+        int k = parse_pattern(p, b);
+        if (k < 0) return false;
+        if (sd == SIDE_LEFT && b->pat[k].op == TS_PAT_VAR) {
+            perr(p, t, "the left side of a rule cannot be a bare variable");
+            return false;
+        }
+        out->end[out->n++] = b->npat;
+        if (peek(p)->kind != T_SEMI) return true;
+        next(p);
+    }
+}
+
+static bool err_two_way_multi(parser *p, const token *arrow) {
+    perr(p, arrow, "'<=>' cannot join multi-patterns (write each direction as a '=>' rule)");
+    return false;
+}
+
+/* Checks that the arrow joins sides of equal pattern counts, and that '<=>' joins single patterns. */
+static bool check_sides(parser *p, const token *arrow, const side_parse *l, const side_parse *r) {
+    if (arrow->kind == T_DARROW && (l->n > 1 || r->n > 1)) return err_two_way_multi(p, arrow);
+    if (l->n != r->n) {
+        perr(p, arrow, "%d left %s but %d right %s (a multi-pattern rule needs one right pattern per left one)",
+             l->n, plural(l->n, "pattern", "patterns"), r->n, plural(r->n, "pattern", "patterns"));
         return false;
     }
-    uint32_t lhs_end = b->npat;
+    return true;
+}
+
+/* Reports anything but the end of the rule at the current token. */
+static bool expect_rule_end(parser *p) {
+    const token *t = peek(p);
+    if (at_rule_end(t)) return true;
+    char buf[64];
+    if (t->kind == T_RPAREN)
+        err_unexpected(p, t, "the next rule");
+    else
+        perr(p, t, "unexpected %s after the rule (a rule ends where the next 'rule' begins)",
+             describe(t, buf, sizeof buf));
+    return false;
+}
+
+/* Pattern i of side s, out of b. */
+static ts_pattern side_pattern(const rule_build *b, const side_parse *s, int i) {
+    return take_pattern(b, i == 0 ? s->from : s->end[i - 1], s->end[i]);
+}
+
+static void take_sides(rule_build *b, const side_parse *l, const side_parse *r) {
+    b->r.npatterns = l->n;
+    b->r.lhs = side_pattern(b, l, 0);
+    b->r.rhs = side_pattern(b, r, 0);
+    for (int i = 1; i < l->n; i++) {
+        b->r.more_lhs[i - 1] = side_pattern(b, l, i);
+        b->r.more_rhs[i - 1] = side_pattern(b, r, i);
+    }
+}
+
+/* Parses the sides and guards of a rule into b; false after reporting an error. */
+static bool parse_rule_body(parser *p, rule_build *b, bool *two_way) {
+    side_parse l, r;
+    if (!parse_side(p, b, SIDE_LEFT, &l)) return false;
     const token *arrow = next(p);
     if (arrow->kind != T_ARROW && arrow->kind != T_DARROW) {
-        err_unexpected(p, arrow, "'=>' or '<=>' after the left side");
+        err_unexpected(p, arrow, l.n > 1 ? "'=>' after the left side" : "'=>' or '<=>' after the left side");
         return false;
     }
     *two_way = arrow->kind == T_DARROW;
-    b->side = SIDE_RIGHT;
-    const token *rhs_tok = peek(p);
-    if (parse_pattern(p, b) < 0) return false;
-    if (*two_way && !check_two_way(p, b, rhs_tok)) return false;
-    if (!parse_guards(p, b)) return false;
-    const token *t = peek(p);
-    if (!at_rule_end(t)) {
-        char buf[64];
-        if (t->kind == T_RPAREN)
-            err_unexpected(p, t, "the next rule");
-        else
-            perr(p, t, "unexpected %s after the rule (a rule ends where the next 'rule' begins)",
-                 describe(t, buf, sizeof buf));
-        return false;
-    }
-    b->r.lhs = take_pattern(b, 0, lhs_end);
-    b->r.rhs = take_pattern(b, lhs_end, b->npat);
+    if (*two_way && l.n > 1) return err_two_way_multi(p, arrow);
+    if (!parse_side(p, b, SIDE_RIGHT, &r) || !check_sides(p, arrow, &l, &r)) return false;
+    if (*two_way && !check_two_way(p, b, r.first)) return false;
+    if (!parse_guards(p, b) || !expect_rule_end(p)) return false;
+    take_sides(b, &l, &r);
     return true;
 }
 
@@ -777,6 +839,20 @@ int ts_rule_find_ruleset(const ts_rules *rs, const char *name) {
     return -1;
 }
 
+/* ======== patterns of a rule ====================================================================== */
+
+int ts_rule_npatterns(const ts_rule *r) { return r->npatterns > 1 ? r->npatterns : 1; }
+
+const ts_pattern *ts_rule_lhs(const ts_rule *r, int i) {
+    TS_ASSERT(i >= 0 && i < ts_rule_npatterns(r));
+    return i == 0 ? &r->lhs : &r->more_lhs[i - 1];
+}
+
+const ts_pattern *ts_rule_rhs(const ts_rule *r, int i) {
+    TS_ASSERT(i >= 0 && i < ts_rule_npatterns(r));
+    return i == 0 ? &r->rhs : &r->more_rhs[i - 1];
+}
+
 /* ======== printing patterns ======================================================================= */
 
 typedef struct {
@@ -831,6 +907,17 @@ char *ts_rule_pattern_str(const ts_rules *rs, const ts_rule *r, const ts_pattern
     return b.s;
 }
 
+char *ts_rule_side_str(const ts_rules *rs, const ts_rule *r, bool right) {
+    strbuf b = {0};
+    sb_printf(&b, "%s", "");
+    for (int i = 0; i < ts_rule_npatterns(r); i++) {
+        const ts_pattern *p = right ? ts_rule_rhs(r, i) : ts_rule_lhs(r, i);
+        if (i > 0) sb_printf(&b, " ; ");
+        if (p->n > 0) pat_put(&b, rs, r, p, p->n - 1);
+    }
+    return b.s;
+}
+
 /* ======== e-matching ============================================================================== */
 
 typedef struct {
@@ -839,7 +926,9 @@ typedef struct {
 
 typedef struct {
     const ts_egraph *eg;
-    const ts_pattern *p;
+    const ts_rule *r;
+    const ts_pattern *p; /* the left pattern being matched, ts_rule_lhs(r, pi) */
+    int pi;
     goal todo[TS_RULE_MAX_PAT];
     ts_rule_match cur;
     uint32_t bound; /* bit v: variable v is bound in cur */
@@ -875,11 +964,26 @@ static bool params_match(matcher *m, const ts_pat_node *pn, const ts_enode *n) {
     return true;
 }
 
-/* Solves the goals todo[0..ntodo) (the last first), emitting each complete match. */
+static void search_pattern(matcher *m, int pi);
+
+/* Pattern pi matched: searches the next pattern with the bindings so far, or emits the match. */
+static void pattern_done(matcher *m) {
+    if (m->pi + 1 == ts_rule_npatterns(m->r)) {
+        emit(m);
+        return;
+    }
+    int pi = m->pi;
+    search_pattern(m, pi + 1);
+    m->pi = pi;
+    m->p = ts_rule_lhs(m->r, pi);
+}
+
+/* Solves the goals todo[0..ntodo) (the last first), then goes on to the next pattern. Preserves
+ * todo[0..ntodo) and the bindings. */
 static void solve(matcher *m, int ntodo) {
     if (full(m)) return;
     if (ntodo == 0) {
-        emit(m);
+        pattern_done(m);
         return;
     }
     goal g = m->todo[ntodo - 1];
@@ -890,8 +994,9 @@ static void solve(matcher *m, int ntodo) {
         m->bound = saved;
         return;
     }
-    uint32_t size = ts_eg_class_size(m->eg, g.cls);
-    for (uint32_t i = 0; i < size && !full(m); i++) {
+    uint32_t first, end;
+    ts_eg_class_op_span(m->eg, g.cls, pn->op, &first, &end);
+    for (uint32_t i = first; i < end && !full(m); i++) {
         const ts_enode *n = ts_eg_class_node(m->eg, g.cls, i);
         if (n->op == pn->op && params_match(m, pn, n)) {
             for (int k = 0; k < pn->nkids; k++) m->todo[ntodo - 1 + k] = (goal){pn->kid[k], n->kid[k]};
@@ -902,21 +1007,34 @@ static void solve(matcher *m, int ntodo) {
     }
 }
 
+/* Matches left pattern pi at every candidate root class (the op index's, or all classes). */
+static void search_pattern(matcher *m, int pi) {
+    m->pi = pi;
+    m->p = ts_rule_lhs(m->r, pi);
+    uint32_t root = m->p->n - 1, n;
+    TS_ASSERT(m->p->node[root].op != TS_PAT_VAR);
+    const uint32_t *cls = ts_eg_classes_with_op(m->eg, m->p->node[root].op, &n);
+    if (!cls) n = ts_eg_id_bound(m->eg);
+    for (uint32_t i = 0; i < n && !full(m); i++) {
+        uint32_t c = cls ? cls[i] : i;
+        if (!cls && !ts_eg_is_root(m->eg, c)) continue;
+        m->cur.roots[pi] = c;
+        m->todo[0] = (goal){root, c};
+        solve(m, 1);
+    }
+    m->cur.roots[pi] = TS_EG_NONE;
+}
+
 size_t ts_rule_search(const ts_egraph *eg, const ts_rule *r, size_t limit, ts_rule_matches *out) {
+    TS_ASSERT(!ts_eg_is_dirty(eg));
     matcher m;
     memset(&m, 0, sizeof m);
     m.eg = eg;
-    m.p = &r->lhs;
+    m.r = r;
     m.out = out;
     m.limit = limit;
-    uint32_t root = r->lhs.n - 1;
-    TS_ASSERT(!ts_eg_is_dirty(eg) && r->lhs.node[root].op != TS_PAT_VAR);
-    for (uint32_t c = 0; c < ts_eg_id_bound(eg) && !full(&m); c++) {
-        if (!ts_eg_is_root(eg, c)) continue;
-        m.cur.root = c;
-        m.todo[0] = (goal){root, c};
-        solve(&m, 1);
-    }
+    for (int i = 0; i < TS_RULE_MAX_ROOTS; i++) m.cur.roots[i] = TS_EG_NONE;
+    search_pattern(&m, 0);
     return m.found;
 }
 
@@ -968,12 +1086,18 @@ uint32_t ts_rule_instantiate(ts_egraph *eg, const ts_pattern *p, const ts_rule_m
     return cls[p->n - 1];
 }
 
-bool ts_rule_apply(const ts_rules *rs, ts_egraph *eg, const ts_rule *r, const ts_rule_match *m) {
-    if (!ts_rule_guards_hold(rs, eg, r, m)) return false;
+bool ts_rule_apply_match(ts_egraph *eg, const ts_rule *r, const ts_rule_match *m) {
     uint32_t before = ts_eg_node_count(eg);
-    uint32_t c = ts_rule_instantiate(eg, &r->rhs, m);
-    bool merged = ts_eg_union(eg, m->root, c);
+    bool merged = false;
+    for (int i = 0; i < ts_rule_npatterns(r); i++) {
+        uint32_t c = ts_rule_instantiate(eg, ts_rule_rhs(r, i), m);
+        merged |= ts_eg_union(eg, m->roots[i], c);
+    }
     return merged || ts_eg_node_count(eg) != before;
+}
+
+bool ts_rule_apply(const ts_rules *rs, ts_egraph *eg, const ts_rule *r, const ts_rule_match *m) {
+    return ts_rule_guards_hold(rs, eg, r, m) && ts_rule_apply_match(eg, r, m);
 }
 
 /* ======== ground terms ============================================================================ */

@@ -12,9 +12,12 @@
  *     rule mul-commute: (mul ?a ?b) <=> (mul ?b ?a)
  *     rule recip-recip: (recip (recip ?x)) => ?x
  *     rule scale-past-sum: (reduce_sum{?k} (mul ?x ?s)) => (mul (reduce_sum{?k} ?x) ?s) if (const-along ?s ?k)
+ *     rule shared-operand: (reduce_sum{?k} (mul ?x ?a)) ; (reduce_sum{?k} (mul ?x ?b))
+ *                       => (pick{0} (dual{?k} ?x ?a ?b)) ; (pick{1} (dual{?k} ?x ?a ?b)) if (distinct ?a ?b)
  *
  *   file     := { 'ruleset' NAME | rule }                    (# starts a comment that runs to end of line)
- *   rule     := 'rule' NAME ':' pattern ('=>' | '<=>') pattern [ 'if' guard { guard } ]
+ *   rule     := 'rule' NAME ':' side ('=>' | '<=>') side [ 'if' guard { guard } ]
+ *   side     := pattern { ';' pattern }                      1..TS_RULE_MAX_ROOTS patterns
  *   pattern  := '?'NAME                                      an operand variable: binds an e-class
  *             | OP [params]                                  an op of arity 0, e.g. input{0}
  *             | '(' OP [params] pattern... ')'               exactly the op's arity of operands
@@ -30,7 +33,12 @@
  *   the same e-class (or the same param value) everywhere.
  * - `=>` rewrites left to right. `a <=> b` is two rules: NAME (a => b) and NAME-rev (b => a), with the same
  *   guards; each side must then bind every variable, and neither side may be a bare variable.
- * - The left side of a rule cannot be a bare variable.
+ * - The left side of a rule (each of its patterns) cannot be a bare variable.
+ * - Multi-patterns (egg's): `P1 ; P2 => R1 ; R2` has as many right patterns as left ones. A match binds
+ *   every variable so that each Pi matches some class (variables shared between patterns bind the same
+ *   class or param); applying it adds each Ri and merges it with the class Pi matched. Any right pattern
+ *   and guard may use a variable bound by any left pattern. Matching is a join: P2 is searched once per
+ *   match of P1, with P1's bindings fixed. `<=>` cannot join multi-patterns.
  * - Rules before the first 'ruleset' line belong to ruleset 'default'. A ruleset named again (in the same
  *   or another file) continues. Rule names are unique across everything loaded into one ts_rules.
  * - Ops are looked up in the primitives of ops.h, then in the client's extra ops (ts_eg_ops).
@@ -50,7 +58,8 @@
 #include "egraph.h"
 
 #define TS_RULE_MAX_VARS 16       /* variables per rule */
-#define TS_RULE_MAX_PAT 64        /* nodes per pattern */
+#define TS_RULE_MAX_PAT 64        /* pattern nodes per rule (all its patterns together) */
+#define TS_RULE_MAX_ROOTS 4       /* patterns per side of a multi-pattern rule */
 #define TS_RULE_MAX_GUARD_ARGS 4  /* arguments per guard */
 #define TS_PAT_VAR (-1)           /* ts_pat_node.op of an operand variable */
 
@@ -121,7 +130,9 @@ typedef struct {
     int line, col;    /* of the rule's name, 1-based */
     int ruleset;      /* index into ts_rules.set */
     bool reverse;     /* the right-to-left half of a '<=>' rule */
-    ts_pattern lhs, rhs;
+    ts_pattern lhs, rhs; /* the two sides; of a multi-pattern rule, the first pattern of each */
+    int npatterns;       /* patterns per side: 1, or 2..TS_RULE_MAX_ROOTS (0 is read as 1) */
+    ts_pattern more_lhs[TS_RULE_MAX_ROOTS - 1], more_rhs[TS_RULE_MAX_ROOTS - 1]; /* patterns 2.. */
     int nvars;
     ts_rule_var var[TS_RULE_MAX_VARS];
     int nconds;
@@ -158,14 +169,25 @@ bool ts_rule_load_file(ts_rules *rs, const char *path, ts_diags *d);
 int ts_rule_find(const ts_rules *rs, const char *name);
 int ts_rule_find_ruleset(const ts_rules *rs, const char *name);
 
+/* Patterns per side of r (1 unless it is a multi-pattern rule), and its i-th left and right pattern. */
+int ts_rule_npatterns(const ts_rule *r);
+const ts_pattern *ts_rule_lhs(const ts_rule *r, int i);
+const ts_pattern *ts_rule_rhs(const ts_rule *r, int i);
+
 /* A pattern or rule as text in the rule syntax, e.g. "(mul ?a ?b)" (malloc'd). */
 char *ts_rule_pattern_str(const ts_rules *rs, const ts_rule *r, const ts_pattern *p);
+/* A whole side (right: the right one), its patterns joined by " ; " (malloc'd). */
+char *ts_rule_side_str(const ts_rules *rs, const ts_rule *r, bool right);
 
 /* ---- matching and applying ---------------------------------------------------------------------- */
 
-/* A match: the e-class the left side matched and each variable's value (an e-class id or a param). */
+/* A match: the e-class each left pattern matched (root is roots[0]; roots past the rule's patterns are
+ * TS_EG_NONE) and each variable's value (an e-class id or a param). */
 typedef struct {
-    uint32_t root;
+    union {
+        uint32_t root;
+        uint32_t roots[TS_RULE_MAX_ROOTS];
+    };
     int64_t val[TS_RULE_MAX_VARS];
 } ts_rule_match;
 
@@ -177,14 +199,19 @@ typedef struct {
 void ts_rule_matches_free(ts_rule_matches *ms);
 
 /* Appends to `out` the matches of r's left side in the rebuilt graph eg, at most `limit` of them (0: no
- * limit), by top-down backtracking over the nodes of each class. Returns the number appended. */
+ * limit), by top-down backtracking over the nodes of each class. The root of each pattern is tried on the
+ * classes holding its op (ts_eg_classes_with_op) when eg's op index is up to date, else on every class;
+ * the results are the same. A multi-pattern rule's patterns are joined in order, each later pattern
+ * searched with the bindings of the earlier ones fixed. Returns the number appended. */
 size_t ts_rule_search(const ts_egraph *eg, const ts_rule *r, size_t limit, ts_rule_matches *out);
 /* Whether every guard of r holds for match m. */
 bool ts_rule_guards_hold(const ts_rules *rs, const ts_egraph *eg, const ts_rule *r, const ts_rule_match *m);
 /* Adds pattern p with m's bindings to eg and returns the class of its root. */
 uint32_t ts_rule_instantiate(ts_egraph *eg, const ts_pattern *p, const ts_rule_match *m);
-/* If the guards hold: instantiates r's right side and records its union with m->root. Returns whether
- * the graph changed (a node was added or two distinct classes are to be merged). */
+/* Instantiates each right pattern i of r and records its union with m->roots[i], without checking the
+ * guards. Returns whether the graph changed (a node was added or two distinct classes are to be merged). */
+bool ts_rule_apply_match(ts_egraph *eg, const ts_rule *r, const ts_rule_match *m);
+/* ts_rule_apply_match if every guard holds; else false. */
 bool ts_rule_apply(const ts_rules *rs, ts_egraph *eg, const ts_rule *r, const ts_rule_match *m);
 
 /* Parses a ground term (a pattern without variables, e.g. "(mul (add a b) c)") and adds it to eg.

@@ -74,20 +74,20 @@ static bool search_rule(ts_runner *run, int r, uint32_t iter, const ts_runner_li
     return true;
 }
 
-/* Applies rule r's matches until the node limit; returns whether the graph changed. */
+/* Applies rule r's matches until the node limit, the nodes they add tagged with r and the iteration;
+ * returns whether the graph changed. */
 static bool apply_rule(ts_runner *run, int r, const ts_runner_limits *lim) {
     ts_runner_rule_stats *st = &run->stats[r];
     const ts_rule *rule = &run->rules->rule[r];
     const ts_rule_matches *ms = &run->found[r];
     bool changed = false;
     double t0 = now_s();
+    ts_eg_set_origin(run->eg, r, (int32_t)run->iteration);
     for (size_t i = 0; i < ms->n && ts_eg_node_count(run->eg) < lim->node_limit; i++) {
         const ts_rule_match *m = &ms->m[i];
         if (!ts_rule_guards_hold(run->rules, run->eg, rule, m)) continue;
         st->applied++;
-        uint32_t before = ts_eg_node_count(run->eg);
-        uint32_t cls = ts_rule_instantiate(run->eg, &rule->rhs, m);
-        if (ts_eg_union(run->eg, m->root, cls) || ts_eg_node_count(run->eg) != before) {
+        if (ts_rule_apply_match(run->eg, rule, m)) {
             st->changed++;
             changed = true;
         }
@@ -104,6 +104,10 @@ typedef struct {
 static iter_result iterate(ts_runner *run, const ts_ruleset *set, uint32_t iter, const ts_runner_limits *lim,
                            double deadline) {
     iter_result res = {false, false, false};
+    if (run->scan_all) /* the graph is clean here: rebuilt before the phase and after each iteration */
+        ts_eg_drop_op_index(run->eg);
+    else
+        ts_eg_index_ops(run->eg);
     for (int i = 0; i < set->n; i++) {
         if (now_s() >= deadline) {
             res.out_of_time = true;
@@ -114,7 +118,10 @@ static iter_result iterate(ts_runner *run, const ts_ruleset *set, uint32_t iter,
     }
     uint32_t nodes = ts_eg_node_count(run->eg), classes = ts_eg_class_count(run->eg);
     for (int i = 0; i < set->n; i++) res.changed |= apply_rule(run, set->rule[i], lim);
+    ts_eg_set_origin(run->eg, -1, (int32_t)run->iteration); /* nodes the analysis adds in the rebuild */
     ts_eg_rebuild(run->eg);
+    ts_eg_set_origin(run->eg, -1, -1);
+    run->iteration++;
     res.changed |= nodes != ts_eg_node_count(run->eg) || classes != ts_eg_class_count(run->eg);
     return res;
 }
@@ -165,4 +172,62 @@ bool ts_runner_run(ts_runner *run, const char *const *rulesets, int n, const ts_
     }
     for (int i = 0; i < n; i++) ts_runner_run_phase(run, ts_rule_find_ruleset(run->rules, rulesets[i]), lim);
     return true;
+}
+
+/* ======== derivations ============================================================================= */
+
+/* The e-class of each node of t in eg, bottom-up (TS_EG_NONE where the node is not in eg). Malloc'd. */
+static uint32_t *term_classes(ts_egraph *eg, const ts_eg_term *t) {
+    uint32_t *cls = ts_xmalloc((t->n + 1) * sizeof *cls);
+    for (uint32_t i = 0; i < t->n; i++) {
+        ts_enode n = t->node[i];
+        const ts_eg_opinfo *info = ts_eg_op_info(ts_eg_ops_of(eg), n.op);
+        TS_ASSERT(info != NULL);
+        bool ok = true;
+        for (int k = 0; k < info->arity && ok; k++) {
+            ok = cls[n.kid[k]] != TS_EG_NONE;
+            n.kid[k] = cls[n.kid[k]];
+        }
+        cls[i] = ok ? ts_eg_lookup(eg, &n) : TS_EG_NONE;
+    }
+    return cls;
+}
+
+/* Adds (rule, iteration) to steps[0..*n), keeping the earliest iteration per rule. */
+static void add_step(ts_runner_step *steps, size_t *n, int rule, int32_t iteration) {
+    for (size_t i = 0; i < *n; i++) {
+        if (steps[i].rule != rule) continue;
+        if (iteration < steps[i].iteration) steps[i].iteration = iteration;
+        return;
+    }
+    steps[(*n)++] = (ts_runner_step){rule, iteration};
+}
+
+static int cmp_step(const void *a, const void *b) {
+    const ts_runner_step *x = a, *y = b;
+    if (x->iteration != y->iteration) return x->iteration < y->iteration ? -1 : 1;
+    return (x->rule > y->rule) - (x->rule < y->rule);
+}
+
+size_t ts_runner_derivation(ts_runner *run, const ts_eg_term *t, ts_runner_step **out) {
+    uint32_t *cls = term_classes(run->eg, t);
+    ts_runner_step *steps = ts_xmalloc((t->n + 1) * sizeof *steps);
+    size_t n = 0;
+    for (uint32_t i = 0; i < t->n; i++) {
+        if (cls[i] == TS_EG_NONE) continue;
+        ts_enode node = t->node[i];
+        const ts_eg_opinfo *info = ts_eg_op_info(ts_eg_ops_of(run->eg), node.op);
+        for (int k = 0; k < info->arity; k++) node.kid[k] = cls[node.kid[k]];
+        int32_t tag, iter;
+        if (ts_eg_node_origin(run->eg, &node, &tag, &iter) && tag >= 0 && tag < run->rules->nrules)
+            add_step(steps, &n, tag, iter);
+    }
+    free(cls);
+    qsort(steps, n, sizeof *steps, cmp_step);
+    if (n == 0) {
+        free(steps);
+        steps = NULL;
+    }
+    *out = steps;
+    return n;
 }

@@ -7,7 +7,10 @@
  * iteration exceed match_limit << times_banned is banned (its matches dropped) for
  * ban_length << times_banned iterations, so commutativity and associativity cannot flood the graph; when
  * an iteration changes nothing while rules are banned, the bans are lifted instead of declaring
- * saturation. What it is not: extraction or cost (later stages).
+ * saturation. Each iteration first builds the e-graph's op index, so matching tries a pattern only on the
+ * classes holding its root op. Every node an application adds is tagged with the rule and the iteration
+ * (counted over all phases), so ts_runner_derivation can say which rules built an extracted term.
+ * What it is not: extraction or cost (later stages).
  *
  * Usage:
  *     ts_runner run; ts_runner_init(&run, eg, &rules);
@@ -71,6 +74,8 @@ typedef struct {
     /* scheduler state of the current phase, one per rule */
     uint32_t *banned_until; /* iteration at which the ban ends */
     ts_rule_matches *found; /* matches of the current iteration */
+    uint32_t iteration;     /* iterations run over all phases: the provenance iteration of the next one */
+    bool scan_all;          /* set to match without the op index, scanning every class (for comparisons) */
 } ts_runner;
 
 /* eg and rules are borrowed; load every rule before this (the statistics are sized by rules->nrules). */
@@ -83,5 +88,17 @@ ts_runner_stop ts_runner_run_phase(ts_runner *run, int ruleset, const ts_runner_
 /* Runs the named rulesets in order, each a phase under `lim`. Returns false, running nothing, when a name
  * is not a ruleset of the rules (its index in *missing when not NULL). */
 bool ts_runner_run(ts_runner *run, const char *const *rulesets, int n, const ts_runner_limits *lim, int *missing);
+
+/* One step of a derivation: a rule, and the first iteration in which it added a node of the term. */
+typedef struct {
+    int rule;          /* index into the rules */
+    int32_t iteration; /* counted over all phases run, from 0 */
+} ts_runner_step;
+
+/* The derivation of term t (extracted from run's e-graph, e.g. by ts_eg_extract_smallest): the distinct
+ * rules whose applications first added t's nodes, ordered by (iteration, rule index). Nodes from the
+ * input (or absent from the graph) contribute none. Returns the count; *out is malloc'd for the caller
+ * to free (NULL when the count is 0). For each step, rules->rule[step.rule] has its name and file:line. */
+size_t ts_runner_derivation(ts_runner *run, const ts_eg_term *t, ts_runner_step **out);
 
 #endif

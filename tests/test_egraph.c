@@ -343,3 +343,108 @@ Test(egraph, term_str_prints_params_in_braces) {
     free(str);
     ts_eg_free(eg);
 }
+
+/* ---- provenance --------------------------------------------------------------------------------- */
+
+Test(egraph, node_keeps_the_origin_current_when_it_was_first_added) {
+    ts_egraph *eg = ts_eg_new(&ops, NULL);
+    uint32_t a = leaf(eg, OP_A), b = leaf(eg, OP_B);
+    ts_eg_set_origin(eg, 3, 7);
+    bin(eg, TS_OP_MUL, a, b);
+    ts_eg_set_origin(eg, 5, 9);
+    bin(eg, TS_OP_MUL, a, b); /* already there: keeps (3, 7) */
+    un(eg, OP_F, a);
+    int32_t tag = 0, iter = 0;
+    cr_assert(ts_eg_node_origin(eg, &(ts_enode){.op = TS_OP_MUL, .kid = {a, b}}, &tag, &iter));
+    cr_assert_eq(tag, 3);
+    cr_assert_eq(iter, 7);
+    cr_assert_eq(ts_eg_node_tag(eg, &(ts_enode){.op = OP_F, .kid = {a}}), 5);
+    cr_assert_eq(ts_eg_node_iter(eg, &(ts_enode){.op = OP_F, .kid = {a}}), 9);
+    cr_assert_eq(ts_eg_node_tag(eg, &(ts_enode){.op = OP_A}), -1); /* from the input */
+    cr_assert_eq(ts_eg_node_iter(eg, &(ts_enode){.op = OP_A}), -1);
+    cr_assert_not(ts_eg_node_origin(eg, &(ts_enode){.op = TS_OP_ADD, .kid = {a, b}}, &tag, &iter));
+    cr_assert_eq(tag, -1);
+    cr_assert_eq(iter, -1);
+    ts_eg_free(eg);
+}
+
+Test(egraph, origin_survives_merges_and_stale_kid_ids) {
+    ts_egraph *eg = ts_eg_new(&ops, NULL);
+    uint32_t a = leaf(eg, OP_A), b = leaf(eg, OP_B);
+    ts_eg_set_origin(eg, 2, 0);
+    uint32_t fa = un(eg, OP_F, a);
+    ts_eg_set_origin(eg, 4, 1);
+    un(eg, OP_F, b);
+    ts_eg_union(eg, a, b);
+    ts_eg_rebuild(eg); /* f(a) and f(b) are now one node: one of the two origins survives */
+    int32_t tag = ts_eg_node_tag(eg, &(ts_enode){.op = OP_F, .kid = {b}});
+    cr_assert(tag == 2 || tag == 4);
+    cr_assert_eq(ts_eg_node_tag(eg, &(ts_enode){.op = OP_F, .kid = {a}}), tag); /* a is a stale id now */
+    cr_assert_eq(ts_eg_find(eg, fa), ts_eg_lookup(eg, &(ts_enode){.op = OP_F, .kid = {b}}));
+    ts_eg_free(eg);
+}
+
+/* ---- op index ----------------------------------------------------------------------------------- */
+
+static void assert_classes(const ts_egraph *eg, int32_t op, const uint32_t *want, uint32_t nwant) {
+    uint32_t n;
+    const uint32_t *got = ts_eg_classes_with_op(eg, op, &n);
+    cr_assert_not_null(got);
+    cr_assert_eq(n, nwant, "%u classes, want %u", n, nwant);
+    for (uint32_t i = 0; i < n; i++) cr_assert_eq(got[i], want[i], "class %u: %u, want %u", i, got[i], want[i]);
+}
+
+Test(egraph, op_index_lists_each_ops_classes_until_the_graph_changes) {
+    ts_egraph *eg = ts_eg_new(&ops, NULL);
+    uint32_t n;
+    cr_assert_null(ts_eg_classes_with_op(eg, TS_OP_MUL, &n)); /* never built */
+    uint32_t a = leaf(eg, OP_A), b = leaf(eg, OP_B);
+    uint32_t m = bin(eg, TS_OP_MUL, a, b), s = bin(eg, TS_OP_ADD, a, b), m2 = bin(eg, TS_OP_MUL, b, a);
+    ts_eg_union(eg, m2, s); /* one class holding a mul and an add */
+    ts_eg_rebuild(eg);
+    ts_eg_index_ops(eg);
+    uint32_t ms = ts_eg_find(eg, s);
+    assert_classes(eg, TS_OP_MUL, (uint32_t[]){m < ms ? m : ms, m < ms ? ms : m}, 2);
+    assert_classes(eg, TS_OP_ADD, (uint32_t[]){ms}, 1);
+    assert_classes(eg, OP_A, (uint32_t[]){a}, 1);
+    assert_classes(eg, TS_OP_EXP2, NULL, 0);
+    leaf(eg, OP_C); /* a new node: stale */
+    cr_assert_null(ts_eg_classes_with_op(eg, OP_C, &n));
+    cr_assert_eq(n, 0);
+    ts_eg_index_ops(eg);
+    assert_classes(eg, OP_C, (uint32_t[]){ts_eg_lookup(eg, &(ts_enode){.op = OP_C})}, 1);
+    ts_eg_union(eg, a, b);
+    cr_assert_null(ts_eg_classes_with_op(eg, OP_A, &n)); /* a pending union: stale */
+    ts_eg_rebuild(eg);
+    cr_assert_null(ts_eg_classes_with_op(eg, OP_A, &n)); /* merged: stale */
+    ts_eg_index_ops(eg);
+    ts_eg_drop_op_index(eg);
+    cr_assert_null(ts_eg_classes_with_op(eg, OP_A, &n));
+    cr_assert(ts_eg_check_invariants(eg));
+    ts_eg_free(eg);
+}
+
+Test(egraph, op_index_makes_each_ops_nodes_one_span_of_the_class) {
+    ts_egraph *eg = ts_eg_new(&ops, NULL);
+    uint32_t leaves[5], cls[10];
+    for (int i = 0; i < 5; i++) leaves[i] = leaf(eg, OP_A + i);
+    for (int i = 0; i < 10; i++) /* alternate add and mul so the class's nodes interleave by op */
+        cls[i] = bin(eg, i % 2 ? TS_OP_MUL : TS_OP_ADD, leaves[i % 5], leaves[(i + 1 + i / 5) % 5]);
+    for (int i = 1; i < 10; i++) ts_eg_union(eg, cls[0], cls[i]);
+    ts_eg_rebuild(eg);
+    uint32_t c = ts_eg_find(eg, cls[0]), first, end;
+    cr_assert_eq(ts_eg_class_size(eg, c), 10);
+    ts_eg_class_op_span(eg, c, TS_OP_MUL, &first, &end); /* no index: the whole class */
+    cr_assert_eq(first, 0);
+    cr_assert_eq(end, 10);
+    ts_eg_index_ops(eg);
+    for (int32_t op = TS_OP_ADD; op <= TS_OP_MUL; op += TS_OP_MUL - TS_OP_ADD) {
+        ts_eg_class_op_span(eg, c, op, &first, &end);
+        cr_assert_eq(end - first, 5);
+        for (uint32_t i = 0; i < 10; i++) cr_assert_eq(ts_eg_class_node(eg, c, i)->op == op, i >= first && i < end);
+    }
+    ts_eg_class_op_span(eg, c, TS_OP_EXP2, &first, &end);
+    cr_assert_eq(first, end);
+    cr_assert(ts_eg_check_invariants(eg));
+    ts_eg_free(eg);
+}

@@ -1,6 +1,7 @@
 /* test_rules.c — the rule language: loading (names, rulesets, positions, docs, two-way rules, params),
  * the exact text of every load-time error (fixtures in tests/rules_bad/), e-matching, guards and
- * instantiation. The saturation loop is tested in test_runner.c. */
+ * instantiation, multi-patterns (egg's join semantics) and the op index. The saturation loop is tested in
+ * test_runner.c. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdlib.h>
@@ -245,6 +246,22 @@ Test(rules_bad, trailing_text_after_a_rule) {
 Test(rules_bad, guard_with_wrong_number_of_arguments) {
     expect_error("guard_arity", "3:9: error: guard 'const-along' takes 2 arguments, got 1");
 }
+Test(rules_bad, two_way_arrow_cannot_join_multi_patterns) {
+    expect_error("multi_two_way", "2:34: error: '<=>' cannot join multi-patterns (write each direction as a '=>' rule)");
+}
+Test(rules_bad, multi_pattern_rule_needs_one_right_pattern_per_left_one) {
+    expect_error("multi_count_mismatch", "2:34: error: 2 left patterns but 1 right pattern (a multi-pattern rule "
+                                         "needs one right pattern per left one)");
+}
+Test(rules_bad, every_left_pattern_must_not_be_a_bare_variable) {
+    expect_error("multi_bare_left", "2:23: error: the left side of a rule cannot be a bare variable");
+}
+Test(rules_bad, right_patterns_use_only_variables_bound_by_some_left_pattern) {
+    expect_error("multi_unbound", "2:50: error: '?c' is not bound by the left side");
+}
+Test(rules_bad, at_most_four_patterns_on_a_side) {
+    expect_error("multi_too_many", "2:56: error: too many patterns (at most 4 on a side)");
+}
 Test(rules_bad, ruleset_without_a_name) {
     expect_error("ruleset_without_name", "3:8: error: expected a ruleset name after 'ruleset', got end of file");
 }
@@ -255,7 +272,8 @@ Test(rules_bad, every_fixture_is_checked) {
         "unknown_op",      "wrong_arity",     "wrong_params",      "unbound_var",       "unbound_guard_var",
         "unknown_guard",   "duplicate_name",  "unbalanced_open",   "unbalanced_close",  "missing_arrow",
         "missing_colon",   "var_kind_mismatch", "two_way_unbound", "bare_left_side",    "trailing_junk",
-        "guard_arity",     "ruleset_without_name",
+        "guard_arity",     "ruleset_without_name", "multi_two_way", "multi_count_mismatch", "multi_bare_left",
+        "multi_unbound",   "multi_too_many",
     };
     DIR *dir = opendir("tests/rules_bad");
     cr_assert_not_null(dir);
@@ -520,4 +538,183 @@ Test(rules, terms_reject_variables_and_unknown_ops) {
     free(h);
     ts_diags_free(&d);
     ts_eg_free(eg);
+}
+
+/* ---- multi-patterns ----------------------------------------------------------------------------- */
+
+/* dual{k} x a b computes Σ_k x·a and Σ_k x·b in one pass; pick{i} takes result i. */
+static const ts_eg_opinfo mp_extra[] = {
+    {"x", 0, 0}, {"y", 0, 0}, {"a", 0, 0}, {"b", 0, 0}, {"c", 0, 0}, {"dual", 3, 1}, {"pick", 1, 1},
+};
+static const ts_eg_ops mp_ops = {mp_extra, 7};
+
+static int distinct_calls;
+
+static bool distinct(void *ctx, const ts_egraph *eg, const ts_rule_arg *args, int nargs) {
+    (void)ctx, (void)eg;
+    cr_assert_eq(nargs, 2);
+    distinct_calls++;
+    return args[0].cls != args[1].cls;
+}
+
+static const ts_rule_guard mp_guards[] = {{"distinct", 2, distinct}};
+static const ts_rule_env mp_env = {&mp_ops, mp_guards, 1, NULL};
+
+static const char *shared_operand =
+    "# two contractions sharing an operand become one dual contraction\n"
+    "rule shared-operand: (reduce_sum{?k} (mul ?x ?a)) ; (reduce_sum{?k} (mul ?x ?b))\n"
+    "    => (pick{0} (dual{?k} ?x ?a ?b)) ; (pick{1} (dual{?k} ?x ?a ?b)) if (distinct ?a ?b)\n";
+
+static const ts_rule *load_shared_operand(ts_rules *rs) {
+    ts_rule_init(rs, &mp_env);
+    ts_diags d;
+    bool ok = ts_rule_load_string(rs, "fusion.rules", shared_operand, &d);
+    if (!ok) ts_diags_print(&d, stderr);
+    cr_assert(ok);
+    ts_diags_free(&d);
+    cr_assert_eq(rs->nrules, 1);
+    return &rs->rule[0];
+}
+
+Test(rules, multi_pattern_rule_loads_one_right_pattern_per_left_one) {
+    ts_rules rs;
+    const ts_rule *r = load_shared_operand(&rs);
+    cr_assert_str_eq(r->name, "shared-operand");
+    cr_assert_str_eq(r->doc, "two contractions sharing an operand become one dual contraction");
+    cr_assert_eq(ts_rule_npatterns(r), 2);
+    cr_assert_eq(r->nvars, 4); /* ?k ?x ?a ?b: ?b first bound by the second pattern */
+    cr_assert_eq(ts_rule_lhs(r, 0), &r->lhs);
+    cr_assert_eq(ts_rule_rhs(r, 0), &r->rhs);
+    char *l = ts_rule_side_str(&rs, r, false), *rr = ts_rule_side_str(&rs, r, true);
+    cr_assert_str_eq(l, "(reduce_sum{?k} (mul ?x ?a)) ; (reduce_sum{?k} (mul ?x ?b))");
+    cr_assert_str_eq(rr, "(pick{0} (dual{?k} ?x ?a ?b)) ; (pick{1} (dual{?k} ?x ?a ?b))");
+    free(l);
+    free(rr);
+    char *p1 = ts_rule_pattern_str(&rs, r, ts_rule_rhs(r, 1));
+    cr_assert_str_eq(p1, "(pick{1} (dual{?k} ?x ?a ?b))");
+    free(p1);
+    ts_rule_free(&rs);
+}
+
+Test(rules, single_pattern_rules_have_one_pattern_per_side) {
+    ts_rules rs;
+    load_good(&rs);
+    const ts_rule *r = &rs.rule[ts_rule_find(&rs, "scale-past-sum")];
+    cr_assert_eq(ts_rule_npatterns(r), 1);
+    char *l = ts_rule_side_str(&rs, r, false);
+    cr_assert_str_eq(l, "(reduce_sum{?k} (mul ?x ?s))");
+    free(l);
+    ts_rule_free(&rs);
+}
+
+Test(rules, multi_pattern_matches_are_the_join_on_shared_variables) {
+    ts_rules rs;
+    const ts_rule *r = load_shared_operand(&rs);
+    ts_egraph *eg = ts_eg_new(&mp_ops, NULL);
+    uint32_t sa = term(eg, "(reduce_sum{1} (mul x a))"), sb = term(eg, "(reduce_sum{1} (mul x b))");
+    uint32_t sc = term(eg, "(reduce_sum{2} (mul x c))");  /* another axis */
+    uint32_t yc = term(eg, "(reduce_sum{1} (mul y c))");  /* another shared operand */
+    ts_eg_rebuild(eg);
+    ts_rule_matches ms = {0};
+    /* pairs agreeing on ?k and ?x: (sa,sa) (sa,sb) (sb,sa) (sb,sb) (sc,sc) (yc,yc) — not all 16 pairs */
+    cr_assert_eq(ts_rule_search(eg, r, 0, &ms), 6);
+    int pairs[4][4] = {{0}};
+    const uint32_t cls[4] = {sa, sb, sc, yc};
+    for (size_t i = 0; i < ms.n; i++) {
+        int p = -1, q = -1;
+        for (int j = 0; j < 4; j++) {
+            if (ms.m[i].roots[0] == cls[j]) p = j;
+            if (ms.m[i].roots[1] == cls[j]) q = j;
+        }
+        cr_assert(p >= 0 && q >= 0);
+        cr_assert_eq(ms.m[i].root, ms.m[i].roots[0]);
+        cr_assert_eq(ms.m[i].roots[2], TS_EG_NONE);
+        pairs[p][q]++;
+    }
+    cr_assert_eq(pairs[0][1] + pairs[1][0] + pairs[0][0] + pairs[1][1] + pairs[2][2] + pairs[3][3], 6);
+    cr_assert_eq(pairs[0][1], 1);
+    cr_assert_eq(pairs[1][0], 1);
+    ms.n = 0;
+    cr_assert_eq(ts_rule_search(eg, r, 4, &ms), 4); /* the limit counts whole matches */
+    ts_rule_matches_free(&ms);
+    ts_eg_free(eg);
+    ts_rule_free(&rs);
+}
+
+Test(rules, multi_pattern_apply_unions_each_right_pattern_with_its_root) {
+    ts_rules rs;
+    const ts_rule *r = load_shared_operand(&rs);
+    ts_egraph *eg = ts_eg_new(&mp_ops, NULL);
+    uint32_t sa = term(eg, "(reduce_sum{1} (mul x a))"), sb = term(eg, "(reduce_sum{1} (mul x b))");
+    ts_eg_rebuild(eg);
+    ts_rule_matches ms = {0};
+    cr_assert_eq(ts_rule_search(eg, r, 0, &ms), 4);
+    distinct_calls = 0;
+    int applied = 0;
+    for (size_t i = 0; i < ms.n; i++) applied += ts_rule_apply(&rs, eg, r, &ms.m[i]);
+    cr_assert_eq(distinct_calls, 4);
+    cr_assert_eq(applied, 2); /* (sa,sb) and (sb,sa); the guard rejects a pattern paired with itself */
+    ts_eg_rebuild(eg);
+    cr_assert_eq(term(eg, "(pick{0} (dual{1} x a b))"), ts_eg_find(eg, sa));
+    cr_assert_eq(term(eg, "(pick{1} (dual{1} x a b))"), ts_eg_find(eg, sb));
+    cr_assert_eq(term(eg, "(pick{0} (dual{1} x b a))"), ts_eg_find(eg, sb));
+    cr_assert_neq(ts_eg_find(eg, sa), ts_eg_find(eg, sb));
+    cr_assert(ts_eg_check_invariants(eg));
+    ts_rule_matches_free(&ms);
+    ts_eg_free(eg);
+    ts_rule_free(&rs);
+}
+
+Test(rules, multi_pattern_variables_bound_late_reach_every_right_pattern) {
+    ts_rules rs;
+    ts_rule_init(&rs, &mp_env);
+    ts_diags d;
+    /* ?b is bound by the second left pattern and used by the first right one */
+    cr_assert(ts_rule_load_string(&rs, "t.rules", "rule swap: (neg ?a) ; (recip ?b) => (neg ?b) ; (recip ?a)", &d));
+    ts_diags_free(&d);
+    ts_egraph *eg = ts_eg_new(&mp_ops, NULL);
+    uint32_t na = term(eg, "(neg a)"), rb = term(eg, "(recip b)");
+    ts_eg_rebuild(eg);
+    ts_rule_matches ms = {0};
+    cr_assert_eq(ts_rule_search(eg, &rs.rule[0], 0, &ms), 1);
+    cr_assert(ts_rule_apply(&rs, eg, &rs.rule[0], &ms.m[0]));
+    ts_eg_rebuild(eg);
+    cr_assert_eq(term(eg, "(neg b)"), ts_eg_find(eg, na));
+    cr_assert_eq(term(eg, "(recip a)"), ts_eg_find(eg, rb));
+    ts_rule_matches_free(&ms);
+    ts_eg_free(eg);
+    ts_rule_free(&rs);
+}
+
+/* ---- the op index ------------------------------------------------------------------------------- */
+
+Test(rules, search_with_the_op_index_finds_the_same_matches_as_a_full_scan) {
+    ts_rules rs;
+    const ts_rule *r = one_rule(&rs,
+                                "rule m: (mul ?x (add ?y ?z)) => ?x\n"
+                                "rule s: (reduce_sum{?k} (mul ?x ?s)) => ?x\n", "m");
+    const ts_rule *s2 = &rs.rule[ts_rule_find(&rs, "s")];
+    ts_egraph *eg = ts_eg_new(&ops, NULL);
+    term(eg, "(mul a (add b c))");
+    term(eg, "(reduce_sum{1} (mul (add b c) (add b c)))");
+    uint32_t x = term(eg, "(mul a b)"), y = term(eg, "(add (mul c a) a)");
+    ts_eg_union(eg, x, y);
+    ts_eg_rebuild(eg);
+    for (int k = 0; k < 2; k++) {
+        const ts_rule *rule = k ? s2 : r;
+        ts_rule_matches scan = {0}, indexed = {0};
+        ts_eg_drop_op_index(eg);
+        size_t n = ts_rule_search(eg, rule, 0, &scan);
+        ts_eg_index_ops(eg);
+        cr_assert_eq(ts_rule_search(eg, rule, 0, &indexed), n);
+        cr_assert_gt(n, 0);
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_eq(scan.m[i].root, indexed.m[i].root);
+            cr_assert_eq(memcmp(scan.m[i].val, indexed.m[i].val, sizeof scan.m[i].val), 0);
+        }
+        ts_rule_matches_free(&scan);
+        ts_rule_matches_free(&indexed);
+    }
+    ts_eg_free(eg);
+    ts_rule_free(&rs);
 }
