@@ -43,6 +43,12 @@ static bool guard_distinct(void *ctx, const ts_egraph *eg, const ts_rule_arg *a,
     return a[0].cls != a[1].cls;
 }
 
+/* (same-axes ?a ?b): a and b vary along the same axes. */
+static bool guard_same_axes(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    (void)ctx, (void)eg, (void)n;
+    return arg_data(&a[0])->axes == arg_data(&a[1])->axes;
+}
+
 /* (positive ?c): a known constant > 0. */
 static bool guard_positive(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
@@ -57,7 +63,7 @@ static bool guard_constant(void *ctx, const ts_egraph *eg, const ts_rule_arg *a,
 
 static const ts_rule_guard egir_guards[] = {
     {"lacks", 2, guard_lacks},       {"has", 2, guard_has},           {"distinct", 2, guard_distinct},
-    {"positive", 1, guard_positive}, {"constant", 1, guard_constant},
+    {"positive", 1, guard_positive}, {"constant", 1, guard_constant}, {"same-axes", 2, guard_same_axes},
 };
 
 ts_rule_env ts_egir_rule_env(void) {

@@ -21,11 +21,11 @@ typedef struct {
 
 static const cost_preset presets[] = {
     /* fused forms preferred: tensor-core contractions, dual GEMMs, online softmax */
-    {"fused", 1, 6, 2, 3, 8, 2, 7, 1, 2},
+    {"fused", 1, 6, 2, 1.5, 8, 2, 7, 1, 2}, /* dual < contract: each pick pays the dual once */
     /* the same without the dual contraction: two GEMMs */
     {"fused-separate-gemms", 1, 6, 2, 100, 8, 2, 7, 1, 2},
     /* elementwise work moved after contractions (epilogues, attention scores) rather than before */
-    {"fused-epilogues", 1, 6, 2, 3, 8, 2, 7, 1, 1000},
+    {"fused-epilogues", 1, 6, 2, 1.5, 8, 2, 7, 1, 1000},
 };
 
 typedef struct {
@@ -630,11 +630,13 @@ static void emit_region(builder *b, int i) {
         if (b->t[cores[j]].e.op == TS_OP_CONTRACT && !b->has_mat[cores[j]] && (cores[j] == i || b->t[cores[j]].uses <= 1) &&
             (nc == 1 || b->fuse) && try_gemm(b, i, cores[j], -1))
             return;
-    if (nc == 2 && b->t[cores[0]].e.op == TS_OP_PICK && b->t[cores[1]].e.op == TS_OP_PICK &&
-        b->t[cores[0]].e.kid[0] == b->t[cores[1]].e.kid[0]) {
-        int p0 = b->t[cores[0]].e.param[0] == 0 ? cores[0] : cores[1];
-        if (try_gemm(b, i, p0, p0 == cores[0] ? cores[1] : cores[0])) return;
-    }
+    for (int x = 0; b->fuse && x < nc; x++) /* both halves of a dual contraction: one dual GEMM */
+        for (int y = 0; y < nc; y++) {
+            const tnode *p = &b->t[cores[x]], *q = &b->t[cores[y]];
+            if (p->e.op == TS_OP_PICK && q->e.op == TS_OP_PICK && p->e.param[0] == 0 && q->e.param[0] == 1 &&
+                p->e.kid[0] == q->e.kid[0] && try_gemm(b, i, cores[x], cores[y]))
+                return;
+        }
     /* one reduction whose finish reads only tensors over the reduction's output axes */
     for (int j = 0; j < nc; j++) {
         if (!is_reduction((ts_op)b->t[cores[j]].e.op)) continue;
@@ -867,4 +869,30 @@ char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {
         s = line;
     }
     return s;
+}
+
+/* ---- terms for explanations -------------------------------------------------------------------- */
+
+static uint32_t term_of(const ts_egir *x, const ts_enode **best, int *memo, ts_eg_term *t, uint32_t cls) {
+    cls = ts_eg_find(x->eg, cls);
+    if (memo[cls] >= 0) return (uint32_t)memo[cls];
+    ts_enode e = *best[cls];
+    for (int k = 0; k < ts_op_arity((ts_op)e.op); k++) e.kid[k] = term_of(x, best, memo, t, e.kid[k]);
+    t->node = ts_xrealloc(t->node, sizeof *t->node * (t->n + 1));
+    t->node[t->n] = e;
+    return (uint32_t)(memo[cls] = (int)t->n++);
+}
+
+bool ts_plan_fused_term(const ts_egir *x, uint32_t cls, ts_eg_term *out) {
+    const ts_enode **best = choose_nodes(x, &presets[0]);
+    uint32_t bound = ts_eg_id_bound(x->eg);
+    int *memo = ts_xmalloc(sizeof(int) * (bound + 1));
+    for (uint32_t i = 0; i < bound; i++) memo[i] = -1;
+    out->node = NULL;
+    out->n = 0;
+    bool ok = best[ts_eg_find(x->eg, cls)] != NULL;
+    if (ok) term_of(x, best, memo, out, cls);
+    free(memo);
+    free(best);
+    return ok;
 }

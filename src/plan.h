@@ -102,4 +102,8 @@ char *ts_plan_describe(const ts_plan *p, const ts_graph *g);
 int ts_plan_build_all(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2,
                       ts_plan **plans, int *n, char **err);
 
+/* The term of class cls that the "fused" extraction chooses (what compile starts from), shared subterms
+ * once; free with ts_eg_term_free. False when the class has no finite term. */
+bool ts_plan_fused_term(const ts_egir *x, uint32_t cls, ts_eg_term *out);
+
 #endif

@@ -241,38 +241,54 @@ static void describe_trial(const verifier *v, double *const *in, char **out) {
 
 /* ---- one rule ---------------------------------------------------------------------------------- */
 
-/* Runs one trial whose guards hold. Returns the error; on failure fills *detail. */
+static void add_output(ts_graph *g, const char *name, ts_tensor t) {
+    TS_GROW(g->outputs, g->noutputs, g->cap_outputs);
+    g->outputs[g->noutputs++] = (ts_output){.name = ts_strdup(name), .ref = t.ref, .dtype = t.dtype};
+}
+
+/* Runs one trial whose guards hold: every left pattern against its right pattern (a multi-pattern rule
+ * has several pairs, all under the same bindings). Returns the largest error; fills *detail with the
+ * trial and the worst pair. */
 static double run_trial(verifier *v, char **detail) {
-    ts_tensor lhs = build_side(v, &v->r->lhs), rhs = build_side(v, &v->r->rhs);
-    if (axis_set(&lhs.ref.view) != axis_set(&rhs.ref.view)) {
-        describe_trial(v, NULL, detail);
-        appendf(detail, "    the two sides vary along different axes\n");
-        return INFINITY;
+    int n = ts_rule_npatterns(v->r);
+    ts_tensor lhs[TS_RULE_MAX_ROOTS], rhs[TS_RULE_MAX_ROOTS];
+    for (int i = 0; i < n; i++) {
+        lhs[i] = build_side(v, ts_rule_lhs(v->r, i));
+        rhs[i] = build_side(v, ts_rule_rhs(v->r, i));
+        if (axis_set(&lhs[i].ref.view) != axis_set(&rhs[i].ref.view)) {
+            describe_trial(v, NULL, detail);
+            appendf(detail, "    the two sides of pattern %d vary along different axes\n", i + 1);
+            return INFINITY;
+        }
+        add_output(&v->g, "lhs", lhs[i]);
+        add_output(&v->g, "rhs", rhs[i]);
     }
-    TS_GROW(v->g.outputs, v->g.noutputs, v->g.cap_outputs);
-    v->g.outputs[v->g.noutputs++] = (ts_output){.name = ts_strdup("lhs"), .ref = lhs.ref, .dtype = lhs.dtype};
-    TS_GROW(v->g.outputs, v->g.noutputs, v->g.cap_outputs);
-    v->g.outputs[v->g.noutputs++] = (ts_output){.name = ts_strdup("rhs"), .ref = rhs.ref, .dtype = rhs.dtype};
     double **in = ts_random_inputs(&v->g, ts_splitmix64(&v->rng)), **out = NULL;
     char *err = NULL;
-    double e = INFINITY;
+    double worst = INFINITY;
     if (ts_interp_run(&v->g, in, &out, NULL, &err) != 0) {
         appendf(detail, "    %s\n", err);
         free(err);
     } else {
-        double *r = align_values(&lhs.ref.view, &rhs.ref.view, out[1]);
-        int64_t bad;
-        e = compare(out[0], r, ts_view_numel(&lhs.ref.view), &bad);
-        if (*detail == NULL) { /* keep the counterexample for the caller, who decides if it failed */
-            describe_trial(v, in, detail);
-            appendf(detail, "    left[%lld] = %.17g, right[%lld] = %.17g, relative L2 error %.3g\n",
-                    (long long)bad, out[0][bad], (long long)bad, r[bad], e);
+        worst = 0;
+        for (int i = 0; i < n; i++) {
+            double *r = align_values(&lhs[i].ref.view, &rhs[i].ref.view, out[2 * i + 1]);
+            int64_t bad;
+            double e = compare(out[2 * i], r, ts_view_numel(&lhs[i].ref.view), &bad);
+            if (e > worst || isnan(e) || *detail == NULL) { /* the worst pair is the counterexample */
+                free(*detail);
+                *detail = NULL;
+                describe_trial(v, in, detail);
+                appendf(detail, "    %sleft[%lld] = %.17g, right[%lld] = %.17g, relative L2 error %.3g\n",
+                        n > 1 ? "pattern " : "", (long long)bad, out[2 * i][bad], (long long)bad, r[bad], e);
+                worst = isnan(e) ? INFINITY : fmax(worst, e);
+            }
+            free(r);
         }
-        free(r);
-        ts_free_buffers(out, 2);
+        ts_free_buffers(out, 2 * n);
     }
     ts_free_buffers(in, v->g.ninputs);
-    return e;
+    return worst;
 }
 
 ts_verify_result ts_verify_rule(const ts_rules *rs, int ri, const ts_verify_opts *opts) {
@@ -282,8 +298,11 @@ ts_verify_result ts_verify_rule(const ts_rules *rs, int ri, const ts_verify_opts
     if (!o.tolerance) o.tolerance = 1e-9;
     verifier v = {.rs = rs, .r = &rs->rule[ri], .rng = o.seed * 0x9E3779B97F4A7C15ull + (unsigned)ri};
     ts_verify_result res = {.status = TS_VERIFY_PASSED};
-    const char *bad_op = find_roles(&v, &v.r->lhs);
-    if (!bad_op) bad_op = find_roles(&v, &v.r->rhs);
+    const char *bad_op = NULL;
+    for (int i = 0; i < ts_rule_npatterns(v.r) && !bad_op; i++) {
+        bad_op = find_roles(&v, ts_rule_lhs(v.r, i));
+        if (!bad_op) bad_op = find_roles(&v, ts_rule_rhs(v.r, i));
+    }
     if (bad_op) {
         res.status = TS_VERIFY_SKIPPED;
         res.detail = ts_strfmt("    cannot draw random instances of '%s' with variables\n", bad_op);

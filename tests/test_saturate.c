@@ -158,3 +158,34 @@ Test(saturate, softcapped_attention_reaches_the_online_softmax_form) {
     cr_assert_eq(ts_eg_find(t.s.x.eg, n->kid[0]), class_of_tensor(&t, "S3"));
     free_saturated(&t);
 }
+
+/* The output class holds an expression whose dual contraction reads `x` once for both weights. */
+static void assert_dual_form(const char *graph, const char *dims, const char *x, const char *w0, const char *w1) {
+    saturated t;
+    saturate_bench(&t, graph, dims);
+    ts_egraph *eg = t.s.x.eg;
+    uint32_t cx = class_of_tensor(&t, x), c0 = class_of_tensor(&t, w0), c1 = class_of_tensor(&t, w1);
+    bool found = false;
+    for (uint32_t cls = 0; cls < ts_eg_id_bound(eg) && !found; cls++) {
+        if (!ts_eg_is_root(eg, cls)) continue;
+        for (uint32_t i = 0; i < ts_eg_class_size(eg, cls); i++) {
+            const ts_enode *n = ts_eg_class_node(eg, cls, i);
+            if (n->op != TS_OP_DUAL) continue;
+            uint32_t k0 = ts_eg_find(eg, n->kid[0]), k1 = ts_eg_find(eg, n->kid[1]), k2 = ts_eg_find(eg, n->kid[2]);
+            found |= k0 == cx && ((k1 == c0 && k2 == c1) || (k1 == c1 && k2 == c0));
+        }
+    }
+    cr_assert(found, "%s: dual{k}(%s, %s, %s) is in the e-graph", graph, x, w0, w1);
+    /* and the two contractions the graph wrote are the dual's halves */
+    const char *halves[2] = {"U", "G"};
+    for (int h = 0; h < 2; h++)
+        cr_assert_not_null(class_node_of(eg, class_of_tensor(&t, halves[h]), TS_OP_PICK), "%s is a pick of the dual",
+                           halves[h]);
+    free_saturated(&t);
+}
+
+Test(saturate, swiglu_reaches_the_dual_contraction_form) { assert_dual_form("swiglu", "m=4,d=8,n=4", "X", "W_up", "W_gate"); }
+
+Test(saturate, rmsnorm_mlp_reaches_the_dual_contraction_form) {
+    assert_dual_form("rmsnorm_mlp", "m=4,d=8,n=4", "X", "W_up", "W_gate");
+}
