@@ -30,6 +30,8 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 namespace tsopt_swiglu {
 
@@ -557,6 +559,687 @@ template cudaError_t tsg::launch_gemm<__half>(const tsg::GemmParams<__half, tsg:
 template cudaError_t tsg::launch_gemm<__nv_bfloat16, 128, 128, 64, 2, 4, 3, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
     const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
 #endif
+// ---- gemm_sm90.cuh -----------------------------------------------------------------------------
+// gemm_sm90.cuh — the Hopper (sm_90a) form of gemm.cuh: the same GemmParams<T, Epilogue>, the same epilogue
+// functors and the same operand layouts, computed with TMA loads and wgmma.mma_async. Per batch b (grid z):
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
+// fp16 or bf16 in, fp32 accumulate. Any M, N, K. Namespace tsg90; includes gemm.cuh (params, epilogues and
+// the mma.sync kernel it falls back to).
+//
+//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>(params, stream)
+//
+// Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous; B_KN: B (K, N) N contiguous
+// (a weight), else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
+//
+// The kernel, per block (one output tile BM × BN; DUAL: BM × BN of each of the two products):
+//   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues TMA);
+//     warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232), each owning BM/2 rows of the tile.
+//   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k, K-major) + B tile (NB·BN
+//     columns × 64 k; K-major for B_NK, N-major for B_KN), all in the 128-byte-swizzle layout that
+//     cp.async.bulk.tensor writes (CU_TENSOR_MAP_SWIZZLE_128B) and wgmma reads through its descriptors.
+//     full[s] (TMA transaction bytes) and empty[s] (one arrival per consumer warp of every CTA of the
+//     cluster) mbarriers hand the stages back and forth.
+//   * Consumers: per stage, 4 k16 steps of wgmma m64nNk16 (N = NB·BN ≤ 256: in DUAL, B0's and B1's tiles
+//     sit side by side in shared memory, so one wgmma computes both products from one read of A), one
+//     commit group per stage, wgmma.wait_group 1 (the previous stage's group is complete → release it).
+//   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
+//   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
+//     B boxes and multicasts them to both (halves the L2→SM traffic of B).
+//   * Epilogue straight from the wgmma accumulators (fragment: warp w of a consumer owns rows 16w..16w+15
+//     of its m64 slice; lane l holds rows l/4 and l/4+8, columns 8j + 2(l%4) and +1 for each n8 block j),
+//     calling ep.apply<T>(b, row, col, v0, v1[, w0, w1]) exactly as gemm.cuh documents (col even; the
+//     functor checks col + 1 < n).
+// The launch helper falls back to tsg::launch_gemm (mma.sync) when TMA cannot describe the operands: a
+// pointer not 16-byte aligned, lda/ldb or a batch stride (batch > 1) not a multiple of 8 elements, K == 0,
+// or cuTensorMapEncodeTiled refusing the layout. It returns cudaErrorNotSupported on a device that is not
+// compute capability 9.0, or when this file was compiled without an sm_90a target (the kernel body is
+// compiled only for sm_90a; elsewhere it traps).
+//
+// Template knobs: BM ∈ {128, 256} (two consumer warpgroups of BM/2 rows), BN a multiple of 64 with
+// NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}.
+// Define TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
+// deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
+// Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
+
+
+#ifndef TSG90_WATCHDOG
+#define TSG90_WATCHDOG 0
+#endif
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TSG90_DEVICE_OK 1
+#else
+#define TSG90_DEVICE_OK 0
+#endif
+
+namespace tsg90 {
+
+// ---- wgmma m64nNk16 (fp32 accumulate; A and B from shared memory through descriptors) --------------------
+// d: this thread's N/2 accumulators; da, db: descriptors; scale_d = 0 overwrites d; TB (imm-trans-b) = 1 for
+// an N-major B (B_KN), 0 for a K-major B (B_NK). A is always K-major.
+#define TSG90_WGMMA_OUTS_N64(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+#define TSG90_WGMMA_ASM_N64_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+
+#define TSG90_WGMMA_ASM_N64_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+
+#define TSG90_WGMMA_OUTS_N128(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+#define TSG90_WGMMA_ASM_N128_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
+    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+
+#define TSG90_WGMMA_ASM_N128_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
+    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+
+#define TSG90_WGMMA_OUTS_N192(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),  \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),  \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),  \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+
+#define TSG90_WGMMA_ASM_N192_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
+    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+
+#define TSG90_WGMMA_ASM_N192_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
+    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+
+#define TSG90_WGMMA_OUTS_N256(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),  \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),  \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),  \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),  \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),  \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),  \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+#define TSG90_WGMMA_ASM_N256_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
+    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+
+#define TSG90_WGMMA_ASM_N256_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
+    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N64_BF16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N64_F16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N128_BF16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N128_F16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N192_BF16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N192_F16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N256_BF16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N256_F16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+// ---- PTX helpers (sm_90a; empty elsewhere) ---------------------------------------------------------------
+__device__ __forceinline__ void fence_operand(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+
+__device__ __forceinline__ void wgmma_fence() {
+#if TSG90_DEVICE_OK
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if TSG90_DEVICE_OK
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+#if TSG90_DEVICE_OK
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
+#if TSG90_DEVICE_OK
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
+#if TSG90_DEVICE_OK
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+#if TSG90_DEVICE_OK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes the initialized barriers visible to the async proxy (TMA) and to the other CTAs of the cluster.
+__device__ __forceinline__ void fence_mbar_init() {
+#if TSG90_DEVICE_OK
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if TSG90_DEVICE_OK
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
+#if TSG90_DEVICE_OK
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of this cluster (may be this CTA).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "{\n.reg .b32 ra;\n"
+        "mapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+        "r"(cta)
+        : "memory");
+#endif
+}
+// Wait until the phase of parity `parity` of barrier `bar` has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if TSG90_DEVICE_OK
+#if TSG90_WATCHDOG
+    const long long t0 = clock64();
+#endif
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+#if TSG90_WATCHDOG
+        // No printf here: a call inside the wgmma pipeline makes ptxas serialize every wgmma (C7510).
+        if (!done && clock64() - t0 > (1ll << 33)) __trap();
+#endif
+    } while (!done);
+#else
+    (void)bar, (void)parity;
+#endif
+}
+
+// TMA: the box at coordinates (c0, c1, c2) of tensor map `map` → shared memory dst; completes `bar`'s
+// transaction bytes. The multicast form writes the box (and signals the barrier at the same offset) in every
+// CTA of the cluster whose bit is set in mask.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar;
+#endif
+}
+__device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar,
+                                            uint16_t mask) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, "
+        "%4}], [%5], %6;\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar, (void)mask;
+#endif
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
+#if TSG90_DEVICE_OK
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#else
+    (void)map;
+#endif
+}
+__device__ __forceinline__ void cluster_sync() {
+#if TSG90_DEVICE_OK
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+// wgmma shared-memory descriptor, 128-byte swizzle (layout type 1 in bits 62-63), base offset 0 (every
+// swizzle atom of 8 rows × 128 bytes starts 1024-byte aligned; k16 steps inside an atom only move the start
+// address, the hardware applies the XOR pattern to the absolute address bits as TMA did).
+//   K-major (A, B_NK): LBO unused (16), SBO = 1024 (next 8 rows of M/N).
+//   N-major (B_KN):    LBO = byte stride between 64-column slabs, SBO = 1024 (next 8 rows of K).
+__device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+    return static_cast<uint64_t>((saddr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3FFFu) << 16) |
+           (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+
+// ---- configuration ------------------------------------------------------------------------------------
+template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
+    static constexpr int NB = DUAL ? 2 : 1;
+    static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
+    static constexpr int MI = BM / 128;                 // m64 slices per consumer warpgroup
+    static constexpr int BK = 64;                       // one 128-byte swizzle row of 2-byte elements
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int BOX_BYTES = 64 * BK * 2;       // a 64 × 64 B box (8 KB)
+    static constexpr int NBOX = NT / 64;                // B boxes per stage
+    static constexpr int B_BYTES = NBOX * BOX_BYTES;
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    static constexpr int THREADS = 384;
+    static constexpr int CONSUMER_WARPS = 8;
+    static constexpr int SMEM = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    static_assert(BM == 128 || BM == 256, "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows)");
+    static_assert(BN % 64 == 0 && NT <= 256, "BN must be a multiple of 64 and NB*BN <= 256 (wgmma N)");
+    static_assert(NT == 64 || NT == 128 || NT == 192 || NT == 256, "wgmma N must be 64, 128, 192 or 256");
+    static_assert(STAGES >= 2, "at least 2 stages");
+    static_assert(CM == 1 || CM == 2, "CM (cluster size along M) must be 1 or 2");
+    static_assert(NBOX % CM == 0, "the B boxes must split evenly over the cluster");
+    static_assert(SMEM <= 232448, "shared memory above the 227 KB per-block limit: fewer STAGES");
+};
+
+// ---- the kernel -----------------------------------------------------------------------------------------
+// batch_flags: bit 0 → A's tensor map has a batch dimension (use blockIdx.z), bit 1 → the B maps do.
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue>
+__global__ void __launch_bounds__(384, 1)
+    gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
+                     const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
+                     const int batch_flags) {
+#if TSG90_DEVICE_OK
+    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
+
+    // Block → tile. Clusters of CM blocks take CM adjacent tile rows of one tile column; clusters are ordered
+    // in groups of kGroupM tile rows (L2 reuse of B), as in gemm.cuh.
+    const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+    const int pairs_m = (tiles_m + CM - 1) / CM;
+    constexpr int G = tsg::kGroupM / CM > 0 ? tsg::kGroupM / CM : 1;
+    const int id = static_cast<int>(blockIdx.x) / CM, rank = static_cast<int>(blockIdx.x) % CM;
+    const int per_group = G * tiles_n, group = id / per_group;
+    const int first = group * G, gm = min(pairs_m - first, G);
+    const int pm = first + (id % per_group) % gm, tn = (id % per_group) / gm;
+    const int m0 = (pm * CM + rank) * BM, n0 = tn * BN, b = blockIdx.z;
+    const int KT = (p.K + C::BK - 1) / C::BK;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full + 8 * s, 1);
+            mbar_init(bar_empty + 8 * s, C::CONSUMER_WARPS * CM);
+        }
+        fence_mbar_init();
+    }
+    if constexpr (CM > 1) cluster_sync();
+    else __syncthreads();
+
+    const int wg = static_cast<int>(threadIdx.x) / 128;
+    if (wg == 0) {
+        // ---- producer warpgroup: one thread issues every TMA load ----
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_desc(&tma_a);
+            tma_prefetch_desc(&tma_b0);
+            if constexpr (DUAL) tma_prefetch_desc(&tma_b1);
+            const int ba = (batch_flags & 1) ? b : 0, bb = (batch_flags & 2) ? b : 0;
+            for (int kt = 0; kt < KT; ++kt) {
+                const int s = kt % STAGES;
+                const uint32_t ph = (kt / STAGES) & 1;
+                mbar_wait(bar_empty + 8 * s, ph ^ 1);   // first pass: the "previous" phase counts as done
+                const uint32_t full = bar_full + 8 * s;
+                mbar_arrive_expect_tx(full, C::STAGE_BYTES);   // A + all B boxes (ours and the peer's multicast)
+                const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
+                const int k0 = kt * C::BK;
+                tma_load(sA, &tma_a, k0, m0, ba, full);
+#pragma unroll
+                for (int i = 0; i < C::NBOX; ++i) {
+                    if (i % CM != rank) continue;
+                    const CUtensorMap *map = (DUAL && i >= BN / 64) ? &tma_b1 : &tma_b0;
+                    const int nn = n0 + 64 * (i % (BN / 64));
+                    const int c0 = B_KN ? nn : k0, c1 = B_KN ? k0 : nn;
+                    if constexpr (CM == 1) tma_load(sB + i * C::BOX_BYTES, map, c0, c1, bb, full);
+                    else tma_load_mc(sB + i * C::BOX_BYTES, map, c0, c1, bb, full, static_cast<uint16_t>((1u << CM) - 1));
+                }
+            }
+        }
+    } else {
+        // ---- consumer warpgroups: wgmma over the stages, then the epilogue ----
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
+        float acc[C::MI][C::NT / 2];
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < C::NT / 2; ++i) acc[mi][i] = 0.f;
+
+        for (int kt = 0; kt < KT; ++kt) {
+            const int s = kt % STAGES;
+            mbar_wait(bar_full + 8 * s, (kt / STAGES) & 1);
+            const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < C::BK / 16; ++kk) {
+                // B_KN: a k16 step is 16 rows of 128 bytes inside each 64-column slab (slabs 8 KB apart).
+                // B_NK: a k16 step is 32 bytes along the swizzled 128-byte rows.
+                const uint64_t db = B_KN ? make_desc(sB + kk * 2048, C::BOX_BYTES, 1024) : make_desc(sB + kk * 32, 16, 1024);
+#pragma unroll
+                for (int mi = 0; mi < C::MI; ++mi) {
+                    const uint64_t da = make_desc(sA + (cw * C::MI + mi) * 64 * 128 + kk * 32, 16, 1024);
+                    if constexpr (C::NT == 256) wgmma_n256<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                    else if constexpr (C::NT == 192) wgmma_n192<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                    else if constexpr (C::NT == 128) wgmma_n128<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                    else wgmma_n64<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                }
+            }
+            wgmma_commit();
+            wgmma_wait<1>();   // the group of stage kt-1 is complete: its shared memory may be refilled
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+            if (kt > 0 && lane == 0) {
+                const uint32_t e = bar_empty + 8 * ((kt - 1) % STAGES);
+                if constexpr (CM == 1) mbar_arrive_local(e);
+                else
+#pragma unroll
+                    for (int r = 0; r < CM; ++r) mbar_arrive_cluster(e, static_cast<uint32_t>(r));
+            }
+        }
+        wgmma_wait<0>();
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+
+        // Epilogue: acc[mi][4j + 2h + e] is (row wq*16 + lane/4 + 8h, col 8j + 2(lane%4) + e) of m64 slice mi.
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
+                if (row >= p.M) continue;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) {
+                    const int col = n0 + 8 * j + 2 * (lane & 3);
+                    if (col >= p.N) continue;
+                    const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
+                    if constexpr (DUAL) {
+                        const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
+                        p.ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+                    } else {
+                        p.ep.template apply<T>(b, row, col, v0, v1);
+                    }
+                }
+            }
+    }
+    // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
+    if constexpr (CM > 1) cluster_sync();
+#else
+    (void)p, (void)tma_a, (void)tma_b0, (void)tma_b1, (void)batch_flags;
+    __trap();   // compiled for a target without wgmma: the launcher refuses to launch this
+#endif
+}
+
+// ---- host side --------------------------------------------------------------------------------------
+inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
+#else
+        cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();
+            f = nullptr;
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    return fn;
+}
+
+// A 3-D tiled map over (d0 contiguous, d1 rows of ld elements, d2 batches of bs elements) with a box of
+// box0 × box1 × 1 and the 128-byte swizzle. d2 == 1 needs no real batch stride (a stride consistent with the
+// rows is written instead). Returns false when the driver refuses the layout.
+template <typename T>
+inline bool make_map(CUtensorMap *map, const T *ptr, uint64_t d0, uint64_t d1, uint64_t d2, int64_t ld, int64_t bs,
+                     uint32_t box0, uint32_t box1) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = encode_tiled_fn();
+    if (!enc) return false;
+    const CUtensorMapDataType dt = tst::elem<T>::is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    cuuint64_t dims[3] = {d0, d1, d2};
+    cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
+                             d2 > 1 ? static_cast<cuuint64_t>(bs) * 2 : static_cast<cuuint64_t>(ld) * 2 * d1};
+    cuuint32_t box[3] = {box0, box1, 1};
+    cuuint32_t estr[3] = {1, 1, 1};
+    CUresult r = enc(map, dt, 3, const_cast<T *>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
+
+// True when the TMA path can describe p (else launch_gemm_sm90 runs tsg::launch_gemm).
+template <typename T, class Epilogue, bool DUAL> inline bool sm90_tma_ok(const tsg::GemmParams<T, Epilogue> &p) {
+    if (p.K < 1) return false;
+    bool ok = tsg::aligned16(p.A) && tsg::aligned16(p.B0) && (!DUAL || tsg::aligned16(p.B1));
+    ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.lda > 0 && p.ldb > 0;
+    if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0 && p.a_batch_stride >= 0 && p.b_batch_stride >= 0;
+    return ok;
+}
+
+// Why the last launch_gemm_sm90 call in this process did not take the wgmma path (for tests and logs):
+// 0 = it did; 1 = operands not TMA-describable (alignment / strides / K == 0); 2 = tensor-map encode refused.
+inline int &last_fallback_reason() {
+    static int r = 0;
+    return r;
+}
+
+// Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
+// cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer;
+// cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
+// not compiled for sm_90a; whatever the runtime reports otherwise.
+template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
+          class Epilogue = tsg::StoreEpilogue<T>>
+cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
+    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
+    if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e != cudaSuccess) return e;
+    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (p.M == 0 || p.N == 0) return cudaSuccess;
+
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>;
+    static int ptx_version = -1;   // per instantiation: which virtual architecture the kernel was built from
+    if (ptx_version < 0) {
+        cudaFuncAttributes fa{};
+        e = cudaFuncGetAttributes(&fa, kernel);
+        if (e != cudaSuccess) return e;
+        ptx_version = fa.ptxVersion;
+    }
+    if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+
+    constexpr int FB_STAGES = DUAL ? 3 : 4;
+    if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
+        last_fallback_reason() = 1;
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue>(p, stream);
+    }
+    const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
+    const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
+    CUtensorMap ta, tb0, tb1;
+    bool ok = make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
+    if (B_KN) ok = ok && make_map(&tb0, p.B0, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
+    else ok = ok && make_map(&tb0, p.B0, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
+    if (DUAL) {
+        if (B_KN) ok = ok && make_map(&tb1, p.B1, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
+        else ok = ok && make_map(&tb1, p.B1, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
+    } else {
+        tb1 = tb0;
+    }
+    if (!ok) {
+        last_fallback_reason() = 2;
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue>(p, stream);
+    }
+    last_fallback_reason() = 0;
+    const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0);
+
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    if (e != cudaSuccess) return e;
+    const int64_t tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+    const int64_t blocks = (tiles_m + CM - 1) / CM * CM * tiles_n;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    const dim3 grid(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(p.batch));
+    if constexpr (CM == 1) {
+        kernel<<<grid, C::THREADS, C::SMEM, stream>>>(p, ta, tb0, tb1, flags);
+    } else {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(C::THREADS, 1, 1);
+        cfg.dynamicSmemBytes = C::SMEM;
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CM;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        e = cudaLaunchKernelEx(&cfg, kernel, p, ta, tb0, tb1, flags);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaGetLastError();
+}
+
+}  // namespace tsg90
+
+// ---- self-test instantiation: `nvcc -DTSG90_SELFTEST -c` on a file including this header -------------------
+#ifdef TSG90_SELFTEST
+template cudaError_t tsg90::launch_gemm_sm90<__half>(const tsg::GemmParams<__half, tsg::StoreEpilogue<__half>> &, cudaStream_t);
+template cudaError_t tsg90::launch_gemm_sm90<__nv_bfloat16, 128, 128, 4, 1, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
+    const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
+#endif
 
 // ---- fused expressions of this plan -------------------------------------------------------------
 
@@ -640,7 +1323,9 @@ static inline cudaError_t swiglu_launch(const __half *X, const __half *W_up, con
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)2048;
         p.ep.s2[1] = (int64_t)1;
-        err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K0>(p, stream);
+        err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K0>(p, stream);
+        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K0>(p, stream);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;

@@ -76,7 +76,8 @@ static int embed_templates(emitter *e, char **err) {
     if (embed_template(e, "tile.cuh", err)) return -1;
     if (uses_kind(e->p, TS_KERNEL_MAP) && embed_template(e, "map.cuh", err)) return -1;
     if (uses_kind(e->p, TS_KERNEL_REDUCE) && embed_template(e, "reduce.cuh", err)) return -1;
-    if (uses_kind(e->p, TS_KERNEL_GEMM) && embed_template(e, "gemm.cuh", err)) return -1;
+    if (uses_kind(e->p, TS_KERNEL_GEMM) && (embed_template(e, "gemm.cuh", err) || embed_template(e, "gemm_sm90.cuh", err)))
+        return -1;
     if (uses_kind(e->p, TS_KERNEL_ATTENTION) && embed_template(e, "attention.cuh", err)) return -1;
     return 0;
 }
@@ -435,13 +436,18 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? stride_of(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", stride_of(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
-    /* tiles measured on the H200 (bench/NOTES.md): 128x256 with 3 stages for wide single GEMMs,
-     * 128x128 otherwise (4 stages; 3 for the dual form, whose two accumulators need the registers) */
+    /* Hopper: the wgmma kernel (128x256, 4 stages; dual: 128x128 per operand, or 128x64 with 6 stages for
+     * outputs narrower than 2048, which gives more tiles). Elsewhere the mma.sync kernel: 128x256 with 3
+     * stages for wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
     const ts_axis *nax = &e->g->axes[k->n_axis];
-    bool wide = k->b1 < 0 && !nax->dynamic && nax->size >= 2048;
-    fprintf(e->f, "        err = tsg::launch_gemm<%s, 128, %d, 64, 2, 4, %d, %s, %s, K%d>(p, stream);\n"
+    bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
+    const char *kn = k->b_kn ? "true" : "false", *du = dual ? "true" : "false";
+    fprintf(e->f, "        err = tsg90::launch_gemm_sm90<%s, 128, %d, %d, 1, %s, %s, K%d>(p, stream);\n", t,
+            dual ? (wide ? 128 : 64) : 256, dual && !wide ? 6 : 4, kn, du, ki);
+    fprintf(e->f, "        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */\n"
+                  "            err = tsg::launch_gemm<%s, 128, %d, 64, 2, 4, %d, %s, %s, K%d>(p, stream);\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
-            t, wide ? 256 : 128, wide || k->b1 >= 0 ? 3 : 4, k->b_kn ? "true" : "false", k->b1 >= 0 ? "true" : "false", ki);
+            t, wide && !dual ? 256 : 128, (wide && !dual) || dual ? 3 : 4, kn, du, ki);
 }
 
 static bool sym_equal(ts_sym a, ts_sym b) {
@@ -634,7 +640,10 @@ int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit
     e.upper[i] = '\0';
     emit_banner(&e);
     fprintf(out, "#ifndef TSOPT_%s_CUH\n#define TSOPT_%s_CUH\n\n", e.upper, e.upper);
-    fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n#include <math.h>\n#include <stdint.h>\n\n", out);
+    fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n#include <math.h>\n#include <stdint.h>\n", out);
+    if (uses_kind(p, TS_KERNEL_GEMM)) /* the TMA descriptor types; the driver entry point is found at run time */
+        fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
+    fputc('\n', out);
     fprintf(out, "namespace tsopt_%s {\n\n", g->name);
     if (embed_templates(&e, err)) return -1;
     fputs("\n// ---- fused expressions of this plan -------------------------------------------------------------\n\n", out);

@@ -1,0 +1,419 @@
+// gemm_sm90_test.cu — validation and timing of templates/gemm_sm90.cuh (TMA + wgmma, sm_90a) on an H100/H200
+// (one file, no other sources). Same method as gemm_test.cu: per config fresh hash-random inputs on the device
+// (never zeros), the output poisoned with NaN, our kernel, a reference (cuBLAS fp32-accumulate GEMM with fp32
+// output + the epilogue in a plain kernel), relative L2 error ‖out − ref‖/‖ref‖ ≤ 1e-2 (NaN or an unwritten
+// element fails, and so does a write into the output's row padding), then the timing of ours and of cuBLAS
+// (same GEMM(s), output in T, no epilogue: a baseline generous to cuBLAS; DUAL: the sum of two cuBLAS GEMMs),
+// median of 25 runs with CUDA events, L2 flushed by a 256 MB memset before each run; then the output is
+// checked again (a race shows as a changed error). Also checked: which path ran ("wgmma" or "fallback", the
+// mma.sync kernel) against what the config expects — an unexpected path is a FAIL.
+// Prints one line per config; exits 1 if any config fails, 2 on a CUDA/cuBLAS error (the message names the
+// call; with TSG90_WATCHDOG a pipeline barrier stuck for ~4 s traps, so a deadlock shows as a launch failure on
+// the line of the config that was running, whose name is printed before its launch).
+// The cluster (CM=2, TMA multicast) configs run last: if one of them breaks the CUDA context, the lines
+// above it are still complete.
+//
+// Build (from the repository root):
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates bench/gpu/gemm_sm90_test.cu -lcublas -o gemm_sm90_test
+//   (add -Werror all-warnings -Xptxas -v to see the resource report; it builds warning-free)
+// Run: ./gemm_sm90_test          (./gemm_sm90_test quick: validation only, no timing)
+#include <cublas_v2.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define TSG90_WATCHDOG 1   // a deadlocked barrier traps (~4 s) instead of hanging
+#include "gemm_sm90.cuh"
+
+// ---- checks -------------------------------------------------------------------------------------
+#define CK(x)                                                                                        \
+    do {                                                                                             \
+        cudaError_t e_ = (x);                                                                        \
+        if (e_ != cudaSuccess) {                                                                     \
+            fprintf(stderr, "%s:%d: CUDA error %s: %s\n  in %s\n", __FILE__, __LINE__, cudaGetErrorName(e_), \
+                    cudaGetErrorString(e_), #x);                                                     \
+            exit(2);                                                                                 \
+        }                                                                                            \
+    } while (0)
+#define CKB(x)                                                                                       \
+    do {                                                                                             \
+        cublasStatus_t s_ = (x);                                                                     \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                           \
+            fprintf(stderr, "%s:%d: cuBLAS error %d in %s\n", __FILE__, __LINE__, (int)s_, #x);      \
+            exit(2);                                                                                 \
+        }                                                                                            \
+    } while (0)
+
+static cublasHandle_t g_blas;
+static void *g_flush;                       // 256 MB, written before each timed run
+static const size_t kFlushBytes = 256u << 20;
+static bool g_timing = true;
+static int g_failures = 0;
+
+// ---- device helpers -----------------------------------------------------------------------------
+__device__ __forceinline__ uint32_t hash32(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+template <typename T> __global__ void fill_rand(T *p, size_t n, uint64_t seed, float lo, float hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float u = (hash32(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.f / 16777216.f);
+        p[i] = tst::elem<T>::from_float(lo + (hi - lo) * u);
+    }
+}
+template <typename T> static void rand_fill(T *p, size_t n, uint64_t seed, float lo, float hi) {
+    fill_rand<T><<<1024, 256>>>(p, n, seed, lo, hi);
+    CK(cudaGetLastError());
+}
+
+enum Kind { kStore, kRowScale, kSwiglu, kGated, kResidual };
+static const char *kind_name[] = {"store", "rowscale", "swiglu", "gated", "residual"};
+
+// ref[b, m, n] (dense) = epilogue(C0, C1) in fp32.
+template <typename T>
+__global__ void ref_epilogue(float *ref, const float *c0, const float *c1, int kind, const float *scale,
+                             const T *res, int64_t ldr, int64_t res_bs, int M, int N, int batch) {
+    size_t total = (size_t)batch * M * N;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n = (int)(i % N), m = (int)((i / N) % M), b = (int)(i / ((size_t)N * M));
+        float v = c0[i], r = v;
+        if (kind == kRowScale) r = v * scale[(size_t)b * M + m];
+        else if (kind == kSwiglu) { float w = c1[i]; r = v * (w / (1.f + expf(-w))); }
+        else if (kind == kGated) { float s = scale ? scale[(size_t)b * M + m] : 1.f; r = (v * s) * (c1[i] * s); }
+        else if (kind == kResidual) r = v + tst::elem<T>::to_float(res[b * res_bs + (int64_t)m * ldr + n]);
+        ref[i] = r;
+    }
+}
+
+// stats: [0] Σ(o−r)², [1] Σr², [2] max|o−r| (as float bits), [3] NaN/Inf count, [4] padding elements written
+template <typename T>
+__global__ void compare(const T *out, int64_t ldc, int64_t out_bs, const float *ref, int M, int N, int batch,
+                        double *sums, unsigned long long *counts, unsigned *maxbits) {
+    size_t total = (size_t)batch * M * ldc;
+    double se = 0, sr = 0;
+    float mx = 0;
+    unsigned long long bad = 0, pad = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n = (int)(i % ldc), m = (int)((i / ldc) % M), b = (int)(i / ((size_t)ldc * M));
+        T o = out[b * out_bs + (int64_t)m * ldc + n];
+        if (n >= N) {
+            if (*reinterpret_cast<const uint16_t *>(&o) != 0xFFFFu) pad++;
+            continue;
+        }
+        float of = tst::elem<T>::to_float(o), r = ref[((size_t)b * M + m) * N + n];
+        if (!isfinite(of)) { bad++; continue; }
+        double d = (double)of - r;
+        se += d * d;
+        sr += (double)r * r;
+        mx = fmaxf(mx, fabsf((float)d));
+    }
+    atomicAdd(&sums[0], se);
+    atomicAdd(&sums[1], sr);
+    atomicMax(maxbits, __float_as_uint(mx));
+    if (bad) atomicAdd(&counts[0], bad);
+    if (pad) atomicAdd(&counts[1], pad);
+}
+
+// ---- one config -------------------------------------------------------------------------------
+struct Shape {
+    const char *name;
+    int M, N, K, batch;
+    int lda_pad = 0, ldb_pad = 0, ldc_pad = 0;   // extra elements per row (strided views)
+    int a_off = 0;                               // A starts this many elements into its buffer
+    int64_t a_bs_pad = 0;                        // extra elements between A batches
+    bool b_broadcast = false;                    // B batch stride 0
+    bool expect_wgmma = true;                    // false: the launcher must fall back to tsg::launch_gemm
+};
+
+template <typename T> struct TypeName;
+template <> struct TypeName<__half> { static constexpr const char *s = "f16"; static constexpr cudaDataType_t cu = CUDA_R_16F; };
+template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "bf16"; static constexpr cudaDataType_t cu = CUDA_R_16BF; };
+
+template <typename T, int KIND> struct EpFor;
+template <typename T> struct EpFor<T, kStore> { using type = tsg::StoreEpilogue<T>; };
+template <typename T> struct EpFor<T, kRowScale> { using type = tsg::RowScaleEpilogue<T>; };
+template <typename T> struct EpFor<T, kSwiglu> { using type = tsg::SwigluEpilogue<T>; };
+template <typename T> struct EpFor<T, kGated> { using type = tsg::GatedEpilogue<T>; };
+template <typename T> struct EpFor<T, kResidual> { using type = tsg::ResidualEpilogue<T>; };
+
+// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ).
+template <typename T>
+static void blas_gemm(bool b_kn, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
+                      cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch) {
+    const float one = 1.f, zero = 0.f;
+    CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B,
+                                   TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
+                                   (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+template <class F> static float median_ms(F &&f) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++) f();   // warm-up
+    std::vector<float> t;
+    for (int i = 0; i < 25; i++) {
+        CK(cudaMemsetAsync(g_flush, i & 0xff, kFlushBytes));
+        CK(cudaEventRecord(a));
+        f();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+struct Check {
+    double rel;
+    float maxerr_over_refmax;
+    unsigned long long bad, pad;
+};
+
+
+static const char *path_name(int r) { return r == 0 ? "wgmma" : r == 1 ? "fallback(align)" : "fallback(encode)"; }
+
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND>
+static void run_config(const Shape &s, uint64_t seed) {
+    using Ep = typename EpFor<T, KIND>::type;
+    static_assert(DUAL == (KIND == kSwiglu || KIND == kGated), "DUAL epilogues go with DUAL configs");
+    const int M = s.M, N = s.N, K = s.K, batch = s.batch;
+    const int64_t lda = K + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
+    const int64_t a_bs = (int64_t)M * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
+    const int64_t b_bs = s.b_broadcast ? 0 : b_rows * ldb, c_bs = (int64_t)M * ldc;
+    const int64_t b_batches = s.b_broadcast ? 1 : batch;
+
+    T *A, *B0, *B1 = nullptr, *out, *res = nullptr, *blas_out;
+    float *scale = nullptr, *c0, *c1 = nullptr, *ref;
+    const size_t a_n = s.a_off + (size_t)batch * a_bs, b_n = (size_t)b_batches * b_rows * ldb, c_n = (size_t)batch * c_bs;
+    const size_t r_n = (size_t)batch * M * N;
+    CK(cudaMalloc(&A, a_n * sizeof(T)));
+    CK(cudaMalloc(&B0, b_n * sizeof(T)));
+    if (DUAL) CK(cudaMalloc(&B1, b_n * sizeof(T)));
+    CK(cudaMalloc(&out, c_n * sizeof(T)));
+    CK(cudaMalloc(&blas_out, r_n * sizeof(T)));
+    CK(cudaMalloc(&c0, r_n * sizeof(float)));
+    if (DUAL) CK(cudaMalloc(&c1, r_n * sizeof(float)));
+    CK(cudaMalloc(&ref, r_n * sizeof(float)));
+    rand_fill(A, a_n, seed * 16 + 1, -1.f, 1.f);
+    rand_fill(B0, b_n, seed * 16 + 2, -1.f, 1.f);
+    if (DUAL) rand_fill(B1, b_n, seed * 16 + 3, -1.f, 1.f);
+    if (KIND == kRowScale || KIND == kGated) {
+        CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
+        rand_fill(scale, (size_t)batch * M, seed * 16 + 4, 0.5f, 1.5f);
+    }
+    if (KIND == kResidual) {
+        CK(cudaMalloc(&res, c_n * sizeof(T)));
+        rand_fill(res, c_n, seed * 16 + 5, -4.f, 4.f);
+    }
+    const T *Aview = A + s.a_off;
+
+    // Our kernel.
+    tsg::GemmParams<T, Ep> p{};
+    p.A = Aview;
+    p.B0 = B0;
+    p.B1 = B1;
+    p.M = M, p.N = N, p.K = K, p.batch = batch;
+    p.lda = lda, p.ldb = ldb, p.a_batch_stride = a_bs, p.b_batch_stride = b_bs;
+    p.ep.out = out, p.ep.ldc = ldc, p.ep.batch_stride = c_bs, p.ep.n = N;
+    if constexpr (KIND == kRowScale) p.ep.scale = scale, p.ep.scale_batch_stride = M;
+    if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
+    if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
+    char cfg[112];
+    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%d%s s%d cm%d", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
+             DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM);
+    printf("%-24s %-36s ... ", s.name, cfg);   // so that a crash inside the config still names it
+    fflush(stdout);
+    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep>(p, 0); };
+    auto ours = [&] { CK(launch()); };
+    CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
+    CK(launch());
+    const int path = tsg90::last_fallback_reason();
+    CK(cudaDeviceSynchronize());
+    const bool path_ok = (path == 0) == s.expect_wgmma;
+
+    // Reference.
+    blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    ref_epilogue<T><<<1024, 256>>>(ref, c0, c1, KIND, scale, res, ldc, c_bs, M, N, batch);
+    CK(cudaGetLastError());
+
+    double *sums;
+    unsigned long long *counts;
+    unsigned *maxbits;
+    CK(cudaMalloc(&sums, 2 * sizeof(double)));
+    CK(cudaMalloc(&counts, 2 * sizeof(unsigned long long)));
+    CK(cudaMalloc(&maxbits, sizeof(unsigned)));
+    std::vector<float> ref_h(r_n);
+    CK(cudaMemcpy(ref_h.data(), ref, r_n * sizeof(float), cudaMemcpyDeviceToHost));
+    float refmax = 0;
+    for (float r : ref_h) refmax = std::max(refmax, std::fabs(r));
+    auto check = [&]() {
+        CK(cudaMemset(sums, 0, 2 * sizeof(double)));
+        CK(cudaMemset(counts, 0, 2 * sizeof(unsigned long long)));
+        CK(cudaMemset(maxbits, 0, sizeof(unsigned)));
+        compare<T><<<1024, 256>>>(out, ldc, c_bs, ref, M, N, batch, sums, counts, maxbits);
+        CK(cudaGetLastError());
+        double sh[2];
+        unsigned long long ch[2];
+        unsigned mb;
+        CK(cudaMemcpy(sh, sums, sizeof sh, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ch, counts, sizeof ch, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(&mb, maxbits, sizeof mb, cudaMemcpyDeviceToHost));
+        float mx;
+        memcpy(&mx, &mb, sizeof mx);
+        return Check{std::sqrt(sh[0] / std::max(sh[1], 1e-300)), refmax > 0 ? mx / refmax : mx, ch[0], ch[1]};
+    };
+    Check c = check();
+    bool pass = c.bad == 0 && c.pad == 0 && c.rel <= 1e-2 && std::isfinite(c.rel) && path_ok;
+
+    float t_ours = NAN, t_blas = NAN;
+    bool moved = false;
+    Check c2 = c;
+    if (g_timing) {
+        t_ours = median_ms(ours);
+        t_blas = median_ms([&] {
+            blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
+            if (DUAL)
+                blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
+                             batch);
+        });
+        CK(cudaDeviceSynchronize());
+        c2 = check();   // after 28 more runs: a race would move the error
+        if (c2.bad || c2.pad || std::fabs(c2.rel - c.rel) > 1e-6 * std::max(1.0, c.rel)) {
+            pass = false;
+            moved = true;
+        }
+    }
+    const double flops = 2.0 * M * N * (double)K * batch * (DUAL ? 2 : 1);
+    printf("M=%-5d N=%-5d K=%-5d b=%-3d %-16s relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
+           "cuBLAS %8.4f ms  %6.1f TFLOP/s  ratio %.3f%s\n",
+           M, N, K, batch, path_name(path), c.rel, c.maxerr_over_refmax, c.bad, c.pad, pass ? "PASS" : "FAIL", t_ours, t_blas,
+           flops / (t_ours * 1e-3) / 1e12, t_blas / t_ours, path_ok ? "" : "  UNEXPECTED PATH");
+    if (moved)
+        printf("  %s: error moved after the timing runs: %.3e -> %.3e (nan %llu, pad %llu)\n", s.name, c.rel, c2.rel,
+               c2.bad, c2.pad);
+    fflush(stdout);
+    if (!pass) g_failures++;
+
+    CK(cudaFree(A));
+    CK(cudaFree(B0));
+    if (B1) CK(cudaFree(B1));
+    CK(cudaFree(out));
+    CK(cudaFree(blas_out));
+    CK(cudaFree(c0));
+    if (c1) CK(cudaFree(c1));
+    CK(cudaFree(ref));
+    if (scale) CK(cudaFree(scale));
+    if (res) CK(cudaFree(res));
+    CK(cudaFree(sums));
+    CK(cudaFree(counts));
+    CK(cudaFree(maxbits));
+}
+
+// Active clusters of 2 the device can hold for a kernel (how many of the 2-CTA clusters run in one wave).
+template <typename T, int BM, int BN, int ST, bool B_KN, bool DUAL, class Ep> static void print_cluster_occupancy(const char *what) {
+    using C = tsg90::Cfg<BM, BN, ST, 2, DUAL>;
+    auto kernel = tsg90::gemm_sm90_kernel<T, BM, BN, ST, 2, B_KN, DUAL, Ep>;
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(128, 1, 1);
+    cfg.blockDim = dim3(C::THREADS, 1, 1);
+    cfg.dynamicSmemBytes = C::SMEM;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = -1;
+    cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+    printf("cluster occupancy %s: %d active 2-CTA clusters (%s)\n", what, n, cudaGetErrorString(e));
+    (void)cudaGetLastError();
+}
+
+// ---- the configs --------------------------------------------------------------------------------
+using h16 = __half;
+using b16 = __nv_bfloat16;
+using tsg::StoreEpilogue;
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, cc %d.%d, %d SMs, %zu KB smem/block opt-in, L2 %d MB\n", prop.name, prop.major, prop.minor,
+           prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024, prop.l2CacheSize >> 20);
+    CKB(cublasCreate(&g_blas));
+    CK(cudaMalloc(&g_flush, kFlushBytes));
+    uint64_t seed = 1;
+    // Shape fields: name, M, N, K, batch, lda_pad, ldb_pad, ldc_pad, a_off, a_bs_pad, b_broadcast, expect_wgmma.
+
+    // The goal shape (fp16, B = weight [d, n]): three tile shapes, the first one twice (timing noise).
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 256, 128, 4, 1, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 6, 1, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul (again)", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 256, 128, 4, 1, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
+    // The fused forms of the seed benchmarks.
+    run_config<h16, 128, 128, 4, 1, true, true, kSwiglu>({"swiglu", 1024, 2048, 2048, 1}, seed++);
+    run_config<h16, 128, 64, 6, 1, true, true, kSwiglu>({"swiglu", 1024, 2048, 2048, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kRowScale>({"rmsnorm(flashnorm)", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 4, 1, true, true, kGated>({"rmsnorm_mlp", 1024, 1024, 1024, 1}, seed++);
+    run_config<h16, 128, 64, 6, 1, true, true, kGated>({"rmsnorm_mlp", 1024, 1024, 1024, 1}, seed++);
+    run_config<h16, 128, 128, 4, 1, false, true, kSwiglu>({"swiglu B_NK", 1024, 2048, 2048, 1}, seed++);
+    // bf16
+    run_config<b16, 128, 256, 4, 1, true, false, kStore>({"matmul bf16", 1024, 4096, 4096, 1}, seed++);
+    run_config<b16, 128, 256, 4, 1, false, false, kStore>({"matmul bf16 B_NK", 1024, 4096, 4096, 1}, seed++);
+    run_config<b16, 128, 128, 4, 1, true, true, kSwiglu>({"swiglu bf16", 1024, 2048, 2048, 1}, seed++);
+    // Batched attention scores Q·Kᵀ (h=16, t=1024, d_h=128): B_NK, K = 128 (two k tiles).
+    run_config<h16, 128, 128, 6, 1, false, false, kStore>({"scores Q.K^T", 1024, 1024, 128, 16}, seed++);
+    // Odd sizes: edges in every dim (TMA zero fill), padded ldc.
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"odd", 77, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<h16, 128, 256, 4, 1, false, false, kStore>({"odd B_NK", 77, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<h16, 256, 128, 4, 1, true, false, kStore>({"odd 256x128", 300, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<b16, 128, 128, 4, 1, false, true, kGated>({"odd dual B_NK bf16", 333, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"m=1", 1, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"K=8 N=1003 (partial)", 200, 1003, 8, 1, 0, 5, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"K=12 N=1003 (lda 16)", 200, 1003, 12, 1, 4, 5, 1}, seed++);
+    // Fallbacks to the mma.sync kernel (rows not 16-byte aligned, misaligned pointer).
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"k=1001 fallback", 300, 520, 1001, 1, 0, 0, 3, 0, 0, false, false}, seed++);
+    run_config<h16, 128, 256, 4, 1, false, false, kStore>({"k=1001 fallback NK", 300, 517, 1001, 1, 0, 0, 0, 0, 0, false, false}, seed++);
+    run_config<b16, 128, 128, 4, 1, true, true, kGated>({"k=1001 dual bf16", 130, 260, 1001, 1, 0, 0, 0, 0, 0, false, false}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"misaligned A ptr", 256, 512, 512, 1, 0, 0, 0, 1, 0, false, false}, seed++);
+    // Batched, strided views: padded lda, gaps between A batches, residual epilogue, padded ldc; broadcast B.
+    run_config<h16, 128, 256, 4, 1, true, false, kResidual>({"batched residual", 200, 384, 320, 4, 64, 0, 8, 0, 72}, seed++);
+    run_config<b16, 128, 256, 4, 1, false, false, kRowScale>({"batched NK rowscale", 333, 700, 448, 3, 8, 16, 0}, seed++);
+    run_config<h16, 128, 128, 4, 1, true, true, kSwiglu>({"batched bcast-B swiglu", 100, 256, 192, 5, 0, 0, 0, 0, 0, true}, seed++);
+
+    // Clusters of 2 with TMA multicast of B (last: riskiest).
+    print_cluster_occupancy<h16, 128, 256, 4, true, false, StoreEpilogue<h16>>("128x256 s4");
+    run_config<h16, 128, 256, 4, 2, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 256, 128, 4, 2, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 2, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 4, 2, true, true, kSwiglu>({"swiglu", 1024, 2048, 2048, 1}, seed++);
+    run_config<h16, 128, 128, 4, 2, true, true, kGated>({"rmsnorm_mlp", 1024, 1024, 1024, 1}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kRowScale>({"rmsnorm(flashnorm)", 1024, 4096, 4096, 1}, seed++);
+    run_config<b16, 128, 256, 4, 2, true, false, kStore>({"matmul bf16", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kStore>({"odd (odd tile rows)", 77, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<h16, 128, 256, 4, 2, false, false, kStore>({"odd B_NK", 333, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<h16, 128, 128, 4, 2, true, true, kSwiglu>({"batched bcast-B swiglu", 300, 256, 192, 5, 0, 0, 0, 0, 0, true}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kStore>({"matmul (again)", 1024, 4096, 4096, 1}, seed++);
+
+    CKB(cublasDestroy(g_blas));
+    CK(cudaFree(g_flush));
+    printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+    return g_failures ? 1 : 0;
+}
