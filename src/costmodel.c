@@ -49,7 +49,21 @@ static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_d
 int ts_costmodel_load(ts_costmodel *m, const char *path, ts_diags *d) {
     memset(m, 0, sizeof *m);
     ts_spec s;
-    if (ts_spec_load(&s, path, d) != 0) return -1;
+    int loaded = ts_spec_load(&s, path, d);
+    /* d points into s (path, text for excerpts), which is freed below: keep copies that live with m */
+    m->path = ts_strdup(path);
+    if (s.text) {
+        m->text = ts_xmalloc(s.len + 1);
+        memcpy(m->text, s.text, s.len + 1);
+        m->text_len = s.len;
+    }
+    d->path = m->path;
+    d->text = m->text;
+    d->text_len = m->text_len;
+    if (loaded != 0) {
+        ts_spec_free(&s);
+        return -1;
+    }
     yaml_node_t *root = ts_yaml_root(&s), *coef = ts_yaml_get(&s, root, "coefficients");
     int rc = -1;
     if (!coef || coef->type != YAML_MAPPING_NODE) {
@@ -59,10 +73,20 @@ int ts_costmodel_load(ts_costmodel *m, const char *path, ts_diags *d) {
         rc = read_coefficients(m, &s, coef, d);
         const char *gpu = ts_yaml_str(ts_yaml_get(&s, root, "gpu")), *src = ts_yaml_str(ts_yaml_get(&s, root, "source"));
         const char *cal = ts_yaml_str(ts_yaml_get(&s, root, "calibrated"));
-        m->path = ts_strdup(path);
         m->gpu = ts_strdup(gpu ? gpu : "unknown GPU");
         m->source = ts_strdup(src ? src : "");
         m->calibrated = cal && strcmp(cal, "true") == 0;
+        const char *drv = ts_yaml_str(ts_yaml_get(&s, root, "driver")), *date = ts_yaml_str(ts_yaml_get(&s, root, "date"));
+        m->driver = ts_strdup(drv ? drv : "");
+        m->date = ts_strdup(date ? date : "");
+        yaml_node_t *fit = ts_yaml_get(&s, root, "fit");
+        if (fit && fit->type == YAML_MAPPING_NODE) {
+            m->nfits = (int)(fit->data.mapping.pairs.top - fit->data.mapping.pairs.start);
+        } else if (fit) {
+            ts_error(d, ts_yaml_line(fit), ts_yaml_col(fit), 1, "see `tsopt calibrate --help`",
+                     "'fit' must be a mapping from fit names to their results");
+            rc = -1;
+        }
     }
     ts_spec_free(&s);
     return rc;
@@ -72,6 +96,9 @@ void ts_costmodel_free(ts_costmodel *m) {
     free(m->path);
     free(m->gpu);
     free(m->source);
+    free(m->driver);
+    free(m->date);
+    free(m->text);
     memset(m, 0, sizeof *m);
 }
 

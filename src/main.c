@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "calibrate.h"
 #include "check.h"
 #include "compile.h"
 #include "costmodel.h"
@@ -38,6 +39,7 @@ static const char usage_main[] =
     "  compile FILE            saturate, extract and rank kernel plans, write the best as a CUDA header\n"
     "  explain FILE            saturate a graph with the rules: statistics, best terms, derivations\n"
     "  verify-rules [PATH...]  check every rule against the float64 interpreter on random instances\n"
+    "  calibrate [-o FILE]     fit the cost model's coefficients to microbenchmarks on the GPU\n"
     "\n"
     "options:\n"
     "  -h, --help              this help; 'tsopt <command> --help' for a command's\n"
@@ -112,6 +114,26 @@ static const char usage_compile[] =
     "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml)\n"
     "  --top K                 rows of the ranked table to print (default 5)\n"
     "  --rules PATH            a .rules file or a folder of them (default: rules; repeatable)\n";
+
+static const char usage_calibrate[] =
+    "usage: tsopt calibrate [-o FILE] [--base FILE] [--kernels FILE] [--date YYYY-MM-DD] [--events] [--quick]\n"
+    "\n"
+    "Runs microbenchmarks on GPU 0 (DRAM read, write and copy from 1 MiB to 1 GiB with the L2 flushed;\n"
+    "back-to-back empty kernels; FMA, exp2 and mma.sync fp16 throughput; a wave/tail sweep of 1 to 4 x SMs\n"
+    "blocks), times them with CUPTI activity records (CUDA events when CUPTI is unavailable), fits the cost\n"
+    "model's coefficients by least squares (GSL) and writes a cost-model file like costmodel/h200.yaml with\n"
+    "'calibrated: true', the GPU, driver and date, and every fit's R-squared, residual spread and samples.\n"
+    "The CUDA driver, NVRTC and CUPTI are loaded at run time; where the driver or NVRTC is missing it says\n"
+    "which and exits 3. Takes well under a minute of GPU time.\n"
+    "\n"
+    "  -o FILE                 where to write the cost model (default: standard output)\n"
+    "  --base FILE             the cost model whose four efficiencies are kept; microbenchmarks cannot\n"
+    "                          measure them (default: costmodel/h200.yaml)\n"
+    "  --kernels FILE          the microbenchmark kernels, CUDA C compiled with NVRTC\n"
+    "                          (default: calibrate/kernels.cu, then ../calibrate/kernels.cu beside the binary)\n"
+    "  --date YYYY-MM-DD       the date written into the file (default: today, UTC)\n"
+    "  --events                time with CUDA events even where CUPTI loads\n"
+    "  --quick                 fewer repetitions (a smoke run)\n";
 
 /* ---- argument parsing -------------------------------------------------------------------------- */
 
@@ -398,6 +420,19 @@ static void print_busiest_rules(const ts_saturation *s, const ts_rules *rs, int 
     free(order);
 }
 
+/* The rules that built term t, in the order they first fired (the derivation from the input graph). */
+static void print_derivation(ts_saturation *s, const ts_eg_term *t) {
+    ts_runner_step *steps = NULL;
+    size_t n = ts_runner_derivation(&s->run, t, &steps);
+    if (n == 0) printf("  derivation: the input graph itself\n");
+    else printf("  derivation (%zu rule%s, in the order they first fired):\n", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n; i++) {
+        const ts_rule *r = &s->run.rules->rule[steps[i].rule];
+        printf("    %2zu. iteration %-3d %-28s %s:%d\n", i + 1, steps[i].iteration, r->name, r->file, r->line);
+    }
+    free(steps);
+}
+
 static void explain_class(ts_saturation *s, const char *name, uint32_t cls) {
     ts_eg_term t;
     if (!ts_eg_extract_smallest(s->x.eg, ts_eg_find(s->x.eg, cls), &t)) {
@@ -405,9 +440,17 @@ static void explain_class(ts_saturation *s, const char *name, uint32_t cls) {
         return;
     }
     char *text = ts_egir_term_str(&s->x, &t);
-    printf("%s = %s\n", name, text);
+    printf("%s = %s   (smallest)\n", name, text);
     free(text);
+    print_derivation(s, &t);
     ts_eg_term_free(&t);
+    if (ts_plan_fused_term(&s->x, cls, &t)) {
+        text = ts_egir_term_str(&s->x, &t);
+        printf("%s = %s   (as compile extracts it)\n", name, text);
+        free(text);
+        print_derivation(s, &t);
+        ts_eg_term_free(&t);
+    }
 }
 
 static int explain_terms(const options *o, ts_graph *g, ts_saturation *s) {
@@ -626,6 +669,36 @@ static int cmd_verify(int argc, char **argv) {
     return rc;
 }
 
+/* ---- calibrate --------------------------------------------------------------------------------- */
+
+static int cmd_calibrate(int argc, char **argv) {
+    ts_calib_opts co = {.base_path = "costmodel/h200.yaml", .when = time(NULL)};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_calibrate, stdout);
+            return 0;
+        } else if (strcmp(a, "--quick") == 0) {
+            co.quick = true;
+        } else if (strcmp(a, "--events") == 0) {
+            co.events = true;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--base") == 0 || strcmp(a, "--kernels") == 0 ||
+                   strcmp(a, "--date") == 0) {
+            if (i + 1 >= argc) return usage_error(usage_calibrate, "missing value for", a);
+            const char *v = argv[++i];
+            if (strcmp(a, "-o") == 0) co.out_path = v;
+            else if (strcmp(a, "--base") == 0) co.base_path = v;
+            else if (strcmp(a, "--kernels") == 0) co.kernels = v;
+            else if (ts_calib_parse_date(v, &co.when) != 0)
+                return usage_error(usage_calibrate, "--date wants YYYY-MM-DD, not", v);
+        } else {
+            return usage_error(usage_calibrate, a[0] == '-' ? "unknown option" : "unexpected argument", a);
+        }
+    }
+    int rc = ts_calibrate(&co);
+    return rc == TS_CALIB_NO_GPU ? EXIT_LIMIT : rc == TS_CALIB_OK ? 0 : EXIT_INPUT;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------------------- */
 
 static const struct {
@@ -637,6 +710,7 @@ static const struct {
     {"compile", cmd_compile},
     {"explain", cmd_explain},
     {"verify-rules", cmd_verify},
+    {"calibrate", cmd_calibrate},
 };
 
 int main(int argc, char **argv) {
