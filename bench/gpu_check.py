@@ -78,7 +78,22 @@ class Case:
         self.static, self.runtime = parse(static), parse(runtime)
 
 
-def run_case(case, seed, anchors, use_compile):
+def kernel_times(fn):
+    """Per-kernel device times (us) of one call, from the PyTorch profiler (CUPTI)."""
+    from torch.profiler import ProfilerActivity, profile as prof
+    fn()
+    torch.cuda.synchronize()
+    with prof(activities=[ProfilerActivity.CUDA]) as p:
+        fn()
+        torch.cuda.synchronize()
+    rows = []
+    for e in p.events():
+        if e.device_type.name == "CUDA":
+            rows.append((e.name[:60], round(e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total, 2)))
+    return rows
+
+
+def run_case(case, seed, anchors, use_compile, profile=False):
     g = graphref.Graph(case.yaml, {**case.static, **case.runtime})
     lib = ctypes.CDLL(case.lib)
     run = getattr(lib, case.graph + "_run")
@@ -119,6 +134,8 @@ def run_case(case, seed, anchors, use_compile):
     ms = timed(ours)
     result = {"variant": case.variant, "graph": case.graph, "sizes": g.sizes, "error": worst,
               "passed": worst <= 1e-2, "ms": ms}
+    if profile:
+        result["kernels"] = kernel_times(ours)
     if anchors:
         result["anchors"] = time_anchors(case.graph, ins, use_compile)
     return result
@@ -175,6 +192,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--seed", type=int, default=int(time.time()) % 100000)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile of the eager anchors")
+    ap.add_argument("--profile", action="store_true", help="per-kernel times of each bench case (PyTorch profiler)")
     args = ap.parse_args()
     timed.flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     print("device:", torch.cuda.get_device_name(), "seed:", args.seed, flush=True)
@@ -184,7 +202,7 @@ def main():
             continue
         case = Case(row)
         try:
-            r = run_case(case, args.seed, case.variant == "bench", args.compile)
+            r = run_case(case, args.seed, case.variant == "bench", args.compile, args.profile and case.variant == "bench")
         except Exception as e:
             r = {"variant": case.variant, "graph": case.graph, "error": float("inf"), "passed": False, "ms": None,
                  "failure": str(e)[:200]}
@@ -199,6 +217,9 @@ def main():
         ms = ("%.4f" % r["ms"]) if r.get("ms") else "-"
         print("%-8s %-18s %-10.2e %-5s %10s  %s" % (r["variant"], r["graph"], r["error"], "PASS" if r["passed"] else "FAIL",
                                                    ms, anchors or r.get("failure", "")))
+    for r in results:
+        for name, us in r.get("kernels", []):
+            print("  %-18s %8.2f us  %s" % (r["graph"], us, name))
     failed = sum(not r["passed"] for r in results)
     print("%d passed, %d failed" % (len(results) - failed, failed))
     return 1 if failed else 0

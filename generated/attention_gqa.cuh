@@ -2,8 +2,8 @@
 //
 // graph:     attention_gqa (source hash e66cbe888907af2d)
 // plan:      fused-epilogues — 1 kernel: attention [kv_h,grp,t_q,d_h] over t_kv
-// predicted: 0.2893 ms on NVIDIA H200 at the typical sizes (44.89x the 12.9893 ms predicted for one kernel per op)
-// cost model: costmodel/h200.yaml (uncalibrated: datasheet figures)
+// predicted: 0.4503 ms on NVIDIA H200 at the typical sizes (30.87x the 13.9010 ms predicted for one kernel per op)
+// cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
 // Depends only on the CUDA runtime headers; needs sm_80 or newer.

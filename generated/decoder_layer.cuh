@@ -2,8 +2,8 @@
 //
 // graph:     decoder_layer (source hash a38719f8610d2ed4)
 // plan:      fused-separate-gemms — 14 kernels: reduce-sum [t] over d; map [t,d]; gemm [t,qkv] over d; map [t,kv_h,grp,two,d_half]; map [t,kv_h,two,d_half]; map [kv_h,d_h,t_kv]; map [kv_h,t_kv,d_h]; attention [t,kv_h,grp,d_h] over t_kv; gemm [t,d] over q_dim; reduce-sum [t] over d; map [t,d]; gemm [t,f] over d; gemm [t,f] over d; gemm [t,d] over f
-// predicted: 0.7138 ms on NVIDIA H200 at the typical sizes (2.54x the 1.8138 ms predicted for one kernel per op)
-// cost model: costmodel/h200.yaml (uncalibrated: datasheet figures)
+// predicted: 1.0912 ms on NVIDIA H200 at the typical sizes (2.12x the 2.3124 ms predicted for one kernel per op)
+// cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
 // Depends only on the CUDA runtime headers; needs sm_80 or newer.
@@ -288,7 +288,8 @@ __device__ __forceinline__ int64_t offset_of(const int64_t *idx, const int64_t *
 // where inner and finish are generated functors reading operands through strided views, and combine is a
 // sum, a max, or the online softmax-weighted sum (inner yields a score s and a value v; the kernel keeps a
 // running max, running sum and rescaled accumulator — the same state FlashAttention keeps). One warp per
-// output element; lanes stride over k; the warp combines. Any sizes. Namespace tsr; depends on tile.cuh.
+// output element, lanes striding over k — or, for a few long rows, a block of 8 warps per output element.
+// Any sizes. Namespace tsr; depends on tile.cuh.
 //
 // Functor interface (the emitter generates these):
 //   struct Inner  { __device__ float2 operator()(const int64_t *idx, int64_t k) const; };  // .x = value
@@ -356,11 +357,62 @@ __global__ void __launch_bounds__(256) reduce_kernel(const ReduceParams<T, Inner
     }
 }
 
+// Long reductions with few outputs (a norm over the model width): one block of 8 warps per output
+// element; each warp folds a strided share of k, then the warps' partial states are combined through
+// shared memory, so a row of thousands of elements is read by 256 threads at once.
+template <typename T, class Inner, class Finish, int COMBINE>
+__global__ void __launch_bounds__(256) reduce_rows_kernel(const ReduceParams<T, Inner, Finish> p) {
+    __shared__ WState part[8];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int64_t o = blockIdx.x; o < p.numel; o += gridDim.x) {
+        int64_t idx[kMaxDims], r = o, off = 0;
+        for (int d = p.ndim - 1; d >= 0; d--) {
+            idx[d] = r % p.size[d];
+            r /= p.size[d];
+            off += idx[d] * p.out_stride[d];
+        }
+        float acc = COMBINE == kMax ? -INFINITY : 0.f;
+        WState w = {-INFINITY, 0.f, 0.f};
+        for (int64_t k = threadIdx.x; k < p.len; k += blockDim.x) {
+            float2 x = p.inner(idx, k);
+            if (COMBINE == kSum) acc += x.x;
+            else if (COMBINE == kMax) acc = fmaxf(acc, x.x);
+            else w = wmerge(w, WState{x.x, 1.f, x.y}, p.c);
+        }
+        if (COMBINE == kSum) w = WState{0.f, 0.f, tst::warp_sum(acc)};
+        else if (COMBINE == kMax) w = WState{0.f, 0.f, tst::warp_max(acc)};
+        else
+            for (int s = 16; s > 0; s >>= 1) {
+                WState other = {__shfl_xor_sync(0xffffffffu, w.m, s), __shfl_xor_sync(0xffffffffu, w.l, s),
+                                __shfl_xor_sync(0xffffffffu, w.acc, s)};
+                w = wmerge(w, other, p.c);
+            }
+        if (lane == 0) part[warp] = w;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            WState t = part[0];
+            for (int i = 1; i < (int)(blockDim.x / 32); i++) {
+                if (COMBINE == kSum) t.acc += part[i].acc;
+                else if (COMBINE == kMax) t.acc = fmaxf(t.acc, part[i].acc);
+                else t = wmerge(t, part[i], p.c);
+            }
+            const float v = COMBINE == kWeightedSum ? t.acc / t.l : t.acc;
+            p.out[off] = tst::elem<T>::from_float(p.finish(idx, v));
+        }
+        __syncthreads();
+    }
+}
+
 template <typename T, class Inner, class Finish, int COMBINE>
 cudaError_t launch_reduce(const ReduceParams<T, Inner, Finish> &p, int sm_count, cudaStream_t stream) {
     if (p.numel == 0) return cudaSuccess;
     if (p.ndim < 0 || p.ndim > kMaxDims || p.len < 1) return cudaErrorInvalidValue;
-    int64_t blocks = (p.numel + 7) / 8, cap = (int64_t)sm_count * 16;
+    const int64_t cap = (int64_t)sm_count * 16;
+    if (p.len >= 1024 && p.numel <= (int64_t)sm_count * 64) { /* few long rows: a block per row */
+        reduce_rows_kernel<T, Inner, Finish, COMBINE><<<(unsigned)(p.numel < cap ? p.numel : cap), 256, 0, stream>>>(p);
+        return cudaGetLastError();
+    }
+    int64_t blocks = (p.numel + 7) / 8;
     reduce_kernel<T, Inner, Finish, COMBINE><<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(p);
     return cudaGetLastError();
 }

@@ -2,8 +2,8 @@
 //
 // graph:     matmul (source hash f15ab04d59428bcf)
 // plan:      baseline (one kernel per op) — 1 kernel: gemm [m,n] over d
-// predicted: 0.0507 ms on NVIDIA H200 at the typical sizes (1.00x the 0.0507 ms predicted for one kernel per op)
-// cost model: costmodel/h200.yaml (uncalibrated: datasheet figures)
+// predicted: 0.0786 ms on NVIDIA H200 at the typical sizes (1.00x the 0.0786 ms predicted for one kernel per op)
+// cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
 // Depends only on the CUDA runtime headers; needs sm_80 or newer.

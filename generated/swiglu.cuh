@@ -2,8 +2,8 @@
 //
 // graph:     swiglu (source hash e94f5273629ddde4)
 // plan:      fused — 1 kernel: dual-gemm [m,n] over d
-// predicted: 0.0269 ms on NVIDIA H200 at the typical sizes (2.62x the 0.0704 ms predicted for one kernel per op)
-// cost model: costmodel/h200.yaml (uncalibrated: datasheet figures)
+// predicted: 0.0415 ms on NVIDIA H200 at the typical sizes (2.35x the 0.0972 ms predicted for one kernel per op)
+// cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
 // Depends only on the CUDA runtime headers; needs sm_80 or newer.

@@ -881,9 +881,9 @@ static void kernel_module_version(char *buf, size_t n) {
     char *text = read_file("/proc/driver/nvidia/version", NULL);
     if (!text) return;
     const char *p = strstr(text, "Kernel Module");
-    if (p) {
+    if (p) { /* "...Kernel Module for x86_64  580.159.04  ...": the first token that starts with a digit */
         p += strlen("Kernel Module");
-        while (*p == ' ' || *p == '\t') p++;
+        while (*p && *p != '\n' && !(*p >= '0' && *p <= '9' && (p[-1] == ' ' || p[-1] == '\t'))) p++;
         size_t k = 0;
         while (p[k] && p[k] != ' ' && p[k] != '\n' && k + 1 < n) k++;
         snprintf(buf, n, "%.*s", (int)k, p);

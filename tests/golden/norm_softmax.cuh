@@ -2,8 +2,8 @@
 //
 // graph:     norm_softmax (source hash dfa3ca0b5cfa609e)
 // plan:      fused — 4 kernels: reduce-sum [t] over d; reduce-max [t] over d; reduce-sum [t] over d; map [t,d]
-// predicted: 0.0138 ms on NVIDIA H200 at the typical sizes (3.61x the 0.0499 ms predicted for one kernel per op)
-// cost model: costmodel/h200.yaml (uncalibrated: datasheet figures)
+// predicted: 0.0192 ms on NVIDIA H200 at the typical sizes (3.63x the 0.0697 ms predicted for one kernel per op)
+// cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
 // Depends only on the CUDA runtime headers; needs sm_80 or newer.
