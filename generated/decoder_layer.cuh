@@ -1884,7 +1884,13 @@ struct K0Finish {
     int64_t o0, s0[2];
     __device__ float operator()(const int64_t *idx, float acc) const {
         const float v0 = acc;
-        return v0;
+        const float v1 = 0.000244140625f;
+        const float v2 = v0 * v1;
+        const float v3 = 1e-05f;
+        const float v4 = v2 + v3;
+        const float v5 = sqrtf(v4);
+        const float v6 = 1.f / v5;
+        return v6;
     }
 };
 
@@ -1898,16 +1904,10 @@ struct K1 {
     __device__ float operator()(const int64_t *idx) const {
         const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1]]);
         const float v1 = tst::elem<float>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0]]);
-        const float v2 = 0.000244140625f;
-        const float v3 = v1 * v2;
-        const float v4 = 1e-05f;
-        const float v5 = v3 + v4;
-        const float v6 = sqrtf(v5);
-        const float v7 = 1.f / v6;
-        const float v8 = v0 * v7;
-        const float v9 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(idx[1]) * s2[0]]);
-        const float v10 = v8 * v9;
-        return v10;
+        const float v2 = v0 * v1;
+        const float v3 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(idx[1]) * s2[0]]);
+        const float v4 = v2 * v3;
+        return v4;
     }
 };
 
@@ -2078,7 +2078,13 @@ struct K9Finish {
     int64_t o1, s1[2];
     __device__ float operator()(const int64_t *idx, float acc) const {
         const float v0 = acc;
-        return v0;
+        const float v1 = 0.000244140625f;
+        const float v2 = v0 * v1;
+        const float v3 = 1e-05f;
+        const float v4 = v2 + v3;
+        const float v5 = sqrtf(v4);
+        const float v6 = 1.f / v5;
+        return v6;
     }
 };
 
@@ -2096,16 +2102,10 @@ struct K10 {
         const float v1 = tst::elem<__half>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0] + (int64_t)(idx[1]) * s1[1]]);
         const float v2 = v0 + v1;
         const float v3 = tst::elem<float>::to_float(p2[o2 + (int64_t)(idx[0]) * s2[0]]);
-        const float v4 = 0.000244140625f;
-        const float v5 = v3 * v4;
-        const float v6 = 1e-05f;
-        const float v7 = v5 + v6;
-        const float v8 = sqrtf(v7);
-        const float v9 = 1.f / v8;
-        const float v10 = v2 * v9;
-        const float v11 = tst::elem<__half>::to_float(p3[o3 + (int64_t)(idx[1]) * s3[0]]);
-        const float v12 = v10 * v11;
-        return v12;
+        const float v4 = v2 * v3;
+        const float v5 = tst::elem<__half>::to_float(p3[o3 + (int64_t)(idx[1]) * s3[0]]);
+        const float v6 = v4 * v5;
+        return v6;
     }
 };
 

@@ -1393,7 +1393,13 @@ struct K0Finish {
     int64_t o0, s0[2];
     __device__ float operator()(const int64_t *idx, float acc) const {
         const float v0 = acc;
-        return v0;
+        const float v1 = 0.000244140625f;
+        const float v2 = v0 * v1;
+        const float v3 = 1e-06f;
+        const float v4 = v2 + v3;
+        const float v5 = sqrtf(v4);
+        const float v6 = 1.f / v5;
+        return v6;
     }
 };
 
@@ -1411,14 +1417,8 @@ struct K1 {
         (void)b, (void)row, (void)cc, (void)acc1;
         const float v0 = acc0;
         const float v1 = tst::elem<float>::to_float(p2[o2 + (int64_t)(row) * s2[0]]);
-        const float v2 = 0.000244140625f;
-        const float v3 = v1 * v2;
-        const float v4 = 1e-06f;
-        const float v5 = v3 + v4;
-        const float v6 = sqrtf(v5);
-        const float v7 = 1.f / v6;
-        const float v8 = v0 * v7;
-        return v8;
+        const float v2 = v0 * v1;
+        return v2;
     }
     template <typename T>
     __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {

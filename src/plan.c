@@ -249,6 +249,21 @@ typedef struct {
     int root;
 } region;
 
+static void region_cores(builder *b, int i, int *cores, int *n, bool root);
+static bool is_reduction(ts_op op);
+
+/* Whether elementwise node i varies along fewer axes than the region's root and is computed from exactly
+ * one reduction (plus constants and indices) that is not the region's own accumulator. */
+static bool finishes_a_reduction(builder *b, const region *r, int i) {
+    const tnode *t = &b->t[i];
+    if (!is_elementwise((ts_op)t->e.op) || (t->axes & ~b->t[r->root].axes) || t->axes == b->t[r->root].axes)
+        return false;
+    int cores[16], nc = 0;
+    region_cores(b, i, cores, &nc, true);
+    return nc == 1 && cores[0] != r->core[0] && cores[0] != r->core[1] && is_reduction((ts_op)b->t[cores[0]].e.op) &&
+           !(b->t[cores[0]].axes & ~t->axes);
+}
+
 static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, int *memo, int i) {
     if (memo[i] >= 0) return memo[i];
     const tnode *t = &b->t[i];
@@ -262,6 +277,11 @@ static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, in
         out = xpush(e, (ts_xnode){.kind = TS_X_CONST, .value = v});
     } else if (op == TS_OP_IOTA) {
         out = xpush(e, (ts_xnode){.kind = TS_X_INDEX, .slot = (int32_t)t->e.param[0]});
+    } else if (b->fuse && i != r->root && finishes_a_reduction(b, r, i)) {
+        /* a smaller tensor (a row scale) that only a reduction feeds: the reduction's finish computes it
+         * once per element of its own, instead of this kernel once per element of the larger output */
+        ts_access a = materialize(b, i);
+        out = xpush(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
     } else if (is_elementwise(op) && (b->fuse || i == r->root)) {
         ts_xnode n = {.kind = TS_X_OP, .op = op, .dtype = op == TS_OP_CAST ? (ts_dtype)t->e.param[0] : TS_FP32};
         for (int c = 0; c < ts_op_arity(op); c++) n.kid[c] = region_expr(b, k, e, r, memo, (int)t->e.kid[c]);
@@ -361,8 +381,8 @@ static void emit_reduce(builder *b, int core, int root) {
                                                                 : TS_COMBINE_SUM;
     int32_t axes[TS_MAX_DIMS];
     int n = order_axes(b->t[root].axes, k->nacc ? &k->acc[0] : NULL, axes);
-    /* a bare reduction keeps an fp32 temporary: its consumers are normalisations */
-    new_output(b, root, axes, n, root == core ? TS_FP32 : dtype_of(b, root), k);
+    /* reductions keep fp32 results (norms, row scales): their consumers normalise with them */
+    new_output(b, root, axes, n, TS_FP32, k);
 }
 
 /* ---- GEMM -------------------------------------------------------------------------------------- */

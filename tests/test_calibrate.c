@@ -194,13 +194,13 @@ Test(calibrate, written_file_loads_as_a_calibrated_cost_model) {
     free(text);
 }
 
-Test(calibrate, shipped_model_still_loads_and_a_bad_fit_section_is_an_error) {
+Test(calibrate, shipped_calibrated_model_loads_and_a_bad_fit_section_is_an_error) {
     ts_costmodel m;
     ts_diags d;
     cr_assert_eq(ts_costmodel_load(&m, "costmodel/h200.yaml", &d), 0);
-    cr_assert_not(m.calibrated);
-    cr_assert_eq(m.nfits, 0);
-    cr_assert_str_eq(m.driver, "");
+    cr_assert(m.calibrated, "the shipped model is the H200 calibration");
+    cr_assert_eq(m.nfits, 8, "with its eight fits");
+    cr_assert_str_eq(m.driver, "580.159.04, CUDA 13.0");
     ts_diags_free(&d);
     ts_costmodel_free(&m);
 
