@@ -56,7 +56,13 @@ struct K0Finish {
     int64_t o0, s0[2];
     __device__ float operator()(const int64_t *idx, float acc) const {
         const float v0 = acc;
-        return v0;
+        const float v1 = 0.0009765625f;
+        const float v2 = v0 * v1;
+        const float v3 = 1e-05f;
+        const float v4 = v2 + v3;
+        const float v5 = sqrtf(v4);
+        const float v6 = 1.f / v5;
+        return v6;
     }
 };
 
@@ -70,16 +76,10 @@ struct K1Inner {
     __device__ float2 operator()(const int64_t *idx, int64_t k) const {
         const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(k) * s0[1]]);
         const float v1 = tst::elem<float>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0]]);
-        const float v2 = 0.0009765625f;
-        const float v3 = v1 * v2;
-        const float v4 = 1e-05f;
-        const float v5 = v3 + v4;
-        const float v6 = sqrtf(v5);
-        const float v7 = 1.f / v6;
-        const float v8 = v0 * v7;
-        const float v9 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(k) * s2[0]]);
-        const float v10 = v8 * v9;
-        return make_float2(v10, 0.f);
+        const float v2 = v0 * v1;
+        const float v3 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(k) * s2[0]]);
+        const float v4 = v2 * v3;
+        return make_float2(v4, 0.f);
     }
 };
 
@@ -92,7 +92,8 @@ struct K1Finish {
     int64_t o2, s2[1];
     __device__ float operator()(const int64_t *idx, float acc) const {
         const float v0 = acc;
-        return v0;
+        const float v1 = -v0;
+        return v1;
     }
 };
 
@@ -108,22 +109,15 @@ struct K2Inner {
     __device__ float2 operator()(const int64_t *idx, int64_t k) const {
         const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(k) * s0[1]]);
         const float v1 = tst::elem<float>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0]]);
-        const float v2 = 0.0009765625f;
-        const float v3 = v1 * v2;
-        const float v4 = 1e-05f;
-        const float v5 = v3 + v4;
-        const float v6 = sqrtf(v5);
-        const float v7 = 1.f / v6;
-        const float v8 = v0 * v7;
-        const float v9 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(k) * s2[0]]);
-        const float v10 = v8 * v9;
-        const float v11 = tst::elem<float>::to_float(p3[o3 + (int64_t)(idx[0]) * s3[0]]);
-        const float v12 = -v11;
-        const float v13 = v10 + v12;
-        const float v14 = 1.44269504f;
-        const float v15 = v13 * v14;
-        const float v16 = exp2f(v15);
-        return make_float2(v16, 0.f);
+        const float v2 = v0 * v1;
+        const float v3 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(k) * s2[0]]);
+        const float v4 = v2 * v3;
+        const float v5 = tst::elem<float>::to_float(p3[o3 + (int64_t)(idx[0]) * s3[0]]);
+        const float v6 = v4 + v5;
+        const float v7 = 1.44269504f;
+        const float v8 = v6 * v7;
+        const float v9 = exp2f(v8);
+        return make_float2(v9, 0.f);
     }
 };
 
@@ -138,7 +132,8 @@ struct K2Finish {
     int64_t o3, s3[1];
     __device__ float operator()(const int64_t *idx, float acc) const {
         const float v0 = acc;
-        return v0;
+        const float v1 = 1.f / v0;
+        return v1;
     }
 };
 
@@ -156,25 +151,17 @@ struct K3 {
     __device__ float operator()(const int64_t *idx) const {
         const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1]]);
         const float v1 = tst::elem<float>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0]]);
-        const float v2 = 0.0009765625f;
-        const float v3 = v1 * v2;
-        const float v4 = 1e-05f;
-        const float v5 = v3 + v4;
-        const float v6 = sqrtf(v5);
-        const float v7 = 1.f / v6;
-        const float v8 = v0 * v7;
-        const float v9 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(idx[1]) * s2[0]]);
-        const float v10 = v8 * v9;
-        const float v11 = tst::elem<float>::to_float(p3[o3 + (int64_t)(idx[0]) * s3[0]]);
-        const float v12 = -v11;
-        const float v13 = v10 + v12;
-        const float v14 = 1.44269504f;
-        const float v15 = v13 * v14;
-        const float v16 = exp2f(v15);
-        const float v17 = tst::elem<float>::to_float(p4[o4 + (int64_t)(idx[0]) * s4[0]]);
-        const float v18 = 1.f / v17;
-        const float v19 = v16 * v18;
-        return v19;
+        const float v2 = v0 * v1;
+        const float v3 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(idx[1]) * s2[0]]);
+        const float v4 = v2 * v3;
+        const float v5 = tst::elem<float>::to_float(p3[o3 + (int64_t)(idx[0]) * s3[0]]);
+        const float v6 = v4 + v5;
+        const float v7 = 1.44269504f;
+        const float v8 = v6 * v7;
+        const float v9 = exp2f(v8);
+        const float v10 = tst::elem<float>::to_float(p4[o4 + (int64_t)(idx[0]) * s4[0]]);
+        const float v11 = v9 * v10;
+        return v11;
     }
 };
 
