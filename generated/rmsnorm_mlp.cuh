@@ -235,17 +235,25 @@ __device__ __forceinline__ WState wmerge(WState a, WState b, float c) {
     return {m, a.l * sa + b.l * sb, a.acc * sa + b.acc * sb};
 }
 
+// The multi-index of output element o, and its offset in the output.
+template <typename T, class Inner, class Finish>
+__device__ __forceinline__ int64_t unravel(const ReduceParams<T, Inner, Finish> &p, int64_t o, int64_t *idx) {
+    int64_t off = 0;
+    for (int d = p.ndim - 1; d >= 0; d--) {
+        idx[d] = o % p.size[d];
+        o /= p.size[d];
+        off += idx[d] * p.out_stride[d];
+    }
+    return off;
+}
+
 template <typename T, class Inner, class Finish, int COMBINE>
 __global__ void __launch_bounds__(256) reduce_kernel(const ReduceParams<T, Inner, Finish> p) {
     const int lane = threadIdx.x % 32;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     for (int64_t o = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; o < p.numel; o += warps) {
-        int64_t idx[kMaxDims], r = o, off = 0;
-        for (int d = p.ndim - 1; d >= 0; d--) {
-            idx[d] = r % p.size[d];
-            r /= p.size[d];
-            off += idx[d] * p.out_stride[d];
-        }
+        int64_t idx[kMaxDims];
+        const int64_t off = unravel(p, o, idx);
         float acc = COMBINE == kMax ? -INFINITY : 0.f;
         WState w = {-INFINITY, 0.f, 0.f};
         for (int64_t k = lane; k < p.len; k += 32) {
@@ -276,12 +284,8 @@ __global__ void __launch_bounds__(256) reduce_rows_kernel(const ReduceParams<T, 
     __shared__ WState part[8];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     for (int64_t o = blockIdx.x; o < p.numel; o += gridDim.x) {
-        int64_t idx[kMaxDims], r = o, off = 0;
-        for (int d = p.ndim - 1; d >= 0; d--) {
-            idx[d] = r % p.size[d];
-            r /= p.size[d];
-            off += idx[d] * p.out_stride[d];
-        }
+        int64_t idx[kMaxDims];
+        const int64_t off = unravel(p, o, idx);
         float acc = COMBINE == kMax ? -INFINITY : 0.f;
         WState w = {-INFINITY, 0.f, 0.f};
         for (int64_t k = threadIdx.x; k < p.len; k += blockDim.x) {

@@ -5,21 +5,6 @@
 #include "egir.h"
 #include "testutil.h"
 
-static void load_bench(checked *c, const char *name, const char *dims) {
-    char *path = ts_strfmt("bench/graphs/%s.yaml", name);
-    size_t len;
-    ts_diags d;
-    ts_diags_init(&d, path, NULL, 0);
-    char *text = ts_read_text_file(path, &len, &d);
-    cr_assert_not_null(text, "%s", path);
-    text = ts_xrealloc(text, len + 1);
-    text[len] = '\0';
-    check_ok_dims(c, text, dims);
-    ts_diags_free(&d);
-    free(text);
-    free(path);
-}
-
 /* Relative L2 distance of a and b (n values); NaN positions must agree. */
 static double rel_l2(const double *a, const double *b, int64_t n) {
     double num = 0, den = 0;
@@ -84,7 +69,7 @@ Test(egir, every_bench_graph_round_trips_through_the_egraph) {
                                {"swiglu", "m=3,d=8,n=5"}};
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
         checked c;
-        load_bench(&c, graphs[i][0], graphs[i][1]);
+        check_bench(&c, graphs[i][0], graphs[i][1]);
         double e = round_trip_error(&c);
         cr_assert_eq(e, 0.0, "%s: extracted term differs from the graph (rel. L2 %g)", graphs[i][0], e);
         free_checked(&c);
@@ -128,7 +113,7 @@ Test(egir, constants_fold_into_a_constant_node) {
 
 Test(egir, analysis_tracks_axes_through_reductions) {
     checked c;
-    load_bench(&c, "matmul", "m=3,d=8,n=5");
+    check_bench(&c, "matmul", "m=3,d=8,n=5");
     ts_egir x;
     char *err;
     cr_assert_eq(ts_egir_init(&x, &c.g, &err), 0);

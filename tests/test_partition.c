@@ -10,32 +10,7 @@
 
 #define SMALL_DECODER "t=5,d=16,f=8"
 
-/* The text of a file (NUL-terminated; free it). */
-static char *read_text(const char *path) {
-    size_t len;
-    ts_diags d;
-    ts_diags_init(&d, path, NULL, 0);
-    char *text = ts_read_text_file(path, &len, &d);
-    cr_assert_not_null(text, "%s", path);
-    text = ts_xrealloc(text, len + 1);
-    text[len] = '\0';
-    ts_diags_free(&d);
-    return text;
-}
-
-static void load_file(checked *c, const char *path, const char *dims) {
-    char *text = read_text(path);
-    check_ok_dims(c, text, dims);
-    free(text);
-}
-
-static void load_bench(checked *c, const char *name, const char *dims) {
-    char *path = ts_strfmt("bench/graphs/%s.yaml", name);
-    load_file(c, path, dims);
-    free(path);
-}
-
-static void load_stack4(checked *c) { load_file(c, "tests/fixtures/decoder_stack4.yaml", SMALL_DECODER); }
+static void load_stack4(checked *c) { check_file(c, "tests/fixtures/decoder_stack4.yaml", SMALL_DECODER); }
 
 /* Runs chunk ci on the values val[] holds for its inputs; stores what it exports into val (owned) or outs. */
 static void run_chunk(const ts_graph *g, const ts_partition *p, int ci, double **val, bool *owned, double **outs) {
@@ -113,7 +88,7 @@ Test(partition, single_bench_graphs_stay_whole) {
                                {"swiglu", "m=3,d=8,n=5"}};
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
         checked c;
-        load_bench(&c, graphs[i][0], graphs[i][1]);
+        check_bench(&c, graphs[i][0], graphs[i][1]);
         ts_partition p;
         ts_partition_graph(&c.g, &p);
         cr_assert_eq(p.nchunks, 1, "%s: %d chunks", graphs[i][0], p.nchunks);
@@ -125,7 +100,7 @@ Test(partition, single_bench_graphs_stay_whole) {
 
 Test(partition, decoder_layer_breaks_at_the_mid_layer_residual) {
     checked c;
-    load_bench(&c, "decoder_layer", SMALL_DECODER);
+    check_bench(&c, "decoder_layer", SMALL_DECODER);
     ts_partition p;
     ts_partition_graph(&c.g, &p);
     cr_assert_eq(p.nchunks, 2);

@@ -13,18 +13,7 @@ typedef struct {
 } saturated;
 
 static void saturate_bench(saturated *t, const char *name, const char *dims) {
-    char *path = ts_strfmt("bench/graphs/%s.yaml", name);
-    size_t len;
-    ts_diags d;
-    ts_diags_init(&d, path, NULL, 0);
-    char *text = ts_read_text_file(path, &len, &d);
-    cr_assert_not_null(text);
-    text = ts_xrealloc(text, len + 1);
-    text[len] = '\0';
-    check_ok_dims(&t->c, text, dims);
-    free(text);
-    free(path);
-    ts_diags_free(&d);
+    check_bench(&t->c, name, dims);
     ts_rule_env env = ts_egir_rule_env();
     ts_rule_init(&t->rs, &env);
     const char *dir = "rules";

@@ -71,6 +71,31 @@ static inline void free_checked(checked *c) {
     ts_spec_free(&c->spec);
 }
 
+/* The text of a file, NUL-terminated (free it); the test fails when it cannot be read. */
+static inline char *read_text(const char *path) {
+    size_t len;
+    ts_diags d;
+    ts_diags_init(&d, path, NULL, 0);
+    char *text = ts_read_text_file(path, &len, &d);
+    cr_assert_not_null(text, "%s", path);
+    ts_diags_free(&d);
+    return text;
+}
+
+/* Checks the graph file `path` at `dims` (NULL: its own sizes) into c. */
+static inline void check_file(checked *c, const char *path, const char *dims) {
+    char *text = read_text(path);
+    check_ok_dims(c, text, dims);
+    free(text);
+}
+
+/* Checks bench/graphs/<name>.yaml at `dims` into c. */
+static inline void check_bench(checked *c, const char *name, const char *dims) {
+    char *path = ts_strfmt("bench/graphs/%s.yaml", name);
+    check_file(c, path, dims);
+    free(path);
+}
+
 /* Evaluates c's graph on the given inputs; returns the outputs (free with ts_free_buffers). */
 static inline double **eval_graph(checked *c, double *const *inputs) {
     double **out = NULL;
