@@ -30,6 +30,8 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 namespace tsopt_attention_causal {
 
@@ -191,6 +193,1053 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
                  : "r"(saddr));
 }
 }  // namespace tst
+// ---- gemm.cuh ----------------------------------------------------------------------------------
+// gemm.cuh — the tensor-core GEMM template with a fused epilogue and a dual-B form (gated MLPs). Per
+// batch b (grid z):
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
+// fp16 or bf16 in, fp32 accumulate (mma.sync m16n8k16, sm_80+; the wgmma form is a later template). Any
+// M, N, K. It is not a library GEMM: no alpha/beta, no split-K, no transposed A. Namespace tsg; depends
+// only on tile.cuh.
+//
+// Operands (element strides, int64):
+//   A  (M, K), K contiguous:  A + b*a_batch_stride + m*lda + k
+//   B  B_KN=true : (K, N), N contiguous, a weight [d, n]:  B + b*b_batch_stride + k*ldb + n
+//      B_KN=false: (N, K), K contiguous, like K in Q·Kᵀ:   B + b*b_batch_stride + n*ldb + k
+//   B1 (DUAL) has B0's layout, shape, ldb and batch stride.
+//
+// The kernel, per block: a grouped tile order for L2 reuse → STAGES-deep cp.async pipeline of swizzled
+// shared-memory tiles (A: BM×BK, B: BK×BN) → ldmatrix (.trans for B_KN) → mma → epilogue from registers.
+// The launch helper picks the 16-byte cp.async loader when every pointer is 16-byte aligned and every
+// leading dimension and batch stride is a multiple of 8 elements (edges in M, N and K are then handled by
+// zero-filling cp.async), and otherwise an element-wise loader (correct for any layout, slower).
+//
+// ---- Epilogue interface (the emitter generates functors of this shape) ----------------------------
+//   struct Ep {
+//       // fields: the output pointer, its ldc and batch stride, n (the output's column count) and any
+//       // operands (row scales, residual); the functor is passed by value in the kernel parameters.
+//       template <typename T>   // T: the GEMM's input element type (__half or __nv_bfloat16)
+//       __device__ void apply(int batch, int row, int col, float v0, float v1) const;                 // single
+//       template <typename T>
+//       __device__ void apply(int batch, int row, int col, float v0, float v1, float w0, float w1) const; // DUAL
+//   };
+// The kernel calls apply once per pair of adjacent output columns it owns, from every thread, with
+//   0 ≤ row < M, 0 ≤ col < N, col even; v0, v1 = acc[row, col], acc[row, col+1] (w: the B1 accumulators).
+// Column col+1 may be past the edge: the FUNCTOR checks `col + 1 < n` itself (v1/w1 are 0 there) and must
+// not write it. Each output element is visited exactly once; no two threads visit the same pair.
+
+namespace tsg {
+
+// ---- output helpers for functors ------------------------------------------------------------------
+// Store (v0, v1) at p[0], p[1]; p[1] only when has2. One 4-byte store when both fit and p is aligned.
+template <typename TOut> __device__ __forceinline__ void store2(TOut *p, float v0, float v1, bool has2) {
+    if (has2 && (reinterpret_cast<uintptr_t>(p) & 3) == 0) {
+        *reinterpret_cast<typename tst::elem<TOut>::pair *>(p) = tst::elem<TOut>::pack(v0, v1);
+    } else {
+        p[0] = tst::elem<TOut>::from_float(v0);
+        if (has2) p[1] = tst::elem<TOut>::from_float(v1);
+    }
+}
+template <> __device__ __forceinline__ void store2<float>(float *p, float v0, float v1, bool has2) {
+    if (has2 && (reinterpret_cast<uintptr_t>(p) & 7) == 0) {
+        *reinterpret_cast<float2 *>(p) = make_float2(v0, v1);
+    } else {
+        p[0] = v0;
+        if (has2) p[1] = v1;
+    }
+}
+__device__ __forceinline__ float silu(float x) { return x / (1.f + __expf(-x)); }
+
+// ---- ready epilogues ------------------------------------------------------------------------------
+// out = acc
+template <typename TOut> struct StoreEpilogue {
+    TOut *out;             // (batch, M, n) with row stride ldc
+    int64_t ldc, batch_stride;
+    int n;
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        store2(out + b * batch_stride + row * ldc + col, v0, v1, col + 1 < n);
+    }
+};
+
+// out = acc · scale[row] (FlashNorm: rmsnorm's 1/rms applied after the contraction)
+template <typename TOut> struct RowScaleEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    const float *scale;    // (batch, M): scale + b*scale_batch_stride + row
+    int64_t scale_batch_stride;
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        float s = scale[b * scale_batch_stride + row];
+        store2(out + b * batch_stride + row * ldc + col, v0 * s, v1 * s, col + 1 < n);
+    }
+};
+
+// DUAL: out = v · silu(w)   (v = X·W_up, w = X·W_gate)
+template <typename TOut> struct SwigluEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
+        store2(out + b * batch_stride + row * ldc + col, v0 * silu(w0), v1 * silu(w1), col + 1 < n);
+    }
+};
+
+// DUAL: out = (v · rs[row]) · (w · rs[row]); rs == nullptr means no row scale (rmsnorm_mlp)
+template <typename TOut> struct GatedEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    const float *rs;       // (batch, M) or nullptr
+    int64_t rs_batch_stride;
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
+        float s = rs ? rs[b * rs_batch_stride + row] : 1.f;
+        store2(out + b * batch_stride + row * ldc + col, (v0 * s) * (w0 * s), (v1 * s) * (w1 * s), col + 1 < n);
+    }
+};
+
+// out = acc + R[row, col]   (R may be the output itself: each element is read before it is written)
+template <typename TOut> struct ResidualEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    const TOut *res;       // (batch, M, n) with row stride ldr
+    int64_t ldr, res_batch_stride;
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        const TOut *r = res + b * res_batch_stride + row * ldr + col;
+        bool has2 = col + 1 < n;
+        float r0 = tst::elem<TOut>::to_float(r[0]), r1 = has2 ? tst::elem<TOut>::to_float(r[1]) : 0.f;
+        store2(out + b * batch_stride + row * ldc + col, v0 + r0, v1 + r1, has2);
+    }
+};
+
+// ---- parameters -----------------------------------------------------------------------------------
+template <typename T, class Epilogue> struct GemmParams {
+    const T *A;            // (batch, M, K)
+    const T *B0;           // (batch, K, N) if B_KN else (batch, N, K)
+    const T *B1;           // DUAL only, B0's layout and strides; ignored otherwise
+    int M, N, K, batch;
+    int64_t lda, ldb;
+    int64_t a_batch_stride, b_batch_stride;   // 0 broadcasts an operand over the batch
+    Epilogue ep;
+};
+
+// ---- shared-memory tiles --------------------------------------------------------------------------
+// A ROWS×COLS tile of 2-byte elements, rows of COLS/8 16-byte chunks; chunk c of row r is stored at chunk
+// c ^ (r & 7), so the 8 rows an ldmatrix phase (or a cp.async phase) touches fall in 8 distinct bank
+// groups: no bank conflicts without padding. Needs COLS ≥ 64 (rows of at least 128 bytes).
+template <int COLS> __device__ __forceinline__ int swz(int r, int chunk) {
+    return r * COLS + ((chunk ^ (r & 7)) << 3);
+}
+
+// Global (row0.., col0..) of a row-major view g (row stride ld) → the swizzled ROWS×COLS tile s;
+// elements at row ≥ row_lim or col ≥ col_lim read as zero.
+// VEC: 16-byte cp.async (g, ld 16-byte aligned); else element-wise loads and 16-byte shared stores.
+template <typename T, int ROWS, int COLS, int THREADS, bool VEC>
+__device__ __forceinline__ void load_tile(T *s, const T *g, int64_t ld, int row0, int row_lim, int col0, int col_lim) {
+    constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
+    static_assert(CHUNKS % THREADS == 0, "tile chunks (ROWS*COLS/8) must be a multiple of the block's threads");
+    if constexpr (VEC) {
+#pragma unroll
+        for (int i = 0; i < CHUNKS / THREADS; ++i) {
+            const int c = i * THREADS + static_cast<int>(threadIdx.x), r = c / CPR, ch = c % CPR;
+            const int gr = row0 + r, gc = col0 + ch * 8;
+            const bool in = gr < row_lim && gc < col_lim;
+            const int bytes = in ? min(8, col_lim - gc) * 2 : 0;   // partial chunk at the column edge
+            tst::cp_async16_zfill(s + swz<COLS>(r, ch), in ? g + gr * ld + gc : g, bytes);
+        }
+    } else {
+#pragma unroll 1   // the slow path: keep its registers out of the accumulators' way
+        for (int i = 0; i < CHUNKS / THREADS; ++i) {
+            const int c = i * THREADS + static_cast<int>(threadIdx.x), r = c / CPR, ch = c % CPR;
+            const int gr = row0 + r, gc = col0 + ch * 8;
+            const bool in = gr < row_lim;
+            const uint16_t *src = reinterpret_cast<const uint16_t *>(g) + (in ? gr * ld + gc : 0);
+            uint32_t w[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                uint32_t lo = in && gc + 2 * e < col_lim ? src[2 * e] : 0u;
+                uint32_t hi = in && gc + 2 * e + 1 < col_lim ? src[2 * e + 1] : 0u;
+                w[e] = lo | (hi << 16);
+            }
+            *reinterpret_cast<uint4 *>(s + swz<COLS>(r, ch)) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+}
+
+// B fragments for NI n8-tiles of one k16 step (stage tile sB), pairs of n8 tiles per ldmatrix.x4.
+// B_KN: sB is BK×BN (rows k, ldmatrix.trans); else BN×BK (rows n, plain ldmatrix).
+template <typename T, int BK, int BN, int NI, bool B_KN>
+__device__ __forceinline__ void load_b_frags(uint32_t (&bf)[NI][2], const T *sB, int kk, int n_warp, int lane) {
+#pragma unroll
+    for (int p = 0; p < NI / 2; ++p) {
+        uint32_t r[4];
+        if constexpr (B_KN) {
+            const int k = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+            tst::ldmatrix_x4_trans(r, sB + swz<BN>(k, (n_warp + p * 16) / 8 + (lane >> 4)));
+        } else {
+            const int n = n_warp + p * 16 + (lane & 7) + (lane >> 4) * 8;
+            tst::ldmatrix_x4(r, sB + swz<BK>(n, kk * 2 + ((lane >> 3) & 1)));
+        }
+        bf[2 * p][0] = r[0];
+        bf[2 * p][1] = r[1];
+        bf[2 * p + 1][0] = r[2];
+        bf[2 * p + 1][1] = r[3];
+    }
+}
+
+template <typename T, int MI, int NI>
+__device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t (&af)[MI][4], const uint32_t (&bf)[NI][2]) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) tst::mma16816<T>(acc[mi][ni], af[mi], bf[ni]);
+}
+
+// Shared memory one block needs (bytes).
+template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL> constexpr int gemm_smem_bytes() {
+    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T));
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------
+constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
+
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, bool VEC>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+    constexpr int THREADS = WARPS_M * WARPS_N * 32;
+    constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
+    constexpr int MI = WM / 16, NI = WN / 8;              // m16 and n8 MMA tiles per warp
+    constexpr int NB = DUAL ? 2 : 1;
+    constexpr int A_ELEMS = BM * BK, B_ELEMS = BK * BN, STAGE_ELEMS = A_ELEMS + NB * B_ELEMS;
+    static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    static_assert(BM % (16 * WARPS_M) == 0, "BM must be a multiple of 16*WARPS_M (m16 MMA tiles per warp)");
+    static_assert(BN % (16 * WARPS_N) == 0, "BN must be a multiple of 16*WARPS_N (pairs of n8 MMA tiles per warp)");
+    static_assert(BK % 64 == 0, "BK must be a multiple of 64 (128-byte swizzled shared-memory rows)");
+    static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
+    static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
+
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    T *smem = reinterpret_cast<T *>(smem_raw);
+
+    // Block → (tile_m, tile_n), grouped: kGroupM tile rows sweep the tile columns together.
+    const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+    const int id = blockIdx.x, per_group = kGroupM * tiles_n, group = id / per_group;
+    const int first_m = group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
+    const int tile_m = first_m + (id % per_group) % group_m, tile_n = (id % per_group) / group_m;
+    const int m0 = tile_m * BM, n0 = tile_n * BN, b = blockIdx.z;
+
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
+
+    const T *gA = p.A + b * p.a_batch_stride;
+    const T *gB[NB];
+    gB[0] = p.B0 + b * p.b_batch_stride;
+    if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
+
+    // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
+    auto load_stage = [&](int s, int kt) {
+        T *st = smem + s * STAGE_ELEMS;
+        const int k0 = kt * BK;
+        load_tile<T, BM, BK, THREADS, VEC>(st, gA, p.lda, m0, p.M, k0, p.K);
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            T *sB = st + A_ELEMS + j * B_ELEMS;
+            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB[j], p.ldb, k0, p.K, n0, p.N);
+            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, k0, p.K);
+        }
+    };
+
+    float acc[NB][MI][NI][4];
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
+
+    // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied.
+    const int KT = (p.K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) load_stage(s, s);
+        tst::cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+        tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
+        __syncthreads();                    // ... everyone's part; stage (kt-1)%STAGES is free again
+        if (kt + STAGES - 1 < KT) load_stage((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+        tst::cp_async_commit();
+
+        const T *st = smem + (kt % STAGES) * STAGE_ELEMS;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; ++kk) {
+            uint32_t af[MI][4];
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+                tst::ldmatrix_x4(af[mi], st + swz<BK>(wm + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+#pragma unroll
+            for (int j = 0; j < NB; ++j) {
+                uint32_t bf[NI][2];
+                load_b_frags<T, BK, BN, NI, B_KN>(bf, st + A_ELEMS + j * B_ELEMS, kk, wn, lane);
+                mma_tile<T>(acc[j], af, bf);
+            }
+        }
+    }
+    tst::cp_async_wait<0>();
+
+    // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1).
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = m0 + wm + mi * 16 + (lane >> 2) + h * 8;
+            if (row >= p.M) continue;
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
+                if (col >= p.N) continue;
+                const float *v = &acc[0][mi][ni][2 * h];
+                if constexpr (DUAL) {
+                    const float *w = &acc[NB - 1][mi][ni][2 * h];
+                    p.ep.template apply<T>(b, row, col, v[0], v[1], w[0], w[1]);
+                } else {
+                    p.ep.template apply<T>(b, row, col, v[0], v[1]);
+                }
+            }
+        }
+}
+
+// ---- launch -------------------------------------------------------------------------------------
+template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
+
+// True when the 16-byte cp.async loader may be used for p (else the element-wise loader runs).
+template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const GemmParams<T, Epilogue> &p) {
+    bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1));
+    ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0;
+    if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0;
+    return ok;
+}
+
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, bool VEC>
+cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
+    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL>();
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
+    if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
+    kernel<<<dim3((unsigned)tiles, 1, (unsigned)p.batch), WARPS_M * WARPS_N * 32, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+// Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
+// cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
+// runtime reports otherwise (e.g. shared memory above the device's limit).
+template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>>
+cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
+    if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
+    if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    if (p.M == 0 || p.N == 0) return cudaSuccess;
+    if (gemm_vec_ok<T, Epilogue, DUAL>(p))
+        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true>(p, stream);
+    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false>(p, stream);
+}
+
+}  // namespace tsg
+
+// ---- self-test instantiation: `nvcc -DTSG_SELFTEST -c gemm.cuh` compiles the default forms -----------
+#ifdef TSG_SELFTEST
+template cudaError_t tsg::launch_gemm<__half>(const tsg::GemmParams<__half, tsg::StoreEpilogue<__half>> &, cudaStream_t);
+template cudaError_t tsg::launch_gemm<__nv_bfloat16, 128, 128, 64, 2, 4, 3, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
+    const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
+#endif
+// ---- gemm_sm90.cuh -----------------------------------------------------------------------------
+// gemm_sm90.cuh — the Hopper (sm_90a) form of gemm.cuh: the same GemmParams<T, Epilogue>, the same epilogue
+// functors and the same operand layouts, computed with TMA loads and wgmma.mma_async. Per batch b (grid z):
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
+//   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
+// fp16 or bf16 in, fp32 accumulate. Any M, N, K. Namespace tsg90; includes gemm.cuh (params, epilogues and
+// the mma.sync kernel it falls back to).
+//
+//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>(params, stream)
+//
+// Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous; B_KN: B (K, N) N contiguous
+// (a weight), else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
+//
+// The kernel, per block (one output tile BM × BN; DUAL: BM × BN of each of the two products):
+//   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues TMA);
+//     warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232), each owning BM/2 rows of the tile.
+//   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k, K-major) + B tile (NB·BN
+//     columns × 64 k; K-major for B_NK, N-major for B_KN), all in the 128-byte-swizzle layout that
+//     cp.async.bulk.tensor writes (CU_TENSOR_MAP_SWIZZLE_128B) and wgmma reads through its descriptors.
+//     full[s] (TMA transaction bytes) and empty[s] (one arrival per consumer warp of every CTA of the
+//     cluster) mbarriers hand the stages back and forth.
+//   * Consumers: per stage, 4 k16 steps of wgmma m64nNk16 (N = NB·BN ≤ 256: in DUAL, B0's and B1's tiles
+//     sit side by side in shared memory, so one wgmma computes both products from one read of A), one
+//     commit group per stage, wgmma.wait_group 1 (the previous stage's group is complete → release it).
+//   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
+//   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
+//     B boxes and multicasts them to both (halves the L2→SM traffic of B).
+//   * Epilogue straight from the wgmma accumulators (fragment: warp w of a consumer owns rows 16w..16w+15
+//     of its m64 slice; lane l holds rows l/4 and l/4+8, columns 8j + 2(l%4) and +1 for each n8 block j),
+//     calling ep.apply<T>(b, row, col, v0, v1[, w0, w1]) exactly as gemm.cuh documents (col even; the
+//     functor checks col + 1 < n).
+// The launch helper falls back to tsg::launch_gemm (mma.sync) when TMA cannot describe the operands: a
+// pointer not 16-byte aligned, lda/ldb or a batch stride (batch > 1) not a multiple of 8 elements, K == 0,
+// or cuTensorMapEncodeTiled refusing the layout. It returns cudaErrorNotSupported on a device that is not
+// compute capability 9.0, or when this file was compiled without an sm_90a target (the kernel body is
+// compiled only for sm_90a; elsewhere it traps).
+//
+// Template knobs: BM ∈ {128, 256} (two consumer warpgroups of BM/2 rows), BN a multiple of 64 with
+// NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}.
+// Define TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
+// deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
+// Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
+
+
+#ifndef TSG90_WATCHDOG
+#define TSG90_WATCHDOG 0
+#endif
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TSG90_DEVICE_OK 1
+#else
+#define TSG90_DEVICE_OK 0
+#endif
+
+namespace tsg90 {
+
+// ---- wgmma m64nNk16 (fp32 accumulate; A and B from shared memory through descriptors) --------------------
+// d: this thread's N/2 accumulators; da, db: descriptors; scale_d = 0 overwrites d; TB (imm-trans-b) = 1 for
+// an N-major B (B_KN), 0 for a K-major B (B_NK). A is always K-major.
+#define TSG90_WGMMA_OUTS_N64(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+#define TSG90_WGMMA_ASM_N64_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+
+#define TSG90_WGMMA_ASM_N64_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+
+#define TSG90_WGMMA_OUTS_N128(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+
+#define TSG90_WGMMA_ASM_N128_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
+    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+
+#define TSG90_WGMMA_ASM_N128_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
+    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+
+#define TSG90_WGMMA_OUTS_N192(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),  \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),  \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),  \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+
+#define TSG90_WGMMA_ASM_N192_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
+    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+
+#define TSG90_WGMMA_ASM_N192_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
+    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+
+#define TSG90_WGMMA_OUTS_N256(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),  \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),  \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),  \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),  \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),  \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),  \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+#define TSG90_WGMMA_ASM_N256_F16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
+    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+
+#define TSG90_WGMMA_ASM_N256_BF16 \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
+    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N64_BF16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N64_F16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N128_BF16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N128_F16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N192_BF16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N192_F16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+template <typename T, int TB>
+__device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+#if TSG90_DEVICE_OK
+    if constexpr (tst::elem<T>::is_bf16)
+        asm volatile(TSG90_WGMMA_ASM_N256_BF16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+    else
+        asm volatile(TSG90_WGMMA_ASM_N256_F16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+#else
+    (void)d, (void)da, (void)db, (void)scale_d;
+#endif
+}
+
+// ---- PTX helpers (sm_90a; empty elsewhere) ---------------------------------------------------------------
+__device__ __forceinline__ void fence_operand(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+
+__device__ __forceinline__ void wgmma_fence() {
+#if TSG90_DEVICE_OK
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wgmma_commit() {
+#if TSG90_DEVICE_OK
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N> __device__ __forceinline__ void wgmma_wait() {
+#if TSG90_DEVICE_OK
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
+#if TSG90_DEVICE_OK
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
+#if TSG90_DEVICE_OK
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
+#endif
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+#if TSG90_DEVICE_OK
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Makes the initialized barriers visible to the async proxy (TMA) and to the other CTAs of the cluster.
+__device__ __forceinline__ void fence_mbar_init() {
+#if TSG90_DEVICE_OK
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if TSG90_DEVICE_OK
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
+#if TSG90_DEVICE_OK
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// Arrive on the barrier at the same shared-memory offset in CTA `cta` of this cluster (may be this CTA).
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "{\n.reg .b32 ra;\n"
+        "mapa.shared::cluster.u32 ra, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+        "r"(cta)
+        : "memory");
+#endif
+}
+// Wait until the phase of parity `parity` of barrier `bar` has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if TSG90_DEVICE_OK
+#if TSG90_WATCHDOG
+    const long long t0 = clock64();
+#endif
+    uint32_t done;
+    do {
+        asm volatile(
+            "{\n.reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+#if TSG90_WATCHDOG
+        // No printf here: a call inside the wgmma pipeline makes ptxas serialize every wgmma (C7510).
+        if (!done && clock64() - t0 > (1ll << 33)) __trap();
+#endif
+    } while (!done);
+#else
+    (void)bar, (void)parity;
+#endif
+}
+
+// TMA: the box at coordinates (c0, c1, c2) of tensor map `map` → shared memory dst; completes `bar`'s
+// transaction bytes. The multicast form writes the box (and signals the barrier at the same offset) in every
+// CTA of the cluster whose bit is set in mask.
+__device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar;
+#endif
+}
+__device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar,
+                                            uint16_t mask) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, "
+        "%4}], [%5], %6;\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)bar, (void)mask;
+#endif
+}
+__device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
+#if TSG90_DEVICE_OK
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#else
+    (void)map;
+#endif
+}
+__device__ __forceinline__ void cluster_sync() {
+#if TSG90_DEVICE_OK
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+// wgmma shared-memory descriptor, 128-byte swizzle (layout type 1 in bits 62-63), base offset 0 (every
+// swizzle atom of 8 rows × 128 bytes starts 1024-byte aligned; k16 steps inside an atom only move the start
+// address, the hardware applies the XOR pattern to the absolute address bits as TMA did).
+//   K-major (A, B_NK): LBO unused (16), SBO = 1024 (next 8 rows of M/N).
+//   N-major (B_KN):    LBO = byte stride between 64-column slabs, SBO = 1024 (next 8 rows of K).
+__device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+    return static_cast<uint64_t>((saddr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>((lbo >> 4) & 0x3FFFu) << 16) |
+           (static_cast<uint64_t>((sbo >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+
+// ---- configuration ------------------------------------------------------------------------------------
+template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
+    static constexpr int NB = DUAL ? 2 : 1;
+    static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
+    static constexpr int MI = BM / 128;                 // m64 slices per consumer warpgroup
+    static constexpr int BK = 64;                       // one 128-byte swizzle row of 2-byte elements
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int BOX_BYTES = 64 * BK * 2;       // a 64 × 64 B box (8 KB)
+    static constexpr int NBOX = NT / 64;                // B boxes per stage
+    static constexpr int B_BYTES = NBOX * BOX_BYTES;
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+    static constexpr int THREADS = 384;
+    static constexpr int CONSUMER_WARPS = 8;
+    static constexpr int SMEM = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    static_assert(BM == 128 || BM == 256, "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows)");
+    static_assert(BN % 64 == 0 && NT <= 256, "BN must be a multiple of 64 and NB*BN <= 256 (wgmma N)");
+    static_assert(NT == 64 || NT == 128 || NT == 192 || NT == 256, "wgmma N must be 64, 128, 192 or 256");
+    static_assert(STAGES >= 2, "at least 2 stages");
+    static_assert(CM == 1 || CM == 2, "CM (cluster size along M) must be 1 or 2");
+    static_assert(NBOX % CM == 0, "the B boxes must split evenly over the cluster");
+    static_assert(SMEM <= 232448, "shared memory above the 227 KB per-block limit: fewer STAGES");
+};
+
+// ---- the kernel -----------------------------------------------------------------------------------------
+// batch_flags: bit 0 → A's tensor map has a batch dimension (use blockIdx.z), bit 1 → the B maps do.
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue>
+__global__ void __launch_bounds__(384, 1)
+    gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
+                     const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
+                     const int batch_flags) {
+#if TSG90_DEVICE_OK
+    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
+
+    // Block → tile. Clusters of CM blocks take CM adjacent tile rows of one tile column; clusters are ordered
+    // in groups of kGroupM tile rows (L2 reuse of B), as in gemm.cuh.
+    const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+    const int pairs_m = (tiles_m + CM - 1) / CM;
+    constexpr int G = tsg::kGroupM / CM > 0 ? tsg::kGroupM / CM : 1;
+    const int id = static_cast<int>(blockIdx.x) / CM, rank = static_cast<int>(blockIdx.x) % CM;
+    const int per_group = G * tiles_n, group = id / per_group;
+    const int first = group * G, gm = min(pairs_m - first, G);
+    const int pm = first + (id % per_group) % gm, tn = (id % per_group) / gm;
+    const int m0 = (pm * CM + rank) * BM, n0 = tn * BN, b = blockIdx.z;
+    const int KT = (p.K + C::BK - 1) / C::BK;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full + 8 * s, 1);
+            mbar_init(bar_empty + 8 * s, C::CONSUMER_WARPS * CM);
+        }
+        fence_mbar_init();
+    }
+    if constexpr (CM > 1) cluster_sync();
+    else __syncthreads();
+
+    const int wg = static_cast<int>(threadIdx.x) / 128;
+    if (wg == 0) {
+        // ---- producer warpgroup: one thread issues every TMA load ----
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            tma_prefetch_desc(&tma_a);
+            tma_prefetch_desc(&tma_b0);
+            if constexpr (DUAL) tma_prefetch_desc(&tma_b1);
+            const int ba = (batch_flags & 1) ? b : 0, bb = (batch_flags & 2) ? b : 0;
+            for (int kt = 0; kt < KT; ++kt) {
+                const int s = kt % STAGES;
+                const uint32_t ph = (kt / STAGES) & 1;
+                mbar_wait(bar_empty + 8 * s, ph ^ 1);   // first pass: the "previous" phase counts as done
+                const uint32_t full = bar_full + 8 * s;
+                mbar_arrive_expect_tx(full, C::STAGE_BYTES);   // A + all B boxes (ours and the peer's multicast)
+                const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
+                const int k0 = kt * C::BK;
+                tma_load(sA, &tma_a, k0, m0, ba, full);
+#pragma unroll
+                for (int i = 0; i < C::NBOX; ++i) {
+                    if (i % CM != rank) continue;
+                    const CUtensorMap *map = (DUAL && i >= BN / 64) ? &tma_b1 : &tma_b0;
+                    const int nn = n0 + 64 * (i % (BN / 64));
+                    const int c0 = B_KN ? nn : k0, c1 = B_KN ? k0 : nn;
+                    if constexpr (CM == 1) tma_load(sB + i * C::BOX_BYTES, map, c0, c1, bb, full);
+                    else tma_load_mc(sB + i * C::BOX_BYTES, map, c0, c1, bb, full, static_cast<uint16_t>((1u << CM) - 1));
+                }
+            }
+        }
+    } else {
+        // ---- consumer warpgroups: wgmma over the stages, then the epilogue ----
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
+        float acc[C::MI][C::NT / 2];
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < C::NT / 2; ++i) acc[mi][i] = 0.f;
+
+        for (int kt = 0; kt < KT; ++kt) {
+            const int s = kt % STAGES;
+            mbar_wait(bar_full + 8 * s, (kt / STAGES) & 1);
+            const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < C::BK / 16; ++kk) {
+                // B_KN: a k16 step is 16 rows of 128 bytes inside each 64-column slab (slabs 8 KB apart).
+                // B_NK: a k16 step is 32 bytes along the swizzled 128-byte rows.
+                const uint64_t db = B_KN ? make_desc(sB + kk * 2048, C::BOX_BYTES, 1024) : make_desc(sB + kk * 32, 16, 1024);
+#pragma unroll
+                for (int mi = 0; mi < C::MI; ++mi) {
+                    const uint64_t da = make_desc(sA + (cw * C::MI + mi) * 64 * 128 + kk * 32, 16, 1024);
+                    if constexpr (C::NT == 256) wgmma_n256<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                    else if constexpr (C::NT == 192) wgmma_n192<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                    else if constexpr (C::NT == 128) wgmma_n128<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                    else wgmma_n64<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                }
+            }
+            wgmma_commit();
+            wgmma_wait<1>();   // the group of stage kt-1 is complete: its shared memory may be refilled
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+            if (kt > 0 && lane == 0) {
+                const uint32_t e = bar_empty + 8 * ((kt - 1) % STAGES);
+                if constexpr (CM == 1) mbar_arrive_local(e);
+                else
+#pragma unroll
+                    for (int r = 0; r < CM; ++r) mbar_arrive_cluster(e, static_cast<uint32_t>(r));
+            }
+        }
+        wgmma_wait<0>();
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+
+        // Epilogue: acc[mi][4j + 2h + e] is (row wq*16 + lane/4 + 8h, col 8j + 2(lane%4) + e) of m64 slice mi.
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
+                if (row >= p.M) continue;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) {
+                    const int col = n0 + 8 * j + 2 * (lane & 3);
+                    if (col >= p.N) continue;
+                    const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
+                    if constexpr (DUAL) {
+                        const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
+                        p.ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+                    } else {
+                        p.ep.template apply<T>(b, row, col, v0, v1);
+                    }
+                }
+            }
+    }
+    // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
+    if constexpr (CM > 1) cluster_sync();
+#else
+    (void)p, (void)tma_a, (void)tma_b0, (void)tma_b1, (void)batch_flags;
+    __trap();   // compiled for a target without wgmma: the launcher refuses to launch this
+#endif
+}
+
+// ---- host side --------------------------------------------------------------------------------------
+inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *f = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q);
+#else
+        cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q);
+#endif
+        if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+            (void)cudaGetLastError();
+            f = nullptr;
+        }
+        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    }();
+    return fn;
+}
+
+// A 3-D tiled map over (d0 contiguous, d1 rows of ld elements, d2 batches of bs elements) with a box of
+// box0 × box1 × 1 and the 128-byte swizzle. d2 == 1 needs no real batch stride (a stride consistent with the
+// rows is written instead). Returns false when the driver refuses the layout.
+template <typename T>
+inline bool make_map(CUtensorMap *map, const T *ptr, uint64_t d0, uint64_t d1, uint64_t d2, int64_t ld, int64_t bs,
+                     uint32_t box0, uint32_t box1) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = encode_tiled_fn();
+    if (!enc) return false;
+    const CUtensorMapDataType dt = tst::elem<T>::is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    cuuint64_t dims[3] = {d0, d1, d2};
+    cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * 2,
+                             d2 > 1 ? static_cast<cuuint64_t>(bs) * 2 : static_cast<cuuint64_t>(ld) * 2 * d1};
+    cuuint32_t box[3] = {box0, box1, 1};
+    cuuint32_t estr[3] = {1, 1, 1};
+    CUresult r = enc(map, dt, 3, const_cast<T *>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
+
+// True when the TMA path can describe p (else launch_gemm_sm90 runs tsg::launch_gemm).
+template <typename T, class Epilogue, bool DUAL> inline bool sm90_tma_ok(const tsg::GemmParams<T, Epilogue> &p) {
+    if (p.K < 1) return false;
+    bool ok = tsg::aligned16(p.A) && tsg::aligned16(p.B0) && (!DUAL || tsg::aligned16(p.B1));
+    ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.lda > 0 && p.ldb > 0;
+    if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0 && p.a_batch_stride >= 0 && p.b_batch_stride >= 0;
+    return ok;
+}
+
+// Why the last launch_gemm_sm90 call in this process did not take the wgmma path (for tests and logs):
+// 0 = it did; 1 = operands not TMA-describable (alignment / strides / K == 0); 2 = tensor-map encode refused.
+inline int &last_fallback_reason() {
+    static int r = 0;
+    return r;
+}
+
+// Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
+// cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer;
+// cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
+// not compiled for sm_90a; whatever the runtime reports otherwise.
+template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
+          class Epilogue = tsg::StoreEpilogue<T>>
+cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
+    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
+    if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e != cudaSuccess) return e;
+    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (p.M == 0 || p.N == 0) return cudaSuccess;
+
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>;
+    static int ptx_version = -1;   // per instantiation: which virtual architecture the kernel was built from
+    if (ptx_version < 0) {
+        cudaFuncAttributes fa{};
+        e = cudaFuncGetAttributes(&fa, kernel);
+        if (e != cudaSuccess) return e;
+        ptx_version = fa.ptxVersion;
+    }
+    if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+
+    constexpr int FB_STAGES = DUAL ? 3 : 4;
+    if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
+        last_fallback_reason() = 1;
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue>(p, stream);
+    }
+    const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
+    const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
+    CUtensorMap ta, tb0, tb1;
+    bool ok = make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
+    if (B_KN) ok = ok && make_map(&tb0, p.B0, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
+    else ok = ok && make_map(&tb0, p.B0, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
+    if (DUAL) {
+        if (B_KN) ok = ok && make_map(&tb1, p.B1, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
+        else ok = ok && make_map(&tb1, p.B1, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
+    } else {
+        tb1 = tb0;
+    }
+    if (!ok) {
+        last_fallback_reason() = 2;
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue>(p, stream);
+    }
+    last_fallback_reason() = 0;
+    const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0);
+
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    if (e != cudaSuccess) return e;
+    const int64_t tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
+    const int64_t blocks = (tiles_m + CM - 1) / CM * CM * tiles_n;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    const dim3 grid(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(p.batch));
+    if constexpr (CM == 1) {
+        kernel<<<grid, C::THREADS, C::SMEM, stream>>>(p, ta, tb0, tb1, flags);
+    } else {
+        cudaLaunchConfig_t cfg{};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(C::THREADS, 1, 1);
+        cfg.dynamicSmemBytes = C::SMEM;
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = CM;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        e = cudaLaunchKernelEx(&cfg, kernel, p, ta, tb0, tb1, flags);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaGetLastError();
+}
+
+}  // namespace tsg90
+
+// ---- self-test instantiation: `nvcc -DTSG90_SELFTEST -c` on a file including this header -------------------
+#ifdef TSG90_SELFTEST
+template cudaError_t tsg90::launch_gemm_sm90<__half>(const tsg::GemmParams<__half, tsg::StoreEpilogue<__half>> &, cudaStream_t);
+template cudaError_t tsg90::launch_gemm_sm90<__nv_bfloat16, 128, 128, 4, 1, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
+    const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
+#endif
 // ---- attention.cuh -----------------------------------------------------------------------------
 // attention.cuh — the streaming attention forward kernel (FlashAttention-2 schedule) that tsopt emits for
 // the e-graph form online_wsum{k}(s, V, c):
@@ -592,6 +1641,478 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
 // code above carry over unchanged (they only see accumulator registers and their (q, k) positions).
 
 }  // namespace tsa
+// ---- attention_sm90.cuh ------------------------------------------------------------------------
+// attention_sm90.cuh — the Hopper (sm_90a) form of attention.cuh (FlashAttention-3 shape): the same
+// tsa::AttnParams<T, Score>, the same Score functors and the same semantics (bottom-right causal, fully
+// masked rows → 0, rows ≥ t_q not written, GQA by h / (n_q_heads / n_kv_heads)), computed with TMA loads
+// and wgmma.mma_async. Namespace tsa90; includes attention.cuh (params, functors, the mma.sync kernel it
+// falls back to) and gemm_sm90.cuh (wgmma / mbarrier / TMA helpers and the tensor-map encoder).
+//
+//   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true>(params, stream)
+//
+// The kernel, per block (BM = 128 query rows of one (batch, query head); grid as attention.cuh:
+// x = head, y = query tile (reversed under causal), z = batch):
+//   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues
+//     every TMA load): Q once (its own mbarrier), then the K and V tiles of BN = 128 keys into a STAGES-deep
+//     ring (full[s]: transaction bytes of K + V; empty[s]: one arrival per consumer warp).
+//     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232), each owning 64 query rows.
+//   * Shared memory: every tile is D/64 slabs of [128 rows][64 elements] (128 bytes a row) in the
+//     128-byte-swizzle layout that TMA writes (box 64 × 128, CU_TENSOR_MAP_SWIZZLE_128B); Q and K are read
+//     K-major by wgmma (as gemm_sm90's A and B_NK), V N-major (as gemm_sm90's B_KN, imm-trans-b = 1, LBO =
+//     the slab stride 16 KB).
+//   * Consumer loop (intra-warpgroup overlap as FA3): for key tile j: S_j = Q·K_jᵀ (wgmma m64n128k16, Q and
+//     K from smem) is issued, then O += P_{j-1}·V_{j-1} (wgmma m64nDk16, P from registers); wait for S_j
+//     only; score functor + out-of-range keys → −inf + online softmax of S_j (exp2, running max m and
+//     sum l) run while the P·V wgmma is still in flight; then wait for it, release stage j-1, rescale O by
+//     2^(c·(m_old − m_new)) and pack P_j to fp16/bf16 (the accumulator layout of S is the register-A
+//     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
+//   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
+//     (named barriers 1 and 2), so that one warpgroup's softmax overlaps the other's GEMMs.
+//   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed.
+//   * Edges: TMA reads zeros outside (t_q, t_kv); keys ≥ t_kv are set to −inf after the score functor;
+//     rows ≥ t_q are not written. Epilogue: O / l straight from the accumulators (4-byte stores).
+// Fragment (wgmma accumulator): warp w of a consumer owns rows 16w..16w+15 of its 64; lane l holds rows
+// l/4 and l/4 + 8 (h = 0, 1) and columns 8j + 2(l%4) + e: element acc[4j + 2h + e].
+//
+// Falls back to tsa::launch_attention (mma.sync) when: D is not 64 or 128, t_kv == 0, a pointer is not
+// 16-byte aligned or a stride not a multiple of 8 elements (TMA needs 16-byte strides), or the driver's
+// cuTensorMapEncodeTiled refuses a layout. last_path() tells which path the last call took. Returns
+// cudaErrorNotSupported on a device that is not compute capability 9.0 or when this translation unit was
+// not compiled for sm_90a (the kernel body exists only for sm_90a; elsewhere it traps).
+// Shared memory: 1 KB alignment slack + 128·D·2 (Q) + STAGES · 2 · 128·D·2 (K, V) + barriers:
+// D = 128: 161 KB (STAGES = 2), 225 KB (STAGES = 3); one CTA per SM.
+
+namespace tsa90 {
+
+// ---- wgmma with A from registers (P), B from shared memory (V, N-major: imm-trans-b = 1) ------------------
+#define TSA90_RS_N128(TY)                                                                                      \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                               \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {"                                              \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                   \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                         \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                         \
+    "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+#define TSA90_RS_N64(TY)                                                                                       \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                               \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {"                                               \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                   \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                        \
+    "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+
+// d (N/2 fp32 per thread) += A (4 packed registers: the m16n8k16 A fragment of this warp's 16 rows) · B.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
+#if TSG90_DEVICE_OK
+    if constexpr (N == 128) {
+        if constexpr (tst::elem<T>::is_bf16)
+            asm volatile(TSA90_RS_N128("bf16")
+                         : TSG90_WGMMA_OUTS_N128(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+        else
+            asm volatile(TSA90_RS_N128("f16")
+                         : TSG90_WGMMA_OUTS_N128(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    } else {
+        static_assert(N == 64, "wgmma_rs: N must be 64 or 128");
+        if constexpr (tst::elem<T>::is_bf16)
+            asm volatile(TSA90_RS_N64("bf16")
+                         : TSG90_WGMMA_OUTS_N64(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+        else
+            asm volatile(TSA90_RS_N64("f16")
+                         : TSG90_WGMMA_OUTS_N64(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    }
+#else
+    (void)d, (void)a, (void)db;
+#endif
+}
+
+__device__ __forceinline__ void fence_reg(uint32_t &x) { asm volatile("" : "+r"(x)::"memory"); }
+
+// Named barriers over the two consumer warpgroups (256 threads): one warpgroup waits (bar.sync), the other
+// signals (bar.arrive). Barrier 0 is __syncthreads'.
+__device__ __forceinline__ void named_sync256(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void named_arrive256(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+
+// TMA: box at (c0, c1, c2, c3) of a 4-D tensor map → shared dst, completing bar's transaction bytes.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, int c3,
+                                            uint32_t bar) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar;
+#endif
+}
+
+// ---- configuration ------------------------------------------------------------------------------------
+template <int D, int STAGES> struct Cfg {
+    static constexpr int BM = 128, BN = 128;          // query rows per CTA, keys per K/V tile
+    static constexpr int NSLAB = D / 64;              // 64-element (128-byte) column slabs per row
+    static constexpr int SLAB_BYTES = 128 * 128;      // [128 rows][128 bytes]
+    static constexpr int TILE_BYTES = NSLAB * SLAB_BYTES;  // Q, K or V tile (BM = BN = 128 rows)
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;     // K then V
+    static constexpr int THREADS = 384;
+    static constexpr int SMEM = 1024 + TILE_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 1);
+    static_assert(D == 64 || D == 128, "attention_sm90: D must be 64 or 128");
+    static_assert(STAGES >= 2, "attention_sm90: at least 2 stages");
+    static_assert(SMEM <= 232448, "attention_sm90: shared memory above the 227 KB per-block limit");
+};
+
+// ---- the kernel -----------------------------------------------------------------------------------------
+template <typename T, int D, int STAGES, bool PINGPONG, class Score>
+__global__ void __launch_bounds__(384, 1)
+    attention_sm90_kernel(const __grid_constant__ tsa::AttnParams<T, Score> p, const __grid_constant__ CUtensorMap tma_q,
+                          const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
+#if TSG90_DEVICE_OK
+    using C = Cfg<D, STAGES>;
+    using namespace tsg90;
+    static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    constexpr int BM = C::BM, BN = C::BN;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ = base, sKV = base + C::TILE_BYTES;
+    const uint32_t bar_q = sKV + STAGES * C::STAGE_BYTES, bar_full = bar_q + 8, bar_empty = bar_full + 8 * STAGES;
+
+    const int h = blockIdx.x, b = blockIdx.z;
+    const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
+    const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    int kv_end = p.t_kv;  // keys this tile can see
+    if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    if (threadIdx.x == 0) {
+        mbar_init(bar_q, 1);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full + 8 * s, 1);
+            mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
+        }
+        fence_mbar_init();
+    }
+    __syncthreads();
+
+    const int wg = static_cast<int>(threadIdx.x) / 128;
+    if (wg == 0) {
+        // ---- producer: one thread issues every TMA load ----
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0 && n_tiles > 0) {
+            tma_prefetch_desc(&tma_q);
+            tma_prefetch_desc(&tma_k);
+            tma_prefetch_desc(&tma_v);
+            mbar_arrive_expect_tx(bar_q, C::TILE_BYTES);
+#pragma unroll
+            for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sQ + sl * C::SLAB_BYTES, &tma_q, sl * 64, q0, h, b, bar_q);
+            for (int j = 0; j < n_tiles; ++j) {
+                const int s = j % STAGES;
+                mbar_wait(bar_empty + 8 * s, ((j / STAGES) & 1) ^ 1);  // first pass: passes at once
+                const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::TILE_BYTES;
+                mbar_arrive_expect_tx(full, C::STAGE_BYTES);
+#pragma unroll
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::SLAB_BYTES, &tma_k, sl * 64, j * BN, hk, b, full);
+#pragma unroll
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::SLAB_BYTES, &tma_v, sl * 64, j * BN, hk, b, full);
+            }
+        }
+    } else {
+        // ---- consumers: 64 query rows each ----
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
+        const int row0 = q0 + cw * 64 + wq * 16 + (lane >> 2);  // rows row0 (h = 0) and row0 + 8 (h = 1)
+        const int col0 = 2 * (lane & 3);
+        const float c = p.c;
+        float o[D / 2], s[BN / 2];
+        uint32_t pa[BN / 16][4];
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+#pragma unroll
+        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+
+        // S = Q·K_tileᵀ for stage st (issued, not waited for).
+        auto issue_qk = [&](int st) {
+            const uint32_t sK = sKV + st * C::STAGE_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const uint32_t off = (kk / 4) * C::SLAB_BYTES + (kk % 4) * 32;
+                const uint64_t da = make_desc(sQ + off + cw * 64 * 128, 16, 1024);
+                const uint64_t db = make_desc(sK + off, 16, 1024);
+                wgmma_n128<T, 0>(s, da, db, kk > 0 ? 1 : 0);
+            }
+        };
+        // O += P·V_tile for stage st (issued, not waited for).
+        auto issue_pv = [&](int st) {
+            const uint32_t sV = sKV + st * C::STAGE_BYTES + C::TILE_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<T, D>(o, pa[kk], make_desc(sV + kk * 2048, C::SLAB_BYTES, 1024));
+        };
+        // s ← score(s, q, k), keys ≥ t_kv → −inf; then the online-softmax step (m, l, alpha; s → weights).
+        auto softmax = [&](int k0) {
+            const bool check_kv = k0 + BN > p.t_kv;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int k = k0 + 8 * j + col0 + e;
+                        float x = p.score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                        if (check_kv && k >= p.t_kv) x = -INFINITY;
+                        s[4 * j + 2 * hh + e] = x;
+                    }
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                float mx = m[hh];
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hh], s[4 * j + 2 * hh + 1]));
+                mx = tst::quad_max(mx);
+                // Nothing unmasked yet: subtract 0, so weights and alpha are exp2(−inf) = 0, not NaN.
+                const float ms = mx == -INFINITY ? 0.f : mx * c;
+                alpha[hh] = tst::fast_exp2(fmaf(m[hh], c, -ms));
+                m[hh] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float w = tst::fast_exp2(fmaf(s[4 * j + 2 * hh + e], c, -ms));
+                        s[4 * j + 2 * hh + e] = w;
+                        sum += w;
+                    }
+                l[hh] = l[hh] * alpha[hh] + sum;  // per-lane partial; the quad is summed in the epilogue
+            }
+        };
+        auto pack_p = [&]() {
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk) {
+                pa[kk][0] = tst::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+                pa[kk][1] = tst::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+                pa[kk][2] = tst::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+                pa[kk][3] = tst::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+            }
+        };
+        auto fence_s = [&]() {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) fence_operand(s[i]);
+        };
+        auto fence_o = [&]() {
+#pragma unroll
+            for (int i = 0; i < D / 2; ++i) fence_operand(o[i]);
+        };
+        auto fence_pa = [&]() {
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) fence_reg(pa[kk][i]);
+        };
+        auto release = [&](int st) {
+            if (lane == 0) mbar_arrive_local(bar_empty + 8 * st);
+        };
+        // Ping-pong (FA3): the two consumers take turns issuing their wgmmas (named barriers 1 + cw), so
+        // that one's softmax runs while the other's GEMMs occupy the tensor cores. Every issue step is
+        // bracketed by turn_begin / turn_end; both consumers take n_tiles + 1 steps; warpgroup 1 gives
+        // warpgroup 0 the first turn and skips its own last hand-over, so no arrival is left pending.
+        int turns_left = n_tiles + 1;
+        auto turn_begin = [&]() {
+            if constexpr (PINGPONG) named_sync256(1 + cw);
+        };
+        auto turn_end = [&]() {
+            if constexpr (PINGPONG) {
+                --turns_left;
+                if (cw == 0 || turns_left > 0) named_arrive256(2 - cw);
+            }
+        };
+
+        if (n_tiles > 0) {
+            if constexpr (PINGPONG)
+                if (cw == 1) named_arrive256(1);  // warpgroup 0 takes the first turn
+            mbar_wait(bar_q, 0);
+            mbar_wait(bar_full, 0);
+            // Tile 0: S, softmax (O is still 0: no rescale), P.
+            fence_s();
+            turn_begin();
+            wgmma_fence();
+            issue_qk(0);
+            wgmma_commit();
+            turn_end();
+            wgmma_wait<0>();
+            fence_s();
+            softmax(0);
+            pack_p();
+            for (int j = 1; j < n_tiles; ++j) {
+                const int st = j % STAGES, prev = (j - 1) % STAGES;
+                mbar_wait(bar_full + 8 * st, (j / STAGES) & 1);
+                fence_s();
+                fence_o();
+                fence_pa();
+                turn_begin();
+                wgmma_fence();
+                issue_qk(st);
+                wgmma_commit();
+                issue_pv(prev);
+                wgmma_commit();
+                turn_end();
+                wgmma_wait<1>();  // S_j complete; P_{j-1}·V_{j-1} may still run
+                fence_s();
+                softmax(j * BN);
+                wgmma_wait<0>();
+                fence_o();
+                fence_pa();
+                release(prev);
+#pragma unroll
+                for (int j2 = 0; j2 < D / 8; ++j2)
+#pragma unroll
+                    for (int hh = 0; hh < 2; ++hh) {
+                        o[4 * j2 + 2 * hh] *= alpha[hh];
+                        o[4 * j2 + 2 * hh + 1] *= alpha[hh];
+                    }
+                pack_p();
+            }
+            const int last = (n_tiles - 1) % STAGES;
+            fence_o();
+            fence_pa();
+            turn_begin();
+            wgmma_fence();
+            issue_pv(last);
+            wgmma_commit();
+            turn_end();
+            wgmma_wait<0>();
+            fence_o();
+            fence_pa();
+            release(last);
+        }
+
+        // Epilogue: O / l → rows < t_q (fully masked or t_kv-less rows → 0).
+        T *gO = p.o + static_cast<int64_t>(b) * p.o_batch_stride + static_cast<int64_t>(h) * p.o_head_stride;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const float sum = tst::quad_sum(l[hh]);
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+            const int row = row0 + 8 * hh;
+            if (row < p.t_q) {
+                T *dst = gO + static_cast<int64_t>(row) * p.o_seq_stride + col0;
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j)
+                    tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
+            }
+        }
+    }
+#else
+    (void)p, (void)tma_q, (void)tma_k, (void)tma_v;
+    __trap();  // compiled for a target without wgmma: the launcher refuses to launch this
+#endif
+}
+
+// ---- host side --------------------------------------------------------------------------------------
+// Which path the last launch_attention_sm90 call in this process took (for tests and logs):
+// 0 = wgmma kernel; 1 = fallback, D not 64/128 (or t_kv == 0); 2 = fallback, pointers/strides not
+// TMA-describable; 3 = fallback, cuTensorMapEncodeTiled refused a layout; -1 = nothing launched (error or
+// empty problem).
+inline int &last_path() {
+    static int r = -1;
+    return r;
+}
+inline const char *path_name(int r) {
+    switch (r) {
+    case 0: return "wgmma";
+    case 1: return "fallback(D/t_kv)";
+    case 2: return "fallback(align)";
+    case 3: return "fallback(tmap)";
+    default: return "none";
+    }
+}
+
+// 4-D tiled map over (d contiguous, seq, head, batch) with a box of 64 × 128 × 1 × 1, 128-byte swizzle.
+// A dimension of extent 1 gets a harmless stride (it is never stepped). False when the driver refuses.
+template <typename T>
+inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int heads, int batch, int64_t seq_stride,
+                        int64_t head_stride, int64_t batch_stride) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tsg90::encode_tiled_fn();
+    if (!enc) return false;
+    const CUtensorMapDataType dt = tst::elem<T>::is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const int64_t ss = seq_stride > 0 ? seq_stride : d;
+    const int64_t hs = (heads > 1 && head_stride > 0) ? head_stride : ss * seq;
+    const int64_t bs = (batch > 1 && batch_stride > 0) ? batch_stride : hs * heads;
+    if ((heads > 1 && head_stride <= 0) || (batch > 1 && batch_stride <= 0) || seq_stride <= 0) return false;
+    cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(seq), static_cast<cuuint64_t>(heads),
+                          static_cast<cuuint64_t>(batch)};
+    cuuint64_t strides[3] = {static_cast<cuuint64_t>(ss) * 2, static_cast<cuuint64_t>(hs) * 2, static_cast<cuuint64_t>(bs) * 2};
+    cuuint32_t box[4] = {64, 128, 1, 1};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = enc(map, dt, 4, const_cast<T *>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
+
+// Launch the attention forward for p on stream. Same contract as tsa::launch_attention (same validation,
+// same errors), plus cudaErrorNotSupported on a device that is not compute capability 9.0 or a translation
+// unit compiled without sm_90a. Never prints or exits.
+template <int D, int STAGES = 2, bool PINGPONG = true, typename T, class Score>
+cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
+    last_path() = -1;
+    if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+        p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
+        return cudaErrorInvalidValue;
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e != cudaSuccess) return e;
+    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
+    if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
+
+    if constexpr (D != 64 && D != 128) {
+        last_path() = 1;
+        return tsa::launch_attention<D>(p, stream);
+    } else {
+        using C = Cfg<D, STAGES>;
+        auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, Score>;
+        static int ptx_version = -1;  // per instantiation: which virtual architecture the kernel was built from
+        if (ptx_version < 0) {
+            cudaFuncAttributes fa{};
+            e = cudaFuncGetAttributes(&fa, kernel);
+            if (e != cudaSuccess) return e;
+            ptx_version = fa.ptxVersion;
+        }
+        if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+
+        if (p.t_kv == 0) {
+            last_path() = 1;
+            return tsa::launch_attention<D>(p, stream);
+        }
+        auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+        const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_seq_stride, p.k_batch_stride,
+                                     p.k_head_stride,  p.k_seq_stride,  p.v_batch_stride, p.v_head_stride,
+                                     p.v_seq_stride,   p.o_batch_stride, p.o_head_stride, p.o_seq_stride};
+        bool ok = !(misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o));
+        for (int64_t s : strides) ok = ok && s % 8 == 0 && s >= 0 && s < (int64_t(1) << 36);
+        if (!ok) {
+            last_path() = 2;
+            return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
+        }
+        CUtensorMap tq, tk, tv;
+        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride) &&
+             make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride) &&
+             make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride);
+        if (!ok) {
+            last_path() = 3;
+            return tsa::launch_attention<D>(p, stream);
+        }
+        const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
+        if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+        if (e != cudaSuccess) return e;
+        last_path() = 0;
+        kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM, stream>>>(p, tq, tk, tv);
+        return cudaGetLastError();
+    }
+}
+
+}  // namespace tsa90
 
 // ---- fused expressions of this plan -------------------------------------------------------------
 
@@ -655,7 +2176,9 @@ static inline cudaError_t attention_causal_launch(const __half *Q, const __half 
         p.t_kv = (int64_t)4096;
         p.d = (int64_t)128;
         p.c = 1.44269504f;
-        err = tsa::launch_attention<128>(p, stream);
+        err = tsa90::launch_attention_sm90<128, 3, true>(p, stream);
+        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */
+            err = tsa::launch_attention<128>(p, stream);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;

@@ -1870,6 +1870,478 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
 // code above carry over unchanged (they only see accumulator registers and their (q, k) positions).
 
 }  // namespace tsa
+// ---- attention_sm90.cuh ------------------------------------------------------------------------
+// attention_sm90.cuh — the Hopper (sm_90a) form of attention.cuh (FlashAttention-3 shape): the same
+// tsa::AttnParams<T, Score>, the same Score functors and the same semantics (bottom-right causal, fully
+// masked rows → 0, rows ≥ t_q not written, GQA by h / (n_q_heads / n_kv_heads)), computed with TMA loads
+// and wgmma.mma_async. Namespace tsa90; includes attention.cuh (params, functors, the mma.sync kernel it
+// falls back to) and gemm_sm90.cuh (wgmma / mbarrier / TMA helpers and the tensor-map encoder).
+//
+//   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true>(params, stream)
+//
+// The kernel, per block (BM = 128 query rows of one (batch, query head); grid as attention.cuh:
+// x = head, y = query tile (reversed under causal), z = batch):
+//   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues
+//     every TMA load): Q once (its own mbarrier), then the K and V tiles of BN = 128 keys into a STAGES-deep
+//     ring (full[s]: transaction bytes of K + V; empty[s]: one arrival per consumer warp).
+//     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232), each owning 64 query rows.
+//   * Shared memory: every tile is D/64 slabs of [128 rows][64 elements] (128 bytes a row) in the
+//     128-byte-swizzle layout that TMA writes (box 64 × 128, CU_TENSOR_MAP_SWIZZLE_128B); Q and K are read
+//     K-major by wgmma (as gemm_sm90's A and B_NK), V N-major (as gemm_sm90's B_KN, imm-trans-b = 1, LBO =
+//     the slab stride 16 KB).
+//   * Consumer loop (intra-warpgroup overlap as FA3): for key tile j: S_j = Q·K_jᵀ (wgmma m64n128k16, Q and
+//     K from smem) is issued, then O += P_{j-1}·V_{j-1} (wgmma m64nDk16, P from registers); wait for S_j
+//     only; score functor + out-of-range keys → −inf + online softmax of S_j (exp2, running max m and
+//     sum l) run while the P·V wgmma is still in flight; then wait for it, release stage j-1, rescale O by
+//     2^(c·(m_old − m_new)) and pack P_j to fp16/bf16 (the accumulator layout of S is the register-A
+//     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
+//   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
+//     (named barriers 1 and 2), so that one warpgroup's softmax overlaps the other's GEMMs.
+//   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed.
+//   * Edges: TMA reads zeros outside (t_q, t_kv); keys ≥ t_kv are set to −inf after the score functor;
+//     rows ≥ t_q are not written. Epilogue: O / l straight from the accumulators (4-byte stores).
+// Fragment (wgmma accumulator): warp w of a consumer owns rows 16w..16w+15 of its 64; lane l holds rows
+// l/4 and l/4 + 8 (h = 0, 1) and columns 8j + 2(l%4) + e: element acc[4j + 2h + e].
+//
+// Falls back to tsa::launch_attention (mma.sync) when: D is not 64 or 128, t_kv == 0, a pointer is not
+// 16-byte aligned or a stride not a multiple of 8 elements (TMA needs 16-byte strides), or the driver's
+// cuTensorMapEncodeTiled refuses a layout. last_path() tells which path the last call took. Returns
+// cudaErrorNotSupported on a device that is not compute capability 9.0 or when this translation unit was
+// not compiled for sm_90a (the kernel body exists only for sm_90a; elsewhere it traps).
+// Shared memory: 1 KB alignment slack + 128·D·2 (Q) + STAGES · 2 · 128·D·2 (K, V) + barriers:
+// D = 128: 161 KB (STAGES = 2), 225 KB (STAGES = 3); one CTA per SM.
+
+namespace tsa90 {
+
+// ---- wgmma with A from registers (P), B from shared memory (V, N-major: imm-trans-b = 1) ------------------
+#define TSA90_RS_N128(TY)                                                                                      \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                               \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " {"                                              \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                   \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                         \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                         \
+    "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+#define TSA90_RS_N64(TY)                                                                                       \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                               \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {"                                               \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                   \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                        \
+    "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+
+// d (N/2 fp32 per thread) += A (4 packed registers: the m16n8k16 A fragment of this warp's 16 rows) · B.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
+#if TSG90_DEVICE_OK
+    if constexpr (N == 128) {
+        if constexpr (tst::elem<T>::is_bf16)
+            asm volatile(TSA90_RS_N128("bf16")
+                         : TSG90_WGMMA_OUTS_N128(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+        else
+            asm volatile(TSA90_RS_N128("f16")
+                         : TSG90_WGMMA_OUTS_N128(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    } else {
+        static_assert(N == 64, "wgmma_rs: N must be 64 or 128");
+        if constexpr (tst::elem<T>::is_bf16)
+            asm volatile(TSA90_RS_N64("bf16")
+                         : TSG90_WGMMA_OUTS_N64(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+        else
+            asm volatile(TSA90_RS_N64("f16")
+                         : TSG90_WGMMA_OUTS_N64(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    }
+#else
+    (void)d, (void)a, (void)db;
+#endif
+}
+
+__device__ __forceinline__ void fence_reg(uint32_t &x) { asm volatile("" : "+r"(x)::"memory"); }
+
+// Named barriers over the two consumer warpgroups (256 threads): one warpgroup waits (bar.sync), the other
+// signals (bar.arrive). Barrier 0 is __syncthreads'.
+__device__ __forceinline__ void named_sync256(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void named_arrive256(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+
+// TMA: box at (c0, c1, c2, c3) of a 4-D tensor map → shared dst, completing bar's transaction bytes.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, int c3,
+                                            uint32_t bar) {
+#if TSG90_DEVICE_OK
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+        : "memory");
+#else
+    (void)dst, (void)map, (void)c0, (void)c1, (void)c2, (void)c3, (void)bar;
+#endif
+}
+
+// ---- configuration ------------------------------------------------------------------------------------
+template <int D, int STAGES> struct Cfg {
+    static constexpr int BM = 128, BN = 128;          // query rows per CTA, keys per K/V tile
+    static constexpr int NSLAB = D / 64;              // 64-element (128-byte) column slabs per row
+    static constexpr int SLAB_BYTES = 128 * 128;      // [128 rows][128 bytes]
+    static constexpr int TILE_BYTES = NSLAB * SLAB_BYTES;  // Q, K or V tile (BM = BN = 128 rows)
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;     // K then V
+    static constexpr int THREADS = 384;
+    static constexpr int SMEM = 1024 + TILE_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 1);
+    static_assert(D == 64 || D == 128, "attention_sm90: D must be 64 or 128");
+    static_assert(STAGES >= 2, "attention_sm90: at least 2 stages");
+    static_assert(SMEM <= 232448, "attention_sm90: shared memory above the 227 KB per-block limit");
+};
+
+// ---- the kernel -----------------------------------------------------------------------------------------
+template <typename T, int D, int STAGES, bool PINGPONG, class Score>
+__global__ void __launch_bounds__(384, 1)
+    attention_sm90_kernel(const __grid_constant__ tsa::AttnParams<T, Score> p, const __grid_constant__ CUtensorMap tma_q,
+                          const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
+#if TSG90_DEVICE_OK
+    using C = Cfg<D, STAGES>;
+    using namespace tsg90;
+    static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    constexpr int BM = C::BM, BN = C::BN;
+    extern __shared__ unsigned char smem_raw[];
+    const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
+    const uint32_t sQ = base, sKV = base + C::TILE_BYTES;
+    const uint32_t bar_q = sKV + STAGES * C::STAGE_BYTES, bar_full = bar_q + 8, bar_empty = bar_full + 8 * STAGES;
+
+    const int h = blockIdx.x, b = blockIdx.z;
+    const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
+    const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    int kv_end = p.t_kv;  // keys this tile can see
+    if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
+    const int n_tiles = (kv_end + BN - 1) / BN;
+
+    if (threadIdx.x == 0) {
+        mbar_init(bar_q, 1);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bar_full + 8 * s, 1);
+            mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
+        }
+        fence_mbar_init();
+    }
+    __syncthreads();
+
+    const int wg = static_cast<int>(threadIdx.x) / 128;
+    if (wg == 0) {
+        // ---- producer: one thread issues every TMA load ----
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0 && n_tiles > 0) {
+            tma_prefetch_desc(&tma_q);
+            tma_prefetch_desc(&tma_k);
+            tma_prefetch_desc(&tma_v);
+            mbar_arrive_expect_tx(bar_q, C::TILE_BYTES);
+#pragma unroll
+            for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sQ + sl * C::SLAB_BYTES, &tma_q, sl * 64, q0, h, b, bar_q);
+            for (int j = 0; j < n_tiles; ++j) {
+                const int s = j % STAGES;
+                mbar_wait(bar_empty + 8 * s, ((j / STAGES) & 1) ^ 1);  // first pass: passes at once
+                const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::TILE_BYTES;
+                mbar_arrive_expect_tx(full, C::STAGE_BYTES);
+#pragma unroll
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::SLAB_BYTES, &tma_k, sl * 64, j * BN, hk, b, full);
+#pragma unroll
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::SLAB_BYTES, &tma_v, sl * 64, j * BN, hk, b, full);
+            }
+        }
+    } else {
+        // ---- consumers: 64 query rows each ----
+        setmaxnreg_inc<232>();
+        const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
+        const int row0 = q0 + cw * 64 + wq * 16 + (lane >> 2);  // rows row0 (h = 0) and row0 + 8 (h = 1)
+        const int col0 = 2 * (lane & 3);
+        const float c = p.c;
+        float o[D / 2], s[BN / 2];
+        uint32_t pa[BN / 16][4];
+        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
+#pragma unroll
+        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+
+        // S = Q·K_tileᵀ for stage st (issued, not waited for).
+        auto issue_qk = [&](int st) {
+            const uint32_t sK = sKV + st * C::STAGE_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const uint32_t off = (kk / 4) * C::SLAB_BYTES + (kk % 4) * 32;
+                const uint64_t da = make_desc(sQ + off + cw * 64 * 128, 16, 1024);
+                const uint64_t db = make_desc(sK + off, 16, 1024);
+                wgmma_n128<T, 0>(s, da, db, kk > 0 ? 1 : 0);
+            }
+        };
+        // O += P·V_tile for stage st (issued, not waited for).
+        auto issue_pv = [&](int st) {
+            const uint32_t sV = sKV + st * C::STAGE_BYTES + C::TILE_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<T, D>(o, pa[kk], make_desc(sV + kk * 2048, C::SLAB_BYTES, 1024));
+        };
+        // s ← score(s, q, k), keys ≥ t_kv → −inf; then the online-softmax step (m, l, alpha; s → weights).
+        auto softmax = [&](int k0) {
+            const bool check_kv = k0 + BN > p.t_kv;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int k = k0 + 8 * j + col0 + e;
+                        float x = p.score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                        if (check_kv && k >= p.t_kv) x = -INFINITY;
+                        s[4 * j + 2 * hh + e] = x;
+                    }
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                float mx = m[hh];
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * hh], s[4 * j + 2 * hh + 1]));
+                mx = tst::quad_max(mx);
+                // Nothing unmasked yet: subtract 0, so weights and alpha are exp2(−inf) = 0, not NaN.
+                const float ms = mx == -INFINITY ? 0.f : mx * c;
+                alpha[hh] = tst::fast_exp2(fmaf(m[hh], c, -ms));
+                m[hh] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float w = tst::fast_exp2(fmaf(s[4 * j + 2 * hh + e], c, -ms));
+                        s[4 * j + 2 * hh + e] = w;
+                        sum += w;
+                    }
+                l[hh] = l[hh] * alpha[hh] + sum;  // per-lane partial; the quad is summed in the epilogue
+            }
+        };
+        auto pack_p = [&]() {
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk) {
+                pa[kk][0] = tst::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+                pa[kk][1] = tst::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+                pa[kk][2] = tst::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+                pa[kk][3] = tst::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+            }
+        };
+        auto fence_s = [&]() {
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) fence_operand(s[i]);
+        };
+        auto fence_o = [&]() {
+#pragma unroll
+            for (int i = 0; i < D / 2; ++i) fence_operand(o[i]);
+        };
+        auto fence_pa = [&]() {
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; ++kk)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) fence_reg(pa[kk][i]);
+        };
+        auto release = [&](int st) {
+            if (lane == 0) mbar_arrive_local(bar_empty + 8 * st);
+        };
+        // Ping-pong (FA3): the two consumers take turns issuing their wgmmas (named barriers 1 + cw), so
+        // that one's softmax runs while the other's GEMMs occupy the tensor cores. Every issue step is
+        // bracketed by turn_begin / turn_end; both consumers take n_tiles + 1 steps; warpgroup 1 gives
+        // warpgroup 0 the first turn and skips its own last hand-over, so no arrival is left pending.
+        int turns_left = n_tiles + 1;
+        auto turn_begin = [&]() {
+            if constexpr (PINGPONG) named_sync256(1 + cw);
+        };
+        auto turn_end = [&]() {
+            if constexpr (PINGPONG) {
+                --turns_left;
+                if (cw == 0 || turns_left > 0) named_arrive256(2 - cw);
+            }
+        };
+
+        if (n_tiles > 0) {
+            if constexpr (PINGPONG)
+                if (cw == 1) named_arrive256(1);  // warpgroup 0 takes the first turn
+            mbar_wait(bar_q, 0);
+            mbar_wait(bar_full, 0);
+            // Tile 0: S, softmax (O is still 0: no rescale), P.
+            fence_s();
+            turn_begin();
+            wgmma_fence();
+            issue_qk(0);
+            wgmma_commit();
+            turn_end();
+            wgmma_wait<0>();
+            fence_s();
+            softmax(0);
+            pack_p();
+            for (int j = 1; j < n_tiles; ++j) {
+                const int st = j % STAGES, prev = (j - 1) % STAGES;
+                mbar_wait(bar_full + 8 * st, (j / STAGES) & 1);
+                fence_s();
+                fence_o();
+                fence_pa();
+                turn_begin();
+                wgmma_fence();
+                issue_qk(st);
+                wgmma_commit();
+                issue_pv(prev);
+                wgmma_commit();
+                turn_end();
+                wgmma_wait<1>();  // S_j complete; P_{j-1}·V_{j-1} may still run
+                fence_s();
+                softmax(j * BN);
+                wgmma_wait<0>();
+                fence_o();
+                fence_pa();
+                release(prev);
+#pragma unroll
+                for (int j2 = 0; j2 < D / 8; ++j2)
+#pragma unroll
+                    for (int hh = 0; hh < 2; ++hh) {
+                        o[4 * j2 + 2 * hh] *= alpha[hh];
+                        o[4 * j2 + 2 * hh + 1] *= alpha[hh];
+                    }
+                pack_p();
+            }
+            const int last = (n_tiles - 1) % STAGES;
+            fence_o();
+            fence_pa();
+            turn_begin();
+            wgmma_fence();
+            issue_pv(last);
+            wgmma_commit();
+            turn_end();
+            wgmma_wait<0>();
+            fence_o();
+            fence_pa();
+            release(last);
+        }
+
+        // Epilogue: O / l → rows < t_q (fully masked or t_kv-less rows → 0).
+        T *gO = p.o + static_cast<int64_t>(b) * p.o_batch_stride + static_cast<int64_t>(h) * p.o_head_stride;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const float sum = tst::quad_sum(l[hh]);
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;
+            const int row = row0 + 8 * hh;
+            if (row < p.t_q) {
+                T *dst = gO + static_cast<int64_t>(row) * p.o_seq_stride + col0;
+#pragma unroll
+                for (int j = 0; j < D / 8; ++j)
+                    tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
+            }
+        }
+    }
+#else
+    (void)p, (void)tma_q, (void)tma_k, (void)tma_v;
+    __trap();  // compiled for a target without wgmma: the launcher refuses to launch this
+#endif
+}
+
+// ---- host side --------------------------------------------------------------------------------------
+// Which path the last launch_attention_sm90 call in this process took (for tests and logs):
+// 0 = wgmma kernel; 1 = fallback, D not 64/128 (or t_kv == 0); 2 = fallback, pointers/strides not
+// TMA-describable; 3 = fallback, cuTensorMapEncodeTiled refused a layout; -1 = nothing launched (error or
+// empty problem).
+inline int &last_path() {
+    static int r = -1;
+    return r;
+}
+inline const char *path_name(int r) {
+    switch (r) {
+    case 0: return "wgmma";
+    case 1: return "fallback(D/t_kv)";
+    case 2: return "fallback(align)";
+    case 3: return "fallback(tmap)";
+    default: return "none";
+    }
+}
+
+// 4-D tiled map over (d contiguous, seq, head, batch) with a box of 64 × 128 × 1 × 1, 128-byte swizzle.
+// A dimension of extent 1 gets a harmless stride (it is never stepped). False when the driver refuses.
+template <typename T>
+inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int heads, int batch, int64_t seq_stride,
+                        int64_t head_stride, int64_t batch_stride) {
+    PFN_cuTensorMapEncodeTiled_v12000 enc = tsg90::encode_tiled_fn();
+    if (!enc) return false;
+    const CUtensorMapDataType dt = tst::elem<T>::is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    const int64_t ss = seq_stride > 0 ? seq_stride : d;
+    const int64_t hs = (heads > 1 && head_stride > 0) ? head_stride : ss * seq;
+    const int64_t bs = (batch > 1 && batch_stride > 0) ? batch_stride : hs * heads;
+    if ((heads > 1 && head_stride <= 0) || (batch > 1 && batch_stride <= 0) || seq_stride <= 0) return false;
+    cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(seq), static_cast<cuuint64_t>(heads),
+                          static_cast<cuuint64_t>(batch)};
+    cuuint64_t strides[3] = {static_cast<cuuint64_t>(ss) * 2, static_cast<cuuint64_t>(hs) * 2, static_cast<cuuint64_t>(bs) * 2};
+    cuuint32_t box[4] = {64, 128, 1, 1};
+    cuuint32_t estr[4] = {1, 1, 1, 1};
+    CUresult r = enc(map, dt, 4, const_cast<T *>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS;
+}
+
+// Launch the attention forward for p on stream. Same contract as tsa::launch_attention (same validation,
+// same errors), plus cudaErrorNotSupported on a device that is not compute capability 9.0 or a translation
+// unit compiled without sm_90a. Never prints or exits.
+template <int D, int STAGES = 2, bool PINGPONG = true, typename T, class Score>
+cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
+    last_path() = -1;
+    if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+        p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
+        return cudaErrorInvalidValue;
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (e != cudaSuccess) return e;
+    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
+    if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
+
+    if constexpr (D != 64 && D != 128) {
+        last_path() = 1;
+        return tsa::launch_attention<D>(p, stream);
+    } else {
+        using C = Cfg<D, STAGES>;
+        auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, Score>;
+        static int ptx_version = -1;  // per instantiation: which virtual architecture the kernel was built from
+        if (ptx_version < 0) {
+            cudaFuncAttributes fa{};
+            e = cudaFuncGetAttributes(&fa, kernel);
+            if (e != cudaSuccess) return e;
+            ptx_version = fa.ptxVersion;
+        }
+        if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+
+        if (p.t_kv == 0) {
+            last_path() = 1;
+            return tsa::launch_attention<D>(p, stream);
+        }
+        auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+        const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_seq_stride, p.k_batch_stride,
+                                     p.k_head_stride,  p.k_seq_stride,  p.v_batch_stride, p.v_head_stride,
+                                     p.v_seq_stride,   p.o_batch_stride, p.o_head_stride, p.o_seq_stride};
+        bool ok = !(misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o));
+        for (int64_t s : strides) ok = ok && s % 8 == 0 && s >= 0 && s < (int64_t(1) << 36);
+        if (!ok) {
+            last_path() = 2;
+            return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
+        }
+        CUtensorMap tq, tk, tv;
+        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride) &&
+             make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride) &&
+             make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride);
+        if (!ok) {
+            last_path() = 3;
+            return tsa::launch_attention<D>(p, stream);
+        }
+        const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
+        if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+        if (e != cudaSuccess) return e;
+        last_path() = 0;
+        kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM, stream>>>(p, tq, tk, tv);
+        return cudaGetLastError();
+    }
+}
+
+}  // namespace tsa90
 
 // ---- fused expressions of this plan -------------------------------------------------------------
 
@@ -2470,7 +2942,9 @@ static inline cudaError_t decoder_layer_launch(const __half *x, const __half *g_
         p.t_kv = t;
         p.d = (int64_t)128;
         p.c = 1.44269504f;
-        err = tsa::launch_attention<128>(p, stream);
+        err = tsa90::launch_attention_sm90<128, 3, true>(p, stream);
+        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */
+            err = tsa::launch_attention<128>(p, stream);
         if (err != cudaSuccess) return err;
     }
     {
