@@ -41,7 +41,7 @@ EVAL_DIMS_swiglu           := m=32
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
-DEB_PKGS := libyaml-dev libgsl-dev libcriterion-dev
+DEB_PKGS := libyaml-dev libgsl-dev libcriterion-dev clang libclang-rt-14-dev valgrind
 deps: build/.deps
 build/.deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -132,6 +132,8 @@ gpu-build: $(BUILD)/tsopt
 	bash bench/gpu_build.sh
 	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/gemm_test.cu -lcublas -o build/gpu/gemm_test
 	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_test.cu -o build/gpu/attention_test
+	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/gemm_sm90_test.cu -lcublas -o build/gpu/gemm_sm90_test
+	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_sm90_test.cu -o build/gpu/attention_sm90_test
 
 gpu-check:
 	bash bench/gpu_run.sh
@@ -140,3 +142,81 @@ clean:
 	rm -rf build build-san
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/obj/main.d
+
+# ---- fuzzing (tests/fuzz/README.md) ------------------------------------------------------------------
+# libFuzzer targets built with clang into build-fuzz/ (library and targets with ASan + UBSan).
+#   make fuzz             each target for FUZZ_SECONDS (default 600) over its corpus, with the dictionary
+#   make fuzz-smoke       what CI runs: replays tests/fuzz/regressions/<target>/, then fuzzes each target
+#                         for 60 s; fails when a target finds a crash (the reproducer is left in build-fuzz/)
+#   make fuzz-regressions only the replay, no fuzzing
+#   make valgrind-cli     check, eval and compile every bench graph under valgrind: no errors, no leaks
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 600
+FUZZ_MAXLEN_fuzz_graph   ?= 8192
+FUZZ_MAXLEN_fuzz_rules   ?= 8192
+FUZZ_MAXLEN_fuzz_compile ?= 4096
+FUZZ_TIMEOUT_fuzz_graph   ?= 20
+FUZZ_TIMEOUT_fuzz_rules   ?= 20
+FUZZ_TIMEOUT_fuzz_compile ?= 60
+FUZZ_BUILD   := build-fuzz
+FUZZ_TARGETS := fuzz_graph fuzz_rules fuzz_compile
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -O1 -g -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Isrc $(FUZZ_SAN)
+FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+# Each run: the target's corpus (new inputs go to build-fuzz/corpus/<target>, the seeds stay as they are).
+FUZZ_RUN      = mkdir -p $(FUZZ_BUILD)/corpus/$(1) $(FUZZ_BUILD)/crashes/$(1) && \
+                $(FUZZ_BUILD)/$(1) -max_total_time=$(2) -max_len=$(FUZZ_MAXLEN_$(1)) -timeout=$(FUZZ_TIMEOUT_$(1)) -rss_limit_mb=2048 \
+                  -dict=tests/fuzz/tsopt.dict -print_final_stats=1 \
+                  -artifact_prefix=$(FUZZ_BUILD)/crashes/$(1)/ \
+                  $(FUZZ_BUILD)/corpus/$(1) tests/fuzz/corpus/$(1)
+FUZZ_REPLAY   = if ls tests/fuzz/regressions/$(1)/* >/dev/null 2>&1; then \
+                  $(FUZZ_BUILD)/$(1) -runs=0 tests/fuzz/regressions/$(1)/* > $(FUZZ_BUILD)/replay-$(1).log 2>&1 || \
+                  { tail -n 40 $(FUZZ_BUILD)/replay-$(1).log; echo "$(1): a regression input fails again"; exit 1; }; \
+                  echo "$(1): $$(ls tests/fuzz/regressions/$(1) | wc -l) regression inputs replayed: ok"; fi
+
+.PHONY: fuzz fuzz-build fuzz-smoke fuzz-regressions valgrind-cli
+fuzz-build: $(FUZZ_BINS)
+
+$(FUZZ_BUILD)/obj/%.o: src/%.c | build/.deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libtsopt.a: $(FUZZ_OBJ)
+	$(AR) rcs $@ $^
+
+$(FUZZ_BUILD)/%: tests/fuzz/%.c tests/fuzz/fuzz_common.h $(FUZZ_BUILD)/libtsopt.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/libtsopt.a $(LDLIBS) -o $@
+
+fuzz-regressions: $(FUZZ_BINS)
+	@set -e; $(foreach t,$(FUZZ_TARGETS),$(call FUZZ_REPLAY,$(t));)
+
+fuzz: fuzz-regressions
+	@set -e; $(foreach t,$(FUZZ_TARGETS),echo "== $(t) for $(FUZZ_SECONDS) s"; $(call FUZZ_RUN,$(t),$(FUZZ_SECONDS));)
+
+fuzz-smoke: fuzz-regressions
+	@set -e; $(foreach t,$(FUZZ_TARGETS),echo "== $(t) for 60 s"; \
+	  $(call FUZZ_RUN,$(t),60) > $(FUZZ_BUILD)/smoke-$(t).log 2>&1 || \
+	  { tail -n 60 $(FUZZ_BUILD)/smoke-$(t).log; echo "$(t) found a crash: $$(ls $(FUZZ_BUILD)/crashes/$(t))"; exit 1; }; \
+	  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' $(FUZZ_BUILD)/smoke-$(t).log | tr '\n' ' '; echo;)
+
+# Every bench graph: check, eval at small sizes and compile into a scratch folder, each under valgrind,
+# which must report no errors and no leaks (--error-exitcode=9 on any).
+VALGRIND := valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect,possible -q
+VALGRIND_DIMS_attention        := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_causal := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_gqa    := t_q=8,t_kv=8
+VALGRIND_DIMS_decoder_layer    := t=4,d=256,f=64
+VALGRIND_DIMS_matmul           := m=4,d=64,n=64
+VALGRIND_DIMS_rmsnorm          := m=4,d=64,n=64
+VALGRIND_DIMS_rmsnorm_mlp      := m=4,d=64,n=64
+VALGRIND_DIMS_swiglu           := m=4,d=64,n=64
+valgrind-cli: $(GRAPHS:bench/graphs/%.yaml=valgrind-%)
+	@echo "valgrind: check, eval and compile of every bench graph: no errors, no leaks"
+
+valgrind-%: build/tsopt
+	@rm -rf build/valgrind/$* && mkdir -p build/valgrind/$*
+	@echo "== valgrind bench/graphs/$*.yaml"
+	@$(VALGRIND) build/tsopt check bench/graphs/$*.yaml > build/valgrind/$*/check.log
+	@$(VALGRIND) build/tsopt eval --dims $(VALGRIND_DIMS_$*) bench/graphs/$*.yaml > build/valgrind/$*/eval.log
+	@$(VALGRIND) build/tsopt compile -o build/valgrind/$* bench/graphs/$*.yaml > build/valgrind/$*/compile.log

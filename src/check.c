@@ -309,6 +309,11 @@ static int parse_axes(ctx *c, yaml_node_t *axes, const ts_binding *bind) {
         ERR(c, axes, "write 'axes: {m: 1024, d: 4096}'", "'axes' must be a mapping from axis name to size");
         return -1;
     }
+    int naxes = (int)(axes->data.mapping.pairs.top - axes->data.mapping.pairs.start);
+    if (naxes > TS_MAX_AXES) { /* axis lookups are linear: keep a hostile file from taking minutes */
+        ERR(c, axes, NULL, "graph has %d axes; the limit is %d", naxes, TS_MAX_AXES);
+        return -1;
+    }
     int bad = 0;
     for (yaml_node_pair_t *p = axes->data.mapping.pairs.start; p < axes->data.mapping.pairs.top; p++)
         bad |= parse_axis(c, ts_yaml_node(c->spec, p->key), ts_yaml_node(c->spec, p->value)) != 0;
@@ -378,6 +383,12 @@ static int parse_inputs(ctx *c, yaml_node_t *inputs) {
     if (!inputs) return 0;
     if (inputs->type != YAML_MAPPING_NODE) {
         ERR(c, inputs, "write 'inputs: {X: {dtype: fp16, shape: [m, d]}}'", "'inputs' must be a mapping");
+        return -1;
+    }
+    int ninputs = (int)(inputs->data.mapping.pairs.top - inputs->data.mapping.pairs.start);
+    if (ninputs > TS_MAX_OPS) {
+        ERR(c, inputs, "split the graph into several files", "graph has %d inputs; the limit is %d", ninputs,
+            TS_MAX_OPS);
         return -1;
     }
     int bad = 0;
@@ -809,7 +820,14 @@ static int lower_slice(ctx *c, op_call *o) {
         return -1;
     }
     int64_t n = c->g->axes[from].size, size = c->g->axes[to].size;
-    int64_t first = (int64_t)start, last = first + (size - 1) * (int64_t)step;
+    int64_t first = (int64_t)start, last;
+    /* (size - 1)·step can overflow int64 for huge declared sizes: that is out of range too. */
+    bool overflow = __builtin_mul_overflow(size - 1, (int64_t)step, &last) || __builtin_add_overflow(last, first, &last);
+    if (overflow) {
+        ERR(c, as, NULL, "slice out of range: %lld elements of step %lld do not fit in axis '%s' (size %lld)",
+            (long long)size, (long long)step, axis_name(c, from), (long long)n);
+        return -1;
+    }
     if (first < 0 || first >= n || last < 0 || last >= n) {
         ERR(c, as, NULL, "slice out of range: indices %lld..%lld of axis '%s' (size %lld)", (long long)first,
             (long long)last, axis_name(c, from), (long long)n);
@@ -1090,7 +1108,12 @@ static int parse_outputs(ctx *c, yaml_node_t *outs, yaml_node_t *root) {
         ERR(c, outs, "write outputs: [O]", "'outputs' must be a list of tensor names");
         return -1;
     }
+    if (seq_len(outs) > TS_MAX_OPS) {
+        ERR(c, outs, NULL, "graph lists %d outputs; the limit is %d", seq_len(outs), TS_MAX_OPS);
+        return -1;
+    }
     int bad = 0;
+    bool *listed = ts_xcalloc((size_t)c->ntensors + 1, sizeof *listed); /* duplicates in linear time */
     for (int i = 0; i < seq_len(outs); i++) {
         yaml_node_t *o = seq_at(c, outs, i);
         const char *s = expect_name(c, o, "tensor");
@@ -1103,28 +1126,31 @@ static int parse_outputs(ctx *c, yaml_node_t *outs, yaml_node_t *root) {
             bad = 1;
             continue;
         }
-        for (int j = 0; j < c->g->noutputs; j++)
-            if (strcmp(c->g->outputs[j].name, s) == 0) {
-                ERR(c, o, NULL, "output '%s' is listed twice", s);
-                bad = 1;
-            }
+        if (listed[t]) {
+            ERR(c, o, NULL, "output '%s' is listed twice", s);
+            bad = 1;
+        }
+        listed[t] = true;
         if (bad || c->tensors[t].state != T_DONE) continue;
         TS_GROW(c->g->outputs, c->g->noutputs, c->g->cap_outputs);
         c->g->outputs[c->g->noutputs++] =
             (ts_output){.name = ts_strdup(s), .ref = c->tensors[t].value.ref, .dtype = c->tensors[t].value.dtype};
     }
+    free(listed);
     return bad ? -1 : 0;
 }
 
 static void warn_unused_inputs(ctx *c) {
+    bool *used = ts_xcalloc((size_t)c->g->ninputs + 1, sizeof *used); /* one pass: inputs are tensors 0.. */
+    for (int t = 0; t < c->ntensors; t++)
+        for (int a = 0; a < c->tensors[t].nargs; a++)
+            if (c->tensors[t].args[a] >= 0 && c->tensors[t].args[a] < c->g->ninputs) used[c->tensors[t].args[a]] = true;
     for (int i = 0; i < c->g->ninputs; i++) {
-        bool used = false;
-        for (int t = 0; t < c->ntensors && !used; t++)
-            for (int a = 0; a < c->tensors[t].nargs; a++) used |= c->tensors[t].args[a] == i;
-        if (!used)
+        if (!used[i])
             ts_diag_add(c->d, TS_WARNING, c->g->inputs[i].line, c->g->inputs[i].col, (int)strlen(c->g->inputs[i].name),
                         NULL, "input '%s' is never used", c->g->inputs[i].name);
     }
+    free(used);
 }
 
 /* Keeps every user tensor in the graph, indexed like node origins. */

@@ -7,7 +7,8 @@
 #include "hlir.h"
 #include "spec.h"
 
-#define TS_MAX_OPS 100000 /* ops in one graph file */
+#define TS_MAX_OPS 100000 /* ops in one graph file (and inputs, and outputs) */
+#define TS_MAX_AXES 4096  /* axes in one graph file */
 
 /* Sizes that override the file's axis sizes (`--dims m=8,d=16`). */
 typedef struct {

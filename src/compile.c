@@ -26,7 +26,11 @@ static int second_binding(ts_spec *spec, const ts_binding *bind, const ts_graph 
         int i = 0;
         while (i < b2.n && strcmp(b2.name[i], g->axes[dyn.axis[d]].name) != 0) i++;
         if (i == b2.n) b2.name[b2.n++] = ts_strdup(g->axes[dyn.axis[d]].name);
-        b2.size[i] = g->axes[dyn.axis[d]].size * ts_sym_primes[d];
+        if (__builtin_mul_overflow(g->axes[dyn.axis[d]].size, ts_sym_primes[d], &b2.size[i])) {
+            ts_binding_free(&b2); /* a typical size near 2^63 has no second size */
+            *err = ts_strdup("the graph does not check at a second size of its dynamic axes");
+            return -1;
+        }
     }
     ts_diags dg;
     ts_diags_init(&dg, spec->path, NULL, 0);

@@ -7,6 +7,8 @@
 
 #include "util.h"
 
+#define TS_MAX_ERRORS 100 /* errors kept per file; the rest are only counted */
+
 void ts_diags_init(ts_diags *d, const char *path, const char *text, size_t text_len) {
     memset(d, 0, sizeof *d);
     d->path = path;
@@ -26,6 +28,17 @@ void ts_diags_free(ts_diags *d) {
 
 void ts_diag_add(ts_diags *d, ts_severity sev, int line, int col, int len, const char *hint, const char *fmt,
                  ...) {
+    /* A hostile file can hold millions of errors (outputs: [a, a, ...]): keep the first TS_MAX_ERRORS and
+     * one error, at the first one dropped, saying the rest were dropped; still count them all, so memory
+     * and output stay bounded. */
+    if (sev == TS_ERROR && d->nerrors >= TS_MAX_ERRORS) {
+        if (d->nerrors++ == TS_MAX_ERRORS) {
+            TS_GROW(d->items, d->n, d->cap);
+            d->items[d->n++] = (ts_diag){.severity = TS_ERROR, .line = line, .col = col, .len = 1,
+                                         .message = ts_strfmt("too many errors; only the first %d are shown", TS_MAX_ERRORS)};
+        }
+        return;
+    }
     TS_GROW(d->items, d->n, d->cap);
     ts_diag *x = &d->items[d->n++];
     va_list ap;
@@ -64,9 +77,8 @@ static const char *source_line(const ts_diags *d, int line, size_t *len) {
     while (e < end && *e != '\n' && *e != '\r') {
         unsigned char c = (unsigned char)*e;
         if ((c < 0x20 && c != '\t') || c == 0x7f || c >= 0x80) return NULL; /* keep excerpts plain ASCII */
-        e++;
+        if (++e - p > 240) return NULL; /* too long to show; stop scanning (lines can be megabytes) */
     }
-    if (e - p > 240) return NULL;
     *len = (size_t)(e - p);
     return p;
 }

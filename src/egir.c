@@ -24,17 +24,21 @@ const ts_eg_ops *ts_egir_ops(void) { return &egir_ops; }
 /* ---- guards ------------------------------------------------------------------------------------ */
 
 static const ts_egir_data *arg_data(const ts_rule_arg *a) { return a->data; }
+/* Whether a guard argument is an operand variable with analysis data: a rule file may pass a param
+ * variable or an integer where a guard expects an operand (`(positive ?k)` with ?k from `{?k}`); such a
+ * guard does not hold, rather than reading data that is not there. */
+static bool is_operand(const ts_rule_arg *a) { return !a->is_param && a->data; }
 static uint64_t axis_bit(int64_t axis) { return axis >= 0 && axis < 64 ? 1ull << axis : 0; }
 
 /* (lacks ?x ?k): x is constant along axis k, so it commutes with a reduction over k. */
 static bool guard_lacks(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return !(arg_data(&a[0])->axes & axis_bit(a[1].value));
+    return is_operand(&a[0]) && !(arg_data(&a[0])->axes & axis_bit(a[1].value));
 }
 
 /* (has ?x ?k): x varies along axis k. */
 static bool guard_has(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
-    return !guard_lacks(ctx, eg, a, n);
+    return is_operand(&a[0]) && !guard_lacks(ctx, eg, a, n);
 }
 
 /* (distinct ?a ?b): two different e-classes. */
@@ -46,19 +50,19 @@ static bool guard_distinct(void *ctx, const ts_egraph *eg, const ts_rule_arg *a,
 /* (same-axes ?a ?b): a and b vary along the same axes. */
 static bool guard_same_axes(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return arg_data(&a[0])->axes == arg_data(&a[1])->axes;
+    return is_operand(&a[0]) && is_operand(&a[1]) && arg_data(&a[0])->axes == arg_data(&a[1])->axes;
 }
 
 /* (positive ?c): a known constant > 0. */
 static bool guard_positive(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return arg_data(&a[0])->is_const && arg_data(&a[0])->value > 0;
+    return is_operand(&a[0]) && arg_data(&a[0])->is_const && arg_data(&a[0])->value > 0;
 }
 
 /* (constant ?c): a known constant. */
 static bool guard_constant(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return arg_data(&a[0])->is_const;
+    return is_operand(&a[0]) && arg_data(&a[0])->is_const;
 }
 
 static const ts_rule_guard egir_guards[] = {

@@ -330,6 +330,11 @@ int ts_interp_run(const ts_graph *g, double *const *inputs, double ***outputs, c
                   char **err) {
     size_t budget = opts && opts->max_bytes ? opts->max_bytes : (size_t)8 << 30;
     double need = ts_interp_bytes(g);
+    for (int i = 0; i < g->noutputs; i++) { /* an output gathered from an expand view can be far larger than */
+        const ts_output *o = &g->outputs[i]; /* its node (one constant as 2^60 elements): count the excess */
+        double excess = (double)ts_view_numel(&o->ref.view) - (double)ts_node_numel(g, &g->nodes[o->ref.node]);
+        if (excess > 0) need += 8.0 * excess;
+    }
     if (need > (double)budget) {
         char a[32], b[32];
         *err = ts_strfmt("evaluating needs %s of float64 buffers, over the interpreter's budget of %s; "

@@ -367,6 +367,21 @@ static int cmd_eval(int argc, char **argv) {
     rc = load_graph(&o, &spec, &g);
     if (rc == 0) {
         ts_interp_opts opts = {.max_bytes = (size_t)(o.max_gib * (double)(1u << 30))};
+        /* The random inputs are allocated here, before ts_interp_run checks its budget: refuse inputs that
+         * alone exceed it rather than allocating them (an input can be declared with 2^60 elements). */
+        double budget = opts.max_bytes ? (double)opts.max_bytes : (double)(8ull << 30), in_bytes = 0;
+        for (int i = 0; i < g.ninputs; i++) in_bytes += 8.0 * (double)ts_input_numel(&g, i);
+        if (in_bytes > budget) {
+            double gib = (double)(1u << 30), mib = (double)(1u << 20);
+            fprintf(stderr,
+                    "%s: error: the inputs alone need %.2f %s of float64 buffers, over the interpreter's budget of "
+                    "%.2f %s; evaluate at smaller sizes with --dims\n",
+                    o.file, in_bytes >= gib ? in_bytes / gib : in_bytes / mib, in_bytes >= gib ? "GiB" : "MiB",
+                    budget >= gib ? budget / gib : budget / mib, budget >= gib ? "GiB" : "MiB");
+            ts_graph_free(&g);
+            ts_spec_free(&spec);
+            return EXIT_LIMIT;
+        }
         double **in = ts_random_inputs(&g, o.seed), **out = NULL;
         char *err = NULL;
         if (ts_interp_run(&g, in, &out, &opts, &err) != 0) {

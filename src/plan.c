@@ -266,7 +266,7 @@ static bool finishes_a_reduction(builder *b, const region *r, int i) {
 
 static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, int *memo, int i) {
     if (memo[i] >= 0) return memo[i];
-    const tnode *t = &b->t[i];
+    const tnode node = b->t[i], *t = &node; /* a copy: materialising leaves may grow b->t */
     ts_op op = (ts_op)t->e.op;
     int out;
     if (i == r->core[0] || i == r->core[1]) {
@@ -346,7 +346,7 @@ static bool is_reduction(ts_op op) {
 
 /* A REDUCE kernel computing `core` (a reduction) with the region rooted at `root` as its finish. */
 static void emit_reduce(builder *b, int core, int root) {
-    const tnode *t = &b->t[core];
+    const tnode node = b->t[core], *t = &node; /* a copy: materialising operands may grow b->t */
     ts_op op = (ts_op)t->e.op;
     ts_kernel tmp = {0};
     region inner_r = {{-1, -1}, (int)t->e.kid[0]};
@@ -427,7 +427,7 @@ static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP1
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
 static bool try_gemm(builder *b, int root, int c0, int c1) {
-    const tnode *c = &b->t[c0];
+    const tnode cn = b->t[c0], *c = &cn; /* a copy: materialising operands may grow b->t */
     int dual = -1;
     int32_t kax;
     int opa, opb, opb1 = -1;
@@ -575,7 +575,7 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
 }
 
 static bool try_attention(builder *b, int i) {
-    const tnode *t = &b->t[i];
+    const tnode node = b->t[i], *t = &node; /* a copy: materialising operands may grow b->t */
     int32_t kax = (int32_t)t->e.param[0];
     int s = (int)t->e.kid[0], v = (int)t->e.kid[1], cnode = (int)t->e.kid[2], dot;
     if (b->t[cnode].e.op != TS_OP_CONSTANT || !score_fits(b, s, &dot)) return false;
@@ -695,7 +695,7 @@ static void emit_dual(builder *b, int i) {
 }
 
 static ts_access materialize_view(builder *b, int i) {
-    const tnode *t = &b->t[i];
+    const tnode node = b->t[i], *t = &node; /* a copy: materialising the source may grow b->t */
     int vid = (int)t->e.param[0];
     const ts_egir_view *v = &b->x->views[vid], *v2 = b->views2 ? &b->views2[vid] : v;
     ts_access src = contiguous_as(b, (int)t->e.kid[0], v->src_axis, v->src_ndim);
@@ -715,7 +715,7 @@ unsupported:
 
 static ts_access materialize(builder *b, int i) {
     if (b->has_mat[i]) return b->mat[i];
-    const tnode *t = &b->t[i];
+    const tnode node = b->t[i], *t = &node; /* a copy: emitting kernels may grow b->t */
     ts_op op = (ts_op)t->e.op;
     if (op == TS_OP_INPUT) {
         int in = (int)t->e.param[0];
@@ -725,11 +725,13 @@ static ts_access materialize(builder *b, int i) {
         }
         b->mat[i] = contiguous_access(b, b->input_buf[in]);
     } else if (op == TS_OP_VIEW) {
-        b->mat[i] = materialize_view(b, i);
+        ts_access v = materialize_view(b, i); /* may grow b->mat: assign after the call */
+        b->mat[i] = v;
     } else if (op == TS_OP_PICK) {
-        int dual = (int)t->e.kid[0];
+        int dual = (int)t->e.kid[0], which = (int)t->e.param[0]; /* read before emit_dual grows b->t */
         if (!b->has_mat[dual]) emit_dual(b, dual);
-        b->mat[i] = contiguous_access(b, b->dual_buf[dual][t->e.param[0]]);
+        ts_access a = contiguous_access(b, b->dual_buf[dual][which]);
+        b->mat[i] = a;
     } else {
         emit_region(b, i);
         return b->mat[i];

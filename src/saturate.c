@@ -7,12 +7,18 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "spec.h"
 #include "util.h"
 
 const char *const ts_default_phases[] = {"algebra", "reductions", "fusion", "lowering"};
 const int ts_default_nphases = 4;
 
 static int load_one(ts_rules *rs, const char *path, FILE *err) {
+    struct stat st; /* rules.c reads a file whole: refuse oversized ones first, as graph files are */
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > (off_t)TS_MAX_FILE_BYTES) {
+        fprintf(err, "%s: error: file is larger than the %u MiB limit\n", path, TS_MAX_FILE_BYTES >> 20);
+        return 1;
+    }
     ts_diags d;
     bool ok = ts_rule_load_file(rs, path, &d);
     ts_diags_print(&d, err);

@@ -106,7 +106,37 @@ static int check_text(const char *text, size_t len, ts_diags *d) {
     return 0;
 }
 
+/* Graph files nest a few levels (root → ops → op → args). libyaml's scanner spends time proportional to
+ * the nesting depth on every token, so a file of 200,000 '[' takes minutes; refuse deep nesting after a
+ * first pass over the events, which stops as soon as the limit is passed (malformed YAML is left to the
+ * loader, which reports it with its place). */
+#define TS_MAX_YAML_DEPTH 64
+
+static int check_depth(ts_spec *spec, ts_diags *d) {
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) return 0;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)spec->text, spec->len);
+    int depth = 0, rc = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) break;
+        yaml_event_type_t t = ev.type;
+        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) depth++;
+        else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) depth--;
+        if (depth > TS_MAX_YAML_DEPTH) {
+            ts_error(d, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1, 1, "a graph file nests a few levels",
+                     "YAML nested more than %d levels deep", TS_MAX_YAML_DEPTH);
+            rc = -1;
+        }
+        yaml_event_delete(&ev);
+        if (rc || t == YAML_STREAM_END_EVENT) break;
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 static int parse_yaml(ts_spec *spec, ts_diags *d) {
+    if (check_depth(spec, d) != 0) return -1;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         ts_error(d, 0, 0, 1, NULL, "cannot initialise the YAML parser");

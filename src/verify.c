@@ -56,6 +56,26 @@ static const char *find_roles(verifier *v, const ts_pattern *p) {
     return NULL;
 }
 
+/* A literal param the verifier cannot instantiate (heap message), or NULL. Axis ids are per graph, so a
+ * literal axis (contract{-1}, reduce_sum{3}) names no axis of a random instance; a literal pick index or
+ * dtype must be one that exists. Without this, such a rule file made the verifier index out of bounds. */
+static char *bad_literal(const ts_pattern *p) {
+    for (uint32_t i = 0; i < p->n; i++) {
+        const ts_pat_node *n = &p->node[i];
+        for (int k = 0; k < n->nparams; k++) {
+            if (n->param_var & (1u << k)) continue;
+            int64_t x = n->param[k];
+            param_role role = role_of(n->op, k);
+            if (role == PARAM_AXIS)
+                return ts_strfmt("    a literal axis {%lld} of '%s' names no axis of a random instance\n", (long long)x,
+                                 ts_op_name((ts_op)n->op));
+            if ((role == PARAM_PICK && (x < 0 || x > 1)) || (role == PARAM_DTYPE && (x < 0 || x >= TS_DTYPE_COUNT)))
+                return ts_strfmt("    '%s' has no {%lld}\n", ts_op_name((ts_op)n->op), (long long)x);
+        }
+    }
+    return NULL;
+}
+
 /* ---- drawing a trial --------------------------------------------------------------------------- */
 
 static int64_t pick_size(verifier *v, bool big) {
@@ -306,6 +326,14 @@ ts_verify_result ts_verify_rule(const ts_rules *rs, int ri, const ts_verify_opts
     if (bad_op) {
         res.status = TS_VERIFY_SKIPPED;
         res.detail = ts_strfmt("    cannot draw random instances of '%s' with variables\n", bad_op);
+        return res;
+    }
+    for (int i = 0; i < ts_rule_npatterns(v.r) && !res.detail; i++) {
+        res.detail = bad_literal(ts_rule_lhs(v.r, i));
+        if (!res.detail) res.detail = bad_literal(ts_rule_rhs(v.r, i));
+    }
+    if (res.detail) {
+        res.status = TS_VERIFY_SKIPPED;
         return res;
     }
     for (int attempt = 0; res.trials < o.trials && attempt < o.trials * MAX_ATTEMPTS_PER_TRIAL; attempt++) {
