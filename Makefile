@@ -20,7 +20,7 @@ CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-
 LDFLAGS += -fsanitize=address,undefined
 endif
 STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl -lgslcblas -Wl,-Bdynamic
-LDLIBS  := $(STATIC_LIBS) -lm
+LDLIBS  := $(STATIC_LIBS) -lm -pthread
 
 LIB_SRC  := $(filter-out src/main.c $(EXCLUDE),$(wildcard src/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)

@@ -1099,6 +1099,26 @@ static int check_sizes(ctx *c) {
     return 0;
 }
 
+/* The longest path of primitive ops must stay under TS_MAX_DEPTH: later stages recurse along it. */
+static int check_depth(ctx *c) {
+    int32_t *depth = ts_xcalloc((size_t)c->g->nnodes + 1, sizeof *depth);
+    int rc = 0;
+    for (int i = 0; i < c->g->nnodes && rc == 0; i++) { /* nodes are in topological order */
+        const ts_node *n = &c->g->nodes[i];
+        for (int s = 0; s < n->nsrc; s++)
+            if (depth[n->src[s].node] + 1 > depth[i]) depth[i] = depth[n->src[s].node] + 1;
+        if (depth[i] > TS_MAX_DEPTH) {
+            int32_t t = n->origin;
+            yaml_node_t *where = t >= 0 ? c->tensors[t].where : NULL;
+            ERR(c, where, "split the graph into several files", "graph is deeper than %d operations at '%s'",
+                TS_MAX_DEPTH, t >= 0 ? c->tensors[t].name : "?");
+            rc = -1;
+        }
+    }
+    free(depth);
+    return rc;
+}
+
 static int parse_outputs(ctx *c, yaml_node_t *outs, yaml_node_t *root) {
     if (!outs || (outs->type == YAML_SEQUENCE_NODE && seq_len(outs) == 0)) {
         ERR(c, outs ? outs : root, "add outputs: [<tensor names>]", "empty graph: no outputs");
@@ -1202,7 +1222,7 @@ int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
     if (parse_axes(&c, ts_yaml_get(spec, root, "axes"), bind) != 0) goto done;
     if (parse_inputs(&c, ts_yaml_get(spec, root, "inputs")) != 0) goto done;
     if (parse_ops(&c, ts_yaml_get(spec, root, "ops")) != 0) goto done;
-    if (check_sizes(&c) != 0) goto done;
+    if (check_sizes(&c) != 0 || check_depth(&c) != 0) goto done;
     if (parse_outputs(&c, ts_yaml_get(spec, root, "outputs"), root) != 0) goto done;
     warn_unused_inputs(&c);
     record_named(&c);

@@ -9,6 +9,7 @@
 
 #define TS_MAX_OPS 100000 /* ops in one graph file (and inputs, and outputs) */
 #define TS_MAX_AXES 4096  /* axes in one graph file */
+#define TS_MAX_DEPTH 10000 /* primitive ops on the longest path: the planner recurses along paths */
 
 /* Sizes that override the file's axis sizes (`--dims m=8,d=16`). */
 typedef struct {

@@ -4,6 +4,7 @@
  * 3 a resource limit was reached (interpreter budget, out of memory). Diagnostics go to stderr, results to
  * stdout; no output file is written when the input has errors. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -728,6 +729,34 @@ static const struct {
     {"calibrate", cmd_calibrate},
 };
 
+/* Extraction and planning recurse along the graph's paths (up to TS_MAX_DEPTH ops deep, a few KB a
+ * level, more under the sanitizers): commands run on a thread with a 1 GiB stack (address space only
+ * until used) rather than the default 8 MiB. */
+typedef struct {
+    int (*run)(int argc, char **argv);
+    int argc;
+    char **argv;
+    int rc;
+} command_call;
+
+static void *call_command(void *arg) {
+    command_call *c = arg;
+    c->rc = c->run(c->argc, c->argv);
+    return NULL;
+}
+
+static int run_on_big_stack(int (*run)(int, char **), int argc, char **argv) {
+    command_call c = {run, argc, argv, 0};
+    pthread_attr_t attr;
+    pthread_t th;
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setstacksize(&attr, (size_t)1 << 30) != 0 ||
+        pthread_create(&th, &attr, call_command, &c) != 0)
+        return run(argc, argv); /* no thread: the default stack */
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&attr);
+    return c.rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fputs(usage_main, stderr);
@@ -742,7 +771,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 2, argv + 2);
+        if (strcmp(argv[1], commands[i].name) == 0) return run_on_big_stack(commands[i].run, argc - 2, argv + 2);
     fprintf(stderr, "tsopt: error: unknown command '%s'\n\n%s", argv[1], usage_main);
     return EXIT_USAGE;
 }

@@ -54,6 +54,7 @@ typedef struct {
     int ndoc, cap_doc;
     const ts_eg_ops *ops;
     bool term_mode; /* parsing a ground term: variables are errors */
+    int depth; /* nesting of the pattern being parsed (bounded: parsing recurses) */
 } parser;
 
 static void perr_at(parser *p, int line, int col, int len, const char *hint, const char *fmt, ...)
@@ -385,7 +386,23 @@ static int parse_op_node(parser *p, rule_build *b, const token *open) {
 }
 
 /* Parses one pattern; returns its node index, or -1 after reporting an error. */
+#define TS_RULE_MAX_DEPTH TS_RULE_MAX_PAT /* deeper patterns cannot fit a rule anyway */
+
+static int parse_pattern_at(parser *p, rule_build *b);
+
+/* A pattern, nested at most TS_RULE_MAX_DEPTH levels (the parser recurses once per level). */
 static int parse_pattern(parser *p, rule_build *b) {
+    if (p->depth >= TS_RULE_MAX_DEPTH) {
+        perr(p, peek(p), "pattern nested deeper than %d levels", TS_RULE_MAX_DEPTH);
+        return -1;
+    }
+    p->depth++;
+    int r = parse_pattern_at(p, b);
+    p->depth--;
+    return r;
+}
+
+static int parse_pattern_at(parser *p, rule_build *b) {
     const token *t = peek(p);
     if (t->kind == T_VAR) {
         next(p);

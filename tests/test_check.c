@@ -286,3 +286,17 @@ Test(check, unused_input_is_a_warning_not_an_error) {
     ts_diags_free(&d);
     ts_spec_free(&spec);
 }
+
+Test(check, graphs_deeper_than_the_limit_are_refused) {
+    size_t cap = 64 * (TS_MAX_DEPTH + 10), n = 0; /* a chain of neg ops one longer than the limit */
+    char *y = ts_xmalloc(cap);
+    n += (size_t)snprintf(y + n, cap - n, "axes: {m: 2}\ninputs:\n  X: {dtype: fp32, shape: [m]}\nops:\n"
+                                          "  - {name: A0, op: neg, args: [X]}\n");
+    for (int i = 1; i <= TS_MAX_DEPTH + 1; i++)
+        n += (size_t)snprintf(y + n, cap - n, "  - {name: A%d, op: neg, args: [A%d]}\n", i, i - 1);
+    snprintf(y + n, cap - n, "outputs: [A%d]\n", TS_MAX_DEPTH + 1);
+    char *got = first_error(y);
+    cr_assert_str_eq(got, "g.yaml:10005:12: error: graph is deeper than 10000 operations at 'A10000'");
+    free(got);
+    free(y);
+}
