@@ -3,12 +3,10 @@
  * calibrate/kernels.cu, kernel durations from CUPTI activity records (CUDA events as the fallback). */
 #include "calibrate.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multifit.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +14,7 @@
 #include <unistd.h>
 
 #include "costmodel.h"
+#include "gpu.h"
 #include "util.h"
 #include "version.h"
 
@@ -132,6 +131,15 @@ static void put_quoted(FILE *out, const char *s) {
     fputc('"', out);
 }
 
+void ts_calib_write_fit(FILE *out, const ts_fit *f) {
+    fprintf(out, "  %s: {model: ", f->name);
+    put_quoted(out, f->model ? f->model : "");
+    fprintf(out, ", coef: [");
+    for (int j = 0; j < f->p; j++) fprintf(out, "%s%.6g", j ? ", " : "", f->coef[j]);
+    fprintf(out, "], r2: %.6f, resid_rms: %.4g, resid_max: %.4g, samples: %d}\n", f->r2, f->resid_rms, f->resid_max,
+            f->n);
+}
+
 int ts_calib_parse_date(const char *s, time_t *out) {
     int y, mo, d, used = 0;
     if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &used) != 3 || s[used] || used != 10 || mo < 1 || mo > 12 || d < 1 ||
@@ -188,15 +196,7 @@ int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
     fprintf(out, "# spread (RMS and max of |measured - fitted| / measured; for the launch fit relative to the mean)\n");
     fprintf(out, "# and the number of samples. `measured:` holds figures read directly, not fitted.\n");
     fprintf(out, "fit:\n");
-    for (int i = 0; i < r->nfits; i++) {
-        const ts_fit *f = &r->fit[i];
-        fprintf(out, "  %s: {model: ", f->name);
-        put_quoted(out, f->model ? f->model : "");
-        fprintf(out, ", coef: [");
-        for (int j = 0; j < f->p; j++) fprintf(out, "%s%.6g", j ? ", " : "", f->coef[j]);
-        fprintf(out, "], r2: %.6f, resid_rms: %.4g, resid_max: %.4g, samples: %d}\n", f->r2, f->resid_rms, f->resid_max,
-                f->n);
-    }
+    for (int i = 0; i < r->nfits; i++) ts_calib_write_fit(out, &r->fit[i]);
     fprintf(out, "measured:\n");
     if (isfinite(r->empty_kernel_s)) fprintf(out, "  empty_kernel_s: %.5g\n", r->empty_kernel_s);
     if (isfinite(r->launch_gap_mean_s)) fprintf(out, "  launch_gap_mean_s: %.5g\n", r->launch_gap_mean_s);
@@ -208,184 +208,10 @@ int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
     return ferror(out) ? -1 : 0;
 }
 
-/* ---- dynamically loaded libraries -------------------------------------------------------------- */
-
-typedef int CUresult;
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUevent_st *CUevent;
-typedef struct CUstream_st *CUstream;
-
-enum {
-    CU_ATTR_CLOCK_RATE = 13, CU_ATTR_SMS = 16, CU_ATTR_L2 = 38, CU_ATTR_CC_MAJOR = 75, CU_ATTR_CC_MINOR = 76,
-    CU_ATTR_SMEM_PER_SM = 81, CU_ATTR_SMEM_OPTIN = 97, CU_FUNC_MAX_DYNAMIC_SMEM = 8,
-};
-
-typedef struct {
-    void *lib;
-    CUresult (*cuInit)(unsigned);
-    CUresult (*cuDriverGetVersion)(int *);
-    CUresult (*cuDeviceGetCount)(int *);
-    CUresult (*cuDeviceGet)(CUdevice *, int);
-    CUresult (*cuDeviceGetName)(char *, int, CUdevice);
-    CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-    CUresult (*cuDeviceTotalMem)(size_t *, CUdevice);
-    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*cuCtxSetCurrent)(CUcontext);
-    CUresult (*cuCtxSynchronize)(void);
-    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
-    CUresult (*cuModuleUnload)(CUmodule);
-    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
-    CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *, CUfunction, int, size_t);
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*cuMemFree)(CUdeviceptr);
-    CUresult (*cuMemsetD32)(CUdeviceptr, unsigned, size_t);
-    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                               void **, void **);
-    CUresult (*cuEventCreate)(CUevent *, unsigned);
-    CUresult (*cuEventRecord)(CUevent, CUstream);
-    CUresult (*cuEventSynchronize)(CUevent);
-    CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*cuEventDestroy)(CUevent);
-    CUresult (*cuGetErrorString)(CUresult, const char **);
-} cuda_api;
-
-typedef int nvrtcResult;
-typedef struct nvrtc_program *nvrtcProgram;
-typedef struct {
-    void *lib;
-    nvrtcResult (*nvrtcVersion)(int *, int *);
-    nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram *, const char *, const char *, int, const char *const *,
-                                      const char *const *);
-    nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char *const *);
-    nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t *);
-    nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char *);
-    nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t *);
-    nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char *);
-    nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram *);
-    const char *(*nvrtcGetErrorString)(nvrtcResult);
-} nvrtc_api;
-
-typedef int CUptiResult;
-enum { CUPTI_KIND_KERNEL = 3, CUPTI_KIND_CONCURRENT_KERNEL = 10, CUPTI_FLUSH_FORCED = 1 };
-typedef void (*cupti_request_fn)(uint8_t **, size_t *, size_t *);
-typedef void (*cupti_complete_fn)(CUcontext, uint32_t, uint8_t *, size_t, size_t);
-typedef struct {
-    void *lib;
-    CUptiResult (*cuptiActivityRegisterCallbacks)(cupti_request_fn, cupti_complete_fn);
-    CUptiResult (*cuptiActivityEnable)(int);
-    CUptiResult (*cuptiActivityDisable)(int);
-    CUptiResult (*cuptiActivityFlushAll)(uint32_t);
-    CUptiResult (*cuptiActivityGetNextRecord)(uint8_t *, size_t, void **);
-    CUptiResult (*cuptiGetResultString)(CUptiResult, const char **);
-} cupti_api;
-
-/* A symbol table: the first name that resolves is stored at the field's offset. */
-typedef struct {
-    const char *name, *alt;
-    size_t offset;
-} sym;
-
-#define SYM(api, field, name, alt) {name, alt, offsetof(api, field)}
-static const sym cuda_syms[] = {
-    SYM(cuda_api, cuInit, "cuInit", NULL),
-    SYM(cuda_api, cuDriverGetVersion, "cuDriverGetVersion", NULL),
-    SYM(cuda_api, cuDeviceGetCount, "cuDeviceGetCount", NULL),
-    SYM(cuda_api, cuDeviceGet, "cuDeviceGet", NULL),
-    SYM(cuda_api, cuDeviceGetName, "cuDeviceGetName", NULL),
-    SYM(cuda_api, cuDeviceGetAttribute, "cuDeviceGetAttribute", NULL),
-    SYM(cuda_api, cuDeviceTotalMem, "cuDeviceTotalMem_v2", NULL),
-    SYM(cuda_api, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
-    SYM(cuda_api, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
-    SYM(cuda_api, cuCtxSetCurrent, "cuCtxSetCurrent", NULL),
-    SYM(cuda_api, cuCtxSynchronize, "cuCtxSynchronize", NULL),
-    SYM(cuda_api, cuModuleLoadData, "cuModuleLoadData", NULL),
-    SYM(cuda_api, cuModuleUnload, "cuModuleUnload", NULL),
-    SYM(cuda_api, cuModuleGetFunction, "cuModuleGetFunction", NULL),
-    SYM(cuda_api, cuFuncSetAttribute, "cuFuncSetAttribute", NULL),
-    SYM(cuda_api, cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", NULL),
-    SYM(cuda_api, cuMemAlloc, "cuMemAlloc_v2", NULL),
-    SYM(cuda_api, cuMemFree, "cuMemFree_v2", NULL),
-    SYM(cuda_api, cuMemsetD32, "cuMemsetD32_v2", NULL),
-    SYM(cuda_api, cuLaunchKernel, "cuLaunchKernel", NULL),
-    SYM(cuda_api, cuEventCreate, "cuEventCreate", NULL),
-    SYM(cuda_api, cuEventRecord, "cuEventRecord", NULL),
-    SYM(cuda_api, cuEventSynchronize, "cuEventSynchronize", NULL),
-    SYM(cuda_api, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
-    SYM(cuda_api, cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
-    SYM(cuda_api, cuGetErrorString, "cuGetErrorString", NULL),
-};
-static const sym nvrtc_syms[] = {
-    SYM(nvrtc_api, nvrtcVersion, "nvrtcVersion", NULL),
-    SYM(nvrtc_api, nvrtcCreateProgram, "nvrtcCreateProgram", NULL),
-    SYM(nvrtc_api, nvrtcCompileProgram, "nvrtcCompileProgram", NULL),
-    SYM(nvrtc_api, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize", NULL),
-    SYM(nvrtc_api, nvrtcGetProgramLog, "nvrtcGetProgramLog", NULL),
-    SYM(nvrtc_api, nvrtcGetCUBINSize, "nvrtcGetCUBINSize", NULL),
-    SYM(nvrtc_api, nvrtcGetCUBIN, "nvrtcGetCUBIN", NULL),
-    SYM(nvrtc_api, nvrtcDestroyProgram, "nvrtcDestroyProgram", NULL),
-    SYM(nvrtc_api, nvrtcGetErrorString, "nvrtcGetErrorString", NULL),
-};
-static const sym cupti_syms[] = {
-    SYM(cupti_api, cuptiActivityRegisterCallbacks, "cuptiActivityRegisterCallbacks", NULL),
-    SYM(cupti_api, cuptiActivityEnable, "cuptiActivityEnable", NULL),
-    SYM(cupti_api, cuptiActivityDisable, "cuptiActivityDisable", NULL),
-    SYM(cupti_api, cuptiActivityFlushAll, "cuptiActivityFlushAll", NULL),
-    SYM(cupti_api, cuptiActivityGetNextRecord, "cuptiActivityGetNextRecord", NULL),
-    SYM(cupti_api, cuptiGetResultString, "cuptiGetResultString", NULL),
-};
-#define NSYMS(t) (sizeof(t) / sizeof *(t))
-
-/* Opens the library `soname` (or $env when set: then only that) and resolves every symbol into api (a
- * struct whose first member is the handle). Returns 0, or -1 with a reason in *why (free it). */
-static int load_library(void *api, const char *env, const char *soname, const char *const *dirs, const sym *syms,
-                        size_t nsyms, char **why) {
-    const char *over = getenv(env);
-    void *h = NULL;
-    char *first_error = NULL;
-    if (over && *over) {
-        h = dlopen(over, RTLD_NOW | RTLD_GLOBAL);
-        if (!h) first_error = ts_strdup(dlerror());
-    } else {
-        h = dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
-        if (!h) first_error = ts_strdup(dlerror());
-        for (int i = 0; !h && dirs && dirs[i]; i++) {
-            char *path = ts_strfmt("%s/%s", dirs[i], soname);
-            h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-            free(path);
-        }
-    }
-    if (!h) {
-        *why = ts_strfmt("cannot load %s (%s)", over && *over ? over : soname, first_error ? first_error : "not found");
-        free(first_error);
-        return -1;
-    }
-    free(first_error);
-    for (size_t i = 0; i < nsyms; i++) {
-        void *p = dlsym(h, syms[i].name);
-        if (!p && syms[i].alt) p = dlsym(h, syms[i].alt);
-        if (!p) {
-            *why = ts_strfmt("%s lacks the symbol %s (too old?)", over && *over ? over : soname, syms[i].name);
-            dlclose(h);
-            return -1;
-        }
-        memcpy((char *)api + syms[i].offset, &p, sizeof p);
-    }
-    memcpy(api, &h, sizeof h);
-    return 0;
-}
-
-static const char *const cuda_dirs[] = {"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
-                                        "/usr/local/cuda/extras/CUPTI/lib64", NULL};
-
-static int load_nvrtc(nvrtc_api *nv, char **why) {
-    return load_library(nv, "TSOPT_LIBNVRTC", "libnvrtc.so.13", cuda_dirs, nvrtc_syms, NSYMS(nvrtc_syms), why);
-}
+/* The GPU libraries' types and loaders are gpu.h's. */
+typedef ts_cuda cuda_api;
+typedef ts_nvrtc nvrtc_api;
+typedef ts_cupti cupti_api;
 
 /* ---- NVRTC ------------------------------------------------------------------------------------- */
 
@@ -448,7 +274,7 @@ static char *nvrtc_compile(const nvrtc_api *nv, const char *src, const char *arc
 int ts_calib_compile_check(const char *kernels_path, const char *arch, char **err) {
     nvrtc_api nv = {0};
     *err = NULL;
-    if (load_nvrtc(&nv, err) != 0) return 1;
+    if (ts_gpu_load_nvrtc(&nv, err) != 0) return 1;
     size_t len;
     char *src = read_file(kernels_path, &len);
     int rc = -1;
@@ -463,46 +289,6 @@ int ts_calib_compile_check(const char *kernels_path, const char *arch, char **er
     free(src);
     /* NVRTC stays loaded: unloading it would take its libstdc++ (and that library's exception pool) along */
     return rc;
-}
-
-/* ---- CUPTI activity records -------------------------------------------------------------------- */
-
-/* Kernel records as CUPTI hands them over (any thread): start and end in ns. Every CUpti_ActivityKernel
- * version (4 to 10 in CUDA 13's headers) has kind at offset 0 and start, end at offsets 16, 24. */
-static struct {
-    pthread_mutex_t mu;
-    uint64_t *start, *end;
-    size_t n, cap;
-    cupti_api *api;
-} recs = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-enum { CUPTI_BUFFER_BYTES = 8 << 20 };
-
-static void cupti_request(uint8_t **buffer, size_t *size, size_t *max_records) {
-    *buffer = aligned_alloc(8, CUPTI_BUFFER_BYTES);
-    *size = *buffer ? CUPTI_BUFFER_BYTES : 0;
-    *max_records = 0;
-}
-
-static void cupti_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
-    (void)ctx, (void)stream, (void)size;
-    void *rec = NULL;
-    pthread_mutex_lock(&recs.mu);
-    while (recs.api && recs.api->cuptiActivityGetNextRecord(buffer, valid, &rec) == 0) {
-        uint32_t kind;
-        memcpy(&kind, rec, sizeof kind);
-        if (kind != CUPTI_KIND_CONCURRENT_KERNEL && kind != CUPTI_KIND_KERNEL) continue;
-        if (recs.n == recs.cap) {
-            recs.cap = recs.cap ? 2 * recs.cap : 4096;
-            recs.start = ts_xrealloc(recs.start, recs.cap * sizeof *recs.start);
-            recs.end = ts_xrealloc(recs.end, recs.cap * sizeof *recs.end);
-        }
-        memcpy(&recs.start[recs.n], (const char *)rec + 16, sizeof(uint64_t));
-        memcpy(&recs.end[recs.n], (const char *)rec + 24, sizeof(uint64_t));
-        recs.n++;
-    }
-    pthread_mutex_unlock(&recs.mu);
-    free(buffer);
 }
 
 /* ---- the GPU session --------------------------------------------------------------------------- */
@@ -568,12 +354,7 @@ static int batch_begin(gpu *g, int nsamples) {
     g->start = ts_xmalloc(sizeof *g->start * (size_t)(nsamples > 0 ? nsamples : 1));
     for (int i = 0; i < nsamples; i++) g->dur[i] = g->start[i] = NAN;
     if (CU(g, cuCtxSynchronize()) != 0) return -1;
-    if (g->cupti_on) {
-        g->cp.cuptiActivityFlushAll(CUPTI_FLUSH_FORCED);
-        pthread_mutex_lock(&recs.mu);
-        recs.n = 0;
-        pthread_mutex_unlock(&recs.mu);
-    }
+    if (g->cupti_on) ts_cupti_clear();
     return 0;
 }
 
@@ -597,45 +378,29 @@ static int launch(gpu *g, CUfunction f, unsigned grid, unsigned block, unsigned 
     return 0;
 }
 
-static int cmp_u64_pair(const void *a, const void *b) {
-    const uint64_t *x = a, *y = b;
-    return x[0] < y[0] ? -1 : x[0] > y[0];
-}
-
 /* Waits for the batch and fills g->dur (and g->start with CUPTI). */
 static int batch_end(gpu *g) {
     if (CU(g, cuCtxSynchronize()) != 0) return -1;
     int rc = 0;
     if (g->cupti_on) {
-        /* records of finished kernels can lag the synchronisation a little: flush until all are in */
-        for (int tries = 0; tries < 50; tries++) {
-            g->cp.cuptiActivityFlushAll(CUPTI_FLUSH_FORCED);
-            pthread_mutex_lock(&recs.mu);
-            size_t have = recs.n;
-            pthread_mutex_unlock(&recs.mu);
-            if (have >= (size_t)g->nids) break;
-            usleep(10000);
-        }
-        pthread_mutex_lock(&recs.mu);
-        if (recs.n != (size_t)g->nids) {
+        uint64_t *start = NULL, *end = NULL;
+        size_t n = ts_cupti_collect((size_t)g->nids, &start, &end);
+        if (n != (size_t)g->nids) {
             snprintf(g->err, sizeof g->err,
-                     "CUPTI returned %zu kernel records for %d launches (%s); `--events` times with CUDA events", recs.n,
+                     "CUPTI returned %zu kernel records for %d launches (%s); `--events` times with CUDA events", n,
                      g->nids, g->phase);
             rc = -1;
         } else {
-            uint64_t *pairs = ts_xmalloc(sizeof *pairs * 2 * (recs.n ? recs.n : 1));
-            for (size_t i = 0; i < recs.n; i++) pairs[2 * i] = recs.start[i], pairs[2 * i + 1] = recs.end[i];
-            qsort(pairs, recs.n, 2 * sizeof *pairs, cmp_u64_pair);
-            for (size_t i = 0; i < recs.n; i++) {
+            for (size_t i = 0; i < n; i++) {
                 int s = g->ids[i];
                 if (s < 0) continue;
-                g->dur[s] = (double)(pairs[2 * i + 1] - pairs[2 * i]) * 1e-9;
-                g->start[s] = (double)(pairs[2 * i] - pairs[0]) * 1e-9;
+                g->dur[s] = (double)(end[i] - start[i]) * 1e-9;
+                g->start[s] = (double)(start[i] - start[0]) * 1e-9;
             }
-            free(pairs);
         }
-        recs.n = 0;
-        pthread_mutex_unlock(&recs.mu);
+        free(start);
+        free(end);
+        ts_cupti_clear();
     } else {
         int e = 0;
         for (int i = 0; i < g->nids && rc == 0; i++) {
@@ -922,18 +687,13 @@ static int open_device(gpu *g, ts_calib_result *r) {
 
 static void start_cupti(gpu *g) {
     char *why = NULL;
-    if (load_library(&g->cp, "TSOPT_LIBCUPTI", "libcupti.so.13", cuda_dirs, cupti_syms, NSYMS(cupti_syms), &why) != 0) {
+    if (ts_gpu_load_cupti(&g->cp, &why) != 0) {
         g->cupti_why = why;
         return;
     }
     g->have_cupti = true;
-    recs.api = &g->cp;
-    CUptiResult r = g->cp.cuptiActivityRegisterCallbacks(cupti_request, cupti_complete);
-    if (r == 0) r = g->cp.cuptiActivityEnable(CUPTI_KIND_CONCURRENT_KERNEL);
-    if (r != 0) {
-        const char *s = NULL;
-        g->cp.cuptiGetResultString(r, &s);
-        g->cupti_why = ts_strfmt("CUPTI activity tracing could not be enabled: %s", s ? s : "unknown error");
+    if (ts_cupti_start(&g->cp, &why) != 0) {
+        g->cupti_why = why;
         return;
     }
     g->cupti_on = true;
@@ -1083,8 +843,8 @@ int ts_calibrate(const ts_calib_opts *o) {
     bench b = {.reps = o->quick ? 2 : 5};
 
     /* 1. the libraries: every missing one is named before anything else happens */
-    bool cuda_ok = load_library(&g->cu, "TSOPT_LIBCUDA", "libcuda.so.1", NULL, cuda_syms, NSYMS(cuda_syms), &why_cuda) == 0;
-    bool nvrtc_ok = load_nvrtc(&g->nv, &why_nvrtc) == 0;
+    bool cuda_ok = ts_gpu_load_cuda(&g->cu, &why_cuda) == 0;
+    bool nvrtc_ok = ts_gpu_load_nvrtc(&g->nv, &why_nvrtc) == 0;
     if (!cuda_ok || !nvrtc_ok) {
         if (!cuda_ok)
             fprintf(stderr, "tsopt: error: calibrate needs the CUDA driver (a GPU machine): %s\n", why_cuda);
@@ -1166,10 +926,7 @@ gpu_error:
     if (g->tty) fputc('\n', stderr);
     fprintf(stderr, "tsopt: error: calibrate: %s\n", g->err);
 out:
-    if (g->cupti_on) {
-        g->cp.cuptiActivityFlushAll(CUPTI_FLUSH_FORCED);
-        g->cp.cuptiActivityDisable(CUPTI_KIND_CONCURRENT_KERNEL);
-    }
+    ts_cupti_stop();
     if (g->ctx) {
         if (b.a) g->cu.cuMemFree(b.a);
         if (b.b) g->cu.cuMemFree(b.b);
@@ -1178,13 +935,6 @@ out:
         if (g->mod) g->cu.cuModuleUnload(g->mod);
         g->cu.cuDevicePrimaryCtxRelease(g->dev);
     }
-    pthread_mutex_lock(&recs.mu);
-    recs.api = NULL;
-    free(recs.start);
-    free(recs.end);
-    recs.start = recs.end = NULL;
-    recs.n = recs.cap = 0;
-    pthread_mutex_unlock(&recs.mu);
     free(why_cuda);
     free(why_nvrtc);
     free(kpath);

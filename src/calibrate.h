@@ -58,6 +58,9 @@ typedef struct {
  * `when`) and a `fit:` section. Returns 0, or -1 on a write error. */
 int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when);
 
+/* One `fit:` entry line: "  NAME: {model: "...", coef: [...], r2: ..., resid_rms: ..., resid_max: ..., samples: N}". */
+void ts_calib_write_fit(FILE *out, const ts_fit *f);
+
 /* Parses YYYY-MM-DD (UTC midnight). Returns 0 or -1. */
 int ts_calib_parse_date(const char *s, time_t *out);
 
@@ -68,6 +71,8 @@ typedef struct {
     time_t when;            /* the date written into the file */
     bool quick;             /* fewer repetitions (a smoke run) */
     bool events;            /* time with CUDA events even where CUPTI loads */
+    const char *const *from_tune; /* tune record files (`--from-tune`: see tunefit.h); none: microbenchmarks */
+    int nfrom_tune;
 } ts_calib_opts;
 
 enum { TS_CALIB_OK = 0, TS_CALIB_INPUT = 1, TS_CALIB_NO_GPU = 3 };
