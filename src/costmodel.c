@@ -10,14 +10,16 @@
 
 /* ---- loading ----------------------------------------------------------------------------------- */
 
-#define COEF(name) {#name, offsetof(ts_costmodel, name)}
+#define COEF(name) {#name, offsetof(ts_costmodel, name), 0}
 static const struct {
     const char *name;
     size_t offset;
+    double fallback; /* > 0: optional, this value when absent (files written before it existed) */
 } coefficients[] = {
     COEF(launch_s),        COEF(dram_bytes_per_s),  COEF(tensor_flops_per_s),   COEF(fma_flops_per_s),
     COEF(sfu_ops_per_s),   COEF(sms),               COEF(l2_bytes),             COEF(gemm_efficiency),
     COEF(attention_efficiency), COEF(reduce_efficiency), COEF(map_efficiency),
+    {"strided_efficiency", offsetof(ts_costmodel, strided_efficiency), 1.0},
 };
 #define NCOEF ((int)(sizeof coefficients / sizeof *coefficients))
 
@@ -42,7 +44,8 @@ static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_d
         seen[i] = true;
     }
     for (int i = 0; i < NCOEF; i++)
-        if (!seen[i]) ts_error(d, ts_yaml_line(map), ts_yaml_col(map), 1, NULL, "missing coefficient '%s'", coefficients[i].name);
+        if (!seen[i] && coefficients[i].fallback > 0) *(double *)((char *)m + coefficients[i].offset) = coefficients[i].fallback;
+        else if (!seen[i]) ts_error(d, ts_yaml_line(map), ts_yaml_col(map), 1, NULL, "missing coefficient '%s'", coefficients[i].name);
     return d->nerrors ? -1 : 0;
 }
 
@@ -124,6 +127,28 @@ static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access 
     return access_numel(g, a) * ts_dtype_bytes(p->buf[a->buf].dtype);
 }
 
+/* The axis a kernel's neighbouring threads step along: a map's innermost output axis, a reduction's
+ * reduced axis (its threads cooperate along it); -1 for GEMM and attention (their tiles are loaded whole). */
+static int32_t fast_axis(const ts_kernel *k) {
+    if (k->kind == TS_KERNEL_REDUCE) return k->red_axis;
+    if (k->kind != TS_KERNEL_MAP) return -1;
+    for (int d = 0; d < k->out.ndim; d++)
+        if (ts_sym_is_const(&k->out.stride[d]) && k->out.stride[d].n == 1 && k->out.stride[d].t[0].coef == 1)
+            return k->out.axis[d];
+    return k->out.ndim ? k->out.axis[k->out.ndim - 1] : -1;
+}
+
+/* Does access a read with a stride other than 0 or 1 along the fast axis (each thread of a warp in its own
+ * memory sector: uncoalesced)? */
+static bool strided(const ts_access *a, int32_t fast) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == fast) {
+            const ts_sym *s = &a->stride[d];
+            return !(s->n == 0 || (ts_sym_is_const(s) && s->n == 1 && (s->t[0].coef == 1 || s->t[0].coef == 0)));
+        }
+    return false;
+}
+
 /* Operations of an expression per evaluation: (FMA-class ops, special-function ops). */
 static void expr_ops(const ts_expr *e, double *fma, double *sfu) {
     for (int i = 0; i < e->n; i++) {
@@ -139,10 +164,16 @@ static double wave_efficiency(const ts_costmodel *m, double tiles) {
     return waves > 0 ? tiles / (waves * m->sms) : 1;
 }
 
-static double predict_kernel(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
+                       ts_kernel_work *w) {
     double out = buffer_numel(g, &p->buf[k->out.buf]);
-    double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, eff = m->map_efficiency;
-    for (int i = 0; i < k->nacc; i++) bytes += access_bytes(g, p, &k->acc[i]);
+    double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0;
+    int32_t fast = fast_axis(k);
+    for (int i = 0; i < k->nacc; i++) {
+        double b = access_bytes(g, p, &k->acc[i]);
+        bytes += b;
+        if (fast >= 0 && strided(&k->acc[i], fast)) strided_b += b;
+    }
     expr_ops(&k->expr, &fma, &sfu);
     fma *= out, sfu *= out;
     switch (k->kind) {
@@ -153,15 +184,13 @@ static double predict_kernel(const ts_costmodel *m, const ts_graph *g, const ts_
         expr_ops(&k->inner_weighted, &f, &s);
         if (k->combine == TS_COMBINE_WSUM) s += 1, f += 4;
         fma += f * out * len, sfu += s * out * len;
-        eff = m->reduce_efficiency;
         break;
     }
     case TS_KERNEL_GEMM: {
         double M = size_of(g, k->m_axis), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
         double batch = k->batch_axis >= 0 ? size_of(g, k->batch_axis) : 1;
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
-        double tiles = ceil(M / 128) * ceil(N / 128) * batch;
-        eff = m->gemm_efficiency * wave_efficiency(m, tiles);
+        wave = wave_efficiency(m, ceil(M / 128) * ceil(N / 128) * batch);
         double working = bytes;
         if (working > m->l2_bytes) bytes *= working / m->l2_bytes; /* tiles re-read from DRAM */
         break;
@@ -172,21 +201,40 @@ static double predict_kernel(const ts_costmodel *m, const ts_graph *g, const ts_
         double frac = k->causal ? 0.5 : 1;
         tensor = 4 * heads * tq * tkv * d * frac;
         sfu += heads * tq * tkv * frac;
-        eff = m->attention_efficiency * wave_efficiency(m, ceil(tq / 128) * heads);
+        wave = wave_efficiency(m, ceil(tq / 128) * heads);
         break;
     }
     }
-    double t = tensor / (m->tensor_flops_per_s * eff);
-    t = fmax(t, fma / (m->fma_flops_per_s * (k->kind == TS_KERNEL_GEMM ? 1 : eff)));
-    t = fmax(t, sfu / m->sfu_ops_per_s);
-    t = fmax(t, bytes / (m->dram_bytes_per_s * (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION ? 1 : eff)));
+    *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
+                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave};
+}
+
+double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
+    switch (kind) {
+    case TS_KERNEL_GEMM: return m->gemm_efficiency;
+    case TS_KERNEL_ATTENTION: return m->attention_efficiency;
+    case TS_KERNEL_REDUCE: return m->reduce_efficiency;
+    default: return m->map_efficiency;
+    }
+}
+
+double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
+    double eff = ts_costmodel_efficiency(m, w->kind);
+    bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
+    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency);
+    t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
+    t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
+    double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
+    t = fmax(t, bytes / (m->dram_bytes_per_s * (matrix ? 1 : eff)));
     return m->launch_s + t;
 }
 
 void ts_costmodel_predict(const ts_costmodel *m, const ts_graph *g, ts_plan *p) {
     p->predicted_s = 0;
     for (int i = 0; i < p->nk; i++) {
-        p->k[i].predicted_s = predict_kernel(m, g, p, &p->k[i]);
+        ts_kernel_work w;
+        ts_costmodel_work(m, g, p, &p->k[i], &w);
+        p->k[i].predicted_s = ts_costmodel_time(m, &w);
         p->predicted_s += p->k[i].predicted_s;
     }
 }
