@@ -103,6 +103,7 @@ typedef struct {
     const ts_graph *g;
     double **val; /* per node; NULL for inlined nodes */
     bool *inlined;
+    const int64_t *const *index_of_axis; /* ts_interp_opts' */
 } machine;
 
 /* Multi-index walk over dims[0..nd) with per-operand offsets kept incrementally. */
@@ -298,7 +299,12 @@ static void eval_node(machine *m, int32_t id, double *const *inputs) {
     m->val[id] = out;
     switch (ts_op_kind_of(n->op)) {
     case TS_KIND_SOURCE:
-        for (int64_t e = 0; e < count; e++) out[e] = n->op == TS_OP_IOTA ? (double)e : n->value;
+        if (n->op == TS_OP_IOTA) {
+            const int64_t *index = m->index_of_axis ? m->index_of_axis[ts_axis_root(m->g, n->reduce_axis)] : NULL;
+            for (int64_t e = 0; e < count; e++) out[e] = index ? (double)index[e] : (double)e;
+        } else {
+            for (int64_t e = 0; e < count; e++) out[e] = n->value;
+        }
         break;
     case TS_KIND_REDUCE: eval_reduce(m, id, out); break;
     case TS_KIND_FUSED: eval_fused(m, id, out); break;
@@ -342,7 +348,8 @@ int ts_interp_run(const ts_graph *g, double *const *inputs, double ***outputs, c
                          format_bytes(a, need), format_bytes(b, (double)budget));
         return -1;
     }
-    machine m = {.g = g, .val = ts_xcalloc((size_t)g->nnodes + 1, sizeof(double *)), .inlined = plan_inlining(g)};
+    machine m = {.g = g, .val = ts_xcalloc((size_t)g->nnodes + 1, sizeof(double *)), .inlined = plan_inlining(g),
+                 .index_of_axis = opts ? opts->index_of_axis : NULL};
     for (int32_t i = 0; i < g->nnodes; i++) eval_node(&m, i, inputs);
     double **outs = ts_xcalloc((size_t)g->noutputs + 1, sizeof *outs);
     for (int i = 0; i < g->noutputs; i++) outs[i] = gather_output(&m, &g->outputs[i]);

@@ -16,6 +16,10 @@
 
 typedef struct {
     size_t max_bytes; /* refuse graphs whose buffers would need more than this (0: 8 GiB) */
+    /* Sampled evaluation (tsopt tune's reference): when set, index_of_axis[a] (for an axis id a of the
+     * graph; NULL entries mean none) maps position i along a root axis to the index it stands for in the
+     * full graph, so `iota` along a sampled axis counts the sampled indices, not 0, 1, ... */
+    const int64_t *const *index_of_axis;
 } ts_interp_opts;
 
 /* Elements of input i / output i. */
