@@ -389,27 +389,52 @@ static void emit_reduce(builder *b, int core, int root) {
 
 static bool sym_is_one(const ts_sym *s) { return ts_sym_is_const(s) && s->n == 1 && s->t[0].coef == 1; }
 
-/* x materialised so that `axis` has stride 1: as it is when it already does, else copied contiguous in
- * `order` (which ends with `axis`). */
-static ts_access unit_stride(builder *b, int i, int32_t axis, const int32_t *order, int n);
+/* The tensor-core templates take fp16 and bf16 operands. */
+static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
 
-/* x materialised with exactly the given dim order, contiguous (a MAP copy unless it already is). */
-static ts_access contiguous_as(builder *b, int i, const int32_t *order, int n) {
-    ts_access a = materialize(b, i);
-    const ts_buffer *B = &b->p->buf[a.buf];
-    ts_access c = contiguous_access(b, a.buf);
-    if (B->ndim == n && memcmp(B->axis, order, sizeof(int32_t) * (size_t)n) == 0 && memcmp(&c, &a, sizeof a) == 0)
-        return a;
+/* The dtype x is read in: its node's for fp16/bf16 nodes (a reduction's fp32 result that feeds a
+ * tensor-core operand is rounded to the node's type), else its buffer's. */
+static ts_dtype operand_dtype(const builder *b, int i, const ts_access *a) {
+    return half_types(b, i) ? (ts_dtype)b->t[i].dtype : b->p->buf[a->buf].dtype;
+}
+
+/* A MAP kernel copying access a into a fresh contiguous temp of `dtype` with dims `order`. */
+static ts_access copy_as(builder *b, const ts_access *a, ts_dtype dtype, const int32_t *order, int n) {
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
-    int slot = kernel_access(k, &a);
+    int slot = kernel_access(k, a);
     xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = slot});
-    int buf = temp_buffer(b, B->dtype, order, n);
+    int buf = temp_buffer(b, dtype, order, n);
     k->out = contiguous_access(b, buf);
     return k->out;
 }
 
-static ts_access unit_stride(builder *b, int i, int32_t axis, const int32_t *order, int n) {
+/* x materialised in its operand dtype (see operand_dtype), in whatever layout it has. */
+static ts_access typed_operand(builder *b, int i) {
     ts_access a = materialize(b, i);
+    ts_dtype want = operand_dtype(b, i, &a);
+    if (b->p->buf[a.buf].dtype == want) return a;
+    int32_t order[TS_MAX_DIMS];
+    memcpy(order, a.axis, sizeof(int32_t) * (size_t)a.ndim);
+    return copy_as(b, &a, want, order, a.ndim);
+}
+
+/* x materialised with exactly the given dim order, contiguous, in its operand dtype (a MAP copy unless it
+ * already is). */
+static ts_access contiguous_as(builder *b, int i, const int32_t *order, int n) {
+    ts_access a = materialize(b, i);
+    const ts_buffer *B = &b->p->buf[a.buf];
+    ts_access c = contiguous_access(b, a.buf);
+    ts_dtype want = operand_dtype(b, i, &a);
+    if (B->dtype == want && B->ndim == n && memcmp(B->axis, order, sizeof(int32_t) * (size_t)n) == 0 &&
+        memcmp(&c, &a, sizeof a) == 0)
+        return a;
+    return copy_as(b, &a, want, order, n);
+}
+
+/* x materialised so that `axis` has stride 1: as it is when it already does, else copied contiguous in
+ * `order` (which ends with `axis`). */
+static ts_access unit_stride(builder *b, int i, int32_t axis, const int32_t *order, int n) {
+    ts_access a = typed_operand(b, i);
     int d = find_dim(&a, axis);
     if (d >= 0 && sym_is_one(&a.stride[d])) return a;
     return contiguous_as(b, i, order, n);
@@ -420,9 +445,6 @@ static int32_t only_axis(uint64_t m) {
     if (m == 0 || (m & (m - 1))) return -1;
     return (int32_t)__builtin_ctzll(m);
 }
-
-/* The tensor-core templates take fp16 and bf16 operands. */
-static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
 
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
@@ -455,7 +477,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
     aorder[na++] = m, aorder[na++] = kax;
     ts_access a = unit_stride(b, opa, kax, aorder, na);
-    ts_access bacc = materialize(b, opb);
+    ts_access bacc = typed_operand(b, opb);
     int kd = find_dim(&bacc, kax), nd = find_dim(&bacc, n);
     bool kn = sym_is_one(&bacc.stride[nd]), nk = sym_is_one(&bacc.stride[kd]);
     if (!kn && !nk) {
@@ -465,7 +487,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     ts_access bacc1 = {0};
     if (opb1 >= 0) { /* the second B with the first's strides */
-        bacc1 = materialize(b, opb1);
+        bacc1 = typed_operand(b, opb1);
         if (memcmp(bacc1.stride, bacc.stride, sizeof bacc.stride) != 0 || bacc1.ndim != bacc.ndim ||
             memcmp(bacc1.axis, bacc.axis, sizeof bacc.axis) != 0) {
             int32_t o[3];
@@ -541,7 +563,7 @@ static bool sym_multiple_of_8(const ts_sym *s) {
 /* An attention operand as the kernel reads it: the head dim contiguous, every other stride and the
  * offset in 16-byte steps, its dims ordered outer to inner; otherwise a contiguous copy in `order`. */
 static ts_access attention_operand(builder *b, int i, int32_t dim, const int32_t *order, int n) {
-    ts_access a = materialize(b, i);
+    ts_access a = typed_operand(b, i);
     bool ok = a.ndim == n && sym_multiple_of_8(&a.offset);
     for (int d = 0; ok && d < a.ndim; d++)
         ok = a.axis[d] == dim ? sym_is_one(&a.stride[d]) : sym_multiple_of_8(&a.stride[d]);
@@ -876,18 +898,23 @@ static const char *kind_name(const ts_kernel *k) {
     return "?";
 }
 
+char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i) {
+    const ts_kernel *k = &p->k[i];
+    const ts_buffer *B = &p->buf[k->out.buf];
+    char dims[256] = "";
+    size_t len = 0;
+    for (int d = 0; d < B->ndim && len < sizeof dims - 32; d++)
+        len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%s", d ? "," : "", g->axes[B->axis[d]].name);
+    return ts_strfmt("%s [%s]%s%s", kind_name(k), dims, k->red_axis >= 0 ? " over " : "",
+                     k->red_axis >= 0 ? g->axes[k->red_axis].name : "");
+}
+
 char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {
     char *s = ts_strdup("");
     for (int i = 0; i < p->nk; i++) {
-        const ts_kernel *k = &p->k[i];
-        const ts_buffer *B = &p->buf[k->out.buf];
-        char dims[256] = "";
-        size_t len = 0;
-        for (int d = 0; d < B->ndim && len < sizeof dims - 32; d++)
-            len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%s", d ? "," : "", g->axes[B->axis[d]].name);
-        char *line = ts_strfmt("%s%s%s [%s]%s%s", s, *s ? "; " : "", kind_name(k), dims,
-                               k->red_axis >= 0 ? " over " : "", k->red_axis >= 0 ? g->axes[k->red_axis].name : "");
-        free(s);
+        char *k = ts_kernel_describe(p, g, i);
+        char *line = ts_strfmt("%s%s%s", s, *s ? "; " : "", k);
+        free(s), free(k);
         s = line;
     }
     return s;

@@ -92,8 +92,11 @@ typedef struct {
 } ts_plan;
 
 void ts_plan_free(ts_plan *p);
-/* One line per kernel in words, e.g. "gemm [m=1024 n=4096 k=4096] epilogue: acc·X1[m]". (heap) */
+/* The kernels in words, in launch order, separated by "; ", e.g. "reduce-sum [m] over d; gemm [m,n] over d".
+ * (heap) */
 char *ts_plan_describe(const ts_plan *p, const ts_graph *g);
+/* Kernel i alone, e.g. "dual-gemm [m,n] over d". (heap) */
+char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 
 /* Builds the candidate plans of a saturated graph: *plans receives *n plans, the baseline (one kernel per
  * primitive op of the input graph, fusing nothing) first. Returns 0, or -1 with *err when a plan could not
