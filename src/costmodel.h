@@ -35,7 +35,7 @@ typedef struct {
     double tensor_flops;    /* tensor-core FLOPs (GEMM, attention) */
     double fma_flops;       /* FMA-pipe operations */
     double sfu_ops;         /* special-function operations (exp2, rsqrt, ...) */
-    double bytes;           /* DRAM bytes (GEMM: with tile re-reads once the working set exceeds L2) */
+    double bytes;           /* DRAM bytes: every operand read once, the result written once */
     double strided_bytes;   /* the part of bytes read with a stride other than 0 or 1 along the axis that
                                neighbouring threads step along (map: innermost output axis; reduce: the
                                reduced axis): uncoalesced, moved at strided_efficiency of the rate */

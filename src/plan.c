@@ -446,6 +446,13 @@ static int32_t only_axis(uint64_t m) {
     return (int32_t)__builtin_ctzll(m);
 }
 
+/* Whether x is read in place with stride 1 along the contracted axis (as the GEMM's A operand needs). */
+static bool k_contiguous(builder *b, int i, int32_t kax) {
+    ts_access a = materialize(b, i); /* every operand is materialised anyway */
+    int d = find_dim(&a, kax);
+    return d >= 0 && sym_is_one(&a.stride[d]);
+}
+
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
 static bool try_gemm(builder *b, int root, int c0, int c1) {
@@ -472,6 +479,15 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     region_cores(b, root, cores, &nc, true);
     for (int j = 0; j < nc; j++)
         if (cores[j] != c0 && cores[j] != c1 && (b->t[cores[j]].axes & ~(batch | M | N))) return false;
+    /* a contraction commutes: take as A the operand that needs no transposing copy (a weight stored [k, n]
+     * is a B operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every
+     * check that can refuse the region has passed, so the operands are materialised anyway. */
+    if (dual < 0 && !k_contiguous(b, opa, kax) && k_contiguous(b, opb, kax)) {
+        int t = opa;
+        opa = opb, opb = t;
+        int32_t tm = m;
+        m = n, n = tm;
+    }
     int32_t aorder[3], border[3];
     int na = 0, nb = 0;
     if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
