@@ -69,10 +69,16 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libtsopt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $< $(BUILD)/libtsopt.a $(LDFLAGS) $(LDLIBS) -lcriterion -o $@
 
+# The simulated CUDA driver and CUPTI that test_tune runs `tsopt tune` on (never instrumented: it is
+# dlopened into the sanitized binary like the real driver would be).
+$(BUILD)/tests/libmockcuda.so: calibrate/mock_cuda.c
+	@mkdir -p $(dir $@)
+	cc -O1 -shared -fPIC -o $@ $< -lm
+
 # ---- test ------------------------------------------------------------------------------------------
 # unit-tests runs this build's tests; test runs them plain, then again under the sanitizers.
-unit-tests: $(TEST_BIN) $(BUILD)/tsopt
-	@set -e; for t in $(TEST_BIN); do TSOPT=$(BUILD)/tsopt $$t --jobs 2 --short-filename; done
+unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
+	@set -e; for t in $(TEST_BIN); do TSOPT=$(BUILD)/tsopt MOCKCUDA=$(BUILD)/tests/libmockcuda.so $$t --jobs 2 --short-filename; done
 	@echo "verify-rules rules/ (every shipped rule must pass):"
 	@$(BUILD)/tsopt verify-rules --trials 200 rules > $(BUILD)/verify-rules.log || { cat $(BUILD)/verify-rules.log; exit 1; }
 	@tail -n 1 $(BUILD)/verify-rules.log
@@ -83,6 +89,10 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt
 	  TSOPT=$(BUILD)/tsopt python3 tests/check_graphref.py > $(BUILD)/graphref.log || { cat $(BUILD)/graphref.log; exit 1; }; \
 	  echo "bench/graphref.py agrees with the interpreter: $$(tail -n 1 $(BUILD)/graphref.log)"; \
 	else echo "bench/graphref.py check skipped: python3 lacks numpy or PyYAML"; fi
+	@if command -v python3 >/dev/null; then \
+	  TSOPT=$(BUILD)/tsopt python3 bench/test_accuracy.py > $(BUILD)/accuracy-tests.log 2>&1 || { cat $(BUILD)/accuracy-tests.log; exit 1; }; \
+	  echo "bench/accuracy.py, chart.py: $$(tail -n 1 $(BUILD)/accuracy-tests.log)"; \
+	else echo "bench/test_accuracy.py skipped: no python3"; fi
 
 test: build/.deps
 	$(MAKE) unit-tests
@@ -155,11 +165,13 @@ FUZZ_SECONDS ?= 600
 FUZZ_MAXLEN_fuzz_graph   ?= 8192
 FUZZ_MAXLEN_fuzz_rules   ?= 8192
 FUZZ_MAXLEN_fuzz_compile ?= 4096
+FUZZ_MAXLEN_fuzz_tune    ?= 8192
 FUZZ_TIMEOUT_fuzz_graph   ?= 20
 FUZZ_TIMEOUT_fuzz_rules   ?= 20
 FUZZ_TIMEOUT_fuzz_compile ?= 60
+FUZZ_TIMEOUT_fuzz_tune    ?= 20
 FUZZ_BUILD   := build-fuzz
-FUZZ_TARGETS := fuzz_graph fuzz_rules fuzz_compile
+FUZZ_TARGETS := fuzz_graph fuzz_rules fuzz_compile fuzz_tune
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  := -O1 -g -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Isrc $(FUZZ_SAN)
 FUZZ_OBJ     := $(LIB_SRC:src/%.c=$(FUZZ_BUILD)/obj/%.o)
@@ -195,8 +207,8 @@ fuzz: fuzz-regressions
 	@set -e; $(foreach t,$(FUZZ_TARGETS),echo "== $(t) for $(FUZZ_SECONDS) s"; $(call FUZZ_RUN,$(t),$(FUZZ_SECONDS));)
 
 fuzz-smoke: fuzz-regressions
-	@set -e; $(foreach t,$(FUZZ_TARGETS),echo "== $(t) for 60 s"; \
-	  $(call FUZZ_RUN,$(t),60) > $(FUZZ_BUILD)/smoke-$(t).log 2>&1 || \
+	@set -e; $(foreach t,$(FUZZ_TARGETS),echo "== $(t) for 45 s"; \
+	  $(call FUZZ_RUN,$(t),45) > $(FUZZ_BUILD)/smoke-$(t).log 2>&1 || \
 	  { tail -n 60 $(FUZZ_BUILD)/smoke-$(t).log; echo "$(t) found a crash: $$(ls $(FUZZ_BUILD)/crashes/$(t))"; exit 1; }; \
 	  grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units)' $(FUZZ_BUILD)/smoke-$(t).log | tr '\n' ' '; echo;)
 

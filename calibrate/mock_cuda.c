@@ -1,5 +1,7 @@
 /* calibrate/mock_cuda.c — a simulated CUDA driver and CUPTI in one shared library, for running
- * `tsopt calibrate` end to end on a machine without a GPU (development only; not built by make).
+ * `tsopt calibrate` and `tsopt tune` end to end on a machine without a GPU (make builds it for the tests).
+ * Device memory is host memory; `mock_kernel(seconds)` lets a stand-in kernel library (tests/tune/)
+ * occupy the simulated stream like a launch does.
  * Kernel durations follow t = c0 + work / rate with ±1% noise (4.1/4.0/3.9 TB/s read/write/copy,
  * 66 TFLOP/s FMA, 4.2 Tops/s exp2, 550 TFLOP/s mma, 33 us per wave of 132 blocks); CUPTI records are
  * written in the CUpti_ActivityKernel layout (kind at 0, start at 16, end at 24, 216 bytes each).
@@ -35,7 +37,11 @@ int cuModuleUnload(void *m){(void)m;return 0;}
 int cuModuleGetFunction(void **f,void *m,const char *name){(void)m;fns[nfn].name=name;*f=&fns[nfn++];return 0;}
 int cuFuncSetAttribute(void *f,int a,int v){(void)f;(void)a;(void)v;return 0;}
 int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n,void *f,int b,size_t s){(void)f;(void)b;*n=s>100000?1:8;return 0;}
-int cuMemAlloc_v2(unsigned long long *p,size_t n){(void)n;*p=(unsigned long long)(uintptr_t)malloc(16);return 0;}
+int cuMemAlloc_v2(unsigned long long *p,size_t n){*p=(unsigned long long)(uintptr_t)malloc(n?n:1);return *p?0:2;}
+int cuMemsetD8_v2(unsigned long long p,unsigned char v,size_t n){memset((void*)(uintptr_t)p,v,n);return 0;}
+int cuMemcpyHtoD_v2(unsigned long long d,const void *s,size_t n){memcpy((void*)(uintptr_t)d,s,n);return 0;}
+int cuMemcpyDtoH_v2(void *d,unsigned long long s,size_t n){memcpy(d,(const void*)(uintptr_t)s,n);return 0;}
+int cuMemGetInfo_v2(size_t *f,size_t *t){*f=*t=(size_t)141<<30;return 0;}
 int cuMemFree_v2(unsigned long long p){free((void*)(uintptr_t)p);return 0;}
 int cuMemsetD32_v2(unsigned long long p,unsigned v,size_t n){(void)p;(void)v;(void)n;return 0;}
 int cuLaunchKernel(fn *f,unsigned gx,unsigned gy,unsigned gz,unsigned bx,unsigned by,unsigned bz,unsigned sm,void *st,void **p,void **x){
@@ -53,6 +59,11 @@ int cuLaunchKernel(fn *f,unsigned gx,unsigned gy,unsigned gz,unsigned bx,unsigne
   double s=fmax(clk_launch,stream_end+0.3e-6), e=s+d; stream_end=e;
   if(enabled&&nr<100000){rs[nr][0]=(uint64_t)(s*1e9);rs[nr][1]=(uint64_t)(e*1e9);nr++;}
   return 0;}
+/* A stand-in kernel of `d` seconds on the simulated stream (tests/tune/fake_candidate.c calls it). */
+void mock_kernel(double d){
+  clk_launch+=4e-6;
+  double s=fmax(clk_launch,stream_end+0.3e-6), e=s+d; stream_end=e;
+  if(enabled&&nr<100000){rs[nr][0]=(uint64_t)(s*1e9);rs[nr][1]=(uint64_t)(e*1e9);nr++;}}
 int cuEventCreate(double **e,unsigned f){(void)f;*e=malloc(sizeof(double));return 0;}
 int cuEventRecord(double *e,void *s){(void)s;*e=stream_end;return 0;}
 int cuEventSynchronize(double *e){(void)e;return 0;}

@@ -73,6 +73,8 @@ typedef struct {
     bool events;            /* time with CUDA events even where CUPTI loads */
     const char *const *from_tune; /* tune record files (`--from-tune`: see tunefit.h); none: microbenchmarks */
     int nfrom_tune;
+    const char *const *evaluate;  /* --evaluate: held-out records, only predicted (with the fitted model) */
+    int nevaluate;
 } ts_calib_opts;
 
 enum { TS_CALIB_OK = 0, TS_CALIB_INPUT = 1, TS_CALIB_NO_GPU = 3 };

@@ -1268,3 +1268,19 @@ void ts_binding_free(ts_binding *b) {
     for (int i = 0; i < b->n; i++) free(b->name[i]);
     b->n = 0;
 }
+
+void ts_binding_copy(ts_binding *out, const ts_binding *in) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; in && i < in->n; i++) {
+        out->name[out->n] = ts_strdup(in->name[i]);
+        out->size[out->n++] = in->size[i];
+    }
+}
+
+void ts_binding_set(ts_binding *b, const char *name, int64_t size) {
+    int at = -1;
+    for (int i = 0; i < b->n; i++)
+        if (strcmp(b->name[i], name) == 0) at = i;
+    if (at < 0 && b->n < 64) b->name[at = b->n++] = ts_strdup(name);
+    if (at >= 0) b->size[at] = size;
+}

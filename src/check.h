@@ -21,6 +21,10 @@ typedef struct {
 /* Parses "m=8,d=16" into b; on error returns -1 and reports (without a place) into d. */
 int ts_binding_parse(ts_binding *b, const char *text, ts_diags *d);
 void ts_binding_free(ts_binding *b);
+/* out = a copy of in (NULL: empty); free out with ts_binding_free. */
+void ts_binding_copy(ts_binding *out, const ts_binding *in);
+/* Binds axis `name` to size in b (replacing an earlier binding of it; ignored past 64 axes). */
+void ts_binding_set(ts_binding *b, const char *name, int64_t size);
 
 /* Checks the spec and builds g for the binding (NULL: the file's sizes, typical ones for dynamic axes).
  * Returns 0 when there are no errors (warnings may be in d); g must be freed either way. */

@@ -19,6 +19,7 @@ typedef struct {
     const char *templates_dir; /* the folder the templates (.cuh) are read from */
     const ts_costmodel *cost_model;
     double baseline_s;         /* the baseline plan's predicted time */
+    const char *measured;      /* the banner's "measured:" text (tsopt tune); NULL: not tuned on a GPU */
 } ts_emit_opts;
 
 /* Writes the header for plan p of graph g to out. Returns 0, or -1 with *err (heap) when a template

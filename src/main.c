@@ -3,6 +3,7 @@
  * Exit codes: 0 success; 1 the input has errors (diagnostics on stderr); 2 usage error (bad command line);
  * 3 a resource limit was reached (interpreter budget, out of memory). Diagnostics go to stderr, results to
  * stdout; no output file is written when the input has errors. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 #include "check.h"
@@ -21,6 +23,8 @@
 #include "plan.h"
 #include "saturate.h"
 #include "spec.h"
+#include "tune.h"
+#include "tunefit.h"
 #include "util.h"
 #include "verify.h"
 #include "version.h"
@@ -41,6 +45,9 @@ static const char usage_main[] =
     "  explain FILE            saturate a graph with the rules: statistics, best terms, derivations\n"
     "  verify-rules [PATH...]  check every rule against the float64 interpreter on random instances\n"
     "  calibrate [-o FILE]     fit the cost model's coefficients to microbenchmarks on the GPU\n"
+    "  calibrate --from-tune RECORD...\n"
+    "                          fit the cost model's template efficiencies to `tsopt tune` records (no GPU)\n"
+    "  tune FILE               build, validate and time the best predicted plans on the GPU; emit the fastest\n"
     "\n"
     "options:\n"
     "  -h, --help              this help; 'tsopt <command> --help' for a command's\n"
@@ -118,6 +125,8 @@ static const char usage_compile[] =
 
 static const char usage_calibrate[] =
     "usage: tsopt calibrate [-o FILE] [--base FILE] [--kernels FILE] [--date YYYY-MM-DD] [--events] [--quick]\n"
+    "       tsopt calibrate --from-tune RECORD.json... [--evaluate RECORD.json...] [--base FILE] [-o FILE]\n"
+    "                       [--date YYYY-MM-DD]\n"
     "\n"
     "Runs microbenchmarks on GPU 0 (DRAM read, write and copy from 1 MiB to 1 GiB with the L2 flushed;\n"
     "back-to-back empty kernels; FMA, exp2 and mma.sync fp16 throughput; a wave/tail sweep of 1 to 4 x SMs\n"
@@ -134,7 +143,49 @@ static const char usage_calibrate[] =
     "                          (default: calibrate/kernels.cu, then ../calibrate/kernels.cu beside the binary)\n"
     "  --date YYYY-MM-DD       the date written into the file (default: today, UTC)\n"
     "  --events                time with CUDA events even where CUPTI loads\n"
-    "  --quick                 fewer repetitions (a smoke run)\n";
+    "  --quick                 fewer repetitions (a smoke run)\n"
+    "\n"
+    "With --from-tune (no GPU needed), fits the four template efficiencies (gemm, attention, reduce, map)\n"
+    "to the per-kernel timings in records written by `tsopt tune --record` (docs/tune-records.md): per kind\n"
+    "with at least 3 timed kernels of ok candidates, the efficiency in [0.02, 2] minimising the sum of\n"
+    "squared log ratios of predicted to measured times, the other coefficients being each record's own.\n"
+    "Prints per kind the samples, the value before and after, the residual spread and R-squared, then the\n"
+    "cost model's accuracy over the timed candidates with the records' coefficients and with the fitted\n"
+    "ones (in-sample): median absolute percentage error, Spearman rank correlation (pooled and per run)\n"
+    "and how often the predicted best is within 10% of the measured best. Writes the --base file with the\n"
+    "fitted values and their `fit:` entries (its comments kept; -o may name --base itself: it is replaced\n"
+    "only once the new file is complete and loads). The report goes to standard error when the model goes\n"
+    "to standard output.\n"
+    "\n"
+    "  --from-tune RECORD...   tune record files (JSON), up to the next option\n"
+    "  --evaluate RECORD...    with --from-tune: also report the accuracy on these records, which the fit\n"
+    "                          did not see (held out), with the fitted efficiencies\n";
+
+static const char usage_tune[] =
+    "usage: tsopt tune [options] FILE\n"
+    "\n"
+    "Builds the best predicted plans of FILE (the headers `tsopt compile` would write), validates each on the\n"
+    "GPU against the float64 reference (sampled rows, fresh random inputs, outputs poisoned), times them\n"
+    "(median of CUDA events, L2 flushed) and writes the fastest valid one as DIR/<graph>.cuh with its measured\n"
+    "time in the banner. Prints a table: candidate, predicted, measured, error, status.\n"
+    "\n"
+    "options:\n"
+    "  --top K                 candidates: the K best plans by prediction (default 4)\n"
+    "  --dims AXIS=N,...       sizes to tune at (dynamic axes included: --dims t=1024)\n"
+    "  -o DIR                  where to write the tuned header (default: tuned)\n"
+    "  --record FILE           write every measurement as JSON (docs/tune-records.md)\n"
+    "  --cache DIR             compiled candidates and references (default: $TSOPT_CACHE, else\n"
+    "                          $XDG_CACHE_HOME/tsopt, else ~/.cache/tsopt)\n"
+    "  --build-only            only build the candidates and the reference into the cache (no GPU needed)\n"
+    "  --arch SM               compile target, e.g. 90a or 80 (default: the GPU's; 90a with --build-only)\n"
+    "  --nvcc PATH             the CUDA compiler (default: $TSOPT_NVCC, nvcc on the PATH, /usr/local/cuda)\n"
+    "  --jobs N                compilers run at once (default: the number of processors)\n"
+    "  --reps N, --warmup N    timed runs (default 20) and warm-up runs (default 3)\n"
+    "  --seed N                random inputs (default 1)\n"
+    "  --rules PATH            rule file or folder (repeatable; default: rules)\n"
+    "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml)\n"
+    "\n"
+    "exit codes: 0 ok, 1 bad input or no candidate valid, 2 usage error, 3 no GPU, driver or compiler\n";
 
 /* ---- argument parsing -------------------------------------------------------------------------- */
 
@@ -619,30 +670,47 @@ static int compile_plans(const options *o, ts_spec *spec, const ts_binding *bind
     return rc;
 }
 
+/* What compile and tune start from: the graph at --dims, the rules and the cost model. */
+typedef struct {
+    ts_spec spec;
+    ts_graph g;
+    ts_binding bind;
+    ts_rules rs;
+    ts_costmodel cm;
+} compile_inputs;
+
+/* Loads every part (each is freed by free_compile_inputs whatever the result). Returns 0 or EXIT_INPUT
+ * (diagnostics printed). */
+static int load_compile_inputs(const options *o, compile_inputs *in) {
+    memset(&in->cm, 0, sizeof in->cm);
+    int rc = load_graph_bound(o, &in->spec, &in->g, &in->bind);
+    int rrc = load_rules(o, &in->rs);
+    if (rc == 0) rc = rrc;
+    if (rc == 0) {
+        ts_diags d;
+        if (ts_costmodel_load(&in->cm, o->cost_model, &d) != 0) rc = EXIT_INPUT;
+        ts_diags_print(&d, stderr);
+        ts_diags_free(&d);
+    }
+    return rc;
+}
+
+static void free_compile_inputs(compile_inputs *in) {
+    ts_binding_free(&in->bind);
+    ts_costmodel_free(&in->cm);
+    ts_rule_free(&in->rs);
+    ts_graph_free(&in->g);
+    ts_spec_free(&in->spec);
+}
+
 static int cmd_compile(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, usage_compile, &o);
     if (rc >= 0) return rc;
-    ts_spec spec;
-    ts_graph g;
-    ts_rules rs;
-    ts_costmodel cm = {0};
-    ts_binding bind;
-    rc = load_graph_bound(&o, &spec, &g, &bind);
-    int rrc = load_rules(&o, &rs);
-    if (rc == 0) rc = rrc;
-    if (rc == 0) {
-        ts_diags d;
-        if (ts_costmodel_load(&cm, o.cost_model, &d) != 0) rc = EXIT_INPUT;
-        ts_diags_print(&d, stderr);
-        ts_diags_free(&d);
-    }
-    if (rc == 0) rc = compile_plans(&o, &spec, &bind, &g, &rs, &cm);
-    ts_binding_free(&bind);
-    ts_costmodel_free(&cm);
-    ts_rule_free(&rs);
-    ts_graph_free(&g);
-    ts_spec_free(&spec);
+    compile_inputs in;
+    rc = load_compile_inputs(&o, &in);
+    if (rc == 0) rc = compile_plans(&o, &in.spec, &in.bind, &in.g, &in.rs, &in.cm);
+    free_compile_inputs(&in);
     return rc;
 }
 
@@ -687,32 +755,140 @@ static int cmd_verify(int argc, char **argv) {
 
 /* ---- calibrate --------------------------------------------------------------------------------- */
 
-static int cmd_calibrate(int argc, char **argv) {
-    ts_calib_opts co = {.base_path = "costmodel/h200.yaml", .when = time(NULL)};
+/* ---- tune -------------------------------------------------------------------------------------- */
+
+static char *default_cache_dir(void) {
+    const char *env = getenv("TSOPT_CACHE"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (env && *env) return ts_strdup(env);
+    if (xdg && *xdg) return ts_strfmt("%s/tsopt", xdg);
+    return ts_strfmt("%s/.cache/tsopt", home && *home ? home : ".");
+}
+
+/* Takes tune's own options out of argv (the rest go to parse_options). Returns -1 to go on, or an exit code. */
+static int parse_tune_options(int argc, char **argv, ts_tune_opts *to, char **rest, int *nrest) {
+    *nrest = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage_calibrate, stdout);
-            return 0;
-        } else if (strcmp(a, "--quick") == 0) {
-            co.quick = true;
+        if (strcmp(a, "--build-only") == 0) {
+            to->build_only = true;
+        } else if (strcmp(a, "--record") == 0 || strcmp(a, "--cache") == 0 || strcmp(a, "--arch") == 0 ||
+                   strcmp(a, "--nvcc") == 0 || strcmp(a, "--jobs") == 0 || strcmp(a, "--reps") == 0 ||
+                   strcmp(a, "--warmup") == 0) {
+            if (i + 1 >= argc) return usage_error(usage_tune, "missing value for", a);
+            const char *v = argv[++i];
+            double x;
+            if (strcmp(a, "--record") == 0) to->record = v;
+            else if (strcmp(a, "--cache") == 0) to->cache_dir = v;
+            else if (strcmp(a, "--nvcc") == 0) to->nvcc = v;
+            else if (strcmp(a, "--arch") == 0) {
+                to->arch = strncmp(v, "sm_", 3) == 0 ? v + 3 : v;
+                for (const char *c = to->arch; *c; c++)
+                    if (!isalnum((unsigned char)*c) || strlen(to->arch) > 8)
+                        return usage_error(usage_tune, "--arch wants a target such as 90a or sm_80, not", v);
+            } else if (parse_number_arg(v, &x) != 0 || x < (strcmp(a, "--warmup") == 0 ? 0 : 1) || x > 10000)
+                return usage_error(usage_tune, "bad number", v);
+            else if (strcmp(a, "--jobs") == 0) to->jobs = (int)x;
+            else if (strcmp(a, "--reps") == 0) to->reps = (int)x;
+            else to->warmup = (int)x;
+        } else {
+            rest[(*nrest)++] = argv[i];
+        }
+    }
+    return -1;
+}
+
+static int cmd_tune(int argc, char **argv) {
+    ts_tune_opts to = {.top = 4, .reps = 20, .warmup = 3, .templates_dir = "templates"};
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    to.jobs = cpus > 0 ? (int)cpus : 1;
+    char **rest = ts_xcalloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    int rc = parse_tune_options(argc, argv, &to, rest, &nrest);
+    options o;
+    if (rc < 0) rc = parse_options(nrest, rest, usage_tune, &o);
+    free(rest);
+    if (rc >= 0) return rc;
+    bool out_given = false, top_given = false;
+    for (int i = 0; i < argc; i++) out_given |= strcmp(argv[i], "-o") == 0, top_given |= strcmp(argv[i], "--top") == 0;
+    compile_inputs in;
+    rc = load_compile_inputs(&o, &in);
+    ts_compiled c = {0};
+    char *err = NULL, *cache = to.cache_dir ? NULL : default_cache_dir();
+    if (rc == 0 && ts_compile(&in.spec, &in.bind, &in.g, &in.rs, &in.cm, &c, &err) != 0) {
+        fprintf(stderr, "%s: error: %s\n", o.file, err);
+        free(err);
+        rc = EXIT_INPUT;
+    }
+    if (rc == 0) {
+        to.file = o.file, to.spec = &in.spec, to.bind = &in.bind, to.g = &in.g, to.cm = &in.cm;
+        to.plans = c.plans, to.nplans = c.n, to.baseline_s = c.baseline_s;
+        to.top = !top_given ? 4 : o.top >= 1 ? (int)(o.top > 1000 ? 1000 : o.top) : 1, to.seed = o.seed;
+        to.out_dir = out_given ? o.out_dir : "tuned";
+        if (!to.cache_dir) to.cache_dir = cache;
+        rc = ts_tune(&to);
+        if (rc == 3) rc = EXIT_LIMIT;
+    }
+    free(cache);
+    ts_compiled_free(&c);
+    free_compile_inputs(&in);
+    return rc;
+}
+
+/* Reads calibrate's arguments into co (records: room for argc entries); 0, or the usage exit code. */
+static int parse_calibrate(int argc, char **argv, ts_calib_opts *co, const char **records, const char **held_out) {
+    const char *gpu_only = NULL; /* an option that applies to the microbenchmarks only */
+    int nrec = 0, nheld = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--quick") == 0) {
+            co->quick = true, gpu_only = a;
         } else if (strcmp(a, "--events") == 0) {
-            co.events = true;
+            co->events = true, gpu_only = a;
+        } else if (strcmp(a, "--from-tune") == 0) {
+            int before = nrec;
+            while (i + 1 < argc && (argv[i + 1][0] != '-' || !argv[i + 1][1])) records[nrec++] = argv[++i];
+            if (nrec == before) return usage_error(usage_calibrate, "--from-tune wants one or more record files", NULL);
+        } else if (strcmp(a, "--evaluate") == 0) {
+            int before = nheld;
+            while (i + 1 < argc && (argv[i + 1][0] != '-' || !argv[i + 1][1])) held_out[nheld++] = argv[++i];
+            if (nheld == before) return usage_error(usage_calibrate, "--evaluate wants one or more record files", NULL);
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--base") == 0 || strcmp(a, "--kernels") == 0 ||
                    strcmp(a, "--date") == 0) {
             if (i + 1 >= argc) return usage_error(usage_calibrate, "missing value for", a);
             const char *v = argv[++i];
-            if (strcmp(a, "-o") == 0) co.out_path = v;
-            else if (strcmp(a, "--base") == 0) co.base_path = v;
-            else if (strcmp(a, "--kernels") == 0) co.kernels = v;
-            else if (ts_calib_parse_date(v, &co.when) != 0)
+            if (strcmp(a, "-o") == 0) co->out_path = v;
+            else if (strcmp(a, "--base") == 0) co->base_path = v;
+            else if (strcmp(a, "--kernels") == 0) co->kernels = v, gpu_only = a;
+            else if (ts_calib_parse_date(v, &co->when) != 0)
                 return usage_error(usage_calibrate, "--date wants YYYY-MM-DD, not", v);
         } else {
             return usage_error(usage_calibrate, a[0] == '-' ? "unknown option" : "unexpected argument", a);
         }
     }
-    int rc = ts_calibrate(&co);
-    return rc == TS_CALIB_NO_GPU ? EXIT_LIMIT : rc == TS_CALIB_OK ? 0 : EXIT_INPUT;
+    if (nrec && gpu_only) return usage_error(usage_calibrate, "--from-tune does not go with", gpu_only);
+    if (nheld && !nrec) return usage_error(usage_calibrate, "--evaluate goes with --from-tune", NULL);
+    co->from_tune = records, co->nfrom_tune = nrec;
+    co->evaluate = held_out, co->nevaluate = nheld;
+    return 0;
+}
+
+static int cmd_calibrate(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage_calibrate, stdout);
+            return 0;
+        }
+    ts_calib_opts co = {.base_path = "costmodel/h200.yaml", .when = time(NULL)};
+    const char **records = ts_xcalloc((size_t)argc + 1, sizeof *records);
+    const char **held_out = ts_xcalloc((size_t)argc + 1, sizeof *held_out);
+    int rc = parse_calibrate(argc, argv, &co, records, held_out);
+    if (rc == 0) {
+        rc = co.nfrom_tune ? ts_calibrate_from_tune(&co) : ts_calibrate(&co);
+        rc = rc == TS_CALIB_NO_GPU ? EXIT_LIMIT : rc == TS_CALIB_OK ? 0 : EXIT_INPUT;
+    }
+    free(records);
+    free(held_out);
+    return rc;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------------- */
@@ -727,6 +903,7 @@ static const struct {
     {"explain", cmd_explain},
     {"verify-rules", cmd_verify},
     {"calibrate", cmd_calibrate},
+    {"tune", cmd_tune},
 };
 
 /* Extraction and planning recurse along the graph's paths (up to TS_MAX_DEPTH ops deep, a few KB a

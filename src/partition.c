@@ -172,11 +172,7 @@ static void put_node(enc_ctx *e, int ci, ts_chunk *c, bytes *s, const ts_node *n
     for (int i = 0; i < n->nsrc; i++) put_operand(e, ci, c, s, &n->src[i]);
 }
 
-static uint64_t fnv1a(const bytes *s) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < s->n; i++) h = (h ^ s->b[i]) * 1099511628211ull;
-    return h;
-}
+static uint64_t fnv1a(const bytes *s) { return ts_fnv1a(TS_FNV_OFFSET, s->b, s->n); }
 
 /* Encodes chunk ci into s (and fills its boundary inputs). */
 static void encode_chunk(enc_ctx *e, const ts_partition *p, int ci, bytes *s) {

@@ -166,19 +166,8 @@ void ts_sample_gather(const ts_graph *g, const int32_t *axes, int ndim, const ts
 
 /* bind with every sampled axis bound to its row count. */
 static void sampled_binding(const ts_graph *g, const ts_binding *bind, const ts_sample_plan *p, ts_binding *out) {
-    memset(out, 0, sizeof *out);
-    for (int i = 0; bind && i < bind->n; i++) {
-        out->name[out->n] = ts_strdup(bind->name[i]);
-        out->size[out->n++] = bind->size[i];
-    }
-    for (int s = 0; s < p->n; s++) {
-        const char *name = g->axes[p->axis[s]].name;
-        int at = -1;
-        for (int i = 0; i < out->n; i++)
-            if (strcmp(out->name[i], name) == 0) at = i;
-        if (at < 0 && out->n < 64) out->name[at = out->n++] = ts_strdup(name);
-        if (at >= 0) out->size[at] = p->count[s];
-    }
+    ts_binding_copy(out, bind);
+    for (int s = 0; s < p->n; s++) ts_binding_set(out, g->axes[p->axis[s]].name, p->count[s]);
 }
 
 static bool same_axes(const ts_graph *a, const ts_graph *b) {

@@ -23,6 +23,14 @@ static inline unsigned long long ts_splitmix64(unsigned long long *state) {
 /* A uniform double in [0, 1) from the stream. */
 static inline double ts_uniform(unsigned long long *state) { return (double)(ts_splitmix64(state) >> 11) * 0x1.0p-53; }
 
+/* FNV-1a over n bytes, continuing from h (start with TS_FNV_OFFSET): content hashes for banners and caches. */
+#define TS_FNV_OFFSET 0xcbf29ce484222325ull
+static inline unsigned long long ts_fnv1a(unsigned long long h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
 _Noreturn void ts_assert_fail(const char *expr, const char *file, int line);
 #define TS_ASSERT(e) ((e) ? (void)0 : ts_assert_fail(#e, __FILE__, __LINE__))
 

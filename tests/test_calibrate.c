@@ -199,7 +199,8 @@ Test(calibrate, shipped_calibrated_model_loads_and_a_bad_fit_section_is_an_error
     ts_diags d;
     cr_assert_eq(ts_costmodel_load(&m, "costmodel/h200.yaml", &d), 0);
     cr_assert(m.calibrated, "the shipped model is the H200 calibration");
-    cr_assert_eq(m.nfits, 8, "with its eight fits");
+    cr_assert_eq(m.nfits, 12, "with its eight microbenchmark fits and four efficiency fits (calibrate --from-tune)");
+    cr_assert(m.gemm_efficiency != 0.75 && m.attention_efficiency != 0.5, "the efficiencies are fitted, not the defaults");
     cr_assert_str_eq(m.driver, "580.159.04, CUDA 13.0");
     ts_diags_free(&d);
     ts_costmodel_free(&m);
@@ -253,31 +254,9 @@ Test(calibrate, kernels_compile_with_nvrtc_for_sm_90) {
     free(err);
 }
 
-typedef struct {
-    int code;
-    char *out;
-} result;
-
-static result run_cmd(const char *env, const char *args) {
-    const char *bin = getenv("TSOPT") ? getenv("TSOPT") : "build/tsopt";
-    char *cmd = ts_strfmt("%s %s %s 2>&1", env, bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = ts_xmalloc(cap);
-    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += got;
-        if (n + 1 == cap) buf = ts_xrealloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int status = pclose(p);
-    free(cmd);
-    return (result){WIFEXITED(status) ? WEXITSTATUS(status) : -1, buf};
-}
-
 Test(calibrate, without_the_driver_it_names_the_library_and_exits_3) {
     unlink("build/calibrate-test.yaml");
-    result r = run_cmd("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", "calibrate -o build/calibrate-test.yaml");
+    tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", "calibrate -o build/calibrate-test.yaml");
     cr_assert_eq(r.code, 3, "exit %d:\n%s", r.code, r.out);
     cr_assert_not_null(strstr(r.out, "tsopt: error: calibrate needs the CUDA driver (a GPU machine): cannot load "
                                      "/nonexistent/libcuda.so.1"),
@@ -285,14 +264,14 @@ Test(calibrate, without_the_driver_it_names_the_library_and_exits_3) {
     cr_assert_eq(access("build/calibrate-test.yaml", F_OK), -1, "a file was written");
     free(r.out);
 
-    result h = run_cmd("", "calibrate --help");
+    tsopt_result h = run_tsopt_env("", "calibrate --help");
     cr_assert_eq(h.code, 0);
     cr_assert_not_null(strstr(h.out, "usage: tsopt calibrate [-o FILE]"));
     free(h.out);
-    result u = run_cmd("", "calibrate --bogus");
+    tsopt_result u = run_tsopt_env("", "calibrate --bogus");
     cr_assert_eq(u.code, 2);
     free(u.out);
-    result m = run_cmd("", "--help");
+    tsopt_result m = run_tsopt_env("", "--help");
     cr_assert_not_null(strstr(m.out, "  calibrate [-o FILE]     fit the cost model's coefficients"));
     free(m.out);
 
@@ -302,7 +281,7 @@ Test(calibrate, without_the_driver_it_names_the_library_and_exits_3) {
         dlclose(h1);
         return;
     }
-    result plain = run_cmd("", "calibrate");
+    tsopt_result plain = run_tsopt_env("", "calibrate");
     cr_assert_eq(plain.code, 3, "exit %d:\n%s", plain.code, plain.out);
     cr_assert_not_null(strstr(plain.out, "cannot load libcuda.so.1 (libcuda.so.1: cannot open shared object file"),
                        "%s", plain.out);

@@ -7,32 +7,9 @@
 
 #include "testutil.h"
 
-typedef struct {
-    int code;
-    char *out; /* stdout and stderr together */
-} result;
-
-static result run_tsopt(const char *args) {
-    const char *bin = getenv("TSOPT") ? getenv("TSOPT") : "build/tsopt";
-    char *cmd = ts_strfmt("%s %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = ts_xmalloc(cap);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += got;
-        if (n + 1 == cap) buf = ts_xrealloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int status = pclose(p);
-    free(cmd);
-    return (result){WIFEXITED(status) ? WEXITSTATUS(status) : -1, buf};
-}
-
 #define EXPECT(args, code_, needle)                                                                    \
     do {                                                                                               \
-        result r_ = run_tsopt(args);                                                                   \
+        tsopt_result r_ = run_tsopt(args);                                                                   \
         cr_assert_eq(r_.code, code_, "tsopt %s exited %d:\n%s", args, r_.code, r_.out);               \
         cr_assert_not_null(strstr(r_.out, needle), "tsopt %s printed:\n%s", args, r_.out);           \
         free(r_.out);                                                                                  \
@@ -68,9 +45,9 @@ Test(cli, check_prints_the_attention_summary) {
 }
 
 Test(cli, eval_is_deterministic_per_seed) {
-    result a = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 3 bench/graphs/attention.yaml");
-    result b = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 3 bench/graphs/attention.yaml");
-    result c = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 4 bench/graphs/attention.yaml");
+    tsopt_result a = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 3 bench/graphs/attention.yaml");
+    tsopt_result b = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 3 bench/graphs/attention.yaml");
+    tsopt_result c = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 4 bench/graphs/attention.yaml");
     cr_assert_eq(a.code, 0, "%s", a.out);
     cr_assert_str_eq(a.out, b.out);
     cr_assert_str_neq(a.out, c.out);

@@ -17,33 +17,9 @@
 #include "testutil.h"
 #include "verify.h"
 
-typedef struct {
-    int code;
-    char *out; /* stdout and stderr together */
-    size_t len;
-} result;
-
-static result run_tsopt(const char *args) {
-    const char *bin = getenv("TSOPT") ? getenv("TSOPT") : "build/tsopt";
-    char *cmd = ts_strfmt("%s %s 2>&1", bin, args);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = ts_xmalloc(cap);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += got;
-        if (n + 1 == cap) buf = ts_xrealloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int status = pclose(p);
-    free(cmd);
-    return (result){WIFEXITED(status) ? WEXITSTATUS(status) : -1, buf, n};
-}
-
 #define EXPECT(args, code_, needle)                                                                    \
     do {                                                                                               \
-        result r_ = run_tsopt(args);                                                                   \
+        tsopt_result r_ = run_tsopt(args);                                                                   \
         cr_assert_eq(r_.code, code_, "tsopt %s exited %d:\n%.4000s", args, r_.code, r_.out);           \
         cr_assert_not_null(strstr(r_.out, needle), "tsopt %s printed:\n%.4000s", args, r_.out);       \
         free(r_.out);                                                                                  \
@@ -296,7 +272,7 @@ Test(hostile, a_file_with_very_many_errors_prints_a_bounded_report) {
                                             "ops:\n  - {name: Y, op: neg, args: [X]}\noutputs:\n",
                           "  - nope", "\n", 50000, "");
     char *args = ts_strfmt("check %s", path);
-    result r = run_tsopt(args);
+    tsopt_result r = run_tsopt(args);
     cr_assert_eq(r.code, 1, "%.2000s", r.out);
     cr_assert_not_null(strstr(r.out, "errs.yaml:7:5: error: output 'nope0' is never produced"));
     cr_assert_not_null(strstr(r.out, "errs.yaml:107:5: error: too many errors; only the first 100 are shown"));

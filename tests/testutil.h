@@ -4,6 +4,8 @@
 #define TS_TESTUTIL_H
 
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,5 +106,33 @@ static inline double **eval_graph(checked *c, double *const *inputs) {
     cr_assert_eq(rc, 0, "interpreter refused: %s", err ? err : "");
     return out;
 }
+
+/* ---- running the binary ($TSOPT, default build/tsopt) ------------------------------------------ */
+
+typedef struct {
+    int code;  /* exit status (-1: killed) */
+    char *out; /* stdout and stderr together */
+    size_t len;
+} tsopt_result;
+
+/* Runs `ENV tsopt ARGS` through the shell (env: "VAR=value ..." or ""). */
+static inline tsopt_result run_tsopt_env(const char *env, const char *args) {
+    const char *bin = getenv("TSOPT") ? getenv("TSOPT") : "build/tsopt";
+    char *cmd = ts_strfmt("%s %s %s 2>&1", env, bin, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = ts_xmalloc(cap);
+    while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += got;
+        if (n + 1 == cap) buf = ts_xrealloc(buf, cap *= 2);
+    }
+    buf[n] = '\0';
+    int status = pclose(p);
+    free(cmd);
+    return (tsopt_result){WIFEXITED(status) ? WEXITSTATUS(status) : -1, buf, n};
+}
+
+static inline tsopt_result run_tsopt(const char *args) { return run_tsopt_env("", args); }
 
 #endif

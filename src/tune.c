@@ -1,0 +1,1090 @@
+/* tune.c — `tsopt tune` (see tune.h): candidates emitted and built into the cache, the sampled reference,
+ * validation and timing on the GPU through the header's C ABI, the choice, the tuned header and the record
+ * (docs/tune-records.md). */
+#include "tune.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emit.h"
+#include "gpu.h"
+#include "interp.h"
+#include "sample.h"
+#include "sym.h"
+#include "util.h"
+#include "version.h"
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_NO_GPU = 3 };
+
+#define REF_ROWS 32             /* rows kept per sampled axis */
+#define REF_BUDGET_FLOPS 2.5e9  /* float64 work of the reference (~5 s of the interpreter) */
+#define REF_MIN_DYN 16          /* dynamic axes are validated at no fewer than this many */
+#define FLUSH_BYTES ((size_t)256 << 20)
+
+/* ---- candidates: selection and table (no GPU) -------------------------------------------------- */
+
+const char *ts_cand_status_name(ts_cand_status s) {
+    switch (s) {
+    case TS_CAND_OK: return "ok";
+    case TS_CAND_INVALID: return "invalid";
+    case TS_CAND_BUILD_FAILED: return "build-failed";
+    case TS_CAND_RUN_FAILED: return "run-failed";
+    default: return "pending";
+    }
+}
+
+int ts_tune_select(const ts_tune_cand *c, int n) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+        if (c[i].status != TS_CAND_OK || !(c[i].measured_s > 0)) continue;
+        if (best < 0 || c[i].measured_s < c[best].measured_s ||
+            (c[i].measured_s == c[best].measured_s && c[i].rank < c[best].rank))
+            best = i;
+    }
+    return best;
+}
+
+static void print_ms(FILE *out, double s) {
+    if (isfinite(s)) fprintf(out, " %9.4f ms", s * 1e3);
+    else fprintf(out, " %12s", "-");
+}
+
+void ts_tune_print_table(FILE *out, const ts_tune_cand *c, int n, int chosen) {
+    fprintf(out, "%-4s %-30s %7s %12s %12s %8s  %s\n", "rank", "plan", "kernels", "predicted", "measured", "error",
+            "status");
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%-4d %-30s %7d", c[i].rank, c[i].plan->name, c[i].plan->nk);
+        print_ms(out, c[i].predicted_s);
+        print_ms(out, c[i].measured_s);
+        if (isfinite(c[i].measured_s) && c[i].measured_s > 0)
+            fprintf(out, " %+7.1f%%", 100 * (c[i].predicted_s - c[i].measured_s) / c[i].measured_s);
+        else fprintf(out, " %8s", "-");
+        fprintf(out, "  %s%s%s%s\n", ts_cand_status_name(c[i].status), c[i].detail ? " (" : "",
+                c[i].detail ? c[i].detail : "", c[i].detail ? ")" : "");
+        if (i == chosen) fprintf(out, "     ^ chosen: the fastest valid candidate\n");
+    }
+}
+
+/* ---- the tuning session ------------------------------------------------------------------------ */
+
+typedef struct {
+    const ts_tune_opts *o;
+    ts_tune_cand *c;
+    int n;
+    ts_dyn dyn;                   /* the graph's dynamic axes (the C ABI's dims, in order) */
+    int64_t time_dims[TS_SYM_MAX_DYN], val_dims[TS_SYM_MAX_DYN];
+    /* validation */
+    ts_binding vbind;             /* the sizes validated at */
+    ts_graph vg;                  /* checked at vbind */
+    ts_sample_plan sp;
+    double **vin;                 /* inputs at vbind (float64, exactly representable) */
+    double **ref;                 /* sampled reference outputs */
+    char ref_key[17];
+    /* GPU */
+    ts_cuda cu;
+    ts_cupti cp;
+    bool gpu_open, cupti_on;
+    CUdevice dev;
+    CUcontext ctx;
+    char gpu_name[128], driver[128], err[1024];
+    int cc_major, cc_minor;
+    CUdeviceptr *din, *dout, *tin, *tout, flush, ws;
+    size_t ws_bytes;
+    char arch[16];                /* the compile target: "90a" */
+} tuner;
+
+static const char *flags_text(const tuner *t) {
+    static char buf[160];
+    snprintf(buf, sizeof buf, "-O3 -std=c++17 -gencode=arch=compute_%s,code=sm_%s -Xcompiler -fPIC -shared", t->arch,
+             t->arch);
+    return buf;
+}
+
+static char *emit_to_string(const ts_tune_opts *o, const ts_plan *p, const char *measured, size_t *len, char **err) {
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    if (!f) {
+        *err = ts_strfmt("open_memstream: %s", strerror(errno));
+        return NULL;
+    }
+    ts_emit_opts eo = {.source_path = o->file, .source_text = o->spec->text, .source_len = o->spec->len,
+                       .templates_dir = o->templates_dir, .cost_model = o->cm, .baseline_s = o->baseline_s,
+                       .measured = measured};
+    int rc = ts_emit_header(f, o->g, p, &eo, err);
+    fclose(f);
+    if (rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static void hash_hex(unsigned long long h, char out[17]) { snprintf(out, 17, "%016llx", h); }
+
+/* The top K plans as headers, duplicates (the same header text) dropped. */
+static void make_candidates(tuner *t) {
+    const ts_tune_opts *o = t->o;
+    t->c = ts_xcalloc((size_t)o->nplans + 1, sizeof *t->c);
+    for (int i = 0; i < o->nplans && t->n < o->top; i++) {
+        ts_tune_cand *c = &t->c[t->n];
+        char *err = NULL;
+        *c = (ts_tune_cand){.rank = i + 1, .plan = &o->plans[i], .predicted_s = o->plans[i].predicted_s,
+                            .measured_s = NAN, .rel_error = NAN};
+        c->header = emit_to_string(o, c->plan, NULL, &c->header_len, &err);
+        if (!c->header) {
+            fprintf(stderr, "%s: note: plan %d (%s) cannot be emitted: %s\n", o->file, i + 1, c->plan->name, err);
+            free(err);
+            continue;
+        }
+        /* the key is the code past the banner (whose predicted times move with the cost model) and the
+         * compiler flags; a plan whose code equals a better-ranked one's is not a new candidate */
+        const char *code = strstr(c->header, "\n#ifndef "), *flags = flags_text(t);
+        if (!code) code = c->header;
+        c->code_hash = ts_fnv1a(ts_fnv1a(TS_FNV_OFFSET, code, strlen(code)), flags, strlen(flags));
+        hash_hex(c->code_hash, c->hash);
+        bool dup = false;
+        for (int j = 0; j < t->n; j++) dup |= t->c[j].code_hash == c->code_hash;
+        if (dup) {
+            free(c->header);
+            continue;
+        }
+        c->lib = ts_strfmt("%s/%s/lib%s.so", o->cache_dir, c->hash, o->g->name);
+        c->kernel_s = ts_xmalloc(sizeof(double) * (size_t)(c->plan->nk ? c->plan->nk : 1));
+        for (int k = 0; k < c->plan->nk; k++) c->kernel_s[k] = NAN;
+        t->n++;
+    }
+}
+
+/* ---- building into the cache ------------------------------------------------------------------- */
+
+static int mkdir_p(const char *path) {
+    char *p = ts_strdup(path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) break;
+            *s = '/';
+        }
+    int rc = mkdir(p, 0777) == 0 || errno == EEXIST ? 0 : -1;
+    free(p);
+    return rc;
+}
+
+static int write_file(const char *path, const char *text, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    bool ok = fwrite(text, 1, len, f) == len;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static bool exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The CUDA compiler: --nvcc, $TSOPT_NVCC, nvcc on the PATH, /usr/local/cuda/bin/nvcc. */
+static const char *find_nvcc(const ts_tune_opts *o) {
+    if (o->nvcc) return o->nvcc;
+    const char *env = getenv("TSOPT_NVCC");
+    if (env && *env) return env;
+    const char *path = getenv("PATH");
+    static char found[4096];
+    for (const char *s = path; s && *s;) {
+        const char *e = strchr(s, ':');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        snprintf(found, sizeof found, "%.*s/nvcc", (int)n, s);
+        if (access(found, X_OK) == 0) return found;
+        s = e ? e + 1 : s + n;
+    }
+    return access("/usr/local/cuda/bin/nvcc", X_OK) == 0 ? "/usr/local/cuda/bin/nvcc" : NULL;
+}
+
+typedef struct {
+    pid_t pid;
+    char *tmp, *final;
+    int cand;
+} build_job;
+
+/* Writes the header and its C ABI translation unit into a fresh temporary folder and starts nvcc there. */
+static int start_build(tuner *t, int ci, const char *nvcc, build_job *job) {
+    const ts_tune_opts *o = t->o;
+    ts_tune_cand *c = &t->c[ci];
+    job->cand = ci;
+    job->final = ts_strfmt("%s/%s", o->cache_dir, c->hash);
+    job->tmp = ts_strfmt("%s/%s.tmp.%ld", o->cache_dir, c->hash, (long)getpid());
+    char *hdr = ts_strfmt("%s/%s.cuh", job->tmp, o->g->name), *tu = ts_strfmt("%s/%s.cu", job->tmp, o->g->name);
+    char *upper = ts_strdup(o->g->name);
+    for (char *s = upper; *s; s++) *s = (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+    char *tu_text = ts_strfmt("#define TSOPT_%s_IMPLEMENTATION\n#include \"%s.cuh\"\n", upper, o->g->name);
+    int rc = mkdir_p(job->tmp) == 0 && write_file(hdr, c->header, c->header_len) == 0 &&
+                     write_file(tu, tu_text, strlen(tu_text)) == 0
+                 ? 0
+                 : -1;
+    char *lib = ts_strfmt("%s/lib%s.so", job->tmp, o->g->name), *log = ts_strfmt("%s/build.log", job->tmp);
+    char *gencode = ts_strfmt("-gencode=arch=compute_%s,code=sm_%s", t->arch, t->arch);
+    if (rc == 0) {
+        job->pid = fork();
+        if (job->pid == 0) {
+            FILE *lf = freopen(log, "w", stdout);
+            if (lf) dup2(fileno(stdout), 2);
+            execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu,
+                  (char *)NULL);
+            fprintf(stderr, "cannot run %s: %s\n", nvcc, strerror(errno));
+            _exit(127);
+        }
+        if (job->pid < 0) rc = -1;
+    }
+    if (rc != 0) {
+        c->status = TS_CAND_BUILD_FAILED;
+        c->detail = ts_strfmt("cannot write %s or start the compiler: %s", job->tmp, strerror(errno));
+        job->pid = -1;
+    }
+    free(hdr), free(tu), free(upper), free(tu_text), free(lib), free(log), free(gencode);
+    return rc;
+}
+
+/* The last line of the build log that says "error", for the table. */
+static char *build_error(const char *dir) {
+    char *path = ts_strfmt("%s/build.log", dir), line[512], *last = NULL;
+    FILE *f = fopen(path, "r");
+    free(path);
+    if (!f) return ts_strdup("the compiler failed");
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strstr(line, "error")) {
+            free(last);
+            last = ts_strdup(line);
+        }
+    }
+    fclose(f);
+    return last ? last : ts_strdup("the compiler failed (see its build.log)");
+}
+
+static void finish_build(tuner *t, build_job *job, int status) {
+    ts_tune_cand *c = &t->c[job->cand];
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        if (rename(job->tmp, job->final) != 0 && !exists(c->lib)) {
+            c->status = TS_CAND_BUILD_FAILED;
+            c->detail = ts_strfmt("cannot move %s into the cache: %s", job->tmp, strerror(errno));
+        }
+    } else {
+        c->status = TS_CAND_BUILD_FAILED;
+        char *why = build_error(job->tmp);
+        c->detail = ts_strfmt("%s; log in %s/build.log", why, job->tmp);
+        free(why);
+    }
+    free(job->tmp), free(job->final);
+}
+
+/* Builds every candidate not in the cache, `jobs` compilers at a time. Returns the number built. */
+static int build_missing(tuner *t) {
+    const ts_tune_opts *o = t->o;
+    int todo = 0;
+    for (int i = 0; i < t->n; i++) todo += t->c[i].status == TS_CAND_PENDING && !exists(t->c[i].lib);
+    if (!todo) return 0;
+    const char *nvcc = find_nvcc(o);
+    if (!nvcc || mkdir_p(o->cache_dir) != 0) {
+        for (int i = 0; i < t->n; i++)
+            if (t->c[i].status == TS_CAND_PENDING && !exists(t->c[i].lib)) {
+                t->c[i].status = TS_CAND_BUILD_FAILED;
+                t->c[i].detail = nvcc ? ts_strfmt("cannot create the cache %s: %s", o->cache_dir, strerror(errno))
+                                      : ts_strdup("not in the cache, and no CUDA compiler (nvcc) to build it: "
+                                                  "set --nvcc or $TSOPT_NVCC, or build with --build-only elsewhere");
+            }
+        return 0;
+    }
+    fprintf(stderr, "tune: building %d candidate%s with %s (%s)\n", todo, todo == 1 ? "" : "s", nvcc, flags_text(t));
+    build_job *jobs = ts_xcalloc((size_t)todo, sizeof *jobs);
+    int running = 0, next = 0, built = 0;
+    for (;;) {
+        while (running < (o->jobs > 0 ? o->jobs : 1) && next < t->n) {
+            int i = next++;
+            if (t->c[i].status != TS_CAND_PENDING || exists(t->c[i].lib)) continue;
+            if (start_build(t, i, nvcc, &jobs[running]) == 0) running++;
+        }
+        if (running == 0) break;
+        int status = 0;
+        pid_t pid = wait(&status);
+        for (int j = 0; j < running; j++)
+            if (jobs[j].pid == pid) {
+                finish_build(t, &jobs[j], status);
+                built += t->c[jobs[j].cand].status == TS_CAND_PENDING;
+                jobs[j] = jobs[--running];
+                break;
+            }
+    }
+    free(jobs);
+    return built;
+}
+
+/* ---- the reference ----------------------------------------------------------------------------- */
+
+static bool weight_name(const char *name) { return name[0] == 'W'; }
+
+/* Fresh inputs at the validation sizes: uniform in [-1, 1) rounded to each dtype; weight matrices (inputs
+ * named W...) scaled by 1/sqrt(their first dim) so that fp16 activations stay in range through deep
+ * graphs (the same convention as bench/gpu_check.py). */
+static double **validation_inputs(const ts_graph *g, uint64_t seed) {
+    double **in = ts_random_inputs(g, seed);
+    for (int i = 0; i < g->ninputs; i++) {
+        const ts_node *n = &g->nodes[g->inputs[i].node];
+        if (!weight_name(g->inputs[i].name) || n->ndim < 2) continue;
+        double s = 1 / sqrt((double)g->axes[n->axis[0]].size);
+        for (int64_t e = 0, m = ts_input_numel(g, i); e < m; e++) in[i][e] = ts_dtype_round(n->dtype, in[i][e] * s);
+    }
+    return in;
+}
+
+/* bind with every dynamic root axis at `size[d]`. */
+static void bind_dynamic(const ts_graph *g, const ts_binding *bind, const ts_dyn *dyn, const int64_t *size,
+                         ts_binding *out) {
+    ts_binding_copy(out, bind);
+    for (int d = 0; d < dyn->n; d++) ts_binding_set(out, g->axes[dyn->axis[d]].name, size[d]);
+}
+
+/* Chooses the validation sizes (dynamic axes halved while the sampled reference is over budget) and the
+ * sampled rows. */
+static int plan_validation(tuner *t, char **err) {
+    const ts_tune_opts *o = t->o;
+    for (int d = 0; d < t->dyn.n; d++) t->val_dims[d] = t->time_dims[d];
+    for (;;) {
+        ts_binding_free(&t->vbind);
+        bind_dynamic(o->g, o->bind, &t->dyn, t->val_dims, &t->vbind);
+        ts_graph_free(&t->vg);
+        ts_diags d;
+        ts_diags_init(&d, o->spec->path, o->spec->text, o->spec->len);
+        int rc = ts_check(o->spec, &t->vbind, &t->vg, &d);
+        ts_diags_free(&d);
+        if (rc != 0) {
+            *err = ts_strdup("the graph does not check at the validation sizes");
+            return -1;
+        }
+        ts_sample_free(&t->sp);
+        ts_sample_choose(&t->vg, REF_ROWS, REF_BUDGET_FLOPS, o->seed, &t->sp);
+        bool shrunk = false;
+        if (ts_sample_flops(&t->vg, &t->sp) > REF_BUDGET_FLOPS)
+            for (int d2 = 0; d2 < t->dyn.n; d2++)
+                if (t->val_dims[d2] > REF_MIN_DYN) {
+                    t->val_dims[d2] = t->val_dims[d2] / 2 > REF_MIN_DYN ? t->val_dims[d2] / 2 : REF_MIN_DYN;
+                    shrunk = true;
+                }
+        if (!shrunk) return 0;
+    }
+}
+
+/* The key of the cached reference: the graph text, the sizes, the rows, the seed and the input policy. */
+static void reference_key(tuner *t) {
+    unsigned long long h = ts_fnv1a(TS_FNV_OFFSET, t->o->spec->text, t->o->spec->len);
+    for (int a = 0; a < t->vg.naxes; a++) h = ts_fnv1a(h, &t->vg.axes[a].size, sizeof t->vg.axes[a].size);
+    for (int s = 0; s < t->sp.n; s++) h = ts_fnv1a(h, t->sp.index[s], sizeof(int64_t) * (size_t)t->sp.count[s]);
+    h = ts_fnv1a(h, &t->o->seed, sizeof t->o->seed);
+    h = ts_fnv1a(h, "inputs v1: uniform, W/sqrt(fan-in)", 34);
+    hash_hex(h, t->ref_key);
+}
+
+static int64_t output_sample_numel(const tuner *t, int i) {
+    const ts_view *v = &t->vg.outputs[i].ref.view;
+    return ts_sample_numel(&t->vg, v->axis, v->ndim, &t->sp);
+}
+
+static bool load_reference(tuner *t, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    t->ref = ts_xcalloc((size_t)t->vg.noutputs + 1, sizeof *t->ref);
+    char magic[8] = {0};
+    bool ok = fread(magic, 1, 8, f) == 8 && memcmp(magic, "TSREF1\n", 8) == 0;
+    for (int i = 0; ok && i < t->vg.noutputs; i++) {
+        int64_t n = output_sample_numel(t, i), got = -1;
+        ok = fread(&got, sizeof got, 1, f) == 1 && got == n;
+        if (ok) {
+            t->ref[i] = ts_xmalloc(sizeof(double) * (size_t)n);
+            ok = fread(t->ref[i], sizeof(double), (size_t)n, f) == (size_t)n;
+        }
+    }
+    fclose(f);
+    if (!ok) {
+        ts_free_buffers(t->ref, t->vg.noutputs);
+        t->ref = NULL;
+    }
+    return ok;
+}
+
+static void save_reference(tuner *t, const char *path) {
+    char *tmp = ts_strfmt("%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite("TSREF1\n", 1, 8, f) == 8;
+    for (int i = 0; ok && i < t->vg.noutputs; i++) {
+        int64_t n = output_sample_numel(t, i);
+        ok = fwrite(&n, sizeof n, 1, f) == 1 && fwrite(t->ref[i], sizeof(double), (size_t)n, f) == (size_t)n;
+    }
+    if (f) ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+    free(tmp);
+}
+
+/* Inputs, and the reference from the cache or the interpreter (then cached). */
+static int prepare_reference(tuner *t, char **err) {
+    if (plan_validation(t, err) != 0) return -1;
+    reference_key(t);
+    t->vin = validation_inputs(&t->vg, t->o->seed);
+    char *path = ts_strfmt("%s/ref-%s.bin", t->o->cache_dir, t->ref_key);
+    int rc = 0;
+    if (!load_reference(t, path)) {
+        double f = ts_sample_flops(&t->vg, &t->sp);
+        fprintf(stderr, "tune: computing the float64 reference (%.2f GFLOP%s)\n", f * 1e-9,
+                t->sp.n ? ", sampled rows" : "");
+        rc = ts_sample_reference(t->o->spec, &t->vbind, &t->vg, t->vin, &t->sp, &t->ref, err);
+        if (rc == 0 && mkdir_p(t->o->cache_dir) == 0) save_reference(t, path);
+    }
+    free(path);
+    return rc;
+}
+
+/* ---- the GPU ----------------------------------------------------------------------------------- */
+
+static int cu_check(tuner *t, CUresult r, const char *what) {
+    if (r == 0) return 0;
+    const char *s = NULL;
+    if (t->cu.cuGetErrorString) t->cu.cuGetErrorString(r, &s);
+    snprintf(t->err, sizeof t->err, "%s failed: %s (CUresult %d)", what, s ? s : "unknown error", r);
+    return -1;
+}
+#define CU(t, call) cu_check((t), (t)->cu.call, #call)
+
+static int open_gpu(tuner *t) {
+    char *why = NULL;
+    if (ts_gpu_load_cuda(&t->cu, &why) != 0) {
+        snprintf(t->err, sizeof t->err, "tune needs the CUDA driver (a GPU machine): %s", why);
+        free(why);
+        return -1;
+    }
+    int count = 0, ver = 0;
+    if (CU(t, cuInit(0)) || CU(t, cuDeviceGetCount(&count))) return -1;
+    if (count < 1) {
+        snprintf(t->err, sizeof t->err, "the CUDA driver sees no GPU");
+        return -1;
+    }
+    if (CU(t, cuDeviceGet(&t->dev, 0)) || CU(t, cuDeviceGetName(t->gpu_name, (int)sizeof t->gpu_name, t->dev)) ||
+        CU(t, cuDriverGetVersion(&ver)) || CU(t, cuDeviceGetAttribute(&t->cc_major, 75, t->dev)) ||
+        CU(t, cuDeviceGetAttribute(&t->cc_minor, 76, t->dev)) || CU(t, cuDevicePrimaryCtxRetain(&t->ctx, t->dev)) ||
+        CU(t, cuCtxSetCurrent(t->ctx)))
+        return -1;
+    snprintf(t->driver, sizeof t->driver, "CUDA %d.%d", ver / 1000, ver % 1000 / 10);
+    t->gpu_open = true;
+    return 0;
+}
+
+static void start_cupti(tuner *t) {
+    char *why = NULL;
+    if (ts_gpu_load_cupti(&t->cp, &why) == 0 && ts_cupti_start(&t->cp, &why) == 0) t->cupti_on = true;
+    else fprintf(stderr, "tune: no per-kernel times: %s\n", why ? why : "CUPTI unavailable");
+    free(why);
+}
+
+/* IEEE binary16 bits of x, rounded to nearest even. */
+uint16_t ts_half_bits(double x) {
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    if (isnan(x)) return 0x7e00;
+    if (a >= 65520.0) return sign | 0x7c00; /* rounds to infinity */
+    if (a < 0x1p-14) {                      /* subnormal: multiples of 2^-24 */
+        double q = nearbyint(a * 0x1p24);   /* default rounding mode: to nearest even */
+        return sign | (uint16_t)q;          /* q == 1024 lands on the smallest normal, as it should */
+    }
+    int e;
+    double m = frexp(a, &e); /* a = m · 2^e, m in [0.5, 1) */
+    double q = nearbyint(m * 2048.0);           /* 11 significant bits */
+    if (q == 2048.0) q = 1024.0, e++;
+    if (e + 14 > 30) return sign | 0x7c00;
+    return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((int)q - 1024);
+}
+
+/* Device bytes of a float64 array in dtype t. */
+static void *to_dtype(ts_dtype t, const double *x, int64_t n, size_t *bytes) {
+    *bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
+    void *out = ts_xmalloc(*bytes ? *bytes : 1);
+    for (int64_t i = 0; i < n; i++) {
+        float f = (float)x[i];
+        if (t == TS_FP32) memcpy((char *)out + 4 * i, &f, 4);
+        else if (t == TS_FP16) ((uint16_t *)out)[i] = ts_half_bits(x[i]);
+        else { /* bf16: values are bf16-representable, so the top half of the float is exact */
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            ((uint16_t *)out)[i] = (uint16_t)(u >> 16);
+        }
+    }
+    return out;
+}
+
+static double from_dtype(ts_dtype t, const void *p, int64_t i) {
+    if (t == TS_FP32) {
+        float f;
+        memcpy(&f, (const char *)p + 4 * i, 4);
+        return f;
+    }
+    uint16_t h = ((const uint16_t *)p)[i];
+    if (t == TS_BF16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static int upload(tuner *t, CUdeviceptr *dst, ts_dtype dt, const double *x, int64_t n) {
+    size_t bytes;
+    void *host = to_dtype(dt, x, n, &bytes);
+    int rc = CU(t, cuMemAlloc(dst, bytes ? bytes : 1));
+    if (rc == 0 && bytes) rc = CU(t, cuMemcpyHtoD(*dst, host, bytes));
+    free(host);
+    return rc;
+}
+
+static ts_dtype input_dtype(const ts_graph *g, int i) { return g->nodes[g->inputs[i].node].dtype; }
+
+static int64_t output_numel(const ts_graph *g, int i) { return ts_view_numel(&g->outputs[i].ref.view); }
+
+/* Device inputs at the validation sizes; outputs allocated (poisoned before every checked run). */
+static int upload_validation(tuner *t) {
+    const ts_graph *g = &t->vg;
+    t->din = ts_xcalloc((size_t)g->ninputs + 1, sizeof *t->din);
+    t->dout = ts_xcalloc((size_t)g->noutputs + 1, sizeof *t->dout);
+    for (int i = 0; i < g->ninputs; i++)
+        if (upload(t, &t->din[i], input_dtype(g, i), t->vin[i], ts_input_numel(g, i)) != 0) return -1;
+    for (int i = 0; i < g->noutputs; i++) {
+        size_t bytes = (size_t)output_numel(g, i) * (size_t)ts_dtype_bytes(g->outputs[i].dtype);
+        if (CU(t, cuMemAlloc(&t->dout[i], bytes ? bytes : 1)) != 0) return -1;
+    }
+    return CU(t, cuMemAlloc(&t->flush, FLUSH_BYTES));
+}
+
+/* Buffers at the timed sizes: the validation ones where the sizes agree, fresh random ones otherwise. */
+static int upload_timing(tuner *t) {
+    const ts_graph *g = t->o->g;
+    t->tin = ts_xcalloc((size_t)g->ninputs + 1, sizeof *t->tin);
+    t->tout = ts_xcalloc((size_t)g->noutputs + 1, sizeof *t->tout);
+    double **fresh = NULL;
+    int rc = 0;
+    for (int i = 0; i < g->ninputs && rc == 0; i++) {
+        if (ts_input_numel(g, i) == ts_input_numel(&t->vg, i)) {
+            t->tin[i] = t->din[i];
+            continue;
+        }
+        if (!fresh) fresh = validation_inputs(g, t->o->seed + 1);
+        rc = upload(t, &t->tin[i], input_dtype(g, i), fresh[i], ts_input_numel(g, i));
+    }
+    if (fresh) ts_free_buffers(fresh, g->ninputs);
+    for (int i = 0; i < g->noutputs && rc == 0; i++) {
+        if (output_numel(g, i) == output_numel(&t->vg, i)) {
+            t->tout[i] = t->dout[i];
+            continue;
+        }
+        size_t bytes = (size_t)output_numel(g, i) * (size_t)ts_dtype_bytes(g->outputs[i].dtype);
+        rc = CU(t, cuMemAlloc(&t->tout[i], bytes ? bytes : 1));
+    }
+    return rc;
+}
+
+typedef int (*run_fn)(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
+typedef size_t (*workspace_fn)(const int64_t *dims);
+
+typedef struct {
+    void *lib;
+    run_fn run;
+    workspace_fn workspace;
+} entry;
+
+static int open_entry(tuner *t, ts_tune_cand *c, entry *e) {
+    e->lib = dlopen(c->lib, RTLD_NOW | RTLD_LOCAL);
+    if (!e->lib) {
+        c->detail = ts_strfmt("cannot load %s: %s", c->lib, dlerror());
+        return -1;
+    }
+    char *run = ts_strfmt("%s_run", t->o->g->name), *ws = ts_strfmt("%s_workspace", t->o->g->name);
+    void *r = dlsym(e->lib, run), *w = dlsym(e->lib, ws);
+    free(run), free(ws);
+    if (!r || !w) {
+        c->detail = ts_strfmt("%s lacks the C ABI entry points", c->lib);
+        return -1;
+    }
+    memcpy(&e->run, &r, sizeof r);
+    memcpy(&e->workspace, &w, sizeof w);
+    return 0;
+}
+
+/* Enough workspace for both sizes. */
+static int ensure_workspace(tuner *t, size_t bytes) {
+    if (bytes <= t->ws_bytes) return 0;
+    if (t->ws) t->cu.cuMemFree(t->ws);
+    t->ws = 0;
+    t->ws_bytes = 0;
+    if (CU(t, cuMemAlloc(&t->ws, bytes)) != 0) return -1;
+    t->ws_bytes = bytes;
+    return 0;
+}
+
+/* One call of the C ABI; a CUDA error (returned, or raised by a kernel) goes into c->detail. */
+static int call(tuner *t, ts_tune_cand *c, const entry *e, const CUdeviceptr *in, const CUdeviceptr *out,
+                const int64_t *dims) {
+    const ts_graph *g = t->o->g;
+    void **bufs = ts_xcalloc((size_t)(g->ninputs + g->noutputs) + 1, sizeof *bufs);
+    for (int i = 0; i < g->ninputs; i++) bufs[i] = (void *)(uintptr_t)in[i];
+    for (int i = 0; i < g->noutputs; i++) bufs[g->ninputs + i] = (void *)(uintptr_t)out[i];
+    int rc = e->run(bufs, dims, (void *)(uintptr_t)t->ws, NULL);
+    free(bufs);
+    if (rc != 0) {
+        c->detail = ts_strfmt("%s_run returned cudaError %d", g->name, rc);
+        return -1;
+    }
+    return 0;
+}
+
+static int sync_checked(tuner *t, ts_tune_cand *c) {
+    if (CU(t, cuCtxSynchronize()) == 0) return 0;
+    c->detail = ts_strdup(t->err);
+    return -1;
+}
+
+/* Runs at the validation sizes on poisoned outputs and compares the sampled rows with the reference. */
+static int validate(tuner *t, ts_tune_cand *c, const entry *e) {
+    const ts_graph *g = &t->vg;
+    for (int i = 0; i < g->noutputs; i++) {
+        size_t bytes = (size_t)output_numel(g, i) * (size_t)ts_dtype_bytes(g->outputs[i].dtype);
+        if (CU(t, cuMemsetD8(t->dout[i], 0xff, bytes)) != 0) return c->detail = ts_strdup(t->err), -1; /* NaN */
+    }
+    if (ensure_workspace(t, e->workspace(t->dyn.n ? t->val_dims : NULL)) != 0) return c->detail = ts_strdup(t->err), -1;
+    if (call(t, c, e, t->din, t->dout, t->dyn.n ? t->val_dims : NULL) != 0 || sync_checked(t, c) != 0) return -1;
+    double worst = 0;
+    for (int i = 0; i < g->noutputs; i++) {
+        ts_dtype dt = g->outputs[i].dtype;
+        int64_t n = output_numel(g, i), m = output_sample_numel(t, i);
+        void *host = ts_xmalloc((size_t)n * (size_t)ts_dtype_bytes(dt) + 1);
+        if (CU(t, cuMemcpyDtoH(host, t->dout[i], (size_t)n * (size_t)ts_dtype_bytes(dt))) != 0) {
+            free(host);
+            return c->detail = ts_strdup(t->err), -1;
+        }
+        double *full = ts_xmalloc(sizeof(double) * (size_t)n + 1), *got = ts_xmalloc(sizeof(double) * (size_t)m + 1);
+        for (int64_t k = 0; k < n; k++) full[k] = from_dtype(dt, host, k);
+        const ts_view *v = &g->outputs[i].ref.view;
+        ts_sample_gather(g, v->axis, v->ndim, &t->sp, full, got);
+        double num = 0, den = 0;
+        bool nan = false;
+        for (int64_t k = 0; k < m; k++) {
+            if (isnan(got[k]) != isnan(t->ref[i][k]) || isinf(got[k]) != isinf(t->ref[i][k])) nan = true;
+            else if (isfinite(got[k])) num += (got[k] - t->ref[i][k]) * (got[k] - t->ref[i][k]), den += t->ref[i][k] * t->ref[i][k];
+        }
+        double rel = nan ? INFINITY : sqrt(num) / (den > 0 ? sqrt(den) : 1);
+        if (rel > worst || isnan(rel)) worst = rel;
+        free(host), free(full), free(got);
+    }
+    c->rel_error = worst;
+    double tol = 1e-2;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].dtype == TS_FP32) tol = 2e-3;
+    if (!(worst <= tol)) {
+        c->status = TS_CAND_INVALID;
+        c->detail = ts_strfmt(isinf(worst) ? "unwritten or non-finite outputs" : "rel. error %.2e > %.0e", worst, tol);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of o->reps CUDA-event timings after o->warmup runs, the L2 flushed before each. */
+static int time_candidate(tuner *t, ts_tune_cand *c, const entry *e) {
+    const int64_t *dims = t->dyn.n ? t->time_dims : NULL;
+    if (ensure_workspace(t, e->workspace(dims)) != 0) return c->detail = ts_strdup(t->err), -1;
+    for (int i = 0; i < t->o->warmup; i++)
+        if (call(t, c, e, t->tin, t->tout, dims) != 0) return -1;
+    if (sync_checked(t, c) != 0) return -1;
+    int reps = t->o->reps > 0 ? t->o->reps : 1;
+    double *ms = ts_xmalloc(sizeof *ms * (size_t)reps);
+    CUevent e0 = NULL, e1 = NULL;
+    int rc = CU(t, cuEventCreate(&e0, 0)) || CU(t, cuEventCreate(&e1, 0)) ? -1 : 0;
+    for (int r = 0; r < reps && rc == 0; r++) {
+        float f = 0;
+        rc = CU(t, cuMemsetD8(t->flush, (unsigned char)r, FLUSH_BYTES)) || CU(t, cuEventRecord(e0, NULL)) ? -1 : 0;
+        if (rc == 0) rc = call(t, c, e, t->tin, t->tout, dims);
+        if (rc == 0) rc = CU(t, cuEventRecord(e1, NULL)) || CU(t, cuEventSynchronize(e1)) ||
+                                  CU(t, cuEventElapsedTime(&f, e0, e1))
+                              ? -1
+                              : 0;
+        ms[r] = f;
+    }
+    if (rc != 0 && !c->detail) c->detail = ts_strdup(t->err);
+    if (rc == 0) {
+        qsort(ms, (size_t)reps, sizeof *ms, cmp_double);
+        c->measured_s = (reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2])) * 1e-3;
+    }
+    if (e0) t->cu.cuEventDestroy(e0);
+    if (e1) t->cu.cuEventDestroy(e1);
+    free(ms);
+    return rc;
+}
+
+/* One more call with CUPTI on: per-kernel durations, matched to the plan's kernels in launch order. */
+static void profile_kernels(tuner *t, ts_tune_cand *c, const entry *e) {
+    const int64_t *dims = t->dyn.n ? t->time_dims : NULL;
+    if (CU(t, cuMemsetD8(t->flush, 1, FLUSH_BYTES)) != 0 || CU(t, cuCtxSynchronize()) != 0) return;
+    ts_cupti_clear();
+    if (call(t, c, e, t->tin, t->tout, dims) != 0 || CU(t, cuCtxSynchronize()) != 0) return;
+    uint64_t *start = NULL, *end = NULL;
+    size_t n = ts_cupti_collect((size_t)c->plan->nk, &start, &end);
+    if (n == (size_t)c->plan->nk)
+        for (size_t k = 0; k < n; k++) c->kernel_s[k] = (double)(end[k] - start[k]) * 1e-9;
+    else fprintf(stderr, "tune: %s: %zu kernel records for %d kernels: no per-kernel times\n", c->plan->name, n, c->plan->nk);
+    free(start);
+    free(end);
+}
+
+static void run_candidates(tuner *t) {
+    entry *es = ts_xcalloc((size_t)t->n + 1, sizeof *es);
+    bool lost = false; /* a kernel fault poisons the context: later candidates cannot run */
+    for (int i = 0; i < t->n; i++) {
+        ts_tune_cand *c = &t->c[i];
+        if (c->status != TS_CAND_PENDING) continue;
+        if (lost) {
+            c->status = TS_CAND_RUN_FAILED;
+            c->detail = ts_strdup("not run: an earlier candidate's fault left the GPU context unusable");
+            continue;
+        }
+        fprintf(stderr, "tune: [%d/%d] %s: validating and timing\n", i + 1, t->n, c->plan->name);
+        if (open_entry(t, c, &es[i]) != 0) {
+            c->status = TS_CAND_RUN_FAILED;
+            continue;
+        }
+        if (validate(t, c, &es[i]) != 0) {
+            if (c->status == TS_CAND_PENDING) c->status = TS_CAND_RUN_FAILED, lost = true;
+            continue;
+        }
+        if (time_candidate(t, c, &es[i]) != 0) {
+            c->status = TS_CAND_RUN_FAILED, lost = true;
+            continue;
+        }
+        c->status = TS_CAND_OK;
+    }
+    if (!lost) start_cupti(t);
+    for (int i = 0; i < t->n && t->cupti_on; i++)
+        if (t->c[i].status == TS_CAND_OK) profile_kernels(t, &t->c[i], &es[i]);
+    free(es); /* the libraries stay loaded: unloading their CUDA runtimes while the context lives is unsafe */
+}
+
+/* ---- output: the tuned header and the record --------------------------------------------------- */
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void json_number(FILE *f, double x) {
+    if (isfinite(x)) fprintf(f, "%.10g", x);
+    else fputs("null", f);
+}
+
+static const char *kind_name(ts_kernel_kind k) {
+    switch (k) {
+    case TS_KERNEL_GEMM: return "gemm";
+    case TS_KERNEL_ATTENTION: return "attention";
+    case TS_KERNEL_REDUCE: return "reduce";
+    default: return "map";
+    }
+}
+
+static void json_sizes(FILE *f, const ts_graph *g) {
+    fputc('{', f);
+    bool first = true;
+    for (int a = 0; a < g->naxes; a++) {
+        if (g->axes[a].name[0] == '_') continue;
+        fprintf(f, "%s", first ? "" : ", ");
+        json_string(f, g->axes[a].name);
+        fprintf(f, ": %lld", (long long)g->axes[a].size);
+        first = false;
+    }
+    fputc('}', f);
+}
+
+static void json_costmodel(FILE *f, const ts_costmodel *m) {
+    fputs("{\"path\": ", f);
+    json_string(f, m->path);
+    const struct {
+        const char *name;
+        double v;
+    } c[] = {{"launch_s", m->launch_s},
+             {"dram_bytes_per_s", m->dram_bytes_per_s},
+             {"tensor_flops_per_s", m->tensor_flops_per_s},
+             {"fma_flops_per_s", m->fma_flops_per_s},
+             {"sfu_ops_per_s", m->sfu_ops_per_s},
+             {"sms", m->sms},
+             {"l2_bytes", m->l2_bytes},
+             {"gemm_efficiency", m->gemm_efficiency},
+             {"attention_efficiency", m->attention_efficiency},
+             {"reduce_efficiency", m->reduce_efficiency},
+             {"map_efficiency", m->map_efficiency},
+             {"strided_efficiency", m->strided_efficiency}};
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        fprintf(f, ", \"%s\": ", c[i].name);
+        json_number(f, c[i].v);
+    }
+    fputc('}', f);
+}
+
+static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
+    const ts_tune_opts *o = t->o;
+    fputs("[", f);
+    for (int k = 0; k < c->plan->nk; k++) {
+        ts_kernel_work w;
+        ts_costmodel_work(o->cm, o->g, c->plan, &c->plan->k[k], &w);
+        char *label = ts_kernel_describe(c->plan, o->g, k);
+        fprintf(f, "%s\n       {\"label\": ", k ? "," : "");
+        json_string(f, label);
+        free(label);
+        fprintf(f, ", \"kind\": \"%s\", \"tensor_flops\": ", kind_name(w.kind));
+        json_number(f, w.tensor_flops);
+        fputs(", \"fma_flops\": ", f), json_number(f, w.fma_flops);
+        fputs(", \"sfu_ops\": ", f), json_number(f, w.sfu_ops);
+        fputs(", \"bytes\": ", f), json_number(f, w.bytes);
+        fputs(", \"strided_bytes\": ", f), json_number(f, w.strided_bytes);
+        fputs(", \"wave_efficiency\": ", f), json_number(f, w.wave_efficiency);
+        fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
+        fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
+        fputc('}', f);
+    }
+    fputs("]", f);
+}
+
+static void write_record(FILE *f, const tuner *t, int chosen) {
+    const ts_tune_opts *o = t->o;
+    fprintf(f, "{\n  \"format\": \"tsopt-tune-record 1\",\n  \"tsopt\": \"%s\",\n  \"graph\": ", TS_VERSION);
+    json_string(f, o->g->name);
+    fputs(",\n  \"file\": ", f), json_string(f, o->file);
+    fputs(",\n  \"gpu\": ", f), json_string(f, t->gpu_name);
+    fputs(",\n  \"driver\": ", f), json_string(f, t->driver);
+    fputs(",\n  \"costmodel\": ", f), json_costmodel(f, o->cm);
+    fputs(",\n  \"sizes\": ", f), json_sizes(f, o->g);
+    fputs(",\n  \"runtime_dims\": [", f);
+    for (int d = 0; d < t->dyn.n; d++) fprintf(f, "%s%lld", d ? ", " : "", (long long)t->time_dims[d]);
+    fputs("],\n  \"validation\": {\"sizes\": ", f), json_sizes(f, &t->vg);
+    fputs(", \"sampled\": {", f);
+    for (int s = 0; s < t->sp.n; s++) {
+        fprintf(f, "%s", s ? ", " : "");
+        json_string(f, t->vg.axes[t->sp.axis[s]].name);
+        fprintf(f, ": %lld", (long long)t->sp.count[s]);
+    }
+    fprintf(f, "}, \"seed\": %llu, \"tolerance\": 0.01},\n", (unsigned long long)o->seed);
+    fprintf(f, "  \"timing\": {\"warmup\": %d, \"reps\": %d, \"l2_flush_bytes\": %zu, \"timer\": \"CUDA events\", "
+               "\"kernel_timer\": \"%s\"},\n",
+            o->warmup, o->reps, FLUSH_BYTES, t->cupti_on ? "CUPTI" : "none");
+    fputs("  \"baseline_predicted_s\": ", f), json_number(f, o->baseline_s);
+    fprintf(f, ",\n  \"chosen\": %d,\n  \"candidates\": [", chosen >= 0 ? t->c[chosen].rank : 0);
+    for (int i = 0; i < t->n; i++) {
+        const ts_tune_cand *c = &t->c[i];
+        fprintf(f, "%s\n    {\"rank\": %d, \"plan\": ", i ? "," : "", c->rank);
+        json_string(f, c->plan->name);
+        fputs(", \"predicted_s\": ", f), json_number(f, c->predicted_s);
+        fputs(", \"measured_s\": ", f), json_number(f, c->measured_s);
+        fprintf(f, ", \"status\": \"%s\", \"detail\": ", ts_cand_status_name(c->status));
+        json_string(f, c->detail ? c->detail : "");
+        fputs(", \"rel_error\": ", f), json_number(f, c->rel_error);
+        fprintf(f, ", \"source_hash\": \"%s\", \"library\": ", c->hash);
+        json_string(f, c->lib);
+        fputs(",\n     \"kernels\": ", f);
+        json_kernels(f, t, c);
+        fputc('}', f);
+    }
+    fputs("\n  ]\n}\n", f);
+}
+
+static int save_record(const tuner *t, int chosen) {
+    char *tmp = ts_strfmt("%s.tmp.%ld", t->o->record, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "tsopt: error: cannot write %s: %s\n", t->o->record, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    write_record(f, t, chosen);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok && rename(tmp, t->o->record) == 0;
+    if (!ok) {
+        fprintf(stderr, "tsopt: error: cannot write %s: %s\n", t->o->record, strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+    return ok ? 0 : -1;
+}
+
+/* "t_q: 32 sampled rows, t=16" or "in full": how the reference was made, for the table and the banner. */
+static char *validation_text(const tuner *t) {
+    char *s = ts_strdup("");
+    for (int i = 0; i < t->sp.n; i++) {
+        char *n = ts_strfmt("%s%s%s: %lld sampled rows", s, *s ? ", " : "", t->vg.axes[t->sp.axis[i]].name,
+                            (long long)t->sp.count[i]);
+        free(s);
+        s = n;
+    }
+    for (int d = 0; d < t->dyn.n; d++)
+        if (t->val_dims[d] != t->time_dims[d]) {
+            char *n = ts_strfmt("%s%s%s=%lld", s, *s ? ", " : "", t->vg.axes[t->dyn.axis[d]].name, (long long)t->val_dims[d]);
+            free(s);
+            s = n;
+        }
+    if (!*s) {
+        free(s);
+        s = ts_strdup("in full");
+    }
+    return s;
+}
+
+static int emit_tuned(const tuner *t, int chosen) {
+    const ts_tune_opts *o = t->o;
+    const ts_tune_cand *c = &t->c[chosen];
+    int others = 0;
+    for (int i = 0; i < t->n; i++) others += t->c[i].status == TS_CAND_OK;
+    char *how = validation_text(t);
+    char *measured = ts_strfmt("%.4f ms on %s by `tsopt tune` (median of %d CUDA-event timings, L2 flushed;\n"
+                               "//            fastest of %d valid candidate%s; rel. error %.1e against float64, %s)",
+                               c->measured_s * 1e3, t->gpu_name, o->reps, others, others == 1 ? "" : "s", c->rel_error,
+                               how);
+    free(how);
+    ts_emit_opts eo = {.source_path = o->file, .source_text = o->spec->text, .source_len = o->spec->len,
+                       .templates_dir = o->templates_dir, .cost_model = o->cm, .baseline_s = o->baseline_s,
+                       .measured = measured};
+    char *err = NULL;
+    int rc = mkdir_p(o->out_dir) == 0 ? ts_emit_header_file(o->out_dir, o->g, c->plan, &eo, &err) : -1;
+    if (rc == 0) printf("wrote %s/%s.cuh (plan %d: %s, measured %.4f ms)\n", o->out_dir, o->g->name, c->rank,
+                        c->plan->name, c->measured_s * 1e3);
+    else fprintf(stderr, "tsopt: error: cannot write the tuned header into %s: %s\n", o->out_dir, err ? err : strerror(errno));
+    free(err);
+    free(measured);
+    return rc;
+}
+
+/* ---- the command ------------------------------------------------------------------------------- */
+
+static void tuner_free(tuner *t) {
+    if (t->gpu_open) {
+        const ts_graph *g = t->o->g;
+        for (int i = 0; t->tin && i < g->ninputs; i++)
+            if (t->tin[i] && t->tin[i] != t->din[i]) t->cu.cuMemFree(t->tin[i]);
+        for (int i = 0; t->tout && i < g->noutputs; i++)
+            if (t->tout[i] && t->tout[i] != t->dout[i]) t->cu.cuMemFree(t->tout[i]);
+        for (int i = 0; t->din && i < g->ninputs; i++)
+            if (t->din[i]) t->cu.cuMemFree(t->din[i]);
+        for (int i = 0; t->dout && i < g->noutputs; i++)
+            if (t->dout[i]) t->cu.cuMemFree(t->dout[i]);
+        if (t->flush) t->cu.cuMemFree(t->flush);
+        if (t->ws) t->cu.cuMemFree(t->ws);
+        if (t->cupti_on) ts_cupti_stop();
+        t->cu.cuDevicePrimaryCtxRelease(t->dev);
+    }
+    free(t->tin), free(t->tout), free(t->din), free(t->dout);
+    for (int i = 0; i < t->n; i++) {
+        free(t->c[i].header), free(t->c[i].lib), free(t->c[i].detail), free(t->c[i].kernel_s);
+    }
+    free(t->c);
+    if (t->vin) ts_free_buffers(t->vin, t->vg.ninputs);
+    if (t->ref) ts_free_buffers(t->ref, t->vg.noutputs);
+    ts_sample_free(&t->sp);
+    ts_graph_free(&t->vg);
+    ts_binding_free(&t->vbind);
+}
+
+static void print_build_table(const tuner *t) {
+    printf("%-4s %-30s %12s  %-16s %s\n", "rank", "plan", "predicted", "source hash", "library");
+    for (int i = 0; i < t->n; i++) {
+        const ts_tune_cand *c = &t->c[i];
+        printf("%-4d %-30s %9.4f ms  %-16s %s%s%s\n", c->rank, c->plan->name, c->predicted_s * 1e3, c->hash,
+               c->status == TS_CAND_BUILD_FAILED ? "build failed: " : "", c->status == TS_CAND_BUILD_FAILED ? c->detail : c->lib,
+               "");
+    }
+}
+
+static int on_gpu(tuner *t) {
+    const ts_tune_opts *o = t->o;
+    if (upload_validation(t) != 0 || upload_timing(t) != 0) {
+        fprintf(stderr, "tsopt: error: tune: %s\n", t->err);
+        return EXIT_NO_GPU;
+    }
+    run_candidates(t);
+    int chosen = ts_tune_select(t->c, t->n);
+    char *how = validation_text(t);
+    printf("graph %s on %s: %d candidate%s (top %d by prediction), validated %s%s, timed as the median of %d runs "
+           "(L2 flushed)\n",
+           o->g->name, t->gpu_name, t->n, t->n == 1 ? "" : "s", o->top, strcmp(how, "in full") ? "at " : "", how, o->reps);
+    free(how);
+    ts_tune_print_table(stdout, t->c, t->n, chosen);
+    int rc = EXIT_OK;
+    if (o->record && save_record(t, chosen) != 0) rc = EXIT_INPUT;
+    if (chosen < 0) {
+        fprintf(stderr, "%s: error: no candidate passed validation; nothing was emitted\n", o->file);
+        return EXIT_INPUT;
+    }
+    if (emit_tuned(t, chosen) != 0) rc = EXIT_INPUT;
+    return rc;
+}
+
+int ts_tune(const ts_tune_opts *o) {
+    tuner t = {.o = o};
+    if (ts_dyn_of(o->g, &t.dyn) != 0) {
+        fprintf(stderr, "%s: error: more dynamic axes than tsopt supports\n", o->file);
+        return EXIT_INPUT;
+    }
+    for (int d = 0; d < t.dyn.n; d++) t.time_dims[d] = o->g->axes[t.dyn.axis[d]].size;
+    if (!o->build_only && open_gpu(&t) != 0) {
+        fprintf(stderr, "tsopt: error: %s\n      = hint: `tsopt tune --build-only` prepares the cache without a GPU\n",
+                t.err);
+        tuner_free(&t);
+        return EXIT_NO_GPU;
+    }
+    /* the target: --arch, else the GPU's (Hopper: sm_90a, for wgmma and TMA), else (--build-only) sm_90a */
+    if (o->arch) snprintf(t.arch, sizeof t.arch, "%s", o->arch);
+    else if (t.gpu_open && !(t.cc_major == 9 && t.cc_minor == 0)) snprintf(t.arch, sizeof t.arch, "%d%d", t.cc_major, t.cc_minor);
+    else snprintf(t.arch, sizeof t.arch, "90a");
+    make_candidates(&t);
+    int rc = EXIT_OK;
+    if (t.n == 0) {
+        fprintf(stderr, "%s: error: no plan could be emitted\n", o->file);
+        rc = EXIT_INPUT;
+        goto out;
+    }
+    build_missing(&t);
+    char *err = NULL;
+    if (prepare_reference(&t, &err) != 0) {
+        fprintf(stderr, "%s: error: cannot compute the reference: %s\n", o->file, err ? err : "");
+        free(err);
+        rc = EXIT_INPUT;
+        goto out;
+    }
+    if (o->build_only) {
+        printf("graph %s: %d candidate%s built into %s (reference %s cached)\n", o->g->name, t.n, t.n == 1 ? "" : "s",
+               o->cache_dir, t.ref_key);
+        print_build_table(&t);
+        for (int i = 0; i < t.n; i++)
+            if (t.c[i].status == TS_CAND_BUILD_FAILED) rc = EXIT_INPUT;
+        goto out;
+    }
+    rc = on_gpu(&t);
+out:
+    tuner_free(&t);
+    return rc;
+}

@@ -1,0 +1,215 @@
+/* test_tune.c — `tsopt tune` without a GPU: the choice among candidates, fp16 conversion, and the whole
+ * command end to end on the simulated driver (calibrate/mock_cuda.c, built by make as
+ * $MOCKCUDA) with CPU stand-ins for the compiled candidates (tests/tune/fake_nvcc.sh builds
+ * tests/tune/fake_candidate.c in place of nvcc: the baseline plan computes a wrong result, every plan
+ * "launches" one 5 us simulated kernel per kernel of its plan). */
+#include <math.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tune.h"
+
+/* ---- the choice -------------------------------------------------------------------------------- */
+
+static ts_plan plan_named(const char *name) { return (ts_plan){.name = (char *)name}; }
+
+static ts_tune_cand cand(const ts_plan *p, int rank, ts_cand_status st, double measured) {
+    return (ts_tune_cand){.rank = rank, .plan = p, .status = st, .measured_s = measured, .predicted_s = NAN};
+}
+
+Test(tune, chooses_the_fastest_valid_candidate) {
+    ts_plan a = plan_named("fused"), b = plan_named("fused-separate-gemms"), c = plan_named("baseline");
+    /* recorded on the H200 (bench/NOTES.md run 8, rmsnorm_mlp): the invalid one is fastest and loses */
+    ts_tune_cand cs[] = {cand(&a, 1, TS_CAND_OK, 18.1e-6), cand(&b, 2, TS_CAND_OK, 24.9e-6),
+                         cand(&c, 3, TS_CAND_INVALID, 9e-6)};
+    cr_expect_eq(ts_tune_select(cs, 3), 0);
+    cs[0].status = TS_CAND_RUN_FAILED;
+    cr_expect_eq(ts_tune_select(cs, 3), 1, "a failed run is never chosen");
+    cs[1].status = TS_CAND_BUILD_FAILED;
+    cr_expect_eq(ts_tune_select(cs, 3), -1, "nothing valid: nothing chosen");
+}
+
+Test(tune, a_tie_goes_to_the_better_predicted_rank_and_nan_times_never_win) {
+    ts_plan a = plan_named("a"), b = plan_named("b");
+    ts_tune_cand cs[] = {cand(&b, 2, TS_CAND_OK, 1e-5), cand(&a, 1, TS_CAND_OK, 1e-5)};
+    cr_expect_eq(ts_tune_select(cs, 2), 1);
+    ts_tune_cand ns[] = {cand(&a, 1, TS_CAND_OK, NAN), cand(&b, 2, TS_CAND_OK, 2e-5)};
+    cr_expect_eq(ts_tune_select(ns, 2), 1);
+    cr_expect_eq(ts_tune_select(ns, 0), -1);
+}
+
+/* ---- fp16 -------------------------------------------------------------------------------------- */
+
+static double half_value(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+Test(tune, half_bits_round_trip_every_finite_half) {
+    for (uint32_t h = 0; h < 65536; h++) {
+        if (((h >> 10) & 31) == 31) continue; /* inf and nan */
+        uint16_t got = ts_half_bits(half_value((uint16_t)h));
+        cr_assert_eq(got, h, "%#x -> %g -> %#x", h, half_value((uint16_t)h), got);
+    }
+}
+
+Test(tune, half_bits_round_to_nearest_even) {
+    cr_expect_eq(ts_half_bits(1 + 0x1p-11), 0x3c00, "a tie rounds to the even 1.0");
+    cr_expect_eq(ts_half_bits(1 + 3 * 0x1p-11), 0x3c02, "a tie rounds to the even 1+2^-9");
+    cr_expect_eq(ts_half_bits(65519.0), 0x7bff);
+    cr_expect_eq(ts_half_bits(65520.0), 0x7c00, "rounds to infinity");
+    cr_expect_eq(ts_half_bits(-INFINITY), 0xfc00);
+    cr_expect_eq(ts_half_bits(0x1p-25), 0x0000, "half the smallest subnormal: tie to even zero");
+    cr_expect_eq(ts_half_bits(3 * 0x1p-26), 0x0001);
+    cr_expect_eq(ts_half_bits(0x1p-14 - 0x1p-26), 0x0400, "rounds up into the normals");
+    cr_expect_eq(ts_half_bits(NAN) & 0x7c00, 0x7c00);
+}
+
+/* ---- end to end on the simulated driver -------------------------------------------------------- */
+
+static const char *mock(void) {
+    const char *m = getenv("MOCKCUDA");
+    return m ? m : "build/tests/libmockcuda.so";
+}
+
+static char *scratch(const char *what) {
+    char *dir = ts_strfmt("build/tune-test-%s-%ld", what, (long)getpid());
+    char *cmd = ts_strfmt("rm -rf %s && mkdir -p %s", dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    return dir;
+}
+
+static void remove_dir(char *dir) {
+    char *cmd = ts_strfmt("rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+    free(cmd);
+    free(dir);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = ts_xmalloc(1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* tsopt tune on bench/graphs/rmsnorm.yaml at the sizes the stand-in computes. */
+static tsopt_result tune(const char *dir, const char *env, const char *extra) {
+    char *e = ts_strfmt("TSOPT_LIBCUDA=%s TSOPT_LIBCUPTI=%s %s", mock(), mock(), env);
+    char *args = ts_strfmt("tune --dims m=16,d=32,n=24 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
+                           "--record %s/record.json -o %s/out %s bench/graphs/rmsnorm.yaml",
+                           dir, dir, dir, extra);
+    tsopt_result r = run_tsopt_env(e, args);
+    free(e), free(args);
+    return r;
+}
+
+Test(tune, end_to_end_picks_the_fastest_valid_plan_and_records_everything) {
+    cr_assert_eq(access(mock(), R_OK), 0, "the simulated driver %s is missing (make builds it)", mock());
+    char *dir = scratch("e2e");
+    tsopt_result r = tune(dir, "", "");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    /* the table: the 2-kernel plan is fastest (2 x 5 us), the baseline computes a wrong result */
+    cr_expect_not_null(strstr(r.out, "graph rmsnorm on Mock H200: 3 candidates"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "invalid (rel. error"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "^ chosen"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, ": fused-separate-gemms, measured 0.01"), "%s", r.out);
+    char *header = ts_strfmt("%s/out/rmsnorm.cuh", dir), *record = ts_strfmt("%s/record.json", dir);
+    char *h = slurp(header), *j = slurp(record);
+    cr_assert_not_null(h);
+    cr_expect_not_null(strstr(h, "// plan:      fused-separate-gemms"));
+    cr_expect_not_null(strstr(h, "// measured:  0.01"), "%.800s", h);
+    cr_expect_not_null(strstr(h, "on Mock H200 by `tsopt tune`"));
+    cr_assert_not_null(j);
+    cr_expect_not_null(strstr(j, "\"format\": \"tsopt-tune-record 1\""));
+    cr_expect_not_null(strstr(j, "\"chosen\": 1"));
+    cr_expect_not_null(strstr(j, "\"status\": \"invalid\""));
+    cr_expect_not_null(strstr(j, "\"kernel_timer\": \"CUPTI\""));
+    cr_expect_not_null(strstr(j, "\"measured_s\": 5e-06}"), "per-kernel times from the CUPTI records");
+    /* a second run finds every candidate in the cache: nothing is rebuilt */
+    tsopt_result again = tune(dir, "", "");
+    cr_expect_eq(again.code, 0, "%s", again.out);
+    cr_expect_null(strstr(again.out, "tune: building"), "%s", again.out);
+    free(again.out);
+    free(h), free(j), free(header), free(record), free(r.out);
+    remove_dir(dir);
+}
+
+Test(tune, a_candidate_that_does_not_build_is_reported_and_skipped) {
+    char *dir = scratch("buildfail");
+    tsopt_result r = tune(dir, "FAKE_NVCC_FAIL=fused-separate-gemms", "");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "build-failed ("), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "simulated compiler failure"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, ": fused, measured"), "the other valid plan is emitted:\n%s", r.out);
+    free(r.out);
+    remove_dir(dir);
+}
+
+Test(tune, nothing_valid_writes_no_header) {
+    char *dir = scratch("invalid");
+    tsopt_result r = tune(dir, "FAKE_NVCC_WRONG=all", "");
+    cr_assert_eq(r.code, 1, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "error: no candidate passed validation; nothing was emitted"), "%s", r.out);
+    char *header = ts_strfmt("%s/out/rmsnorm.cuh", dir), *record = ts_strfmt("%s/record.json", dir);
+    cr_expect_eq(access(header, F_OK), -1, "a header was written");
+    char *j = slurp(record);
+    cr_assert_not_null(j, "the record is written even so");
+    cr_expect_not_null(strstr(j, "\"chosen\": 0"));
+    free(j), free(header), free(record), free(r.out);
+    remove_dir(dir);
+}
+
+Test(tune, without_a_gpu_it_says_so_and_writes_nothing) {
+    char *dir = scratch("nogpu");
+    char *args = ts_strfmt("tune --cache %s/cache -o %s/out --record %s/r.json bench/graphs/matmul.yaml", dir, dir, dir);
+    tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
+    cr_expect_eq(r.code, 3, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "tsopt: error: tune needs the CUDA driver (a GPU machine): cannot load "
+                                     "/nonexistent/libcuda.so.1"),
+                       "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "hint: `tsopt tune --build-only` prepares the cache without a GPU"));
+    char *out = ts_strfmt("%s/out", dir);
+    cr_expect_eq(access(out, F_OK), -1, "nothing written");
+    free(out), free(args), free(r.out);
+    remove_dir(dir);
+}
+
+Test(tune, build_only_needs_no_gpu_and_fills_the_cache) {
+    char *dir = scratch("buildonly");
+    char *args = ts_strfmt("tune --build-only --dims m=16,d=32,n=24 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
+                           "bench/graphs/rmsnorm.yaml",
+                           dir);
+    tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
+    cr_expect_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "3 candidates built into"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "/librmsnorm.so"), "%s", r.out);
+    free(r.out);
+    /* with no compiler, the build fails clearly */
+    free(args);
+    args = ts_strfmt("tune --build-only --nvcc /nonexistent/nvcc --cache %s/cache2 bench/graphs/rmsnorm.yaml", dir);
+    r = run_tsopt_env("", args);
+    cr_expect_eq(r.code, 1, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "build failed: "), "%s", r.out);
+    free(r.out), free(args);
+    remove_dir(dir);
+}
+
+Test(tune, bad_options_are_usage_errors) {
+    tsopt_result r = run_tsopt("tune --reps 0 bench/graphs/matmul.yaml");
+    cr_expect_eq(r.code, 2, "%s", r.out);
+    free(r.out);
+    r = run_tsopt("tune --arch 'sm_9;rm' bench/graphs/matmul.yaml");
+    cr_expect_eq(r.code, 2, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "--arch wants a target such as 90a"), "%s", r.out);
+    free(r.out);
+    r = run_tsopt("tune --help");
+    cr_expect_eq(r.code, 0);
+    cr_expect_not_null(strstr(r.out, "usage: tsopt tune"));
+    free(r.out);
+}

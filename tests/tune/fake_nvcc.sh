@@ -1,0 +1,26 @@
+#!/bin/sh
+# fake_nvcc.sh — stands in for nvcc in tests/test_tune.c: called as `nvcc ... -o LIB TU.cu`, it reads the
+# plan from the header beside TU (its banner's "plan:" line) and builds tests/tune/fake_candidate.c as LIB:
+# one simulated kernel per kernel of the plan, 5 us each; the baseline plan computes a wrong result.
+# FAKE_NVCC_FAIL=fused makes the build of plans named so fail, like a compiler error; FAKE_NVCC_WRONG=all
+# makes every plan compute a wrong result.
+set -eu
+out= tu=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out=$2; shift 2 ;;
+    *.cu) tu=$1; shift ;;
+    *) shift ;;
+  esac
+done
+header=${tu%.cu}.cuh
+plan=$(sed -n 's|^// plan: *\(.*\) — \([0-9]*\) kernels*:.*|\1/\2|p' "$header")
+name=${plan%/*} nk=${plan##*/}
+if [ -n "${FAKE_NVCC_FAIL:-}" ] && [ "$name" = "$FAKE_NVCC_FAIL" ]; then
+  echo "$tu(1): error: simulated compiler failure for plan $name" >&2
+  exit 1
+fi
+wrong=0
+case "$name" in baseline*) wrong=1 ;; esac
+[ "${FAKE_NVCC_WRONG:-}" = all ] && wrong=1
+exec cc -O1 -shared -fPIC -DNK="$nk" -DKUS=5 -DWRONG=$wrong -o "$out" "$(dirname "$0")/fake_candidate.c" -lm
