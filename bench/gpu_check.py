@@ -10,6 +10,11 @@ flushed before each run. At the bench sizes the anchors are timed the same way i
 PyTorch eager (and torch.compile with --compile), SDPA's flash and cuDNN back ends for attention, cuBLAS
 (through torch.matmul) for the GEMMs. Prints one line per case and a summary table last; writes
 results.json beside --out.
+
+Usage: python3 bench/gpu_check.py [--cases build/gpu/cases.txt] [--out DIR] [--seed N] [--compile] [--profile]
+
+The helpers here (timing, inputs, output layouts from a header's banner, loading a library's C ABI,
+validation against graphref, the PyTorch anchors) are shared with bench/bench.py, which imports this module.
 """
 
 import argparse
@@ -24,16 +29,37 @@ import time
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import graphref  # noqa: E402
 
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+TOLERANCE = 1e-2                 # relative L2 of every output against the fp32 reference
+FLUSH_BYTES = 256 << 20          # zeroed before each timed run: larger than the H200's 60 MiB L2
+DEVICE = "cuda"                  # "cpu" only for bench.py's self-test without a GPU (no events, no flush)
+
+
+def timing_method(reps=20, warmup=3):
+    if DEVICE != "cuda":
+        return "median of %d host-clock timings after %d warm-up calls (CPU self-test; no L2 flush)" % (reps, warmup)
+    return ("median of %d CUDA-event timings (start/end events around one call on the current stream) after %d "
+            "warm-up calls; L2 flushed before each by zeroing a %d MiB buffer (outside the events)"
+            % (reps, warmup, FLUSH_BYTES >> 20))
 
 
 def timed(fn, reps=20, warmup=3):
-    flush = timed.flush
+    """Median time of fn() in ms: CUDA events around each call, the L2 flushed before each (see timing_method)."""
     for _ in range(warmup):
         fn()
+    if DEVICE != "cuda":
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+    flush = getattr(timed, "flush", None)
+    if flush is None:
+        flush = timed.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
@@ -47,12 +73,17 @@ def timed(fn, reps=20, warmup=3):
     return statistics.median(times)
 
 
+def synchronize():
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
 def make_inputs(g, seed):
-    gen = torch.Generator(device="cuda").manual_seed(seed)
+    gen = torch.Generator(device=DEVICE).manual_seed(seed)
     out = {}
     for name, dtype, shape in g.inputs:
         sizes = [g.sizes[a] for a in shape]
-        x = torch.rand(sizes, generator=gen, device="cuda", dtype=torch.float32) * 2 - 1
+        x = torch.rand(sizes, generator=gen, device=DEVICE, dtype=torch.float32) * 2 - 1
         if name.startswith("W") and len(sizes) >= 2:
             x = x / math.sqrt(sizes[0])
         out[name] = x.to(DT[dtype])
@@ -69,6 +100,69 @@ def output_layouts(header):
         if line.startswith("#ifndef"):
             break
     return outs
+
+
+class Library:
+    """A shared library built from a generated header: its C ABI `<graph>_run` and `<graph>_workspace`."""
+
+    def __init__(self, path, graph):
+        self.path, self.graph = path, graph
+        self.lib = ctypes.CDLL(path)
+        self.run = getattr(self.lib, graph + "_run")
+        self.run.restype = ctypes.c_int
+        self.run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p,
+                             ctypes.c_void_p]
+        self.workspace = getattr(self.lib, graph + "_workspace")
+        self.workspace.restype = ctypes.c_size_t
+        self.workspace.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+
+    def bind(self, g, runtime_dims, layouts, ins):
+        """Allocates NaN-poisoned outputs and the workspace; returns (call, outs): call() runs the C ABI once
+        on the current stream and raises on a non-zero return."""
+        dims = (ctypes.c_int64 * max(1, len(runtime_dims)))(*runtime_dims)
+        outs = {n: torch.full([g.sizes[a] for a in axes], float("nan"), dtype=DT[dt], device=DEVICE)
+                for n, (dt, axes) in layouts.items()}
+        ws = torch.empty(max(1, self.workspace(dims)), dtype=torch.uint8, device=DEVICE)
+        ptrs = [ins[n].data_ptr() for n, _, _ in g.inputs] + [outs[n].data_ptr() for n in g.outputs]
+        bufs = (ctypes.c_void_p * len(ptrs))(*ptrs)
+        stream = torch.cuda.current_stream().cuda_stream if DEVICE == "cuda" else 0
+        run, graph = self.run, self.graph
+
+        def call():
+            rc = run(bufs, dims, ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(stream))
+            if rc != 0:
+                raise RuntimeError("%s_run returned CUDA error %d" % (graph, rc))
+
+        call.keep = (dims, ws, bufs, outs)  # alive as long as call is
+        return call, outs
+
+
+def reference(g, ins):
+    """(backend, {output: graphref.Tensor}) — the graph evaluated by PyTorch in fp32 on DEVICE."""
+    be = graphref.Backend(torch, device=DEVICE, dtype=torch.float32)
+    return be, g.evaluate(be, {n: x.float() for n, x in ins.items()})
+
+
+def layouts_from_reference(ref):
+    """name -> (dtype, [axes]) as graphref orders the outputs (the checker's order): a header-less fallback."""
+    return {n: (t.dtype, list(t.axes)) for n, t in ref.items()}
+
+
+def rel_error(got, want):
+    """‖got − want‖₂ / ‖want‖₂ in fp32; inf for any NaN (or an inf where the reference has none)."""
+    got, want = got.float(), want.float()
+    if torch.isnan(got).any() or torch.isinf(got).any() != torch.isinf(want).any():
+        return float("inf")
+    return (torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want).clamp_min(1e-30)).item()
+
+
+def worst_error(g, outs, layouts, be, ref):
+    """The largest rel_error over the graph's outputs, each compared in its layout."""
+    worst = 0.0
+    for n in g.outputs:
+        want = graphref.ordered(be, ref[n], layouts[n][1])
+        worst = max(worst, rel_error(outs[n], want))
+    return worst
 
 
 class Case:
@@ -95,45 +189,19 @@ def kernel_times(fn):
 
 def run_case(case, seed, anchors, use_compile, profile=False):
     g = graphref.Graph(case.yaml, {**case.static, **case.runtime})
-    lib = ctypes.CDLL(case.lib)
-    run = getattr(lib, case.graph + "_run")
-    run.restype = ctypes.c_int
-    run.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p, ctypes.c_void_p]
-    wsf = getattr(lib, case.graph + "_workspace")
-    wsf.restype = ctypes.c_size_t
-    wsf.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    lib = Library(case.lib, case.graph)
     dyn = [v for k, v in case.runtime.items()]
-    dims = (ctypes.c_int64 * max(1, len(dyn)))(*dyn)
     layouts = output_layouts(case.header)
     ins = make_inputs(g, seed)
-    outs = {n: torch.full([g.sizes[a] for a in axes], float("nan"), dtype=DT[dt], device="cuda")
-            for n, (dt, axes) in layouts.items()}
-    ws = torch.empty(max(1, wsf(dims)), dtype=torch.uint8, device="cuda")
-    ptrs = [ins[n].data_ptr() for n, _, _ in g.inputs] + [outs[n].data_ptr() for n in g.outputs]
-    bufs = (ctypes.c_void_p * len(ptrs))(*ptrs)
-    stream = torch.cuda.current_stream().cuda_stream
-
-    def ours():
-        rc = run(bufs, dims, ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(stream))
-        if rc != 0:
-            raise RuntimeError("%s_run returned CUDA error %d" % (case.graph, rc))
-
+    ours, outs = lib.bind(g, dyn, layouts, ins)
     ours()
-    torch.cuda.synchronize()
-    be = graphref.Backend(torch, device="cuda", dtype=torch.float32)
-    ref = g.evaluate(be, {n: x.float() for n, x in ins.items()})
-    worst = 0.0
-    for n in g.outputs:
-        want = graphref.ordered(be, ref[n], layouts[n][1]).float()
-        got = outs[n].float()
-        if torch.isnan(got).any() or torch.isinf(got).any() != torch.isinf(want).any():
-            worst = float("inf")
-            continue
-        worst = max(worst, (torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want).clamp_min(1e-30)).item())
+    synchronize()
+    be, ref = reference(g, ins)
+    worst = worst_error(g, outs, layouts, be, ref)
     del ref
     ms = timed(ours)
     result = {"variant": case.variant, "graph": case.graph, "sizes": g.sizes, "error": worst,
-              "passed": worst <= 1e-2, "ms": ms}
+              "passed": worst <= TOLERANCE, "ms": ms}
     if profile:
         result["kernels"] = kernel_times(ours)
     if anchors:
@@ -141,11 +209,44 @@ def run_case(case, seed, anchors, use_compile, profile=False):
     return result
 
 
-def time_anchors(graph, x, use_compile):
-    """Idiomatic PyTorch versions of the seed workloads, timed like ours."""
-    fns = {}
+# ---- anchors --------------------------------------------------------------------------------------------
+class TypedGraph(graphref.Graph):
+    """graphref.Graph evaluated at each tensor's own dtype (fp16 tensors in fp16, fp32 tables in fp32): the
+    graph as written, run op by op by PyTorch eager. Use with a float32 Backend (constants and iotas are made
+    in fp32, then rounded to their declared dtype)."""
+
+    def run(self, be, op, args, env):
+        super().run(be, op, args, env)
+        t = env[op["name"]]
+        want = DT.get(t.dtype)
+        if want is not None and t.data.dtype != want:
+            t.data = t.data.to(want)
+
+
+def graph_eager(yaml_path, sizes, x, layouts=None):
+    """A function running the whole graph in PyTorch eager at its own dtypes (TypedGraph); returns the first
+    output in its layout (from `layouts`, else graphref's order)."""
+    tg = TypedGraph(yaml_path, sizes)
+    be = graphref.Backend(torch, device=DEVICE, dtype=torch.float32)
+    name = tg.outputs[0]
+    axes = layouts[name][1] if layouts and name in layouts else None
+
+    def f():
+        t = tg.evaluate(be, x)[name]
+        return graphref.ordered(be, t, axes) if axes else t.data
+    return f
+
+
+def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
+    """(fns, notes): name -> zero-argument function returning the graph's first output (in the same element
+    order as our output), and name -> a note on how it was built. Names: "eager" (idiomatic PyTorch, or the
+    graph as written via TypedGraph where there is no idiomatic version and yaml_path is given), "cublas"
+    (torch.matmul), "sdpa_flash" and "sdpa_cudnn" (scaled_dot_product_attention restricted to one back end)."""
+    fns, notes = {}, {}
     if graph == "matmul":
         fns["cublas"] = lambda: x["X"] @ x["W"]
+        fns["eager"] = lambda: torch.matmul(x["X"], x["W"])
+        notes["eager"] = "torch.matmul, as cublas"
     elif graph == "swiglu":
         fns["eager"] = lambda: (x["X"] @ x["W_up"]) * F.silu(x["X"] @ x["W_gate"])
     elif graph == "rmsnorm":
@@ -155,21 +256,63 @@ def time_anchors(graph, x, use_compile):
             n = F.rms_norm(x["X"], (x["X"].shape[-1],), eps=1e-6)
             return (n @ x["W_up"]) * (n @ x["W_gate"])
         fns["eager"] = f
-    elif graph in ("attention", "attention_causal"):
-        causal = graph == "attention_causal"
-        scale = 1.0 if not causal else 1 / math.sqrt(x["Q"].shape[-1])
-        q, k, v = x["Q"][None], x["K"][None], x["V"][None]
+    elif graph in ("attention", "attention_causal", "attention_gqa"):
+        causal = graph != "attention"
+        d_h = x["Q"].shape[-1]
+        scale = 1.0 if not causal else 1 / math.sqrt(d_h)
+        if graph == "attention_gqa":  # Q [kv_h, grp, t_q, d_h] -> 1 batch of kv_h·grp query heads, kv-major
+            kv_h, grp, t_q = x["Q"].shape[:3]
+            q = x["Q"].reshape(1, kv_h * grp, t_q, d_h)
+        else:
+            grp = 1
+            q = x["Q"][None]
+        k, v = x["K"][None], x["V"][None]
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
-        def sdpa(backend):
+        def sdpa(backend, kk, vv, **kw):
             def f():
                 with sdpa_kernel([backend]):
-                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+                    return F.scaled_dot_product_attention(q, kk, vv, is_causal=causal, scale=scale, **kw)
             return f
-        fns["sdpa_flash"] = sdpa(SDPBackend.FLASH_ATTENTION)
-        fns["sdpa_cudnn"] = sdpa(SDPBackend.CUDNN_ATTENTION)
-        if not causal:
+        for name, backend in (("sdpa_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION)):
+            if grp == 1:
+                fns[name] = sdpa(backend, k, v)
+                continue
+            f = sdpa(backend, k, v, enable_gqa=True)
+            try:
+                f()
+                synchronize()
+                fns[name] = f
+                notes[name] = "enable_gqa=True"
+            except Exception as e:  # this back end has no GQA: K and V repeated per query head, outside the timing
+                why = str(e).splitlines()[0][:80] if str(e) else type(e).__name__
+                fns[name] = sdpa(backend, k.repeat_interleave(grp, dim=1), v.repeat_interleave(grp, dim=1))
+                notes[name] = "K/V repeat_interleave'd to %d heads beforehand (enable_gqa failed: %s)" % (kv_h * grp, why)
+        if graph == "attention":
             fns["eager"] = lambda: torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+        elif graph == "attention_causal":
+            t_q, t_kv = q.shape[-2], k.shape[-2]
+            future = torch.ones(t_q, t_kv, dtype=torch.bool, device=q.device).triu(1)  # a buffer, as in nanoGPT
+            fns["eager"] = lambda: torch.softmax((q @ k.transpose(-1, -2) * scale).masked_fill(future, float("-inf")),
+                                                 dim=-1) @ v
+            notes["eager"] = "causal mask precomputed (a module buffer)"
+    if "eager" not in fns and yaml_path is not None:
+        fns["eager"] = graph_eager(yaml_path, sizes, x, layouts)
+        notes["eager"] = "graphref's torch backend running the graph as written at its own dtypes (no idiomatic version)"
+    return fns, notes
+
+
+# The anchors gpu_check times per graph (bench.py times every one anchor_fns gives).
+CHECK_ANCHORS = {"matmul": ["cublas"], "swiglu": ["eager"], "rmsnorm": ["eager"], "rmsnorm_mlp": ["eager"],
+                 "attention": ["sdpa_flash", "sdpa_cudnn", "eager"], "attention_causal": ["sdpa_flash", "sdpa_cudnn"]}
+
+
+def time_anchors(graph, x, use_compile):
+    """Idiomatic PyTorch versions of the seed workloads, timed like ours."""
+    if graph not in CHECK_ANCHORS:
+        return {}
+    fns, _ = anchor_fns(graph, x)
+    fns = {k: fns[k] for k in CHECK_ANCHORS[graph] if k in fns}
     out = {}
     for name, fn in list(fns.items()):
         try:
@@ -194,7 +337,7 @@ def main():
     ap.add_argument("--compile", action="store_true", help="also time torch.compile of the eager anchors")
     ap.add_argument("--profile", action="store_true", help="per-kernel times of each bench case (PyTorch profiler)")
     args = ap.parse_args()
-    timed.flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    timed.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     print("device:", torch.cuda.get_device_name(), "seed:", args.seed, flush=True)
     results = []
     for row in open(args.cases):

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# tune_all.sh — `tsopt tune` on every bench graph (the decoder layer at t=1024 tokens; records in
+# $OUT/tune/<graph>.json, tables in $OUT/tune/<graph>.log, tuned headers in $OUT/tuned/<graph>/), and with LIST=sweep
+# on the extra sizes of bench/sweep.txt instead (records in $OUT/sweep/: more template instances for the
+# cost model's efficiency fit, `tsopt calibrate --from-tune`). The compile cache is build/tune-cache:
+# prepare it without a GPU with PREPARE=1 (tsopt tune --build-only for the same list), then carry build/tsopt
+# and build/tune-cache to the GPU machine; a library missing there is built with its nvcc.
+# Environment: OUT (build/h200-out), LIST (bench | sweep), TOP (4), TUNE_TIMEOUT (100 s per graph),
+# TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+out=${OUT:-build/h200-out}
+list_name=${LIST:-bench}
+top=${TOP:-4}
+tsopt=${TSOPT:-build/tsopt}
+cache=${TSOPT_CACHE:-build/tune-cache}
+timeout_s=${TUNE_TIMEOUT:-100}
+budget=${TUNE_BUDGET_S:-0}
+start=$SECONDS
+
+case "$list_name" in
+  bench) dir=$out/tune tuned=$out/tuned
+         list=$(for g in bench/graphs/*.yaml; do
+                  n=$(basename "$g" .yaml)
+                  if grep -q "dynamic: *true" "$g"; then echo "$n $g t=1024"; else echo "$n $g -"; fi
+                done) ;;
+  sweep) dir=$out/sweep tuned=$out/sweep/tuned; list=$(grep -v '^#' bench/sweep.txt | grep .) ;;
+  *) echo "tune_all: LIST is bench or sweep, not '$list_name'"; exit 2 ;;
+esac
+mkdir -p "$dir" "$tuned"
+[ -x "$tsopt" ] || make -s build/tsopt || { echo "tune_all: cannot build $tsopt"; exit 1; }
+
+status=0
+while read -r name graph dims; do
+  args=(--top "$top" --cache "$cache")
+  [ "$dims" != - ] && args+=(--dims "$dims")
+  if [ "${PREPARE:-0}" = 1 ]; then
+    "$tsopt" tune --build-only "${args[@]}" "$graph" > "$dir/$name.build.log" 2>&1 ||
+      { echo "tune_all: $name failed to build (see $dir/$name.build.log)"; status=1; }
+    continue
+  fi
+  if [ "$budget" -gt 0 ] && [ $((SECONDS - start)) -ge "$budget" ]; then
+    echo "== $name: skipped (the tuning budget of ${budget}s is spent)"
+    status=1
+    continue
+  fi
+  echo "== $name ($graph${dims/#-/}${dims:+ })"
+  t0=$SECONDS
+  timeout "$timeout_s" "$tsopt" tune "${args[@]}" --record "$dir/$name.json" -o "$tuned/$name" "$graph" > "$dir/$name.log" 2>&1
+  rc=$?
+  sed -n '/^graph /,$p' "$dir/$name.log"
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 124 ] && echo "tune_all: $name timed out after ${timeout_s}s" || echo "tune_all: $name exited $rc:"
+    tail -n 5 "$dir/$name.log"
+    status=1
+  fi
+  echo "   ($((SECONDS - t0)) s)"
+done <<< "$list"
+exit $status
