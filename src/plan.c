@@ -863,6 +863,8 @@ void ts_plan_free(ts_plan *p) {
         free(p->k[i].expr.node);
         free(p->k[i].inner.node);
         free(p->k[i].inner_weighted.node);
+        for (int j = 0; j < p->k[i].nstage; j++) free(p->k[i].stage[j].node);
+        for (int j = 0; j < p->k[i].nextra; j++) free(p->k[i].extra_expr[j].node);
     }
     free(p->k);
     free(p->buf);

@@ -57,7 +57,11 @@ typedef struct {
     ts_xnode *node; /* kids before parents; the root is the last */
 } ts_expr;
 
-typedef enum { TS_KERNEL_MAP, TS_KERNEL_REDUCE, TS_KERNEL_GEMM, TS_KERNEL_ATTENTION } ts_kernel_kind;
+typedef enum { TS_KERNEL_MAP, TS_KERNEL_REDUCE, TS_KERNEL_GEMM, TS_KERNEL_ATTENTION, TS_KERNEL_ROW } ts_kernel_kind;
+
+/* ROW kernels: at most this many reductions per row, and outputs per kernel. */
+#define TS_ROW_MAX_STAGES 4
+#define TS_KERNEL_MAX_OUTS 4
 typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
 
 typedef struct {
@@ -79,6 +83,18 @@ typedef struct {
     int heads_ndim;                     /* ATTENTION: head axes of Q (merged into one index) */
     int32_t head_axis[TS_MAX_DIMS];
     int64_t group;                      /* ATTENTION: query heads per kv head (GQA) */
+    /* ROW: one row is every position along red_axis at one index of the other output axes. Per row, the
+     * stages reduce in order — stage j combines stage[j] (evaluated at each position of the row; it may
+     * read ACC i for i < j, the finished results of earlier stages) with stage_combine[j] (SUM or MAX) —
+     * then every output is written at every position of the row: out ← expr, extra_out[o] ← extra_expr[o],
+     * each of which may read ACC 0..nstage-1. Norms (RMSNorm, LayerNorm with its mean first), softmax and
+     * residual + norm with both tensors kept are one ROW kernel each. Every output spans the same axes. */
+    int nstage;
+    ts_expr stage[TS_ROW_MAX_STAGES];
+    ts_combine stage_combine[TS_ROW_MAX_STAGES];
+    int nextra;                                    /* outputs besides out/expr */
+    ts_access extra_out[TS_KERNEL_MAX_OUTS - 1];
+    ts_expr extra_expr[TS_KERNEL_MAX_OUTS - 1];
     double predicted_s;                 /* set by the cost model */
 } ts_kernel;
 
