@@ -130,7 +130,7 @@ static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access 
 /* The axis a kernel's neighbouring threads step along: a map's innermost output axis, a reduction's
  * reduced axis (its threads cooperate along it); -1 for GEMM and attention (their tiles are loaded whole). */
 static int32_t fast_axis(const ts_kernel *k) {
-    if (k->kind == TS_KERNEL_REDUCE) return k->red_axis;
+    if (k->kind == TS_KERNEL_REDUCE || k->kind == TS_KERNEL_ROW) return k->red_axis;
     if (k->kind != TS_KERNEL_MAP) return -1;
     for (int d = 0; d < k->out.ndim; d++)
         if (ts_sym_is_const(&k->out.stride[d]) && k->out.stride[d].n == 1 && k->out.stride[d].t[0].coef == 1)
@@ -176,8 +176,22 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     expr_ops(&k->expr, &fma, &sfu);
     fma *= out, sfu *= out;
+    if (k->kind == TS_KERNEL_ROW) { /* extra outputs' expressions, counted per element like expr */
+        double f = 0, s = 0;
+        for (int o = 0; o < k->nextra; o++) expr_ops(&k->extra_expr[o], &f, &s);
+        fma += f * out, sfu += s * out;
+    }
     switch (k->kind) {
     case TS_KERNEL_MAP: break;
+    case TS_KERNEL_ROW: { /* every output written once; each stage evaluated at every element of the row space */
+        for (int o = 0; o < k->nextra; o++) {
+            bytes += out * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
+        }
+        double f = 0, s = 0;
+        for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
+        fma += f * out, sfu += s * out;
+        break;
+    }
     case TS_KERNEL_REDUCE: {
         double len = size_of(g, k->red_axis), f = 1, s = 0;
         expr_ops(&k->inner, &f, &s);

@@ -510,8 +510,8 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
 }
 
 static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
-    (void)err;
     switch (k->kind) {
+    case TS_KERNEL_ROW: *err = ts_strdup("ROW kernels have no template yet"); return -1;
     case TS_KERNEL_MAP: emit_map_launch(e, ki, k); break;
     case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); break;
     case TS_KERNEL_GEMM: emit_gemm_launch(e, ki, k); break;

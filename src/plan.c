@@ -912,6 +912,7 @@ static const char *kind_name(const ts_kernel *k) {
     case TS_KERNEL_REDUCE: return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
     case TS_KERNEL_GEMM: return k->b1 >= 0 ? "dual-gemm" : "gemm";
     case TS_KERNEL_ATTENTION: return "attention";
+    case TS_KERNEL_ROW: return "row";
     }
     return "?";
 }
