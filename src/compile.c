@@ -1,10 +1,11 @@
-/* compile.c — saturate, build plans, predict, rank (see compile.h). */
+/* compile.c — saturate, search plans (predicted by the cost model), rank (see compile.h). */
 #include "compile.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "saturate.h"
+#include "search.h"
 #include "sym.h"
 #include "util.h"
 
@@ -66,9 +67,10 @@ int ts_compile(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rule
     int rc = ts_saturate(g, rs, ts_default_phases, ts_default_nphases, &lim, &s, err);
     if (rc == 0) rc = ts_egir_init(&plain, g, err);
     if (rc == 0 && dynamic) rc = second_binding(spec, bind, g, &g2, &x2, err);
-    if (rc == 0) rc = ts_plan_build_all(&s.x, &plain, dynamic ? x2.views : NULL, &out->plans, &out->n, err);
+    ts_search_opts so = ts_search_default_opts();
+    if (rc == 0)
+        rc = ts_search_plans(&s.x, &plain, dynamic ? x2.views : NULL, g, cm, &so, &out->plans, &out->n, &out->search, err);
     if (rc == 0) {
-        for (int i = 0; i < out->n; i++) ts_costmodel_predict(cm, g, &out->plans[i]);
         out->baseline_s = out->plans[0].predicted_s; /* built first */
         qsort(out->plans, (size_t)out->n, sizeof *out->plans, by_predicted);
     }

@@ -1,5 +1,5 @@
 /* compile.h — the offline compiler's middle: a checked graph saturated with the rules, its candidate
- * kernel plans built (plan.h), predicted with the cost model and ranked best first. Shared by
+ * kernel plans found by the cost-model-guided search (search.h) and ranked best first. Shared by
  * `tsopt compile` and the tests; emission is emit.h's. */
 #ifndef TS_COMPILE_H
 #define TS_COMPILE_H
@@ -8,12 +8,14 @@
 #include "costmodel.h"
 #include "plan.h"
 #include "rules.h"
+#include "search.h"
 #include "spec.h"
 
 typedef struct {
     ts_plan *plans; /* best predicted first */
     int n;
     double baseline_s; /* the one-kernel-per-op plan's predicted time */
+    ts_search_stats search;
 } ts_compiled;
 
 /* g was checked from spec with `bind` (NULL: the file's sizes). Returns 0, or -1 with *err (heap). */

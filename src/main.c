@@ -511,9 +511,9 @@ static void explain_class(ts_saturation *s, const char *name, uint32_t cls) {
     free(text);
     print_derivation(s, &t);
     ts_eg_term_free(&t);
-    if (ts_plan_fused_term(&s->x, cls, &t)) {
+    if (ts_search_seed_term(&s->x, cls, &t)) {
         text = ts_egir_term_str(&s->x, &t);
-        printf("%s = %s   (as compile extracts it)\n", name, text);
+        printf("%s = %s   (the search's first seed)\n", name, text);
         free(text);
         print_derivation(s, &t);
         ts_eg_term_free(&t);

@@ -1,6 +1,7 @@
-/* plan.c — from the saturated e-graph to kernel plans: extraction under a few cost presets, then covering
- * each extracted term with kernel patterns (GEMM with a fused epilogue, dual GEMM, streaming attention,
- * fused reduction with inner and finish expressions, fused elementwise map). See plan.h. */
+/* plan.c — from an extraction of the saturated e-graph to a kernel plan: the extracted term covered with
+ * kernel patterns (GEMM with a fused epilogue, dual GEMM, streaming attention, row kernels with staged
+ * reductions and several outputs, fused reduction with inner and finish expressions, fused elementwise
+ * map). Which extraction is decided by the search (src/search.c). See plan.h. */
 #include "plan.h"
 
 #include <math.h>
@@ -10,34 +11,21 @@
 
 #include "util.h"
 
-/* ---- extraction -------------------------------------------------------------------------------- */
-
-/* How much each kind of node weighs, per element of the space it iterates over. */
-typedef struct {
-    const char *name;
-    double elementwise, reduce, contract, dual, wsum, online, tile, view;
-    double materialise; /* per element of a contraction operand that must be computed first */
-} cost_preset;
-
-static const cost_preset presets[] = {
-    /* fused forms preferred: tensor-core contractions, dual GEMMs, online softmax */
-    {"fused", 1, 6, 2, 1.5, 8, 2, 7, 1, 2}, /* dual < contract: each pick pays the dual once */
-    /* the same without the dual contraction: two GEMMs */
-    {"fused-separate-gemms", 1, 6, 2, 100, 8, 2, 7, 1, 2},
-    /* elementwise work moved after contractions (epilogues, attention scores) rather than before */
-    {"fused-epilogues", 1, 6, 2, 1.5, 8, 2, 7, 1, 1000},
-};
+/* ---- the extracted term -------------------------------------------------------------------------- */
 
 typedef struct {
     ts_enode e;
     uint64_t axes;
     int8_t dtype;
+    bool cut;    /* the search put a kernel boundary here: computed into a buffer, never inlined */
+    bool output; /* the root of a graph output */
     int uses;
 } tnode;
 
 typedef struct {
     const ts_egir *x;
     const ts_egir_view *views2;
+    const uint8_t *cut; /* per e-class: a kernel boundary (NULL: none) */
     ts_dyn dyn;
     int64_t b1[TS_SYM_MAX_DYN];
     bool fuse;
@@ -51,82 +39,7 @@ typedef struct {
     char *err;
 } builder;
 
-static double axes_numel(const ts_graph *g, uint64_t axes) {
-    double n = 1;
-    for (int a = 0; a < g->naxes && a < 64; a++)
-        if (axes & (1ull << a)) n *= (double)g->axes[a].size;
-    return n;
-}
-
 static const ts_egir_data *cdata(const ts_egir *x, uint32_t cls) { return ts_eg_data_const(x->eg, cls); }
-
-/* Whether class cls can be read in place (an input or a view of one) rather than computed first. */
-static bool readable_in_place(const ts_egir *x, uint32_t cls) {
-    for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
-        int32_t op = ts_eg_class_node(x->eg, cls, i)->op;
-        if (op == TS_OP_INPUT || op == TS_OP_VIEW) return true;
-    }
-    return false;
-}
-
-/* A contraction's operands that must be materialised first cost a write and a read of their elements:
- * this is what makes a row scale after the contraction (an epilogue) beat one before it (a pass). */
-static double operand_penalty(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
-    double p = 0;
-    for (int k = 0; k < ts_op_arity((ts_op)n->op); k++) {
-        uint32_t cls = ts_eg_find(x->eg, n->kid[k]);
-        if (!readable_in_place(x, cls)) p += c->materialise * axes_numel(x->g, cdata(x, cls)->axes);
-    }
-    return p;
-}
-
-static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
-    ts_op op = (ts_op)n->op;
-    uint64_t space = 0;
-    for (int k = 0; k < ts_op_arity(op); k++) space |= cdata(x, ts_eg_find(x->eg, n->kid[k]))->axes;
-    double work = axes_numel(x->g, space | (ts_op_kind_of(op) == TS_KIND_REDUCE || ts_op_kind_of(op) == TS_KIND_FUSED
-                                                 ? 1ull << n->param[0]
-                                                 : 0));
-    switch (op) {
-    case TS_OP_INPUT:
-    case TS_OP_CONSTANT:
-    case TS_OP_IOTA:
-    case TS_OP_PICK: return 0;
-    case TS_OP_VIEW: return c->view * work;
-    case TS_OP_REDUCE_SUM:
-    case TS_OP_REDUCE_MAX: return c->reduce * work;
-    case TS_OP_CONTRACT: return c->contract * work + operand_penalty(x, c, n);
-    case TS_OP_DUAL: return c->dual * work + operand_penalty(x, c, n);
-    case TS_OP_WSUM: return c->wsum * work;
-    case TS_OP_ONLINE_WSUM: return c->online * work;
-    case TS_OP_TILE_SUM:
-    case TS_OP_TILE_MAX: return c->tile * work;
-    default: return c->elementwise * work;
-    }
-}
-
-/* Best node per class by a bottom-up fixed point (cycles never win: their cost stays infinite). */
-static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
-    uint32_t bound = ts_eg_id_bound(x->eg);
-    double *cost = ts_xmalloc(sizeof *cost * (bound + 1));
-    const ts_enode **best = ts_xcalloc(bound + 1, sizeof *best);
-    for (uint32_t i = 0; i < bound; i++) cost[i] = INFINITY;
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (uint32_t cls = 0; cls < bound; cls++) {
-            if (!ts_eg_is_root(x->eg, cls)) continue;
-            for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
-                const ts_enode *n = ts_eg_class_node(x->eg, cls, i);
-                double total = node_cost(x, c, n);
-                for (int k = 0; k < ts_op_arity((ts_op)n->op); k++)
-                    total += cost[ts_eg_find(x->eg, n->kid[k])];
-                if (total < cost[cls] * (1 - 1e-12)) cost[cls] = total, best[cls] = n, changed = true;
-            }
-        }
-    }
-    free(cost);
-    return best;
-}
 
 static int add_tnode(builder *b, const ts_enode *e, uint64_t axes, int8_t dtype) {
     TS_GROW(b->t, b->nt, b->cap_t);
@@ -147,7 +60,9 @@ static int build_term(builder *b, const ts_enode **best, int *memo, uint32_t cls
         b->t[kid].uses++;
     }
     const ts_egir_data *d = cdata(x, cls);
-    return memo[cls] = add_tnode(b, &e, d->axes, d->dtype);
+    memo[cls] = add_tnode(b, &e, d->axes, d->dtype);
+    b->t[memo[cls]].cut = b->cut && b->cut[cls];
+    return memo[cls];
 }
 
 /* ---- symbolic accesses ------------------------------------------------------------------------- */
@@ -245,12 +160,32 @@ static int order_axes(uint64_t axes, const ts_access *like, int32_t *out) {
  * root), constants and iotas become constants and indices, `cores` (accumulators) map to ACC slots, and
  * anything else is materialized and loaded. memo: term node → expression node (-1). */
 typedef struct {
-    int core[2]; /* term nodes computed by the kernel itself (ACC 0, ACC 1), -1 if none */
     int root;
+    int ncore;
+    int core[TS_ROW_MAX_STAGES]; /* term nodes computed by the kernel itself: core[j] is ACC j */
 } region;
+
+static region region_of(int root, int c0, int c1) {
+    region r = {.root = root};
+    if (c0 >= 0) r.core[r.ncore++] = c0;
+    if (c1 >= 0) r.core[r.ncore++] = c1;
+    return r;
+}
+
+/* The ACC slot of term node i in region r, or -1. */
+static int core_slot(const region *r, int i) {
+    for (int j = 0; j < r->ncore; j++)
+        if (r->core[j] == i) return j;
+    return -1;
+}
 
 static void region_cores(builder *b, int i, int *cores, int *n, bool root);
 static bool is_reduction(ts_op op);
+
+/* Whether elementwise node i is computed inside the kernel whose region reaches it, rather than
+ * materialised and loaded: always at the region's root; elsewhere when fusing, unless the search cut
+ * the graph there. */
+static bool inlined(const builder *b, int i, bool root) { return root || (b->fuse && !b->t[i].cut); }
 
 /* Whether elementwise node i varies along fewer axes than the region's root and is computed from exactly
  * one reduction (plus constants and indices) that is not the region's own accumulator. */
@@ -260,7 +195,7 @@ static bool finishes_a_reduction(builder *b, const region *r, int i) {
         return false;
     int cores[16], nc = 0;
     region_cores(b, i, cores, &nc, true);
-    return nc == 1 && cores[0] != r->core[0] && cores[0] != r->core[1] && is_reduction((ts_op)b->t[cores[0]].e.op) &&
+    return nc == 1 && core_slot(r, cores[0]) < 0 && is_reduction((ts_op)b->t[cores[0]].e.op) &&
            !(b->t[cores[0]].axes & ~t->axes);
 }
 
@@ -269,8 +204,8 @@ static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, in
     const tnode node = b->t[i], *t = &node; /* a copy: materialising leaves may grow b->t */
     ts_op op = (ts_op)t->e.op;
     int out;
-    if (i == r->core[0] || i == r->core[1]) {
-        out = xpush(e, (ts_xnode){.kind = TS_X_ACC, .slot = i == r->core[1]});
+    if (core_slot(r, i) >= 0) {
+        out = xpush(e, (ts_xnode){.kind = TS_X_ACC, .slot = core_slot(r, i)});
     } else if (op == TS_OP_CONSTANT) {
         double v;
         memcpy(&v, &t->e.param[0], sizeof v);
@@ -282,7 +217,7 @@ static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, in
          * once per element of its own, instead of this kernel once per element of the larger output */
         ts_access a = materialize(b, i);
         out = xpush(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
-    } else if (is_elementwise(op) && (b->fuse || i == r->root)) {
+    } else if (is_elementwise(op) && inlined(b, i, i == r->root)) {
         ts_xnode n = {.kind = TS_X_OP, .op = op, .dtype = op == TS_OP_CAST ? (ts_dtype)t->e.param[0] : TS_FP32};
         for (int c = 0; c < ts_op_arity(op); c++) n.kid[c] = region_expr(b, k, e, r, memo, (int)t->e.kid[c]);
         out = xpush(e, n);
@@ -303,7 +238,7 @@ static int *fresh_memo(builder *b) {
 static void region_cores(builder *b, int i, int *cores, int *n, bool root) {
     ts_op op = (ts_op)b->t[i].e.op;
     if (op == TS_OP_CONSTANT || op == TS_OP_IOTA) return;
-    if (is_elementwise(op) && (b->fuse || root)) {
+    if (is_elementwise(op) && inlined(b, i, root)) {
         for (int c = 0; c < ts_op_arity(op); c++) region_cores(b, (int)b->t[i].e.kid[c], cores, n, false);
         return;
     }
@@ -327,7 +262,7 @@ static void emit_map(builder *b, int i) {
     int32_t axes[TS_MAX_DIMS];
     int n = order_axes(b->t[i].axes, NULL, axes);
     ts_kernel tmp = {0};
-    region r = {{-1, -1}, i};
+    region r = region_of(i, -1, -1);
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, i); /* materialises operands (may add kernels) */
     free(memo);
@@ -349,7 +284,7 @@ static void emit_reduce(builder *b, int core, int root) {
     const tnode node = b->t[core], *t = &node; /* a copy: materialising operands may grow b->t */
     ts_op op = (ts_op)t->e.op;
     ts_kernel tmp = {0};
-    region inner_r = {{-1, -1}, (int)t->e.kid[0]};
+    region inner_r = region_of((int)t->e.kid[0], -1, -1);
     int *memo = fresh_memo(b);
     if (op == TS_OP_CONTRACT) { /* Σ_k a·b: the product is the inner expression */
         int a = region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[0]);
@@ -369,7 +304,7 @@ static void emit_reduce(builder *b, int core, int root) {
     }
     free(memo);
     memo = fresh_memo(b);
-    region fin = {{core, -1}, root};
+    region fin = region_of(root, core, -1);
     region_expr(b, &tmp, &tmp.expr, &fin, memo, root);
     free(memo);
     ts_kernel *k = new_kernel(b, TS_KERNEL_REDUCE);
@@ -383,6 +318,176 @@ static void emit_reduce(builder *b, int core, int root) {
     int n = order_axes(b->t[root].axes, k->nacc ? &k->acc[0] : NULL, axes);
     /* reductions keep fp32 results (norms, row scales): their consumers normalise with them */
     new_output(b, root, axes, n, TS_FP32, k);
+}
+
+/* References to term node `target` from the distinct nodes of the elementwise region rooted at i. */
+static int refs_in_region(const builder *b, int i, int target, bool root, bool *seen) {
+    ts_op op = (ts_op)b->t[i].e.op;
+    if (seen[i] || !is_elementwise(op) || !inlined(b, i, root)) return 0;
+    seen[i] = true;
+    int n = 0;
+    for (int c = 0; c < ts_op_arity(op); c++) {
+        int kid = (int)b->t[i].e.kid[c];
+        n += kid == target ? 1 : refs_in_region(b, kid, target, false, seen);
+    }
+    return n;
+}
+
+/* Whether every use of term node c is inside the region rooted at i (x·σ(x) reads the GEMM's result twice,
+ * both in its epilogue), so that the region may compute c itself rather than load it. */
+static bool used_only_in_region(const builder *b, int i, int c) {
+    if (c == i) return true;
+    bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
+    int n = refs_in_region(b, i, c, true, seen);
+    free(seen);
+    return n >= b->t[c].uses;
+}
+
+/* ---- ROW --------------------------------------------------------------------------------------- */
+
+/* Whether term node c can be a stage of a ROW kernel over `axes` along axis k: a sum, max or row dot
+ * product over k (not cut off by the search) whose result varies only along the row's other axes. */
+static bool row_stage(const builder *b, int c, uint64_t axes, int32_t k) {
+    const tnode *t = &b->t[c];
+    ts_op op = (ts_op)t->e.op;
+    bool kind = op == TS_OP_REDUCE_SUM || op == TS_OP_REDUCE_MAX || op == TS_OP_TILE_SUM || op == TS_OP_TILE_MAX ||
+                op == TS_OP_CONTRACT;
+    if (!kind || t->cut || (int32_t)t->e.param[0] != k || (t->axes & ~axes & ~(1ull << k))) return false;
+    for (int a = 0; a < ts_op_arity(op); a++) /* operands within the row space */
+        if (b->t[t->e.kid[a]].axes & ~axes) return false;
+    return true;
+}
+
+/* The stages of a ROW kernel computing region `root`: reductions along k among the region's leaves and,
+ * transitively, among their operands' leaves, each used only there (a reduction also read elsewhere is
+ * computed once by its own kernel and loaded). Sorted kids first, so a stage may read earlier ones. */
+static int row_stages(builder *b, int root, int32_t k, int *stage) {
+    uint64_t axes = b->t[root].axes;
+    int n = 0, cores[16], nc = 0;
+    region_cores(b, root, cores, &nc, true);
+    for (int q = 0; q < nc; q++) { /* cores grows as stages contribute their operands' leaves */
+        int c = cores[q];
+        if (!row_stage(b, c, axes, k)) continue;
+        bool dup = false;
+        for (int j = 0; j < n; j++) dup |= stage[j] == c;
+        if (dup) continue;
+        if (n == TS_ROW_MAX_STAGES) return -1;
+        stage[n++] = c;
+        for (int a = 0; a < ts_op_arity((ts_op)b->t[c].e.op); a++) {
+            int before = nc;
+            region_cores(b, (int)b->t[c].e.kid[a], cores, &nc, true);
+            if (nc == 16 && before == 16) return -1;
+        }
+    }
+    for (int x = 1; x < n; x++) /* insertion sort by term index: operands before their users */
+        for (int y = x; y > 0 && stage[y - 1] > stage[y]; y--) {
+            int t = stage[y];
+            stage[y] = stage[y - 1], stage[y - 1] = t;
+        }
+    return n;
+}
+
+/* References to term node c from the elementwise regions of the ROW kernel: the root's and each stage's
+ * operands'. */
+static int refs_in_row(const builder *b, int root, const int *stage, int n, int c) {
+    bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
+    int refs = refs_in_region(b, root, c, true, seen);
+    for (int j = 0; j < n; j++)
+        for (int a = 0; a < ts_op_arity((ts_op)b->t[stage[j]].e.op); a++) {
+            int kid = (int)b->t[stage[j]].e.kid[a];
+            refs += kid == c ? 1 : refs_in_region(b, kid, c, true, seen);
+        }
+    free(seen);
+    return refs;
+}
+
+/* The stage expression of reduction c: its operand, or the product of a row dot product's operands. */
+static void row_stage_expr(builder *b, ts_kernel *tmp, int j, const region *stages, int c) {
+    const tnode node = b->t[c], *t = &node; /* a copy: materialising operands may grow b->t */
+    int *memo = fresh_memo(b);
+    region r = *stages;
+    r.root = (int)t->e.kid[0];
+    int v = region_expr(b, tmp, &tmp->stage[j], &r, memo, r.root);
+    if (t->e.op == TS_OP_CONTRACT) {
+        r.root = (int)t->e.kid[1];
+        int w = region_expr(b, tmp, &tmp->stage[j], &r, memo, r.root);
+        xpush(&tmp->stage[j], (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {v, w}});
+    }
+    free(memo);
+    ts_op op = (ts_op)t->e.op;
+    tmp->stage_combine[j] = op == TS_OP_REDUCE_MAX || op == TS_OP_TILE_MAX ? TS_COMBINE_MAX : TS_COMBINE_SUM;
+}
+
+/* Elementwise nodes of the root's region spanning the whole row space that are needed outside the ROW
+ * kernel (a graph output, or read by other kernels) and not yet in a buffer: the kernel writes them too. */
+static int row_extra_outputs(builder *b, int root, const int *stage, int ns, int *extra) {
+    int n = 0;
+    for (int i = root - 1; i >= 0; i--) {
+        const tnode *t = &b->t[i];
+        if (!is_elementwise((ts_op)t->e.op) || t->axes != b->t[root].axes || b->has_mat[i] || !inlined(b, i, false))
+            continue;
+        bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
+        bool inside = refs_in_region(b, root, i, true, seen) > 0;
+        free(seen);
+        if (!inside) continue;
+        if (t->output || refs_in_row(b, root, stage, ns, i) < t->uses) {
+            if (n == TS_KERNEL_MAX_OUTS - 1) return -1;
+            extra[n++] = i;
+        }
+    }
+    return n;
+}
+
+/* Tries to cover region `root` with a ROW kernel: per row along the innermost axis of the region that its
+ * reductions reduce over, the reductions in stages, then the region (and the nodes others need) written
+ * over the whole row. False, building nothing, when the region has no such reduction. */
+static bool try_row(builder *b, int root) {
+    int cores[16], nc = 0, stage[TS_ROW_MAX_STAGES], ns = -1;
+    int32_t k = -1;
+    region_cores(b, root, cores, &nc, true);
+    for (int q = 0; q < nc && ns <= 0; q++) { /* the first reduction along an axis of the region picks k */
+        const tnode *t = &b->t[cores[q]];
+        if (!is_reduction((ts_op)t->e.op) || !(b->t[root].axes & (1ull << t->e.param[0]))) continue;
+        k = (int32_t)t->e.param[0];
+        ns = row_stages(b, root, k, stage);
+    }
+    if (ns <= 0) return false;
+    for (int j = 0; j < ns; j++) /* a stage read elsewhere too is computed once, by its own kernel */
+        if (refs_in_row(b, root, stage, ns, stage[j]) < b->t[stage[j]].uses) return false;
+    int extra[TS_KERNEL_MAX_OUTS - 1];
+    int nx = row_extra_outputs(b, root, stage, ns, extra);
+    if (nx < 0) return false;
+    ts_kernel tmp = {0};
+    region stages = {.root = root, .ncore = ns};
+    memcpy(stages.core, stage, sizeof(int) * (size_t)ns);
+    for (int j = 0; j < ns; j++) row_stage_expr(b, &tmp, j, &stages, stage[j]);
+    int *memo = fresh_memo(b);
+    region_expr(b, &tmp, &tmp.expr, &stages, memo, root);
+    free(memo);
+    for (int o = 0; o < nx; o++) {
+        memo = fresh_memo(b);
+        region r = stages;
+        r.root = extra[o];
+        region_expr(b, &tmp, &tmp.extra_expr[o], &r, memo, extra[o]);
+        free(memo);
+    }
+    ts_kernel *kr = new_kernel(b, TS_KERNEL_ROW);
+    kr->acc = tmp.acc, kr->nacc = tmp.nacc, kr->cap_acc = tmp.cap_acc, kr->expr = tmp.expr;
+    kr->nstage = ns, kr->nextra = nx, kr->red_axis = k;
+    memcpy(kr->stage, tmp.stage, sizeof tmp.stage);
+    memcpy(kr->stage_combine, tmp.stage_combine, sizeof tmp.stage_combine);
+    memcpy(kr->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
+    int32_t axes[TS_MAX_DIMS];
+    int n = order_axes(b->t[root].axes, kr->nacc ? &kr->acc[0] : NULL, axes);
+    for (int o = 0; o < nx; o++) {
+        int buf = temp_buffer(b, dtype_of(b, extra[o]), axes, n);
+        kr = &b->p->k[b->p->nk - 1];
+        kr->extra_out[o] = contiguous_access(b, buf);
+        b->has_mat[extra[o]] = true;
+        b->mat[extra[o]] = kr->extra_out[o];
+    }
+    new_output(b, root, axes, n, dtype_of(b, root), kr);
+    return true;
 }
 
 /* ---- GEMM -------------------------------------------------------------------------------------- */
@@ -516,7 +621,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     ts_kernel tmp = {0};
     int ia = kernel_access(&tmp, &a), ib = kernel_access(&tmp, &bacc), ib1 = opb1 >= 0 ? kernel_access(&tmp, &bacc1) : -1;
-    region r = {{c0, c1}, root};
+    region r = region_of(root, c0, c1);
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, root);
     free(memo);
@@ -652,7 +757,7 @@ static bool try_attention(builder *b, int i) {
     ts_kernel tmp = {0};
     ts_access qa = attention_operand(b, q, dax, qo, nq + 2), ka = attention_operand(b, kk, dax, ko, nkv + 2),
               va = attention_operand(b, v, dvax, vo, nkv + 2);
-    region r = {{dot, -1}, s};
+    region r = region_of(s, dot, -1);
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, s);
     free(memo);
@@ -685,7 +790,7 @@ static void emit_region(builder *b, int i) {
     region_cores(b, i, cores, &nc, true);
     /* a contraction with several users is computed once, into a buffer, rather than in each epilogue */
     for (int j = nc - 1; j >= 0; j--) /* the last single-use contraction accumulates; others are loaded */
-        if (b->t[cores[j]].e.op == TS_OP_CONTRACT && !b->has_mat[cores[j]] && (cores[j] == i || b->t[cores[j]].uses <= 1) &&
+        if (b->t[cores[j]].e.op == TS_OP_CONTRACT && !b->has_mat[cores[j]] && used_only_in_region(b, i, cores[j]) &&
             (nc == 1 || b->fuse) && try_gemm(b, i, cores[j], -1))
             return;
     for (int x = 0; b->fuse && x < nc; x++) /* both halves of a dual contraction: one dual GEMM */
@@ -707,6 +812,7 @@ static void emit_region(builder *b, int i) {
             return;
         }
     }
+    if (b->fuse && try_row(b, i)) return;
     emit_map(b, i);
 }
 
@@ -816,10 +922,9 @@ static void contractions_of_products(builder *b) {
     }
 }
 
-/* Lowers the extraction `best` of x into plan p. */
-static int lower_plan(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, bool fuse, ts_plan *p,
-                      char **err) {
-    builder b = {.x = x, .views2 = views2, .fuse = fuse, .p = p};
+int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *cut, bool fuse,
+                  ts_plan *p, char **err) {
+    builder b = {.x = x, .views2 = views2, .cut = cut, .fuse = fuse, .p = p};
     if (ts_dyn_of(x->g, &b.dyn) != 0) {
         *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
         return -1;
@@ -837,7 +942,15 @@ static int lower_plan(const ts_egir *x, const ts_egir_view *views2, const ts_eno
     b.dual_buf = ts_xcalloc((size_t)b.nt + 1, sizeof *b.dual_buf);
     b.input_buf = ts_xmalloc(sizeof(int) * (size_t)(x->g->ninputs + 1));
     for (int i = 0; i < x->g->ninputs; i++) b.input_buf[i] = -1;
-    for (int o = 0; o < x->g->noutputs && o < 64; o++) emit_output(&b, o, roots[o]);
+    int order[64], nout = x->g->noutputs < 64 ? x->g->noutputs : 64;
+    for (int o = 0; o < nout; o++) b.t[roots[o]].output = true, order[o] = o;
+    /* outputs that others are computed from last: the kernel of `norm(x + r)` also writes `x + r` */
+    for (int i = 1; i < nout; i++)
+        for (int j = i; j > 0 && roots[order[j - 1]] < roots[order[j]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    for (int o = 0; o < nout; o++) emit_output(&b, order[o], roots[order[o]]);
     number_temps(p);
     free(b.has_mat);
     free(b.mat);
@@ -849,12 +962,6 @@ static int lower_plan(const ts_egir *x, const ts_egir_view *views2, const ts_eno
         return -1;
     }
     return 0;
-}
-
-/* The unfused baseline's extraction: the input graph's own nodes, with Σ_k a·b read as a contraction. */
-static const ts_enode **baseline_nodes(const ts_egir *u) {
-    static const cost_preset plain = {"baseline", 1, 1, 1, 1, 1, 1, 1, 1, 0};
-    return choose_nodes(u, &plain);
 }
 
 void ts_plan_free(ts_plan *p) {
@@ -870,38 +977,6 @@ void ts_plan_free(ts_plan *p) {
     free(p->buf);
     free(p->name);
     memset(p, 0, sizeof *p);
-}
-
-static bool same_plan(const ts_plan *a, const ts_plan *b) {
-    if (a->nk != b->nk || a->nbuf != b->nbuf) return false;
-    for (int i = 0; i < a->nk; i++)
-        if (a->k[i].kind != b->k[i].kind || a->k[i].nacc != b->k[i].nacc || a->k[i].expr.n != b->k[i].expr.n)
-            return false;
-    return true;
-}
-
-int ts_plan_build_all(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2, ts_plan **plans,
-                      int *n, char **err) {
-    int cap = 1 + (int)(sizeof presets / sizeof *presets);
-    *plans = ts_xcalloc((size_t)cap, sizeof **plans);
-    *n = 0;
-    const ts_enode **best = baseline_nodes(unsaturated);
-    ts_plan *base = &(*plans)[(*n)++];
-    base->name = ts_strdup("baseline (one kernel per op)");
-    int rc = lower_plan(unsaturated, views2, best, false, base, err);
-    free(best);
-    for (size_t i = 0; rc == 0 && i < sizeof presets / sizeof *presets; i++) {
-        best = choose_nodes(x, &presets[i]);
-        ts_plan *p = &(*plans)[*n];
-        p->name = ts_strdup(presets[i].name);
-        rc = lower_plan(x, views2, best, true, p, err);
-        free(best);
-        bool dup = false;
-        for (int j = 1; rc == 0 && j < *n && !dup; j++) dup = same_plan(&(*plans)[j], p);
-        if (dup) ts_plan_free(p);
-        else (*n)++;
-    }
-    return rc;
 }
 
 /* ---- description ------------------------------------------------------------------------------- */
@@ -937,30 +1012,4 @@ char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {
         s = line;
     }
     return s;
-}
-
-/* ---- terms for explanations -------------------------------------------------------------------- */
-
-static uint32_t term_of(const ts_egir *x, const ts_enode **best, int *memo, ts_eg_term *t, uint32_t cls) {
-    cls = ts_eg_find(x->eg, cls);
-    if (memo[cls] >= 0) return (uint32_t)memo[cls];
-    ts_enode e = *best[cls];
-    for (int k = 0; k < ts_op_arity((ts_op)e.op); k++) e.kid[k] = term_of(x, best, memo, t, e.kid[k]);
-    t->node = ts_xrealloc(t->node, sizeof *t->node * (t->n + 1));
-    t->node[t->n] = e;
-    return (uint32_t)(memo[cls] = (int)t->n++);
-}
-
-bool ts_plan_fused_term(const ts_egir *x, uint32_t cls, ts_eg_term *out) {
-    const ts_enode **best = choose_nodes(x, &presets[0]);
-    uint32_t bound = ts_eg_id_bound(x->eg);
-    int *memo = ts_xmalloc(sizeof(int) * (bound + 1));
-    for (uint32_t i = 0; i < bound; i++) memo[i] = -1;
-    out->node = NULL;
-    out->n = 0;
-    bool ok = best[ts_eg_find(x->eg, cls)] != NULL;
-    if (ok) term_of(x, best, memo, out, cls);
-    free(memo);
-    free(best);
-    return ok;
 }

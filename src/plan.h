@@ -7,10 +7,10 @@
  * Operands are read through accesses: a buffer and a stride per named axis, with strides, offsets and
  * extents as symbolic sizes (sym.h) so that dynamic axes stay run-time values.
  *
- * Plans are built from terms extracted from the e-graph (src/plan.c): a few extractions that weigh fused
- * forms differently, each lowered by covering the term with kernel patterns, give a diverse set of
- * candidates; the input graph itself, one kernel per primitive op, is always the baseline. The cost model
- * (costmodel.h) predicts each plan's time and ranks them. */
+ * A plan is lowered (src/plan.c) from an extraction — one e-node per e-class of the saturated e-graph, plus
+ * the kernel boundaries the search chose — by covering the extracted term with kernel patterns. Which
+ * extraction is the search's (src/search.c), scored by the cost model (costmodel.h); the input graph
+ * itself, one kernel per primitive op, is always the baseline. */
 #ifndef TS_PLAN_H
 #define TS_PLAN_H
 
@@ -114,15 +114,14 @@ char *ts_plan_describe(const ts_plan *p, const ts_graph *g);
 /* Kernel i alone, e.g. "dual-gemm [m,n] over d". (heap) */
 char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 
-/* Builds the candidate plans of a saturated graph: *plans receives *n plans, the baseline (one kernel per
- * primitive op of the input graph, fusing nothing) first. Returns 0, or -1 with *err when a plan could not
- * be built (a construct no kernel covers). `views2` is the view table of the same graph checked with every
- * dynamic axis multiplied by its ts_sym_primes entry (NULL when the graph has no dynamic axes). */
-int ts_plan_build_all(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2,
-                      ts_plan **plans, int *n, char **err);
-
-/* The term of class cls that the "fused" extraction chooses (what compile starts from), shared subterms
- * once; free with ts_eg_term_free. False when the class has no finite term. */
-bool ts_plan_fused_term(const ts_egir *x, uint32_t cls, ts_eg_term *out);
+/* Lowers an extraction of x into plan p (initialised by the caller to zeros): best[cls] is the e-node that
+ * computes e-class cls (every class reachable from the outputs needs one, and they must not form a cycle);
+ * cut[cls] != 0 (cut may be NULL) puts a kernel boundary at that class: its value is computed into a buffer
+ * and loaded by its consumers rather than inlined into them. With fuse false every primitive op is a
+ * kernel of its own (the baseline), Σ_k a·b read as a contraction. `views2` is the view table of the same
+ * graph checked with every dynamic axis multiplied by its ts_sym_primes entry (NULL when the graph has no
+ * dynamic axes). Returns 0, or -1 with *err when a construct has no kernel (p is then to be freed). */
+int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *cut, bool fuse,
+                  ts_plan *p, char **err);
 
 #endif

@@ -1,0 +1,392 @@
+/* search.c — extraction as search, guided by the cost model (see search.h): seeds from hand-weighted
+ * presets, then first-improvement local search over e-node choices and kernel boundaries, every candidate
+ * lowered (plan.c) and predicted (costmodel.c); the K best distinct plans are kept. */
+#include "search.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* ---- seeds ------------------------------------------------------------------------------------- */
+
+/* How much each kind of node weighs, per element of the space it iterates over. */
+typedef struct {
+    const char *name;
+    double elementwise, reduce, contract, dual, wsum, online, tile, view;
+    double materialise; /* per element of a contraction operand that must be computed first */
+} cost_preset;
+
+/* The seeds: extractions under weights that favour different fused forms. They only start the search. */
+static const cost_preset presets[] = {
+    /* fused forms preferred: tensor-core contractions, dual GEMMs, online softmax */
+    {"fused", 1, 6, 2, 1.5, 8, 2, 7, 1, 2}, /* dual < contract: each pick pays the dual once */
+    /* the same without the dual contraction: two GEMMs */
+    {"fused-separate-gemms", 1, 6, 2, 100, 8, 2, 7, 1, 2},
+    /* elementwise work moved after contractions (epilogues, attention scores) rather than before */
+    {"fused-epilogues", 1, 6, 2, 1.5, 8, 2, 7, 1, 1000},
+};
+
+static double axes_numel(const ts_graph *g, uint64_t axes) {
+    double n = 1;
+    for (int a = 0; a < g->naxes && a < 64; a++)
+        if (axes & (1ull << a)) n *= (double)g->axes[a].size;
+    return n;
+}
+
+static const ts_egir_data *cdata(const ts_egir *x, uint32_t cls) { return ts_eg_data_const(x->eg, cls); }
+
+/* Whether class cls can be read in place (an input or a view of one) rather than computed first. */
+static bool readable_in_place(const ts_egir *x, uint32_t cls) {
+    for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
+        int32_t op = ts_eg_class_node(x->eg, cls, i)->op;
+        if (op == TS_OP_INPUT || op == TS_OP_VIEW) return true;
+    }
+    return false;
+}
+
+/* A contraction's operands that must be materialised first cost a write and a read of their elements:
+ * this is what makes a row scale after the contraction (an epilogue) beat one before it (a pass). */
+static double operand_penalty(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
+    double p = 0;
+    for (int k = 0; k < ts_op_arity((ts_op)n->op); k++) {
+        uint32_t cls = ts_eg_find(x->eg, n->kid[k]);
+        if (!readable_in_place(x, cls)) p += c->materialise * axes_numel(x->g, cdata(x, cls)->axes);
+    }
+    return p;
+}
+
+static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
+    ts_op op = (ts_op)n->op;
+    uint64_t space = 0;
+    for (int k = 0; k < ts_op_arity(op); k++) space |= cdata(x, ts_eg_find(x->eg, n->kid[k]))->axes;
+    double work = axes_numel(x->g, space | (ts_op_kind_of(op) == TS_KIND_REDUCE || ts_op_kind_of(op) == TS_KIND_FUSED
+                                                 ? 1ull << n->param[0]
+                                                 : 0));
+    switch (op) {
+    case TS_OP_INPUT:
+    case TS_OP_CONSTANT:
+    case TS_OP_IOTA:
+    case TS_OP_PICK: return 0;
+    case TS_OP_VIEW: return c->view * work;
+    case TS_OP_REDUCE_SUM:
+    case TS_OP_REDUCE_MAX: return c->reduce * work;
+    case TS_OP_CONTRACT: return c->contract * work + operand_penalty(x, c, n);
+    case TS_OP_DUAL: return c->dual * work + operand_penalty(x, c, n);
+    case TS_OP_WSUM: return c->wsum * work;
+    case TS_OP_ONLINE_WSUM: return c->online * work;
+    case TS_OP_TILE_SUM:
+    case TS_OP_TILE_MAX: return c->tile * work;
+    default: return c->elementwise * work;
+    }
+}
+
+/* Best node per class by a bottom-up fixed point (cycles never win: their cost stays infinite). */
+static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
+    uint32_t bound = ts_eg_id_bound(x->eg);
+    double *cost = ts_xmalloc(sizeof *cost * (bound + 1));
+    const ts_enode **best = ts_xcalloc(bound + 1, sizeof *best);
+    for (uint32_t i = 0; i < bound; i++) cost[i] = INFINITY;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (uint32_t cls = 0; cls < bound; cls++) {
+            if (!ts_eg_is_root(x->eg, cls)) continue;
+            for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
+                const ts_enode *n = ts_eg_class_node(x->eg, cls, i);
+                double total = node_cost(x, c, n);
+                for (int k = 0; k < ts_op_arity((ts_op)n->op); k++)
+                    total += cost[ts_eg_find(x->eg, n->kid[k])];
+                if (total < cost[cls] * (1 - 1e-12)) cost[cls] = total, best[cls] = n, changed = true;
+            }
+        }
+    }
+    free(cost);
+    return best;
+}
+
+
+/* ---- candidates -------------------------------------------------------------------------------- */
+
+/* An extraction: an e-node per class and the kernel boundaries (per class). */
+typedef struct {
+    const ts_enode **best;
+    uint8_t *cut;
+} extraction;
+
+typedef struct {
+    const ts_egir *x;
+    const ts_egir_view *views2;
+    const ts_graph *g;
+    const ts_costmodel *cm;
+    uint32_t bound;
+    int keep, max_evals;
+    ts_plan *pool; /* the best distinct plans met, best first */
+    uint64_t *sig;
+    int npool;
+    ts_search_stats st;
+    /* scratch for the cycle check and the reachable classes */
+    uint8_t *mark;
+    uint32_t *order;
+    int norder;
+} search;
+
+static extraction extraction_copy(const search *s, const extraction *e) {
+    extraction c = {ts_xmalloc(sizeof *c.best * (s->bound + 1)), ts_xmalloc(s->bound + 1)};
+    memcpy(c.best, e->best, sizeof *c.best * s->bound);
+    memcpy(c.cut, e->cut, s->bound);
+    return c;
+}
+
+static void extraction_free(extraction *e) {
+    free(e->best);
+    free(e->cut);
+}
+
+/* Post-order walk from class cls: false on a cycle (a class reached again while on the path) or a class
+ * with no node. The classes reached are appended to s->order, kids first. */
+static bool walk(search *s, const extraction *e, uint32_t cls) {
+    cls = ts_eg_find(s->x->eg, cls);
+    if (s->mark[cls] == 2) return true;
+    if (s->mark[cls] == 1 || !e->best[cls]) return false;
+    s->mark[cls] = 1;
+    const ts_enode *n = e->best[cls];
+    for (int k = 0; k < ts_op_arity((ts_op)n->op); k++)
+        if (!walk(s, e, n->kid[k])) return false;
+    s->mark[cls] = 2;
+    s->order[s->norder++] = cls;
+    return true;
+}
+
+/* Whether e is a finite term (no cycle, every reached class chosen); fills s->order. */
+static bool well_formed(search *s, const extraction *e) {
+    memset(s->mark, 0, s->bound + 1);
+    s->norder = 0;
+    for (int o = 0; o < s->x->g->noutputs; o++)
+        if (!walk(s, e, s->x->output_class[o])) return false;
+    return true;
+}
+
+/* What tells plans apart for tuning: their kernels in words and their predicted time (plans that differ
+ * only in the order of an epilogue's operands are one candidate). */
+static uint64_t plan_signature(const search *s, const ts_plan *p) {
+    char *d = ts_plan_describe(p, s->g);
+    long long t = llround(p->predicted_s * 1e12); /* picoseconds */
+    uint64_t h = ts_fnv1a(ts_fnv1a(TS_FNV_OFFSET, d, strlen(d)), &t, sizeof t);
+    free(d);
+    return h;
+}
+
+/* Inserts p into the pool when it is new and among the best s->keep (takes ownership). */
+static void pool_offer(search *s, ts_plan *p) {
+    uint64_t sig = plan_signature(s, p);
+    int at = s->npool;
+    for (int i = 0; i < s->npool; i++) {
+        if (s->sig[i] == sig) {
+            ts_plan_free(p);
+            return;
+        }
+        if (at == s->npool && p->predicted_s < s->pool[i].predicted_s) at = i;
+    }
+    if (at >= s->keep) {
+        ts_plan_free(p);
+        return;
+    }
+    if (s->npool == s->keep) ts_plan_free(&s->pool[--s->npool]);
+    memmove(&s->pool[at + 1], &s->pool[at], sizeof *s->pool * (size_t)(s->npool - at));
+    memmove(&s->sig[at + 1], &s->sig[at], sizeof *s->sig * (size_t)(s->npool - at));
+    s->pool[at] = *p;
+    s->sig[at] = sig;
+    s->npool++;
+}
+
+/* Lowers and predicts e; its predicted time (INFINITY when it is no finite term or has no kernel). The
+ * plan goes to the pool, named `name`. */
+static double evaluate(search *s, const extraction *e, const char *name) {
+    if (!well_formed(s, e)) return INFINITY;
+    s->st.evals++;
+    ts_plan p = {0};
+    char *err = NULL;
+    if (ts_plan_lower(s->x, s->views2, e->best, e->cut, true, &p, &err) != 0) {
+        free(err);
+        ts_plan_free(&p);
+        return INFINITY;
+    }
+    ts_costmodel_predict(s->cm, s->g, &p);
+    double t = p.predicted_s;
+    p.name = ts_strdup(name);
+    pool_offer(s, &p);
+    return t;
+}
+
+/* ---- local search ------------------------------------------------------------------------------ */
+
+static bool commutative(ts_op op) { return op == TS_OP_ADD || op == TS_OP_MUL || op == TS_OP_MAX; }
+
+/* Whether n computes the same as m with its two operands swapped (the plan would not change). */
+static bool swapped(const search *s, const ts_enode *n, const ts_enode *m) {
+    if (n->op != m->op || !commutative((ts_op)n->op)) return false;
+    ts_egraph *eg = s->x->eg;
+    return ts_eg_find(eg, n->kid[0]) == ts_eg_find(eg, m->kid[1]) && ts_eg_find(eg, n->kid[1]) == ts_eg_find(eg, m->kid[0]);
+}
+
+/* Whether a boundary at a class computed by n can change a plan: elementwise values and reductions (the
+ * row kernels' stages) are the ones kernels inline. */
+static bool cuttable(const ts_enode *n) {
+    ts_op_kind k = ts_op_kind_of((ts_op)n->op);
+    return k == TS_KIND_UNARY || k == TS_KIND_BINARY || k == TS_KIND_TERNARY || k == TS_KIND_REDUCE ||
+           n->op == TS_OP_CONTRACT || n->op == TS_OP_TILE_SUM || n->op == TS_OP_TILE_MAX;
+}
+
+static bool is_output_class(const search *s, uint32_t cls) {
+    for (int o = 0; o < s->x->g->noutputs; o++)
+        if (ts_eg_find(s->x->eg, s->x->output_class[o]) == cls) return true;
+    return false;
+}
+
+typedef struct {
+    extraction cur;
+    double cost;
+    const char *seed;
+    int moves;
+} climb;
+
+/* Tries the current extraction with one change applied (already applied to c->cur); keeps it when the
+ * prediction improves. Returns whether it was kept. */
+static bool try_move(search *s, climb *c) {
+    char *name = ts_strfmt("%s/%d", c->seed, s->st.evals + 1);
+    double t = evaluate(s, &c->cur, name);
+    free(name);
+    if (!(t < c->cost * (1 - 1e-9))) return false;
+    c->cost = t;
+    c->moves++;
+    s->st.accepted++;
+    return true;
+}
+
+/* One pass over the classes the current term reaches, in post-order: every other e-node of each class,
+ * then a boundary toggled there. Returns whether anything improved. */
+static bool climb_pass(search *s, climb *c) {
+    if (!well_formed(s, &c->cur)) return false;
+    int n = s->norder;
+    uint32_t *classes = ts_xmalloc(sizeof *classes * (size_t)(n + 1));
+    memcpy(classes, s->order, sizeof *classes * (size_t)n);
+    bool improved = false;
+    for (int i = 0; i < n && s->st.evals < s->max_evals; i++) {
+        uint32_t cls = classes[i];
+        for (uint32_t j = 0; j < ts_eg_class_size(s->x->eg, cls) && s->st.evals < s->max_evals; j++) {
+            const ts_enode *alt = ts_eg_class_node(s->x->eg, cls, j), *was = c->cur.best[cls];
+            if (alt == was || swapped(s, alt, was)) continue;
+            c->cur.best[cls] = alt;
+            if (try_move(s, c)) improved = true;
+            else c->cur.best[cls] = was;
+        }
+        if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals) {
+            c->cur.cut[cls] ^= 1;
+            if (try_move(s, c)) improved = true;
+            else c->cur.cut[cls] ^= 1;
+        }
+    }
+    free(classes);
+    return improved;
+}
+
+/* Local search from one seed until a pass improves nothing or the budget is spent. */
+static void climb_from(search *s, const extraction *seed, const char *name) {
+    climb c = {extraction_copy(s, seed), INFINITY, name, 0};
+    c.cost = evaluate(s, &c.cur, name);
+    if (isfinite(c.cost))
+        while (s->st.evals < s->max_evals && climb_pass(s, &c)) {
+        }
+    extraction_free(&c.cur);
+}
+
+/* ---- the search -------------------------------------------------------------------------------- */
+
+ts_search_opts ts_search_default_opts(void) { return (ts_search_opts){.keep = 8, .max_evals = 0}; }
+
+/* The default budget: about 1.5 s of lowering on the development machine for a decoder layer, less per
+ * class for larger graphs (each evaluation lowers the whole graph). */
+static int default_budget(int classes) {
+    int b = 600000 / (classes > 1 ? classes : 1);
+    return b < 40 ? 40 : b > 3000 ? 3000 : b;
+}
+
+static int build_baseline(const ts_egir *u, const ts_egir_view *views2, const ts_graph *g, const ts_costmodel *cm,
+                          ts_plan *p, char **err) {
+    static const cost_preset plain = {"baseline", 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    const ts_enode **best = choose_nodes(u, &plain);
+    int rc = ts_plan_lower(u, views2, best, NULL, false, p, err);
+    free(best);
+    p->name = ts_strdup("baseline (one kernel per op)");
+    if (rc == 0) ts_costmodel_predict(cm, g, p);
+    return rc;
+}
+
+int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2, const ts_graph *g,
+                    const ts_costmodel *cm, const ts_search_opts *opts, ts_plan **plans, int *n,
+                    ts_search_stats *stats, char **err) {
+    search s = {.x = x, .views2 = views2, .g = g, .cm = cm, .bound = ts_eg_id_bound(x->eg), .keep = opts->keep};
+    if (s.keep < 1) s.keep = 1;
+    s.pool = ts_xcalloc((size_t)s.keep + 1, sizeof *s.pool);
+    s.sig = ts_xcalloc((size_t)s.keep + 1, sizeof *s.sig);
+    s.mark = ts_xmalloc(s.bound + 1);
+    s.order = ts_xmalloc(sizeof *s.order * (s.bound + 1));
+    *plans = ts_xcalloc((size_t)s.keep + 1, sizeof **plans);
+    *n = 0;
+    int rc = build_baseline(unsaturated, views2, g, cm, &(*plans)[0], err);
+    if (rc == 0) {
+        *n = 1;
+        extraction seeds[sizeof presets / sizeof *presets];
+        int nseeds = (int)(sizeof presets / sizeof *presets);
+        for (int i = 0; i < nseeds; i++) {
+            seeds[i].best = choose_nodes(x, &presets[i]);
+            seeds[i].cut = ts_xcalloc(s.bound + 1, 1);
+        }
+        s.max_evals = opts->max_evals > 0 ? opts->max_evals : default_budget(well_formed(&s, &seeds[0]) ? s.norder : 1);
+        for (int i = 0; i < nseeds; i++) { /* each seed gets its share of what the earlier ones left */
+            int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
+            s.max_evals = share;
+            climb_from(&s, &seeds[i], presets[i].name);
+            s.max_evals = all;
+        }
+        s.st.classes = well_formed(&s, &seeds[0]) ? s.norder : 0;
+        for (int i = 0; i < nseeds; i++) extraction_free(&seeds[i]);
+        for (int i = 0; i < s.npool; i++) (*plans)[(*n)++] = s.pool[i];
+    } else {
+        ts_plan_free(&(*plans)[0]);
+        for (int i = 0; i < s.npool; i++) ts_plan_free(&s.pool[i]);
+    }
+    if (stats) *stats = s.st;
+    free(s.pool);
+    free(s.sig);
+    free(s.mark);
+    free(s.order);
+    return rc;
+}
+
+/* ---- terms for explanations -------------------------------------------------------------------- */
+
+static uint32_t term_of(const ts_egir *x, const ts_enode **best, int *memo, ts_eg_term *t, uint32_t cls) {
+    cls = ts_eg_find(x->eg, cls);
+    if (memo[cls] >= 0) return (uint32_t)memo[cls];
+    ts_enode e = *best[cls];
+    for (int k = 0; k < ts_op_arity((ts_op)e.op); k++) e.kid[k] = term_of(x, best, memo, t, e.kid[k]);
+    t->node = ts_xrealloc(t->node, sizeof *t->node * (t->n + 1));
+    t->node[t->n] = e;
+    return (uint32_t)(memo[cls] = (int)t->n++);
+}
+
+bool ts_search_seed_term(const ts_egir *x, uint32_t cls, ts_eg_term *out) {
+    const ts_enode **best = choose_nodes(x, &presets[0]);
+    uint32_t bound = ts_eg_id_bound(x->eg);
+    int *memo = ts_xmalloc(sizeof(int) * (bound + 1));
+    for (uint32_t i = 0; i < bound; i++) memo[i] = -1;
+    out->node = NULL;
+    out->n = 0;
+    bool ok = best[ts_eg_find(x->eg, cls)] != NULL;
+    if (ok) term_of(x, best, memo, out, cls);
+    free(memo);
+    free(best);
+    return ok;
+}

@@ -1,0 +1,180 @@
+/* test_search.c — the cost-model-guided search (search.h) through ts_compile: the shapes of the plans it
+ * finds for graphs nobody tuned it for (a GEMM with any elementwise chain after it is one GEMM with the
+ * chain in its epilogue; norms and softmax are one row kernel; a LayerNorm MLP keeps its centring in the
+ * row kernel rather than distributing it through the contraction), that it only improves on its seeds,
+ * that the plans it returns are distinct, and that it is deterministic. */
+#include "compile.h"
+#include "egir.h"
+#include "saturate.h"
+#include "testutil.h"
+
+typedef struct {
+    checked c;
+    ts_rules rs;
+    ts_costmodel cm;
+    ts_compiled out;
+} compiled_graph;
+
+static void compile_yaml(compiled_graph *cg, const char *yaml) {
+    check_ok(&cg->c, yaml);
+    ts_rule_env env = ts_egir_rule_env();
+    ts_rule_init(&cg->rs, &env);
+    const char *dir = "rules";
+    cr_assert_eq(ts_load_rule_paths(&cg->rs, &dir, 1, stderr), 0);
+    ts_diags d;
+    cr_assert_eq(ts_costmodel_load(&cg->cm, "costmodel/h200.yaml", &d), 0);
+    ts_diags_free(&d);
+    char *err = NULL;
+    cr_assert_eq(ts_compile(&cg->c.spec, NULL, &cg->c.g, &cg->rs, &cg->cm, &cg->out, &err), 0, "%s", err);
+}
+
+static void free_compiled(compiled_graph *cg) {
+    ts_compiled_free(&cg->out);
+    ts_costmodel_free(&cg->cm);
+    ts_rule_free(&cg->rs);
+    free_checked(&cg->c);
+}
+
+/* The best plan's kernels in words. */
+static char *best_plan(const compiled_graph *cg) { return ts_plan_describe(&cg->out.plans[0], &cg->c.g); }
+
+/* ---- GEMM epilogues ------------------------------------------------------------------------------ */
+
+#define GEMM_HEAD                                                                                      \
+    "graph: g\naxes: {m: 1024, d: 2048, n: 4096}\n"                                                    \
+    "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"                 \
+    "  b: {dtype: fp16, shape: [n]}\n  R: {dtype: fp16, shape: [m, n]}\n"                              \
+    "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+
+/* Each chain reads H (the GEMM's result) and may read the bias b [n] and the residual R [m, n]; its last
+ * op is named Y. */
+static const char *const chains[] = {
+    "  - {name: Y, op: silu, args: [H]}\n",
+    "  - {name: Y, op: gelu, args: [H]}\n",
+    "  - {name: Hb, op: add, args: [H, b]}\n  - {name: z, op: constant, value: 0, dtype: fp16}\n"
+    "  - {name: Y, op: max, args: [Hb, z]}\n", /* bias + ReLU */
+    "  - {name: Hs, op: scale, args: [H], by: 0.5}\n  - {name: Y, op: add, args: [Hs, R]}\n", /* scale + residual */
+    "  - {name: Y, op: tanh, args: [H]}\n",
+    "  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: gelu, args: [Hb]}\n",
+    "  - {name: Y, op: mul, args: [H, H]}\n", /* the result read twice */
+    "  - {name: Hs, op: scale, args: [H], by: 1.702}\n  - {name: S, op: silu, args: [Hs]}\n"
+    "  - {name: Y, op: div, args: [S, Hs]}\n", /* x·σ(1.702x) as a sigmoid */
+    "  - {name: T, op: tanh, args: [H]}\n  - {name: Y, op: mul, args: [H, T]}\n",
+    "  - {name: E, op: exp, args: [H]}\n  - {name: Y, op: add, args: [E, R]}\n",
+    "  - {name: G, op: gelu, args: [H]}\n  - {name: T, op: tanh, args: [G]}\n  - {name: Y, op: silu, args: [T]}\n",
+    "  - {name: Hb, op: add, args: [H, b]}\n  - {name: S, op: silu, args: [Hb]}\n  - {name: Y, op: mul, args: [S, R]}\n",
+};
+
+Test(search, a_gemm_with_an_elementwise_chain_is_one_gemm_with_the_chain_in_its_epilogue) {
+    for (size_t i = 0; i < sizeof chains / sizeof *chains; i++) {
+        char *yaml = ts_strfmt("%s%soutputs: [Y]\n", GEMM_HEAD, chains[i]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        char *best = best_plan(&cg);
+        cr_expect_str_eq(best, "gemm [m,n] over d", "chain %zu:\n%s", i, chains[i]);
+        free(best);
+        free_compiled(&cg);
+        free(yaml);
+    }
+}
+
+/* ---- row kernels --------------------------------------------------------------------------------- */
+
+static const char residual_rmsnorm[] = "graph: g\naxes: {t: 4096, d: 4096}\n"
+                                       "inputs:\n  X: {dtype: fp16, shape: [t, d]}\n  R: {dtype: fp16, shape: [t, d]}\n"
+                                       "  g: {dtype: fp16, shape: [d]}\n"
+                                       "ops:\n  - {name: H, op: add, args: [X, R]}\n"
+                                       "  - {name: Y, op: rmsnorm, args: [H, g], axis: d, eps: 1e-6}\n"
+                                       "outputs: [H, Y]\n";
+
+Test(search, residual_plus_rmsnorm_with_both_outputs_is_one_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, residual_rmsnorm);
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [t,d] over d");
+    cr_assert_eq(p->k[0].nstage, 1);
+    cr_assert_eq(p->k[0].nextra, 1, "the residual sum is the kernel's second output");
+    int outputs = 0;
+    for (int b = 0; b < p->nbuf; b++) outputs += p->buf[b].kind == TS_BUF_OUTPUT;
+    cr_assert_eq(outputs, 2);
+    free(best);
+    free_compiled(&cg);
+}
+
+Test(search, softmax_is_one_row_kernel_with_max_then_sum) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {r: 8192, c: 1024}\ninputs:\n  X: {dtype: fp16, shape: [r, c]}\n"
+                      "ops:\n  - {name: Y, op: softmax, args: [X], axis: c}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [r,c] over c");
+    const ts_kernel *k = &cg.out.plans[0].k[0];
+    cr_assert_eq(k->nstage, 2);
+    cr_assert_eq(k->stage_combine[0], TS_COMBINE_MAX);
+    cr_assert_eq(k->stage_combine[1], TS_COMBINE_SUM);
+    free(best);
+    free_compiled(&cg);
+}
+
+static const char layernorm_mlp[] = "graph: g\naxes: {m: 4096, d: 1024, f: 4096, e: 1024}\n"
+                                    "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, f]}\n"
+                                    "  W2: {dtype: fp16, shape: [f, e]}\n"
+                                    "ops:\n  - {name: Mu, op: mean, args: [X], axis: d}\n"
+                                    "  - {name: Xc, op: sub, args: [X, Mu]}\n"
+                                    "  - {name: Sq, op: mul, args: [Xc, Xc]}\n"
+                                    "  - {name: V, op: mean, args: [Sq], axis: d}\n"
+                                    "  - {name: R, op: rsqrt, args: [V]}\n"
+                                    "  - {name: N, op: mul, args: [Xc, R]}\n"
+                                    "  - {name: H, op: matmul, args: [N, W1], over: d}\n"
+                                    "  - {name: G, op: gelu, args: [H]}\n"
+                                    "  - {name: Y, op: matmul, args: [G, W2], over: f}\n"
+                                    "outputs: [Y]\n";
+
+Test(search, a_layernorm_mlp_is_a_row_kernel_and_two_gemms_not_four) {
+    compiled_graph cg;
+    compile_yaml(&cg, layernorm_mlp);
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [m,d] over d; gemm [m,f] over d; gemm [m,e] over f");
+    cr_assert_eq(cg.out.plans[0].k[0].nstage, 2, "the mean, then the centred sum of squares");
+    free(best);
+    free_compiled(&cg);
+}
+
+/* ---- the search itself ------------------------------------------------------------------------- */
+
+Test(search, returns_distinct_plans_best_first_with_the_baseline_among_them) {
+    compiled_graph cg;
+    compile_yaml(&cg, layernorm_mlp);
+    cr_assert_gt(cg.out.n, 2);
+    bool baseline = false;
+    for (int i = 0; i < cg.out.n; i++) {
+        baseline |= strncmp(cg.out.plans[i].name, "baseline", 8) == 0;
+        if (i) cr_assert_leq(cg.out.plans[i - 1].predicted_s, cg.out.plans[i].predicted_s);
+        char *a = ts_plan_describe(&cg.out.plans[i], &cg.c.g);
+        for (int j = 0; j < i; j++) {
+            char *b = ts_plan_describe(&cg.out.plans[j], &cg.c.g);
+            cr_assert(strcmp(a, b) != 0 || cg.out.plans[i].predicted_s != cg.out.plans[j].predicted_s,
+                      "plans %d and %d are the same: %s", j, i, a);
+            free(b);
+        }
+        free(a);
+    }
+    cr_assert(baseline);
+    cr_assert_gt(cg.out.search.evals, 3, "the search went past its seeds");
+    cr_assert_gt(cg.out.search.accepted, 0, "some move improved on the seeds");
+    free_compiled(&cg);
+}
+
+Test(search, is_deterministic) {
+    compiled_graph a, b;
+    compile_yaml(&a, layernorm_mlp);
+    compile_yaml(&b, layernorm_mlp);
+    cr_assert_eq(a.out.n, b.out.n);
+    for (int i = 0; i < a.out.n; i++) {
+        cr_assert_str_eq(a.out.plans[i].name, b.out.plans[i].name);
+        cr_assert_eq(a.out.plans[i].predicted_s, b.out.plans[i].predicted_s);
+    }
+    cr_assert_eq(a.out.search.evals, b.out.search.evals);
+    free_compiled(&a);
+    free_compiled(&b);
+}
