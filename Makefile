@@ -36,6 +36,12 @@ EVAL_DIMS_decoder_layer    := t=16,d=256,f=512
 EVAL_DIMS_matmul           := m=16
 EVAL_DIMS_rmsnorm          := m=16
 EVAL_DIMS_swiglu           := m=32
+EVAL_DIMS_layernorm_mlp    := m=16
+EVAL_DIMS_residual_rmsnorm := t=16
+EVAL_DIMS_lora             := m=8,d=512
+EVAL_DIMS_qknorm_attention := t_q=128,t_kv=128
+EVAL_DIMS_gemm_logsumexp   := m=8,d=512
+EVAL_DIMS_gemm_gelu        := m=8,d=512
 
 .PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated
 all: $(BUILD)/tsopt

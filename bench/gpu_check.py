@@ -256,6 +256,38 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
             n = F.rms_norm(x["X"], (x["X"].shape[-1],), eps=1e-6)
             return (n @ x["W_up"]) * (n @ x["W_gate"])
         fns["eager"] = f
+    elif graph == "layernorm_mlp":
+        def f():
+            n = F.layer_norm(x["X"], (x["X"].shape[-1],), x["ln_g"], x["ln_b"], eps=1e-5)
+            return F.gelu(n @ x["W1"] + x["b1"], approximate="tanh") @ x["W2"] + x["b2"]
+        fns["eager"] = f
+    elif graph == "residual_rmsnorm":  # both outputs, as the next layer needs the residual stream too
+        def f():
+            h = x["X"] + x["R"]
+            return F.rms_norm(h, (h.shape[-1],), x["g"], eps=1e-5), h
+        fns["eager"] = f
+    elif graph == "lora":
+        fns["eager"] = lambda: x["X"] @ x["W"] + 2.0 * ((x["X"] @ x["A"]) @ x["B"])
+    elif graph == "gemm_gelu":
+        fns["eager"] = lambda: F.gelu(x["X"] @ x["W"] + x["b"], approximate="tanh")
+    elif graph == "gemm_logsumexp":
+        fns["eager"] = lambda: torch.logsumexp((x["X"] @ x["W"]).float(), dim=-1)
+    elif graph == "qknorm_attention":  # rms_norm of Q and K, then causal SDPA (each back end, and the math one)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        d_h = x["Q"].shape[-1]
+
+        def qk_sdpa(backend):
+            def f():
+                q = F.rms_norm(x["Q"], (d_h,), x["g_q"], eps=1e-6)[None]
+                k = F.rms_norm(x["K"], (d_h,), x["g_k"], eps=1e-6)[None]
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(q, k, x["V"][None], is_causal=True, scale=1 / math.sqrt(d_h))
+            return f
+        fns["sdpa_flash"] = qk_sdpa(SDPBackend.FLASH_ATTENTION)
+        fns["sdpa_cudnn"] = qk_sdpa(SDPBackend.CUDNN_ATTENTION)
+        notes["sdpa_flash"] = notes["sdpa_cudnn"] = "F.rms_norm of Q and K, then SDPA on that back end"
+        fns["eager"] = qk_sdpa(SDPBackend.MATH)
+        notes["eager"] = "F.rms_norm of Q and K, then SDPA's math back end"
     elif graph in ("attention", "attention_causal", "attention_gqa"):
         causal = graph != "attention"
         d_h = x["Q"].shape[-1]

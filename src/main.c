@@ -605,6 +605,53 @@ static int explain_partitioned(const options *o, ts_graph *g, const ts_rules *rs
     return rc;
 }
 
+/* The chosen plan's kernels with their predicted times beside the runner-up's: why the search chose it. */
+static void print_plan_pair(const ts_graph *g, const ts_plan *a, const ts_plan *b) {
+    printf("  %-3s %-46s %10s   %-46s %10s\n", "#", "chosen", "ms", b ? "runner-up" : "", b ? "ms" : "");
+    int n = a->nk > (b ? b->nk : 0) ? a->nk : b->nk;
+    for (int i = 0; i < n; i++) {
+        char *x = i < a->nk ? ts_kernel_describe(a, g, i) : ts_strdup(""), *y = b && i < b->nk ? ts_kernel_describe(b, g, i) : ts_strdup("");
+        char ta[32] = "", tb[32] = "";
+        if (i < a->nk) snprintf(ta, sizeof ta, "%.4f", a->k[i].predicted_s * 1e3);
+        if (b && i < b->nk) snprintf(tb, sizeof tb, "%.4f", b->k[i].predicted_s * 1e3);
+        printf("  %-3d %-46.46s %10s   %-46.46s %10s\n", i + 1, x, ta, y, tb);
+        free(x), free(y);
+    }
+    printf("  %-3s %-46s %10.4f   %-46s %10s\n", "", "total", a->predicted_s * 1e3, "", "");
+    if (b) printf("  %-3s %-46s %10s   %-46s %10.4f\n", "", "", "", "total", b->predicted_s * 1e3);
+}
+
+/* What compile would choose, and why: the search's statistics, the chosen plan against the runner-up. */
+static int explain_plan(const options *o, ts_spec *spec, ts_graph *g, const ts_rules *rs) {
+    ts_costmodel cm;
+    ts_diags d;
+    int rc = ts_costmodel_load(&cm, o->cost_model, &d);
+    ts_diags_print(&d, stderr);
+    ts_diags_free(&d);
+    if (rc != 0) return EXIT_INPUT;
+    ts_compiled c;
+    char *err = NULL;
+    if (ts_compile(spec, NULL, g, rs, &cm, &c, &err) != 0) {
+        fprintf(stderr, "%s: error: %s\n", o->file, err);
+        free(err);
+        ts_costmodel_free(&cm);
+        return EXIT_INPUT;
+    }
+    printf("\n== plan (what compile chooses): the search lowered and predicted %d candidates from its seeds, %d moves "
+           "improved the prediction; %d distinct plans kept, ranked with %s\n",
+           c.search.evals, c.search.accepted, c.n, cm.path);
+    const ts_plan *best = &c.plans[0], *next = c.n > 1 ? &c.plans[1] : NULL;
+    printf("chosen:    %s, %d kernel%s, predicted %.4f ms (%.2fx the one-kernel-per-op baseline)\n", best->name, best->nk,
+           best->nk == 1 ? "" : "s", best->predicted_s * 1e3, c.baseline_s / best->predicted_s);
+    if (next)
+        printf("runner-up: %s, %d kernel%s, predicted %.4f ms (%+.1f%%)\n", next->name, next->nk, next->nk == 1 ? "" : "s",
+               next->predicted_s * 1e3, 100 * (next->predicted_s / best->predicted_s - 1));
+    print_plan_pair(g, best, next);
+    ts_compiled_free(&c);
+    ts_costmodel_free(&cm);
+    return 0;
+}
+
 static int cmd_explain(int argc, char **argv) {
     options o;
     int rc = parse_options(argc, argv, usage_explain, &o);
@@ -616,6 +663,7 @@ static int cmd_explain(int argc, char **argv) {
     int rrc = load_rules(&o, &rs);
     if (rc == 0) rc = rrc;
     if (rc == 0) rc = explain_partitioned(&o, &g, &rs);
+    if (rc == 0) rc = explain_plan(&o, &spec, &g, &rs);
     ts_rule_free(&rs);
     ts_graph_free(&g);
     ts_spec_free(&spec);

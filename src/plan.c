@@ -800,9 +800,11 @@ static void emit_region(builder *b, int i) {
                 p->e.kid[0] == q->e.kid[0] && try_gemm(b, i, cores[x], cores[y]))
                 return;
         }
-    /* one reduction whose finish reads only tensors over the reduction's output axes */
-    for (int j = 0; j < nc; j++) {
-        if (!is_reduction((ts_op)b->t[cores[j]].e.op)) continue;
+    /* one reduction whose finish reads only tensors over the reduction's output axes; preferably one that
+     * nothing else reads (a max that a sum also needs is computed once, into a buffer, and loaded) */
+    for (int q = 0; q < 2 * nc; q++) {
+        int j = q % nc;
+        if (!is_reduction((ts_op)b->t[cores[j]].e.op) || (q < nc && !used_only_in_region(b, i, cores[j]))) continue;
         bool fits = nc == 1 || !b->fuse;
         for (int o = 0; o < nc && fits; o++)
             fits = o == j || !(b->t[cores[o]].axes & ~b->t[cores[j]].axes);
