@@ -1015,3 +1015,45 @@ char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {
     }
     return s;
 }
+
+/* ---- stitching --------------------------------------------------------------------------------- */
+
+int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n) {
+    if (kind == TS_BUF_TEMP) {
+        index = 0;
+        for (int i = 0; i < p->nbuf; i++) index += p->buf[i].kind == TS_BUF_TEMP;
+    }
+    TS_GROW(p->buf, p->nbuf, p->cap_buf);
+    ts_buffer *B = &p->buf[p->nbuf];
+    *B = (ts_buffer){.kind = kind, .index = index, .dtype = dtype, .ndim = n};
+    memcpy(B->axis, axes, sizeof(int32_t) * (size_t)n);
+    return p->nbuf++;
+}
+
+static ts_expr expr_copy(const ts_expr *e) {
+    ts_expr c = {.n = e->n, .cap = e->n};
+    if (e->n) {
+        c.node = ts_xmalloc(sizeof *c.node * (size_t)e->n);
+        memcpy(c.node, e->node, sizeof *c.node * (size_t)e->n);
+    }
+    return c;
+}
+
+void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
+    for (int i = 0; i < src->nk; i++) {
+        TS_GROW(dst->k, dst->nk, dst->cap_k);
+        ts_kernel *k = &dst->k[dst->nk++];
+        *k = src->k[i];
+        k->acc = ts_xmalloc(sizeof *k->acc * (size_t)(k->nacc + 1));
+        memcpy(k->acc, src->k[i].acc, sizeof *k->acc * (size_t)k->nacc);
+        k->cap_acc = k->nacc;
+        for (int a = 0; a < k->nacc; a++) k->acc[a].buf = map[k->acc[a].buf];
+        k->out.buf = map[k->out.buf];
+        k->expr = expr_copy(&k->expr), k->inner = expr_copy(&k->inner), k->inner_weighted = expr_copy(&k->inner_weighted);
+        for (int j = 0; j < k->nstage; j++) k->stage[j] = expr_copy(&k->stage[j]);
+        for (int o = 0; o < k->nextra; o++) {
+            k->extra_expr[o] = expr_copy(&k->extra_expr[o]);
+            k->extra_out[o].buf = map[k->extra_out[o].buf];
+        }
+    }
+}

@@ -124,4 +124,11 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *cut, bool fuse,
                   ts_plan *p, char **err);
 
+/* Adds a buffer to p (a temporary takes the next workspace slot) and returns its index. */
+int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n);
+
+/* Appends copies of src's kernels to dst, src's buffer b becoming dst's buffer map[b]: how the plan of one
+ * chunk of a partitioned graph (a decoder layer) is laid into the whole graph's plan. */
+void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map);
+
 #endif

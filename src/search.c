@@ -312,8 +312,8 @@ static int default_budget(int classes) {
     return b < 40 ? 40 : b > 3000 ? 3000 : b;
 }
 
-static int build_baseline(const ts_egir *u, const ts_egir_view *views2, const ts_graph *g, const ts_costmodel *cm,
-                          ts_plan *p, char **err) {
+int ts_search_baseline(const ts_egir *u, const ts_egir_view *views2, const ts_graph *g, const ts_costmodel *cm,
+                       ts_plan *p, char **err) {
     static const cost_preset plain = {"baseline", 1, 1, 1, 1, 1, 1, 1, 1, 0};
     const ts_enode **best = choose_nodes(u, &plain);
     int rc = ts_plan_lower(u, views2, best, NULL, false, p, err);
@@ -334,7 +334,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     s.order = ts_xmalloc(sizeof *s.order * (s.bound + 1));
     *plans = ts_xcalloc((size_t)s.keep + 1, sizeof **plans);
     *n = 0;
-    int rc = build_baseline(unsaturated, views2, g, cm, &(*plans)[0], err);
+    int rc = ts_search_baseline(unsaturated, views2, g, cm, &(*plans)[0], err);
     if (rc == 0) {
         *n = 1;
         extraction seeds[sizeof presets / sizeof *presets];

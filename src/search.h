@@ -39,6 +39,10 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
                     const ts_costmodel *cm, const ts_search_opts *opts, ts_plan **plans, int *n,
                     ts_search_stats *stats, char **err);
 
+/* The baseline alone: one kernel per primitive op of the unsaturated graph u, predicted. */
+int ts_search_baseline(const ts_egir *u, const ts_egir_view *views2, const ts_graph *g, const ts_costmodel *cm,
+                       ts_plan *p, char **err);
+
 /* The term of class cls under the first seed of the search (the "fused" preset), shared subterms once;
  * free with ts_eg_term_free. False when the class has no finite term. */
 bool ts_search_seed_term(const ts_egir *x, uint32_t cls, ts_eg_term *out);
