@@ -150,6 +150,7 @@ gpu-build: $(BUILD)/tsopt
 	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_test.cu -o build/gpu/attention_test
 	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/gemm_sm90_test.cu -lcublas -o build/gpu/gemm_sm90_test
 	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_sm90_test.cu -o build/gpu/attention_sm90_test
+	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/row_test.cu -o build/gpu/row_test
 
 gpu-check:
 	bash bench/gpu_run.sh

@@ -198,16 +198,106 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
                  : "r"(saddr));
 }
 }  // namespace tst
+// ---- span.cuh ----------------------------------------------------------------------------------
+// span.cuh — VEC consecutive elements along one axis ("a span"), loaded into and stored from fp32
+// registers: 16-byte vector accesses where the axis has unit stride and the address is aligned, one
+// scalar load broadcast where the stride is 0, a gather otherwise. The elementwise (map.cuh) and
+// row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
+// Exact for any stride, size and alignment: only positions [0, n) of a span are read or written.
+// Namespace tsv; depends on tile.cuh (element conversions).
+
+namespace tsv {
+
+// Bytes moved by one vector instruction for a span of VEC elements of T (at most 16).
+template <typename T, int VEC> __host__ __device__ constexpr int piece_bytes() {
+    return (int)sizeof(T) * VEC >= 16 ? 16 : (int)sizeof(T) * VEC;
+}
+
+template <int BYTES> struct vec_word;
+template <> struct vec_word<16> { using type = uint4; };
+template <> struct vec_word<8> { using type = uint2; };
+template <> struct vec_word<4> { using type = uint32_t; };
+template <> struct vec_word<2> { using type = uint16_t; };
+
+// Whether the span at q can be moved with vector instructions: unit stride, all VEC positions valid,
+// and q aligned to the vector width.
+template <typename T, int VEC>
+__device__ __forceinline__ bool vector_ok(const T *q, int64_t stride, int n) {
+    constexpr int B = piece_bytes<T, VEC>();
+    return B > (int)sizeof(T) && stride == 1 && n == VEC && (reinterpret_cast<uintptr_t>(q) % B) == 0;
+}
+
+// v[j] ← p[(k0 + j)·stride] for j < n (0 beyond n). p is the element at position 0 of the axis.
+template <int VEC, typename T>
+__device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t stride, int64_t k0, int n) {
+    if (stride == 0) { // a broadcast operand: one load
+        const float s = n > 0 ? tst::elem<T>::to_float(p[0]) : 0.f;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) v[j] = s;
+        return;
+    }
+    const T *q = p + k0 * stride;
+    constexpr int B = piece_bytes<T, VEC>(), PER = B / (int)sizeof(T);
+    using W = typename vec_word<B>::type;
+    if (vector_ok<T, VEC>(q, stride, n)) {
+#pragma unroll
+        for (int c = 0; c < VEC / PER; c++) {
+            W w = *reinterpret_cast<const W *>(q + c * PER);
+            const T *e = reinterpret_cast<const T *>(&w);
+#pragma unroll
+            for (int j = 0; j < PER; j++) v[c * PER + j] = tst::elem<T>::to_float(e[j]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; j++) v[j] = j < n ? tst::elem<T>::to_float(q[j * stride]) : 0.f;
+}
+
+// p[(k0 + j)·stride] ← v[j] for j < n, rounded to T.
+template <int VEC, typename T>
+__device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int n, const float (&v)[VEC]) {
+    T *q = p + k0 * stride;
+    constexpr int B = piece_bytes<T, VEC>(), PER = B / (int)sizeof(T);
+    using W = typename vec_word<B>::type;
+    if (vector_ok<T, VEC>(q, stride, n)) {
+#pragma unroll
+        for (int c = 0; c < VEC / PER; c++) {
+            W w;
+            T *e = reinterpret_cast<T *>(&w);
+#pragma unroll
+            for (int j = 0; j < PER; j++) e[j] = tst::elem<T>::from_float(v[c * PER + j]);
+            *reinterpret_cast<W *>(q + c * PER) = w;
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
+}
+
+// Positions of the span starting at k0 that lie inside an axis of length len (0..VEC).
+template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t len) {
+    const int64_t r = len - k0;
+    return r <= 0 ? 0 : (r >= VEC ? VEC : (int)r);
+}
+
+}  // namespace tsv
 // ---- map.cuh -----------------------------------------------------------------------------------
 // map.cuh — the generic fused elementwise kernel: out[i] = f(i) over an N-d index space (N ≤ 8), where f
 // is a generated functor that reads its operands through arbitrary strided views (broadcasts, slices,
-// reversed axes, permutations) and computes a fused expression. Each thread produces VEC consecutive
-// elements along the innermost dim; when the output's innermost stride is 1 and the address is aligned,
-// they are stored with one vector store (16 bytes for VEC=8 halves). Sizes need not be multiples of
-// anything. Namespace tsm; depends on tile.cuh.
+// reversed axes, permutations) and computes a fused expression. Each thread produces a span of kVec
+// consecutive elements along the innermost dim: the functor loads each operand's span with one 16-byte
+// vector load where the operand has unit stride there and is aligned, one broadcast load where its stride
+// is 0, a gather otherwise (span.cuh); the output span is stored the same way. The index space is walked
+// with 32-bit arithmetic when it has fewer than 2^31 spans (one division per span and outer dim, none per
+// element). Sizes need not be multiples of anything. Namespace tsm; depends on tile.cuh and span.cuh.
 //
 // Functor interface (the emitter generates these):
-//   struct Fn { __device__ float operator()(const int64_t *idx) const; };   // idx[0..ndim)
+//   struct Fn {
+//     static constexpr int kVec;
+//     // y[j] = f(idx + j along the innermost dim) for j < n (n ≤ kVec; idx[0..ndim): the span's start)
+//     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const;
+//   };
 
 namespace tsm {
 
@@ -222,41 +312,34 @@ template <typename T, class Fn> struct MapParams {
     Fn fn;
 };
 
-template <typename T, class Fn, int VEC>
+// Span t of the index space: its start idx[], and the output offset of its row (every dim but the
+// innermost). I: the index type.
+template <typename I, typename T, class Fn>
+__device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I per_row, int64_t *idx) {
+    I row = t / per_row;
+    idx[p.ndim - 1] = (int64_t)(t - row * per_row) * Fn::kVec;
+    int64_t off = 0;
+    for (int d = p.ndim - 2; d >= 0; d--) {
+        const I q = d > 0 ? row / (I)p.size[d] : 0;
+        idx[d] = (int64_t)(row - q * (I)p.size[d]);
+        row = q;
+        off += idx[d] * p.out_stride[d];
+    }
+    return off;
+}
+
+template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
-    const int64_t inner = p.size[p.ndim - 1];
-    const int64_t rows = p.numel / inner;
-    const int64_t per_row = (inner + VEC - 1) / VEC;
-    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < rows * per_row;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t row = t / per_row, col0 = (t % per_row) * VEC;
+    constexpr int VEC = Fn::kVec;
+    const I inner = (I)p.size[p.ndim - 1], per_row = (inner + VEC - 1) / VEC;
+    const I spans = (I)(p.numel / p.size[p.ndim - 1]) * per_row;
+    for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < spans; t += (I)gridDim.x * blockDim.x) {
         int64_t idx[kMaxDims];
-        int64_t r = row, off = 0;
-        for (int d = p.ndim - 2; d >= 0; d--) {
-            idx[d] = r % p.size[d];
-            r /= p.size[d];
-            off += idx[d] * p.out_stride[d];
-        }
+        const int64_t off = span_start<I>(p, t, per_row, idx);
+        const int n = tsv::span_len<VEC>(idx[p.ndim - 1], p.size[p.ndim - 1]);
         float v[VEC];
-#pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            idx[p.ndim - 1] = col0 + j;
-            v[j] = col0 + j < inner ? p.fn(idx) : 0.f;
-        }
-        T *dst = p.out + off + col0 * p.out_stride[p.ndim - 1];
-        bool vector_ok = sizeof(T) * VEC <= 16 && p.out_stride[p.ndim - 1] == 1 && col0 + VEC <= inner &&
-                         (reinterpret_cast<uintptr_t>(dst) % (sizeof(T) * VEC)) == 0;
-        if (vector_ok && VEC > 1) {
-            T packed[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; j++) packed[j] = tst::elem<T>::from_float(v[j]);
-            if constexpr (sizeof(T) * VEC == 16) *reinterpret_cast<int4 *>(dst) = *reinterpret_cast<int4 *>(packed);
-            else if constexpr (sizeof(T) * VEC == 8) *reinterpret_cast<int2 *>(dst) = *reinterpret_cast<int2 *>(packed);
-            else for (int j = 0; j < VEC; j++) dst[j] = packed[j];
-        } else {
-            for (int j = 0; j < VEC && col0 + j < inner; j++)
-                dst[j * p.out_stride[p.ndim - 1]] = tst::elem<T>::from_float(v[j]);
-        }
+        p.fn(idx, n, v);
+        tsv::store_span<VEC>(p.out + off, p.out_stride[p.ndim - 1], idx[p.ndim - 1], n, v);
     }
 }
 
@@ -265,20 +348,15 @@ template <typename T, class Fn>
 cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.numel == 0) return cudaSuccess;
     if (p.ndim < 1 || p.ndim > kMaxDims) return cudaErrorInvalidValue;
-    constexpr int VEC = 16 / sizeof(T) > 8 ? 8 : 16 / sizeof(T);
+    constexpr int VEC = Fn::kVec;
     int64_t inner = p.size[p.ndim - 1];
-    int64_t work = (p.numel / inner) * ((inner + VEC - 1) / VEC);
-    int64_t blocks = (work + 255) / 256;
+    int64_t spans = (p.numel / inner) * ((inner + VEC - 1) / VEC);
+    int64_t blocks = (spans + 255) / 256;
     int64_t cap = (int64_t)sm_count * 16;
-    map_kernel<T, Fn, VEC><<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(p);
+    unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+    if (spans < ((int64_t)1 << 31)) map_kernel<T, Fn, uint32_t><<<grid, 256, 0, stream>>>(p);
+    else map_kernel<T, Fn, int64_t><<<grid, 256, 0, stream>>>(p);
     return cudaGetLastError();
-}
-
-// Offset of idx in a strided view (a helper for generated functors).
-__device__ __forceinline__ int64_t offset_of(const int64_t *idx, const int64_t *stride, int ndim, int64_t base) {
-    int64_t off = base;
-    for (int d = 0; d < ndim; d++) off += idx[d] * stride[d];
-    return off;
 }
 
 }  // namespace tsm
@@ -2377,13 +2455,23 @@ struct K1 {
     int64_t o1, s1[1];
     const __half *p2;
     int64_t o2, s2[1];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1]]);
-        const float v1 = tst::elem<float>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0]]);
-        const float v2 = v0 * v1;
-        const float v3 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(idx[1]) * s2[0]]);
-        const float v4 = v2 * v3;
-        return v4;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        float x1[kVec];
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], 0, idx[1], n);
+        float x2[kVec];
+        tsv::load_span<kVec>(x2, p2 + o2, s2[0], idx[1], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            const float v1 = x1[i];
+            const float v2 = v0 * v1;
+            const float v3 = x2[i];
+            const float v4 = v2 * v3;
+            y[i] = v4;
+        }
     }
 };
 
@@ -2414,31 +2502,39 @@ struct K3 {
     int64_t o0, s0[5];
     const __half *p1;
     int64_t o1, s1[5];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1] + (int64_t)(idx[2]) * s0[2] + (int64_t)(idx[3]) * s0[3] + (int64_t)(idx[4]) * s0[4]]);
-        const float v1 = (float)(idx[0]);
-        const float v2 = (float)(idx[4]);
-        const float v3 = -0.297277467f;
-        const float v4 = v2 * v3;
-        const float v5 = exp2f(v4);
-        const float v6 = v1 * v5;
-        const float v7 = 1.57079633f;
-        const float v8 = v6 + v7;
-        const float v9 = sinf(v8);
-        const float v10 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v9));
-        const float v11 = v0 * v10;
-        const float v12 = tst::elem<__half>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0] + (int64_t)(idx[1]) * s1[1] + (int64_t)(idx[2]) * s1[2] + (int64_t)(idx[3]) * s1[3] + (int64_t)(idx[4]) * s1[4]]);
-        const float v13 = (float)(idx[3]);
-        const float v14 = 2.0f;
-        const float v15 = v13 * v14;
-        const float v16 = -1.0f;
-        const float v17 = v15 + v16;
-        const float v18 = sinf(v6);
-        const float v19 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v18));
-        const float v20 = v17 * v19;
-        const float v21 = v12 * v20;
-        const float v22 = v11 + v21;
-        return v22;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2] + idx[3] * s0[3], s0[4], idx[4], n);
+        float x1[kVec];
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2] + idx[3] * s1[3], s1[4], idx[4], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            const float v1 = (float)(idx[0]);
+            const float v2 = (float)((idx[4] + i));
+            const float v3 = -0.297277467f;
+            const float v4 = v2 * v3;
+            const float v5 = exp2f(v4);
+            const float v6 = v1 * v5;
+            const float v7 = 1.57079633f;
+            const float v8 = v6 + v7;
+            const float v9 = sinf(v8);
+            const float v10 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v9));
+            const float v11 = v0 * v10;
+            const float v12 = x1[i];
+            const float v13 = (float)(idx[3]);
+            const float v14 = 2.0f;
+            const float v15 = v13 * v14;
+            const float v16 = -1.0f;
+            const float v17 = v15 + v16;
+            const float v18 = sinf(v6);
+            const float v19 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v18));
+            const float v20 = v17 * v19;
+            const float v21 = v12 * v20;
+            const float v22 = v11 + v21;
+            y[i] = v22;
+        }
     }
 };
 
@@ -2447,51 +2543,71 @@ struct K4 {
     int64_t o0, s0[4];
     const __half *p1;
     int64_t o1, s1[4];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1] + (int64_t)(idx[2]) * s0[2] + (int64_t)(idx[3]) * s0[3]]);
-        const float v1 = (float)(idx[0]);
-        const float v2 = (float)(idx[3]);
-        const float v3 = -0.297277467f;
-        const float v4 = v2 * v3;
-        const float v5 = exp2f(v4);
-        const float v6 = v1 * v5;
-        const float v7 = 1.57079633f;
-        const float v8 = v6 + v7;
-        const float v9 = sinf(v8);
-        const float v10 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v9));
-        const float v11 = v0 * v10;
-        const float v12 = tst::elem<__half>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0] + (int64_t)(idx[1]) * s1[1] + (int64_t)(idx[2]) * s1[2] + (int64_t)(idx[3]) * s1[3]]);
-        const float v13 = (float)(idx[2]);
-        const float v14 = 2.0f;
-        const float v15 = v13 * v14;
-        const float v16 = -1.0f;
-        const float v17 = v15 + v16;
-        const float v18 = sinf(v6);
-        const float v19 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v18));
-        const float v20 = v17 * v19;
-        const float v21 = v12 * v20;
-        const float v22 = v11 + v21;
-        return v22;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2], s0[3], idx[3], n);
+        float x1[kVec];
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2], s1[3], idx[3], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            const float v1 = (float)(idx[0]);
+            const float v2 = (float)((idx[3] + i));
+            const float v3 = -0.297277467f;
+            const float v4 = v2 * v3;
+            const float v5 = exp2f(v4);
+            const float v6 = v1 * v5;
+            const float v7 = 1.57079633f;
+            const float v8 = v6 + v7;
+            const float v9 = sinf(v8);
+            const float v10 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v9));
+            const float v11 = v0 * v10;
+            const float v12 = x1[i];
+            const float v13 = (float)(idx[2]);
+            const float v14 = 2.0f;
+            const float v15 = v13 * v14;
+            const float v16 = -1.0f;
+            const float v17 = v15 + v16;
+            const float v18 = sinf(v6);
+            const float v19 = tst::elem<__half>::to_float(tst::elem<__half>::from_float(v18));
+            const float v20 = v17 * v19;
+            const float v21 = v12 * v20;
+            const float v22 = v11 + v21;
+            y[i] = v22;
+        }
     }
 };
 
 struct K5 {
     const __half *p0;
     int64_t o0, s0[3];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1] + (int64_t)(idx[2]) * s0[2]]);
-        const float v1 = 0.0883883476f;
-        const float v2 = v0 * v1;
-        return v2;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1], s0[2], idx[2], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            const float v1 = 0.0883883476f;
+            const float v2 = v0 * v1;
+            y[i] = v2;
+        }
     }
 };
 
 struct K6 {
     const __half *p0;
     int64_t o0, s0[3];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[2]) * s0[1] + (int64_t)(idx[1]) * s0[2]]);
-        return v0;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[2], s0[1], idx[2], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            y[i] = v0;
+        }
     }
 };
 
@@ -2573,15 +2689,27 @@ struct K10 {
     int64_t o2, s2[1];
     const __half *p3;
     int64_t o3, s3[1];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1]]);
-        const float v1 = tst::elem<__half>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0] + (int64_t)(idx[1]) * s1[1]]);
-        const float v2 = v0 + v1;
-        const float v3 = tst::elem<float>::to_float(p2[o2 + (int64_t)(idx[0]) * s2[0]]);
-        const float v4 = v2 * v3;
-        const float v5 = tst::elem<__half>::to_float(p3[o3 + (int64_t)(idx[1]) * s3[0]]);
-        const float v6 = v4 * v5;
-        return v6;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        float x1[kVec];
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], s1[1], idx[1], n);
+        float x2[kVec];
+        tsv::load_span<kVec>(x2, p2 + o2 + idx[0] * s2[0], 0, idx[1], n);
+        float x3[kVec];
+        tsv::load_span<kVec>(x3, p3 + o3, s3[0], idx[1], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            const float v1 = x1[i];
+            const float v2 = v0 + v1;
+            const float v3 = x2[i];
+            const float v4 = v2 * v3;
+            const float v5 = x3[i];
+            const float v6 = v4 * v5;
+            y[i] = v6;
+        }
     }
 };
 

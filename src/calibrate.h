@@ -46,8 +46,8 @@ static inline double ts_fit_rate_of(const ts_fit *f) { return 1.0 / f->coef[1]; 
 typedef struct {
     char gpu[128], driver[128], timer[64], arch[16];
     double launch_s, dram_bytes_per_s, tensor_flops_per_s, fma_flops_per_s, sfu_ops_per_s, sms, l2_bytes;
-    double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency;
-    char efficiencies_from[256]; /* the file the four efficiencies were kept from, or "built-in defaults" */
+    double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency, row_efficiency;
+    char efficiencies_from[256]; /* the file the template efficiencies were kept from, or "built-in defaults" */
     /* extra measured figures recorded beside the fits */
     double empty_kernel_s, launch_gap_mean_s, occupancy_blocks_per_sm, wave_s, fractional_r2;
     ts_fit fit[16];

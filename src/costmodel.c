@@ -10,16 +10,18 @@
 
 /* ---- loading ----------------------------------------------------------------------------------- */
 
-#define COEF(name) {#name, offsetof(ts_costmodel, name), 0}
+#define COEF(name) {#name, offsetof(ts_costmodel, name), 0, NULL}
 static const struct {
     const char *name;
     size_t offset;
     double fallback; /* > 0: optional, this value when absent (files written before it existed) */
+    const char *same_as; /* optional: the value of this other coefficient when absent */
 } coefficients[] = {
     COEF(launch_s),        COEF(dram_bytes_per_s),  COEF(tensor_flops_per_s),   COEF(fma_flops_per_s),
     COEF(sfu_ops_per_s),   COEF(sms),               COEF(l2_bytes),             COEF(gemm_efficiency),
     COEF(attention_efficiency), COEF(reduce_efficiency), COEF(map_efficiency),
-    {"strided_efficiency", offsetof(ts_costmodel, strided_efficiency), 1.0},
+    {"strided_efficiency", offsetof(ts_costmodel, strided_efficiency), 1.0, NULL},
+    {"row_efficiency", offsetof(ts_costmodel, row_efficiency), 0, "map_efficiency"},
 };
 #define NCOEF ((int)(sizeof coefficients / sizeof *coefficients))
 
@@ -45,7 +47,12 @@ static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_d
     }
     for (int i = 0; i < NCOEF; i++)
         if (!seen[i] && coefficients[i].fallback > 0) *(double *)((char *)m + coefficients[i].offset) = coefficients[i].fallback;
+        else if (!seen[i] && coefficients[i].same_as) continue; /* below, once every coefficient is read */
         else if (!seen[i]) ts_error(d, ts_yaml_line(map), ts_yaml_col(map), 1, NULL, "missing coefficient '%s'", coefficients[i].name);
+    for (int i = 0; i < NCOEF; i++)
+        for (int j = 0; !seen[i] && coefficients[i].same_as && j < NCOEF; j++)
+            if (!strcmp(coefficients[j].name, coefficients[i].same_as))
+                *(double *)((char *)m + coefficients[i].offset) = *(double *)((char *)m + coefficients[j].offset);
     return d->nerrors ? -1 : 0;
 }
 
@@ -228,6 +235,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
     case TS_KERNEL_GEMM: return m->gemm_efficiency;
     case TS_KERNEL_ATTENTION: return m->attention_efficiency;
     case TS_KERNEL_REDUCE: return m->reduce_efficiency;
+    case TS_KERNEL_ROW: return m->row_efficiency;
     default: return m->map_efficiency;
     }
 }

@@ -19,6 +19,7 @@ typedef struct {
     size_t text_len; /* so they stay printable until ts_costmodel_free */
     double launch_s, dram_bytes_per_s, tensor_flops_per_s, fma_flops_per_s, sfu_ops_per_s, sms, l2_bytes;
     double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency;
+    double row_efficiency;     /* optional (map_efficiency when absent): ROW kernels */
     double strided_efficiency; /* optional (1 when absent): the rate of uncoalesced reads, see ts_kernel_work */
 } ts_costmodel;
 

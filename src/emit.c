@@ -24,6 +24,7 @@ typedef struct {
     ts_dyn dyn;
     const char *dyn_names[TS_SYM_MAX_DYN];
     char upper[128]; /* NAME for macros */
+    const char *const *load_expr; /* when set: the C expression of each access slot's loaded value */
 } emitter;
 
 static const char *ctype_of(ts_dtype t) {
@@ -74,7 +75,10 @@ static bool uses_kind(const ts_plan *p, ts_kernel_kind k) {
 
 static int embed_templates(emitter *e, char **err) {
     if (embed_template(e, "tile.cuh", err)) return -1;
+    bool spans = uses_kind(e->p, TS_KERNEL_MAP) || uses_kind(e->p, TS_KERNEL_ROW);
+    if (spans && embed_template(e, "span.cuh", err)) return -1;
     if (uses_kind(e->p, TS_KERNEL_MAP) && embed_template(e, "map.cuh", err)) return -1;
+    if (uses_kind(e->p, TS_KERNEL_ROW) && embed_template(e, "row.cuh", err)) return -1;
     if (uses_kind(e->p, TS_KERNEL_REDUCE) && embed_template(e, "reduce.cuh", err)) return -1;
     bool gemm = uses_kind(e->p, TS_KERNEL_GEMM), attn = uses_kind(e->p, TS_KERNEL_ATTENTION);
     /* the Hopper attention kernel builds on the Hopper GEMM's TMA and wgmma helpers */
@@ -157,7 +161,10 @@ static void print_expr(emitter *e, const ts_kernel *k, const ts_expr *x, const i
         case TS_X_CONST: print_float(e->f, n->value); break;
         case TS_X_ACC: fputs(acc[n->slot], e->f); break;
         case TS_X_INDEX: fprintf(e->f, "(float)(%s)", index_of(m, n->slot) ? index_of(m, n->slot) : "0"); break;
-        case TS_X_LOAD: print_load(e, k, n->slot, m); break;
+        case TS_X_LOAD:
+            if (e->load_expr) fputs(e->load_expr[n->slot], e->f);
+            else print_load(e, k, n->slot, m);
+            break;
         case TS_X_OP: print_op(e->f, n, ctype_of(n->dtype), i); break;
         }
         fputs(";\n", e->f);
@@ -185,14 +192,83 @@ static index_map out_index_map(const emitter *e, const ts_kernel *k, const char 
 
 /* ---- functors per kernel kind ------------------------------------------------------------------ */
 
+/* ---- spans: kVec consecutive elements along one axis (span.cuh) -------------------------------- */
+
+/* kVec of a MAP or ROW functor: 16 bytes of the narrowest element type it moves (8 halves, 4 floats). */
+static int span_vec(const emitter *e, const ts_kernel *k) {
+    bool narrow = ts_dtype_bytes(e->p->buf[k->out.buf].dtype) <= 2;
+    for (int s = 0; s < k->nacc; s++) narrow |= ts_dtype_bytes(e->p->buf[k->acc[s].buf].dtype) <= 2;
+    for (int o = 0; o < k->nextra; o++) narrow |= ts_dtype_bytes(e->p->buf[k->extra_out[o].buf].dtype) <= 2;
+    return narrow ? 8 : 4;
+}
+
+/* Whether expression x reads access slot s. */
+static bool expr_reads(const ts_expr *x, int s) {
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].kind == TS_X_LOAD && x->node[i].slot == s) return true;
+    return false;
+}
+
+/* The stride of access slot s along `axis` as printed in a functor: its field, or 0 when it has none. */
+static void print_span_stride(FILE *f, const ts_access *a, const char *field, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == axis) {
+            fprintf(f, "%s[%d]", field, d);
+            return;
+        }
+    fputs("0", f);
+}
+
+/* `float <name>[kVec]; tsv::load_span<kVec>(<name>, p<s> + <base>, <stride>, <k0>, n);` */
+static void print_span_load(emitter *e, const ts_kernel *k, int s, const char *name, const char *base, int32_t axis,
+                            const char *k0, const char *indent) {
+    char field[16];
+    snprintf(field, sizeof field, "s%d", s);
+    fprintf(e->f, "%sfloat %s[kVec];\n%stsv::load_span<kVec>(%s, p%d + %s, ", indent, name, indent, name, s, base);
+    print_span_stride(e->f, &k->acc[s], field, axis);
+    fprintf(e->f, ", %s, n);\n", k0);
+}
+
+/* ---- functors per kernel kind ------------------------------------------------------------------ */
+
+/* A MAP functor computes a span of kVec elements along the output's innermost axis: every operand's span
+ * loaded once (vector, broadcast or gather: span.cuh), then the expression per element. */
 static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    int32_t inner = B->ndim ? B->axis[B->ndim - 1] : -1;
+    char k0[24], inner_ix[48];
+    snprintf(k0, sizeof k0, "idx[%d]", B->ndim ? B->ndim - 1 : 0);
+    snprintf(inner_ix, sizeof inner_ix, "(%s + i)", k0);
     fprintf(e->f, "struct K%d {\n", ki);
     print_fields(e, k);
-    fprintf(e->f, "    __device__ float operator()(const int64_t *idx) const {\n");
+    fprintf(e->f, "    static constexpr int kVec = %d;\n", span_vec(e, k));
+    fprintf(e->f, "    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {\n");
     index_map m = out_index_map(e, k, "idx");
+    if (B->ndim) m.expr[m.n - 1] = inner_ix;
+    char **loads = ts_xmalloc(sizeof *loads * (size_t)(k->nacc ? k->nacc : 1));
+    for (int s = 0; s < k->nacc; s++) {
+        loads[s] = ts_strfmt("x%d[i]", s);
+        if (!expr_reads(&k->expr, s)) continue;
+        char name[16], *base = ts_strfmt("o%d", s);
+        for (int d = 0; d < k->acc[s].ndim; d++) {
+            const char *ix = k->acc[s].axis[d] == inner ? NULL : index_of(&m, k->acc[s].axis[d]);
+            if (!ix) continue;
+            char *more = ts_strfmt("%s + %s * s%d[%d]", base, ix, s, d);
+            free(base);
+            base = more;
+        }
+        snprintf(name, sizeof name, "x%d", s);
+        print_span_load(e, k, s, name, base, inner, k0, "        ");
+        free(base);
+    }
+    fputs("#pragma unroll\n        for (int i = 0; i < kVec; i++) {\n", e->f);
     const char *acc[2] = {"0.f", "0.f"};
-    print_expr(e, k, &k->expr, &m, acc, "        ");
-    fprintf(e->f, "        return v%d;\n    }\n};\n\n", k->expr.n - 1);
+    e->load_expr = (const char *const *)loads;
+    print_expr(e, k, &k->expr, &m, acc, "            ");
+    e->load_expr = NULL;
+    fprintf(e->f, "            y[i] = v%d;\n        }\n    }\n};\n\n", k->expr.n - 1);
+    for (int s = 0; s < k->nacc; s++) free(loads[s]);
+    free(loads);
 }
 
 static void emit_reduce_functors(emitter *e, int ki, const ts_kernel *k) {
@@ -509,9 +585,228 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
             d, d);
 }
 
+/* ---- ROW kernels (row.cuh) --------------------------------------------------------------------- */
+
+/* The outputs of a ROW kernel: out, then extra_out[0..nextra), with their expressions. */
+static const ts_access *row_out(const ts_kernel *k, int o) { return o == 0 ? &k->out : &k->extra_out[o - 1]; }
+static const ts_expr *row_out_expr(const ts_kernel *k, int o) { return o == 0 ? &k->expr : &k->extra_expr[o - 1]; }
+
+/* Whether access a varies with an axis other than the row axis (then each row has its own values). */
+static bool varies_per_row(const ts_access *a, int32_t red_axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] != red_axis && a->stride[d].n != 0) return true;
+    return false;
+}
+
+/* Operands cached in registers for the whole row: those that vary along the row and from row to row.
+ * The rest (gains and biases shared by every row, per-row scalars) are re-read per span, from L1/L2.
+ * Returns cache[slot] (heap): the slot's index among the cached operands, or -1; *n: their number. */
+static int *row_cached(const ts_kernel *k, int *n) {
+    int *cache = ts_xmalloc(sizeof *cache * (size_t)(k->nacc ? k->nacc : 1));
+    *n = 0;
+    for (int s = 0; s < k->nacc; s++) {
+        ts_sym along = stride_of(&k->acc[s], k->red_axis);
+        cache[s] = along.n != 0 && varies_per_row(&k->acc[s], k->red_axis) ? (*n)++ : -1;
+    }
+    return cache;
+}
+
+/* A ROW kernel the template can run, or an error naming the kernel and the problem. */
+static int check_row_kernel(const emitter *e, int ki, const ts_kernel *k, char **err) {
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    bool has_row_axis = false;
+    for (int d = 0; d < B->ndim; d++) has_row_axis |= B->axis[d] == k->red_axis;
+    if (k->nstage < 1 || k->nstage > TS_ROW_MAX_STAGES)
+        *err = ts_strfmt("kernel %d: a ROW kernel needs 1 to %d stages, not %d", ki, TS_ROW_MAX_STAGES, k->nstage);
+    else if (k->nextra < 0 || k->nextra > TS_KERNEL_MAX_OUTS - 1)
+        *err = ts_strfmt("kernel %d: a ROW kernel writes 1 to %d outputs, not %d", ki, TS_KERNEL_MAX_OUTS, k->nextra + 1);
+    else if (!has_row_axis)
+        *err = ts_strfmt("kernel %d: the row axis is not an axis of the ROW kernel's output", ki);
+    else
+        for (int j = 0; j < k->nstage && !*err; j++)
+            if (k->stage_combine[j] != TS_COMBINE_SUM && k->stage_combine[j] != TS_COMBINE_MAX)
+                *err = ts_strfmt("kernel %d: stage %d of a ROW kernel combines by sum or max only", ki, j);
+    for (int o = 1; o <= k->nextra && !*err; o++) {
+        const ts_buffer *X = &e->p->buf[row_out(k, o)->buf];
+        bool same = X->ndim == B->ndim;
+        for (int d = 0; same && d < B->ndim; d++) same = X->axis[d] == B->axis[d];
+        if (!same) *err = ts_strfmt("kernel %d: output %d of a ROW kernel spans other axes than its first", ki, o);
+    }
+    return *err ? -1 : 0;
+}
+
+/* The index map of a ROW functor: the row's other axes from b.idx[], the row axis as k0 + i. */
+static index_map row_index_map(const emitter *e, const ts_kernel *k) {
+    static char names[TS_MAX_DIMS][32];
+    index_map m = {0};
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    for (int d = 0, r = 0; d < B->ndim; d++) {
+        m.axis[m.n] = B->axis[d];
+        if (B->axis[d] == k->red_axis) m.expr[m.n++] = "(k0 + i)";
+        else snprintf(names[r], sizeof names[r], "b.idx[%d]", r), m.expr[m.n++] = names[r++];
+    }
+    return m;
+}
+
+/* `dst = <field o> + Σ idx[row axis] · <field s>[d];` for an access at row idx[]. */
+static void print_row_base(emitter *e, const char *dst, const ts_access *a, const char *o, const char *s,
+                           const ts_kernel *k) {
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    fprintf(e->f, "        %s = %s", dst, o);
+    for (int d = 0; d < a->ndim; d++)
+        for (int bd = 0, r = 0; bd < B->ndim; bd++) {
+            if (B->axis[bd] == k->red_axis) continue;
+            if (B->axis[bd] == a->axis[d]) fprintf(e->f, " + idx[%d] * %s[%d]", r, s, d);
+            r++;
+        }
+    fputs(";\n", e->f);
+}
+
+static void emit_row_bind(emitter *e, const ts_kernel *k, int nrow) {
+    fputs("    __device__ void bind(const int64_t *idx, Base &b) const {\n        (void)idx;\n", e->f);
+    for (int r = 0; r < nrow; r++) fprintf(e->f, "        b.idx[%d] = idx[%d];\n", r, r);
+    char dst[32], o[16], s[16];
+    for (int a = 0; a < k->nacc; a++) {
+        snprintf(dst, sizeof dst, "b.in[%d]", a), snprintf(o, sizeof o, "o%d", a), snprintf(s, sizeof s, "s%d", a);
+        print_row_base(e, dst, &k->acc[a], o, s, k);
+    }
+    for (int q = 0; q <= k->nextra; q++) {
+        snprintf(dst, sizeof dst, "b.out[%d]", q), snprintf(o, sizeof o, "qo%d", q), snprintf(s, sizeof s, "qs%d", q);
+        print_row_base(e, dst, row_out(k, q), o, s, k);
+    }
+    fputs("    }\n", e->f);
+}
+
+/* The spans of operands that are not cached and that expression x reads (u<slot>[kVec]). */
+static void print_row_uncached_loads(emitter *e, const ts_kernel *k, const ts_expr *const *x, int nx, const int *cache) {
+    for (int s = 0; s < k->nacc; s++) {
+        bool used = false;
+        for (int i = 0; i < nx; i++) used |= expr_reads(x[i], s);
+        if (!used || cache[s] >= 0) continue;
+        char name[16], base[32];
+        snprintf(name, sizeof name, "u%d", s), snprintf(base, sizeof base, "b.in[%d]", s);
+        print_span_load(e, k, s, name, base, k->red_axis, "k0", "        ");
+    }
+}
+
+static void emit_row_load(emitter *e, const ts_kernel *k, const int *cache, int ncached) {
+    fputs("    __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {\n"
+          "        (void)b, (void)k0, (void)n;\n", e->f);
+    for (int s = 0; s < k->nacc; s++) {
+        if (cache[s] < 0) continue;
+        fprintf(e->f, "        tsv::load_span<kVec>(x[%d], p%d + b.in[%d], ", cache[s], s, s);
+        char field[16];
+        snprintf(field, sizeof field, "s%d", s);
+        print_span_stride(e->f, &k->acc[s], field, k->red_axis);
+        fputs(", k0, n);\n", e->f);
+    }
+    if (!ncached) fputs("        for (int i = 0; i < kVec; i++) x[0][i] = 0.f; /* no operand is cached */\n", e->f);
+    fputs("    }\n", e->f);
+}
+
+static const char *const row_acc[TS_ROW_MAX_STAGES] = {"acc[0]", "acc[1]", "acc[2]", "acc[3]"};
+
+static void emit_row_stage(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
+    fputs("    __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],\n"
+          "                          const float *acc, float (&y)[kVec]) const {\n"
+          "        (void)b, (void)k0, (void)n, (void)x, (void)acc;\n", e->f);
+    for (int j = 0; j < k->nstage; j++) {
+        const ts_expr *x = &k->stage[j];
+        fprintf(e->f, "        if (j == %d) {\n", j);
+        print_row_uncached_loads(e, k, &x, 1, cache);
+        fputs("#pragma unroll\n            for (int i = 0; i < kVec; i++) {\n", e->f);
+        print_expr(e, k, x, m, row_acc, "                ");
+        fprintf(e->f, "                y[i] = v%d;\n            }\n            return;\n        }\n", x->n - 1);
+    }
+    fputs("        for (int i = 0; i < kVec; i++) y[i] = 0.f;\n    }\n", e->f);
+}
+
+static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
+    int nout = k->nextra + 1;
+    const ts_expr *xs[TS_KERNEL_MAX_OUTS];
+    for (int o = 0; o < nout; o++) xs[o] = row_out_expr(k, o);
+    fputs("    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {\n"
+          "        (void)x, (void)acc;\n", e->f);
+    print_row_uncached_loads(e, k, xs, nout, cache);
+    for (int o = 0; o < nout; o++) fprintf(e->f, "        float y%d[kVec];\n", o);
+    fputs("#pragma unroll\n        for (int i = 0; i < kVec; i++) {\n", e->f);
+    for (int o = 0; o < nout; o++) {
+        fputs("            {\n", e->f);
+        print_expr(e, k, xs[o], m, row_acc, "                ");
+        fprintf(e->f, "                y%d[i] = v%d;\n            }\n", o, xs[o]->n - 1);
+    }
+    fputs("        }\n", e->f);
+    for (int o = 0; o < nout; o++) {
+        char field[16];
+        snprintf(field, sizeof field, "qs%d", o);
+        fprintf(e->f, "        tsv::store_span<kVec>(q%d + b.out[%d], ", o, o);
+        print_span_stride(e->f, row_out(k, o), field, k->red_axis);
+        fprintf(e->f, ", k0, n, y%d);\n", o);
+    }
+    fputs("    }\n", e->f);
+}
+
+/* The functor of a ROW kernel (the interface row.cuh documents). */
+static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
+    int ncached, *cache = row_cached(k, &ncached), nrow = e->p->buf[k->out.buf].ndim - 1;
+    fprintf(e->f, "struct K%d {\n", ki);
+    print_fields(e, k);
+    for (int o = 0; o <= k->nextra; o++)
+        fprintf(e->f, "    %s *q%d;\n    int64_t qo%d, qs%d[%d];\n", ctype_of(e->p->buf[row_out(k, o)->buf].dtype), o, o, o,
+                row_out(k, o)->ndim ? row_out(k, o)->ndim : 1);
+    fprintf(e->f, "    static constexpr int kVec = %d, kIn = %d, kStages = %d;\n", span_vec(e, k), ncached ? ncached : 1,
+            k->nstage);
+    fprintf(e->f, "    struct Base {\n        int64_t in[%d], out[%d], idx[%d];\n    };\n", k->nacc ? k->nacc : 1, k->nextra + 1,
+            nrow ? nrow : 1);
+    emit_row_bind(e, k, nrow);
+    fputs("    __device__ static constexpr int combine(int j) {\n        return ", e->f);
+    for (int j = 0; j + 1 < k->nstage; j++) fprintf(e->f, "j == %d ? %s : ", j, k->stage_combine[j] == TS_COMBINE_MAX ? "tsw::kMax" : "tsw::kSum");
+    fprintf(e->f, "%s;\n    }\n", k->stage_combine[k->nstage - 1] == TS_COMBINE_MAX ? "tsw::kMax" : "tsw::kSum");
+    emit_row_load(e, k, cache, ncached);
+    char **loads = ts_xmalloc(sizeof *loads * (size_t)(k->nacc ? k->nacc : 1));
+    for (int s = 0; s < k->nacc; s++) loads[s] = cache[s] >= 0 ? ts_strfmt("x[%d][i]", cache[s]) : ts_strfmt("u%d[i]", s);
+    index_map m = row_index_map(e, k);
+    e->load_expr = (const char *const *)loads;
+    emit_row_stage(e, k, &m, cache);
+    emit_row_store(e, k, &m, cache);
+    e->load_expr = NULL;
+    fputs("};\n\n", e->f);
+    for (int s = 0; s < k->nacc; s++) free(loads[s]);
+    free(loads);
+    free(cache);
+}
+
+static void emit_row_launch(emitter *e, int ki, const ts_kernel *k) {
+    const ts_buffer *B = &e->p->buf[k->out.buf];
+    fprintf(e->f, "    {\n        tsw::RowParams<K%d> p{};\n", ki);
+    fill_fields(e, k, "p.fn");
+    char ptr[160], dst[48];
+    for (int o = 0; o <= k->nextra; o++) {
+        const ts_access *a = row_out(k, o);
+        buf_ptr(e, a->buf, ptr, sizeof ptr);
+        fprintf(e->f, "        p.fn.q%d = %s;\n", o, ptr);
+        snprintf(dst, sizeof dst, "p.fn.qo%d", o);
+        print_assign(e, dst, a->offset);
+        for (int d = 0; d < a->ndim; d++) {
+            snprintf(dst, sizeof dst, "p.fn.qs%d[%d]", o, d);
+            print_assign(e, dst, a->stride[d]);
+        }
+    }
+    fprintf(e->f, "        p.nrowdim = %d;\n        p.rows = 1;\n", B->ndim - 1);
+    for (int d = 0, r = 0; d < B->ndim; d++) {
+        if (B->axis[d] == k->red_axis) continue;
+        snprintf(dst, sizeof dst, "p.rsize[%d]", r);
+        print_assign(e, dst, ts_sym_axis(e->g, &e->dyn, B->axis[d]));
+        fprintf(e->f, "        p.rows *= p.rsize[%d];\n", r++);
+    }
+    print_assign(e, "p.len", ts_sym_axis(e->g, &e->dyn, k->red_axis));
+    fputs("        err = tsw::launch_row(p, sms, stream);\n        if (err != cudaSuccess) return err;\n    }\n", e->f);
+}
+
 static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
+    (void)err; /* every kernel kind has a template; ROW kernels were checked before the header began */
     switch (k->kind) {
-    case TS_KERNEL_ROW: *err = ts_strdup("ROW kernels have no template yet"); return -1;
+    case TS_KERNEL_ROW: emit_row_launch(e, ki, k); break;
     case TS_KERNEL_MAP: emit_map_launch(e, ki, k); break;
     case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); break;
     case TS_KERNEL_GEMM: emit_gemm_launch(e, ki, k); break;
@@ -624,6 +919,7 @@ static void emit_functors(emitter *e) {
         if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, i, k);
         else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, i, k);
         else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, i, k);
+        else if (k->kind == TS_KERNEL_ROW) emit_row_functor(e, i, k);
         else emit_score_functor(e, i, k, causal_skip_ok(e, k));
     }
 }
@@ -638,6 +934,8 @@ int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit
     size_t i = 0;
     for (; g->name[i] && i + 1 < sizeof e.upper; i++) e.upper[i] = (char)toupper((unsigned char)g->name[i]);
     e.upper[i] = '\0';
+    for (int ki = 0; ki < p->nk; ki++)
+        if (p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(&e, ki, &p->k[ki], err)) return -1;
     emit_banner(&e);
     fprintf(out, "#ifndef TSOPT_%s_CUH\n#define TSOPT_%s_CUH\n\n", e.upper, e.upper);
     fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n#include <math.h>\n#include <stdint.h>\n", out);

@@ -984,14 +984,10 @@ void ts_plan_free(ts_plan *p) {
 /* ---- description ------------------------------------------------------------------------------- */
 
 static const char *kind_name(const ts_kernel *k) {
-    switch (k->kind) {
-    case TS_KERNEL_MAP: return "map";
-    case TS_KERNEL_REDUCE: return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
-    case TS_KERNEL_GEMM: return k->b1 >= 0 ? "dual-gemm" : "gemm";
-    case TS_KERNEL_ATTENTION: return "attention";
-    case TS_KERNEL_ROW: return "row";
-    }
-    return "?";
+    if (k->kind == TS_KERNEL_REDUCE)
+        return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
+    if (k->kind == TS_KERNEL_GEMM && k->b1 >= 0) return "dual-gemm";
+    return ts_kernel_kind_name(k->kind);
 }
 
 char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i) {

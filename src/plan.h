@@ -57,7 +57,20 @@ typedef struct {
     ts_xnode *node; /* kids before parents; the root is the last */
 } ts_expr;
 
-typedef enum { TS_KERNEL_MAP, TS_KERNEL_REDUCE, TS_KERNEL_GEMM, TS_KERNEL_ATTENTION, TS_KERNEL_ROW } ts_kernel_kind;
+/* Every kernel kind, in ts_kernel_kind order: X(ENUM, "name"). The name is the kind's word everywhere:
+ * plan descriptions, tune records ("kind"), the cost model's "<name>_efficiency" coefficient. */
+#define TS_KERNEL_KINDS(X) X(MAP, "map") X(REDUCE, "reduce") X(GEMM, "gemm") X(ATTENTION, "attention") X(ROW, "row")
+#define TS_KIND_ENUM_(e, n) TS_KERNEL_##e,
+#define TS_KIND_NAME_(e, n) n,
+#define TS_KIND_ONE_(e, n) +1
+typedef enum { TS_KERNEL_KINDS(TS_KIND_ENUM_) } ts_kernel_kind;
+#define TS_NKINDS (0 TS_KERNEL_KINDS(TS_KIND_ONE_)) /* kinds, for tables indexed by ts_kernel_kind */
+
+/* "map", "reduce", "gemm", "attention", "row"; "?" for a value that is no kind. */
+static inline const char *ts_kernel_kind_name(ts_kernel_kind k) {
+    static const char *const names[] = {TS_KERNEL_KINDS(TS_KIND_NAME_)};
+    return (unsigned)k < TS_NKINDS ? names[k] : "?";
+}
 
 /* ROW kernels: at most this many reductions per row, and outputs per kernel. */
 #define TS_ROW_MAX_STAGES 4

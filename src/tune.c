@@ -807,15 +807,6 @@ static void json_number(FILE *f, double x) {
     else fputs("null", f);
 }
 
-static const char *kind_name(ts_kernel_kind k) {
-    switch (k) {
-    case TS_KERNEL_GEMM: return "gemm";
-    case TS_KERNEL_ATTENTION: return "attention";
-    case TS_KERNEL_REDUCE: return "reduce";
-    default: return "map";
-    }
-}
-
 static void json_sizes(FILE *f, const ts_graph *g) {
     fputc('{', f);
     bool first = true;
@@ -846,6 +837,7 @@ static void json_costmodel(FILE *f, const ts_costmodel *m) {
              {"attention_efficiency", m->attention_efficiency},
              {"reduce_efficiency", m->reduce_efficiency},
              {"map_efficiency", m->map_efficiency},
+             {"row_efficiency", m->row_efficiency},
              {"strided_efficiency", m->strided_efficiency}};
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         fprintf(f, ", \"%s\": ", c[i].name);
@@ -864,7 +856,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fprintf(f, "%s\n       {\"label\": ", k ? "," : "");
         json_string(f, label);
         free(label);
-        fprintf(f, ", \"kind\": \"%s\", \"tensor_flops\": ", kind_name(w.kind));
+        fprintf(f, ", \"kind\": \"%s\", \"tensor_flops\": ", ts_kernel_kind_name(w.kind));
         json_number(f, w.tensor_flops);
         fputs(", \"fma_flops\": ", f), json_number(f, w.fma_flops);
         fputs(", \"sfu_ops\": ", f), json_number(f, w.sfu_ops);

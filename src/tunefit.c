@@ -1,5 +1,5 @@
 /* tunefit.c — `tsopt calibrate --from-tune` (see tunefit.h): tune records read as JSON through libyaml and
- * checked field by field, the four template efficiencies fitted to the recorded kernel timings (a
+ * checked field by field, the template efficiencies (one per kernel kind) fitted to the recorded kernel timings (a
  * log-spaced scan, then GSL's Brent minimiser), the accuracy report (median APE, Spearman, top-1), and the
  * base cost-model file rewritten line by line so that its comments and fits survive. */
 #include "tunefit.h"
@@ -19,18 +19,17 @@
 #include "util.h"
 #include "version.h"
 
-static const char *const kind_names[TS_NKINDS] = {"map", "reduce", "gemm", "attention"};
+static const char *const kind_names[TS_NKINDS] = {TS_KERNEL_KINDS(TS_KIND_NAME_)};
 /* The order of tables and lists: the tensor-core kinds first. */
 static const ts_kernel_kind kind_order[TS_NKINDS] = {TS_KERNEL_GEMM, TS_KERNEL_ATTENTION, TS_KERNEL_REDUCE,
-                                                     TS_KERNEL_MAP};
-
-const char *ts_kernel_kind_name(ts_kernel_kind k) { return (unsigned)k < TS_NKINDS ? kind_names[k] : "?"; }
+                                                     TS_KERNEL_ROW, TS_KERNEL_MAP};
 
 double *ts_costmodel_efficiency_slot(ts_costmodel *m, ts_kernel_kind k) {
     switch (k) {
     case TS_KERNEL_GEMM: return &m->gemm_efficiency;
     case TS_KERNEL_ATTENTION: return &m->attention_efficiency;
     case TS_KERNEL_REDUCE: return &m->reduce_efficiency;
+    case TS_KERNEL_ROW: return &m->row_efficiency;
     default: return &m->map_efficiency;
     }
 }
@@ -225,6 +224,8 @@ static const num_field coefs[] = {
     COEF(launch_s), COEF(dram_bytes_per_s), COEF(tensor_flops_per_s), COEF(fma_flops_per_s), COEF(sfu_ops_per_s),
     COEF(sms), COEF(l2_bytes), COEF(gemm_efficiency), COEF(attention_efficiency), COEF(reduce_efficiency),
     COEF(map_efficiency), {"strided_efficiency", offsetof(ts_costmodel, strided_efficiency), NUM_POSITIVE, OPTIONAL, 1},
+    /* absent from records written before ROW kernels: then map_efficiency (see read_costmodel) */
+    {"row_efficiency", offsetof(ts_costmodel, row_efficiency), NUM_POSITIVE, OPTIONAL, 0},
 };
 #define NCOEFS ((int)(sizeof coefs / sizeof *coefs))
 #define COEF_AT(m, i) (*(double *)((char *)(m) + coefs[i].offset))
@@ -251,7 +252,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
         error_at(r, kn, "%s must be an object, not %s", what, jtype_name(jtype_of(kn)));
         return;
     }
-    int kind = get_choice(r, kn, "kind", what, kind_names, TS_NKINDS, "one of map, reduce, gemm, attention");
+    int kind = get_choice(r, kn, "kind", what, kind_names, TS_NKINDS, "one of map, reduce, gemm, attention, row");
     k->work.kind = kind < 0 ? TS_KERNEL_MAP : (ts_kernel_kind)kind;
     get_numbers(r, kn, what, kernel_fields, NFIELDS(kernel_fields), k);
     if (k->work.strided_bytes > k->work.bytes)
@@ -310,6 +311,7 @@ static void read_costmodel(reader *r, yaml_node_t *root, ts_costmodel *cm) {
     yaml_node_t *obj = get_node(r, root, "costmodel", "the record", J_OBJECT);
     if (!obj) return;
     get_numbers(r, obj, "costmodel", coefs, NCOEFS, cm);
+    if (cm->row_efficiency == 0) cm->row_efficiency = cm->map_efficiency; /* a record from before ROW kernels */
 }
 
 static void read_candidates(reader *r, yaml_node_t *root, ts_tune_record *rec) {
@@ -523,6 +525,8 @@ static const char *const kind_models[TS_NKINDS] = {
                        "bytes / dram rate); c0 minimises sum log^2(t / measured)",
     [TS_KERNEL_ATTENTION] = "t = launch + max(tensor / (tensor rate * c0 * wave), fma / (fma rate * c0), sfu / sfu "
                             "rate, bytes / dram rate); c0 minimises sum log^2(t / measured)",
+    [TS_KERNEL_ROW] = "t = launch + max(fma / (fma rate * c0), sfu / sfu rate, bytes / (dram rate * c0)); "
+                      "c0 minimises sum log^2(t / measured)",
 };
 
 static void fit_kind(const ts_tune_set *s, ts_kernel_kind kind, ts_eff_fit *e) {
@@ -860,6 +864,7 @@ typedef struct {
     int sentence_from, sentence_to; /* -1: none */
     int fit_after;                  /* the line after which the new fit entries go; -1: no fit section */
     bool replaced[TS_NKINDS];
+    bool present[TS_NKINDS];        /* an efficiency's line is under coefficients: */
 } layout;
 
 /* Where things are in the base; an error (fresh string) when its layout cannot be rewritten. */
@@ -877,9 +882,27 @@ static char *find_layout(const text_line *l, int n, layout *lay) {
             if (!strcmp(section, "fit")) lay->fit_after = i;
         } else if (indent > 0 && !strcmp(section, "fit") && !rest_empty(l[i], indent)) {
             lay->fit_after = i;
+        } else if (at > 0 && indent > 0 && !strcmp(section, "coefficients") && efficiency_kind(key) >= 0) {
+            lay->present[efficiency_kind(key)] = true;
         }
     }
     return NULL;
+}
+
+/* Efficiencies whose line the base file lacks (an optional coefficient such as row_efficiency, which
+ * then took another's value), after its map_efficiency line (a coefficient every model file has): the
+ * fitted value, or the value it had, so that refitting another coefficient does not move it. */
+static void put_missing_efficiencies(FILE *out, const ts_tune_fit *f, layout *lay) {
+    for (int i = 0; i < TS_NKINDS; i++) {
+        int k = kind_order[i];
+        if (lay->present[k]) continue;
+        if (f->kind[k].fitted)
+            fprintf(out, "  %s_efficiency: %.5g  # fitted: %d kernels from tsopt tune records\n", kind_names[k],
+                    f->kind[k].after, f->kind[k].samples);
+        else
+            fprintf(out, "  %s_efficiency: %.5g  # not fitted: the value it defaulted to\n", kind_names[k], f->kind[k].after);
+        lay->present[k] = lay->replaced[k] = true;
+    }
 }
 
 /* One base line (i) to out: rewritten, dropped or kept. */
@@ -893,6 +916,7 @@ static void put_line(FILE *out, text_line l, const char *section, const ts_tune_
     } else if (!(k >= 0 && f->kind[k].fitted && !strcmp(section, "fit"))) { /* an older fit of it is dropped */
         fprintf(out, "%.*s\n", l.len, l.p);
     }
+    if (k == TS_KERNEL_MAP && !strcmp(section, "coefficients")) put_missing_efficiencies(out, f, lay);
 }
 
 typedef struct {
@@ -908,6 +932,7 @@ static void put_model(FILE *out, const text_line *l, int n, layout *lay, const m
     if (lay->sentence_from < 0) put_sentence(out, a->f, a->base_path, a->records, a->nrecords, a->when);
     for (int i = 0; i < n; i++) {
         if (top_level(l[i])) section_of(l[i], section, sizeof section);
+
         if (i == lay->sentence_from) put_sentence(out, a->f, a->base_path, a->records, a->nrecords, a->when);
         if (i < lay->sentence_from || i >= lay->sentence_to) put_line(out, l[i], section, a->f, lay);
         if (i == lay->fit_after) put_fit_entries(out, a->f);

@@ -1,5 +1,5 @@
-/* tunefit.h — `tsopt calibrate --from-tune`: the cost model's four template efficiencies (GEMM, attention,
- * reduce, map) fitted to the per-kernel timings that `tsopt tune` records (docs/tune-records.md), the
+/* tunefit.h — `tsopt calibrate --from-tune`: the cost model's template efficiencies (GEMM, attention,
+ * reduce, map, row) fitted to the per-kernel timings that `tsopt tune` records (docs/tune-records.md), the
  * cost model's accuracy over the timed candidates before and after the fit, and the base cost-model file
  * rewritten with the fitted values. Needs no GPU.
  *
@@ -68,7 +68,6 @@ void ts_tune_set_free(ts_tune_set *s);
 
 /* ---- the fit --------------------------------------------------------------------------------------- */
 
-#define TS_NKINDS 4 /* indexed by ts_kernel_kind */
 
 typedef struct {
     int samples;        /* timed kernels of ok candidates */
@@ -85,7 +84,6 @@ typedef struct {
     int nfitted;
 } ts_tune_fit;
 
-const char *ts_kernel_kind_name(ts_kernel_kind k); /* "map", "reduce", "gemm", "attention" */
 /* The efficiency field of m that kernels of kind k use. */
 double *ts_costmodel_efficiency_slot(ts_costmodel *m, ts_kernel_kind k);
 
@@ -121,7 +119,7 @@ void ts_accuracy_compute(const ts_acc_point *p, int n, ts_accuracy *a);
 
 /* The ok, measured candidates of s as points (one group per record), each predicted as the sum of its
  * kernels' ts_costmodel_time with the record's coefficients — and, when eff is not NULL, eff[kind] for
- * the four efficiencies. Returns the count; *out is freed by the caller. */
+ * the template efficiencies. Returns the count; *out is freed by the caller. */
 int ts_tune_points(const ts_tune_set *s, const double *eff, ts_acc_point **out);
 
 /* ---- the cost-model file --------------------------------------------------------------------------- */

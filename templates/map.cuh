@@ -1,13 +1,20 @@
 // map.cuh — the generic fused elementwise kernel: out[i] = f(i) over an N-d index space (N ≤ 8), where f
 // is a generated functor that reads its operands through arbitrary strided views (broadcasts, slices,
-// reversed axes, permutations) and computes a fused expression. Each thread produces VEC consecutive
-// elements along the innermost dim; when the output's innermost stride is 1 and the address is aligned,
-// they are stored with one vector store (16 bytes for VEC=8 halves). Sizes need not be multiples of
-// anything. Namespace tsm; depends on tile.cuh.
+// reversed axes, permutations) and computes a fused expression. Each thread produces a span of kVec
+// consecutive elements along the innermost dim: the functor loads each operand's span with one 16-byte
+// vector load where the operand has unit stride there and is aligned, one broadcast load where its stride
+// is 0, a gather otherwise (span.cuh); the output span is stored the same way. The index space is walked
+// with 32-bit arithmetic when it has fewer than 2^31 spans (one division per span and outer dim, none per
+// element). Sizes need not be multiples of anything. Namespace tsm; depends on tile.cuh and span.cuh.
 //
 // Functor interface (the emitter generates these):
-//   struct Fn { __device__ float operator()(const int64_t *idx) const; };   // idx[0..ndim)
+//   struct Fn {
+//     static constexpr int kVec;
+//     // y[j] = f(idx + j along the innermost dim) for j < n (n ≤ kVec; idx[0..ndim): the span's start)
+//     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const;
+//   };
 #pragma once
+#include "span.cuh"
 #include "tile.cuh"
 
 namespace tsm {
@@ -23,41 +30,34 @@ template <typename T, class Fn> struct MapParams {
     Fn fn;
 };
 
-template <typename T, class Fn, int VEC>
+// Span t of the index space: its start idx[], and the output offset of its row (every dim but the
+// innermost). I: the index type.
+template <typename I, typename T, class Fn>
+__device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I per_row, int64_t *idx) {
+    I row = t / per_row;
+    idx[p.ndim - 1] = (int64_t)(t - row * per_row) * Fn::kVec;
+    int64_t off = 0;
+    for (int d = p.ndim - 2; d >= 0; d--) {
+        const I q = d > 0 ? row / (I)p.size[d] : 0;
+        idx[d] = (int64_t)(row - q * (I)p.size[d]);
+        row = q;
+        off += idx[d] * p.out_stride[d];
+    }
+    return off;
+}
+
+template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
-    const int64_t inner = p.size[p.ndim - 1];
-    const int64_t rows = p.numel / inner;
-    const int64_t per_row = (inner + VEC - 1) / VEC;
-    for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < rows * per_row;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        int64_t row = t / per_row, col0 = (t % per_row) * VEC;
+    constexpr int VEC = Fn::kVec;
+    const I inner = (I)p.size[p.ndim - 1], per_row = (inner + VEC - 1) / VEC;
+    const I spans = (I)(p.numel / p.size[p.ndim - 1]) * per_row;
+    for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < spans; t += (I)gridDim.x * blockDim.x) {
         int64_t idx[kMaxDims];
-        int64_t r = row, off = 0;
-        for (int d = p.ndim - 2; d >= 0; d--) {
-            idx[d] = r % p.size[d];
-            r /= p.size[d];
-            off += idx[d] * p.out_stride[d];
-        }
+        const int64_t off = span_start<I>(p, t, per_row, idx);
+        const int n = tsv::span_len<VEC>(idx[p.ndim - 1], p.size[p.ndim - 1]);
         float v[VEC];
-#pragma unroll
-        for (int j = 0; j < VEC; j++) {
-            idx[p.ndim - 1] = col0 + j;
-            v[j] = col0 + j < inner ? p.fn(idx) : 0.f;
-        }
-        T *dst = p.out + off + col0 * p.out_stride[p.ndim - 1];
-        bool vector_ok = sizeof(T) * VEC <= 16 && p.out_stride[p.ndim - 1] == 1 && col0 + VEC <= inner &&
-                         (reinterpret_cast<uintptr_t>(dst) % (sizeof(T) * VEC)) == 0;
-        if (vector_ok && VEC > 1) {
-            T packed[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; j++) packed[j] = tst::elem<T>::from_float(v[j]);
-            if constexpr (sizeof(T) * VEC == 16) *reinterpret_cast<int4 *>(dst) = *reinterpret_cast<int4 *>(packed);
-            else if constexpr (sizeof(T) * VEC == 8) *reinterpret_cast<int2 *>(dst) = *reinterpret_cast<int2 *>(packed);
-            else for (int j = 0; j < VEC; j++) dst[j] = packed[j];
-        } else {
-            for (int j = 0; j < VEC && col0 + j < inner; j++)
-                dst[j * p.out_stride[p.ndim - 1]] = tst::elem<T>::from_float(v[j]);
-        }
+        p.fn(idx, n, v);
+        tsv::store_span<VEC>(p.out + off, p.out_stride[p.ndim - 1], idx[p.ndim - 1], n, v);
     }
 }
 
@@ -66,20 +66,15 @@ template <typename T, class Fn>
 cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.numel == 0) return cudaSuccess;
     if (p.ndim < 1 || p.ndim > kMaxDims) return cudaErrorInvalidValue;
-    constexpr int VEC = 16 / sizeof(T) > 8 ? 8 : 16 / sizeof(T);
+    constexpr int VEC = Fn::kVec;
     int64_t inner = p.size[p.ndim - 1];
-    int64_t work = (p.numel / inner) * ((inner + VEC - 1) / VEC);
-    int64_t blocks = (work + 255) / 256;
+    int64_t spans = (p.numel / inner) * ((inner + VEC - 1) / VEC);
+    int64_t blocks = (spans + 255) / 256;
     int64_t cap = (int64_t)sm_count * 16;
-    map_kernel<T, Fn, VEC><<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(p);
+    unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+    if (spans < ((int64_t)1 << 31)) map_kernel<T, Fn, uint32_t><<<grid, 256, 0, stream>>>(p);
+    else map_kernel<T, Fn, int64_t><<<grid, 256, 0, stream>>>(p);
     return cudaGetLastError();
-}
-
-// Offset of idx in a strided view (a helper for generated functors).
-__device__ __forceinline__ int64_t offset_of(const int64_t *idx, const int64_t *stride, int ndim, int64_t base) {
-    int64_t off = base;
-    for (int d = 0; d < ndim; d++) off += idx[d] * stride[d];
-    return off;
 }
 
 }  // namespace tsm

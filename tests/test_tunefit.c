@@ -18,8 +18,8 @@
 
 /* ---- synthetic records ----------------------------------------------------------------------------- */
 
-/* The efficiencies the synthetic timings are made with, by ts_kernel_kind: map, reduce, gemm, attention. */
-static const double true_eff[TS_NKINDS] = {0.66, 0.45, 0.62, 0.41};
+/* The efficiencies the synthetic timings are made with, by ts_kernel_kind: map, reduce, gemm, attention, row. */
+static const double true_eff[TS_NKINDS] = {0.66, 0.45, 0.62, 0.41, 0.55};
 
 /* H200-like rates (variant v shifts them a little: each record keeps its own) with the shipped model's
  * efficiencies, which the timings do not follow. */
@@ -27,7 +27,8 @@ static ts_costmodel rates(int v) {
     ts_costmodel m = {.launch_s = 4.3e-6 + 0.2e-6 * v, .dram_bytes_per_s = 3.9e12 * (1 + 0.05 * v),
                       .tensor_flops_per_s = 6.4e14 * (1 - 0.03 * v), .fma_flops_per_s = 6.4e13, .sfu_ops_per_s = 4.2e12,
                       .sms = 132, .l2_bytes = 62914560, .gemm_efficiency = 0.75, .attention_efficiency = 0.5,
-                      .reduce_efficiency = 0.6, .map_efficiency = 0.8, .strided_efficiency = 0.5 + 0.1 * v};
+                      .reduce_efficiency = 0.6, .map_efficiency = 0.8, .strided_efficiency = 0.5 + 0.1 * v,
+                      .row_efficiency = 0.8};
     return m;
 }
 
@@ -64,11 +65,11 @@ static void put_costmodel(FILE *f, const ts_costmodel *m) {
     fputs("\"costmodel\": {\"path\": \"costmodel/h200.yaml\"", f);
     const char *names[] = {"launch_s", "dram_bytes_per_s", "tensor_flops_per_s", "fma_flops_per_s", "sfu_ops_per_s",
                            "sms", "l2_bytes", "gemm_efficiency", "attention_efficiency", "reduce_efficiency",
-                           "map_efficiency", "strided_efficiency"};
+                           "map_efficiency", "strided_efficiency", "row_efficiency"};
     double v[] = {m->launch_s, m->dram_bytes_per_s, m->tensor_flops_per_s, m->fma_flops_per_s, m->sfu_ops_per_s, m->sms,
                   m->l2_bytes, m->gemm_efficiency, m->attention_efficiency, m->reduce_efficiency, m->map_efficiency,
-                  m->strided_efficiency};
-    for (int i = 0; i < 12; i++) fputs(", ", f), put_num(f, names[i], v[i]);
+                  m->strided_efficiency, m->row_efficiency};
+    for (int i = 0; i < 13; i++) fputs(", ", f), put_num(f, names[i], v[i]);
     fputs("}", f);
 }
 
@@ -145,7 +146,7 @@ static void load_ok(ts_tune_set *s, const char *path, const char *text) {
 static void synthetic_set(ts_tune_set *s, double noise) {
     memset(s, 0, sizeof *s);
     for (int v = 0; v < 3; v++) {
-        char *text = synthetic_record(v, 5, 0xF, noise, 100 + (unsigned long long)v);
+        char *text = synthetic_record(v, 5, (1u << TS_NKINDS) - 1, noise, 100 + (unsigned long long)v);
         load_ok(s, "synthetic.json", text);
         free(text);
     }
@@ -176,7 +177,7 @@ Test(tunefit, recovers_known_efficiencies_from_noisy_timings) {
     ts_costmodel base = shipped_model();
     ts_tune_fit f;
     ts_tune_fit_run(&s, &base, &f);
-    cr_assert_eq(f.nfitted, 4);
+    cr_assert_eq(f.nfitted, TS_NKINDS);
     for (int k = 0; k < TS_NKINDS; k++) {
         const ts_eff_fit *e = &f.kind[k];
         cr_assert(e->fitted, "%s: %s", ts_kernel_kind_name((ts_kernel_kind)k), e->why_not);
@@ -600,7 +601,8 @@ Test(tunefit, the_rewritten_model_loads_with_the_fitted_values) {
     char *flat = unwrapped(text);
     cr_assert_not_null(strstr(text, "\n# Template efficiencies: gemm_efficiency (15 kernels),"), "%s", text);
     cr_assert_not_null(strstr(flat, " Template efficiencies: gemm_efficiency (15 kernels), attention_efficiency (15 "
-                                    "kernels) and reduce_efficiency (15 kernels) fitted by `tsopt calibrate --from-tune` "
+                                    "kernels), reduce_efficiency (15 kernels) and row_efficiency (15 kernels) fitted by "
+                                    "`tsopt calibrate --from-tune` "
                                     "(tsopt 0.1.0) on 2026-11-29 UTC to the per-kernel timings in 2 tsopt tune records "
                                     "(a.json, b.json), each minimising"), "%s", flat);
     cr_assert_not_null(strstr(flat, "(the `fit:` section); map_efficiency (fewer than 3 timed kernels): not fitted, "
@@ -613,10 +615,10 @@ Test(tunefit, the_rewritten_model_loads_with_the_fitted_values) {
     cr_assert_not_null(strstr(text, ", samples: 15}\nmeasured:\n"), "the entries end the fit section:\n%s", text);
     cr_assert_not_null(strstr(text, "\n  mma_f16: {model:"), "the calibrated fits are kept");
     cr_assert_not_null(strstr(text, "\nmeasured:\n  empty_kernel_s:"), "so is measured:");
-    cr_assert_eq(count(text, "\n# "), count(base.text, "\n# ") + 2, "the 3-line sentence became 5 lines:\n%s", text);
+    cr_assert_eq(count(text, "\n# "), count(base.text, "\n# ") + 3, "the 3-line sentence became 6 lines:\n%s", text);
     ts_costmodel m;
     load_model(text, &m);
-    cr_assert_eq(m.nfits, base.nfits + 3);
+    cr_assert_eq(m.nfits, base.nfits + 4);
     cr_assert(m.calibrated);
     cr_assert_float_eq(m.gemm_efficiency, f.kind[TS_KERNEL_GEMM].after, 1e-4 * f.kind[TS_KERNEL_GEMM].after);
     cr_assert_float_eq(m.attention_efficiency, f.kind[TS_KERNEL_ATTENTION].after, 1e-4);
@@ -633,10 +635,10 @@ Test(tunefit, the_rewritten_model_loads_with_the_fitted_values) {
     cr_assert_eq(count(again, "# Template efficiencies:"), 1, "%s", again);
     cr_assert_eq(count(again, "  gemm_efficiency: {model:"), 1, "%s", again);
     cr_assert_eq(count(again, "  map_efficiency: {model:"), 1, "%s", again);
-    cr_assert_eq(count(again, "\n# "), count(text, "\n# "), "the sentence replaced (5 lines again):\n%s", again);
+    cr_assert_eq(count(again, "\n# "), count(text, "\n# ") - 1, "the 6-line sentence replaced by a 5-line one:\n%s", again);
     ts_costmodel m2;
     load_model(again, &m2);
-    cr_assert_eq(m2.nfits, base.nfits + 4);
+    cr_assert_eq(m2.nfits, base.nfits + 5);
     cr_assert_float_eq(m2.map_efficiency, 0.7, 0);
     ts_costmodel_free(&m2);
     ts_costmodel_free(&m);
@@ -662,11 +664,13 @@ Test(tunefit, bases_without_a_fit_section_or_in_flow_style) {
     cr_assert_not_null(text, "%s", err ? err : "");
     cr_assert(strstr(text, "# Template efficiencies: gemm_efficiency (3 kernels) fitted") == text, "%s", text);
     char *flat = unwrapped(text);
-    cr_assert_not_null(strstr(flat, "attention_efficiency (no timed kernels), reduce_efficiency (no timed kernels) and "
-                                    "map_efficiency (no timed kernels): not fitted, kept at their values from plain.yaml.\n"
+    cr_assert_not_null(strstr(flat, "attention_efficiency (no timed kernels), reduce_efficiency (no timed kernels), "
+                                    "row_efficiency (no timed kernels) and map_efficiency (no timed kernels): not fitted, "
+                                    "kept at their values from plain.yaml.\n"
                                     "gpu: X\n"), "%s", flat);
     free(flat);
-    cr_assert_not_null(strstr(text, "\n  map_efficiency: 0.8\n# The template efficiencies' fits"), "%s", text);
+    cr_assert_not_null(strstr(text, "\n  map_efficiency: 0.8\n  row_efficiency: 0.5  # not fitted: the value it defaulted "
+                                    "to\n# The template efficiencies' fits"), "an absent optional efficiency keeps its value:\n%s", text);
     ts_costmodel m;
     load_model(text, &m);
     cr_assert_eq(m.nfits, 1);

@@ -34,6 +34,8 @@ namespace tsopt_norm_softmax {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
 // stub of templates/tile.cuh for the emitter golden test: the emitter copies it verbatim
+// ---- span.cuh ----------------------------------------------------------------------------------
+// stub of templates/span.cuh for the emitter golden test: the emitter copies it verbatim
 // ---- map.cuh -----------------------------------------------------------------------------------
 // stub of templates/map.cuh for the emitter golden test: the emitter copies it verbatim
 // ---- reduce.cuh --------------------------------------------------------------------------------
@@ -148,20 +150,34 @@ struct K3 {
     int64_t o3, s3[1];
     const float *p4;
     int64_t o4, s4[1];
-    __device__ float operator()(const int64_t *idx) const {
-        const float v0 = tst::elem<__half>::to_float(p0[o0 + (int64_t)(idx[0]) * s0[0] + (int64_t)(idx[1]) * s0[1]]);
-        const float v1 = tst::elem<float>::to_float(p1[o1 + (int64_t)(idx[0]) * s1[0]]);
-        const float v2 = v0 * v1;
-        const float v3 = tst::elem<__half>::to_float(p2[o2 + (int64_t)(idx[1]) * s2[0]]);
-        const float v4 = v2 * v3;
-        const float v5 = tst::elem<float>::to_float(p3[o3 + (int64_t)(idx[0]) * s3[0]]);
-        const float v6 = v4 + v5;
-        const float v7 = 1.44269504f;
-        const float v8 = v6 * v7;
-        const float v9 = exp2f(v8);
-        const float v10 = tst::elem<float>::to_float(p4[o4 + (int64_t)(idx[0]) * s4[0]]);
-        const float v11 = v9 * v10;
-        return v11;
+    static constexpr int kVec = 8;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float x0[kVec];
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        float x1[kVec];
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], 0, idx[1], n);
+        float x2[kVec];
+        tsv::load_span<kVec>(x2, p2 + o2, s2[0], idx[1], n);
+        float x3[kVec];
+        tsv::load_span<kVec>(x3, p3 + o3 + idx[0] * s3[0], 0, idx[1], n);
+        float x4[kVec];
+        tsv::load_span<kVec>(x4, p4 + o4 + idx[0] * s4[0], 0, idx[1], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float v0 = x0[i];
+            const float v1 = x1[i];
+            const float v2 = v0 * v1;
+            const float v3 = x2[i];
+            const float v4 = v2 * v3;
+            const float v5 = x3[i];
+            const float v6 = v4 + v5;
+            const float v7 = 1.44269504f;
+            const float v8 = v6 * v7;
+            const float v9 = exp2f(v8);
+            const float v10 = x4[i];
+            const float v11 = v9 * v10;
+            y[i] = v11;
+        }
     }
 };
 

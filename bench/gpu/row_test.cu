@@ -1,0 +1,411 @@
+// row_test.cu — validates and times templates/row.cuh (the row-fused kernel) and the span-vectorised
+// templates/map.cuh on the GPU: RMSNorm with a gain, LayerNorm (gain and bias), softmax, and a residual
+// sum with its RMSNorm (two outputs) at 8192x4096 fp16, at odd sizes (37x4099), with misaligned pointers
+// (scalar fallback), with short rows (a warp per row) and with rows too long to cache (several passes),
+// plus an elementwise map with a broadcast gain and a per-row bias. Each case: fresh random inputs,
+// outputs poisoned with NaN, a float64 CPU reference over every element, then the median of 20 runs timed
+// with CUDA events with L2 flushed before each, as GB/s (bytes read + written once) and % of 4.3 TB/s.
+// The functors are written the way src/emit.c writes them. Every CUDA call is checked. Exit status 1 when
+// any case fails. Build: make gpu-build (build/gpu/row_test); run on the GPU: build/gpu/row_test
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "map.cuh"
+#include "row.cuh"
+
+#define CK(x) check((x), #x, __FILE__, __LINE__)
+static void check(cudaError_t e, const char *what, const char *file, int line) {
+    if (e != cudaSuccess) {
+        fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, what, cudaGetErrorString(e));
+        exit(2);
+    }
+}
+
+constexpr double kPeakBytesPerS = 4.3e12;  // H200 DRAM, read + write
+constexpr float kEps = 1e-5f;
+constexpr float kLog2e = 1.4426950408889634f;
+
+// ---- functors, in the emitter's form (see row.cuh and map.cuh) ----------------------------------------
+
+// y = x · rsqrt(mean(x²) + eps) · g
+struct RmsNormGain {
+    static constexpr int kVec = 8, kIn = 1, kStages = 1;
+    const __half *x, *g;
+    __half *y;
+    int64_t ld;  // elements between rows (x and y)
+    float inv_len;
+    struct Base {
+        int64_t off;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
+    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
+        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
+    }
+    __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) s[i] = v[0][i] * v[0][i];
+    }
+    __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
+        float gv[kVec], o[kVec];
+        tsv::load_span<kVec>(gv, g, 1, k0, n);
+        const float r = 1.f / sqrtf(acc[0] * inv_len + kEps);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) o[i] = v[0][i] * r * gv[i];
+        tsv::store_span<kVec>(y + b.off, 1, k0, n, o);
+    }
+};
+
+// y = (x − mean) · rsqrt(var + eps) · g + beta; stage 0 Σx, stage 1 Σ(x − acc0/n)²
+struct LayerNorm {
+    static constexpr int kVec = 8, kIn = 1, kStages = 2;
+    const __half *x, *g, *beta;
+    __half *y;
+    int64_t ld;
+    float inv_len;
+    struct Base {
+        int64_t off;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
+    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
+        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
+    }
+    __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
+                          float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float c = v[0][i] - acc[0] * inv_len;
+            s[i] = j == 0 ? v[0][i] : c * c;
+        }
+    }
+    __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
+        float gv[kVec], bv[kVec], o[kVec];
+        tsv::load_span<kVec>(gv, g, 1, k0, n);
+        tsv::load_span<kVec>(bv, beta, 1, k0, n);
+        const float r = 1.f / sqrtf(acc[1] * inv_len + kEps);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) o[i] = (v[0][i] - acc[0] * inv_len) * r * gv[i] + bv[i];
+        tsv::store_span<kVec>(y + b.off, 1, k0, n, o);
+    }
+};
+
+// y = 2^(c(x − max)) / Σ 2^(c(x − max)); stage 0 max x, stage 1 Σ 2^(c(x − acc0))
+struct Softmax {
+    static constexpr int kVec = 8, kIn = 1, kStages = 2;
+    const __half *x;
+    __half *y;
+    int64_t ld;
+    struct Base {
+        int64_t off;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
+    __device__ static constexpr int combine(int j) { return j == 0 ? tsw::kMax : tsw::kSum; }
+    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
+        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
+    }
+    __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
+                          float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) s[i] = j == 0 ? v[0][i] : exp2f(kLog2e * (v[0][i] - acc[0]));
+    }
+    __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
+        float o[kVec];
+#pragma unroll
+        for (int i = 0; i < kVec; i++) o[i] = exp2f(kLog2e * (v[0][i] - acc[0])) / acc[1];
+        tsv::store_span<kVec>(y + b.off, 1, k0, n, o);
+    }
+};
+
+// h = x + r; y = h · rsqrt(mean(h²) + eps) · g (both written)
+struct ResidualRmsNorm {
+    static constexpr int kVec = 8, kIn = 2, kStages = 1;
+    const __half *x, *r, *g;
+    __half *h, *y;
+    int64_t ld;
+    float inv_len;
+    struct Base {
+        int64_t off;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
+    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
+        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
+        tsv::load_span<kVec>(v[1], r + b.off, 1, k0, n);
+    }
+    __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) s[i] = (v[0][i] + v[1][i]) * (v[0][i] + v[1][i]);
+    }
+    __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
+        float gv[kVec], o0[kVec], o1[kVec];
+        tsv::load_span<kVec>(gv, g, 1, k0, n);
+        const float s = 1.f / sqrtf(acc[0] * inv_len + kEps);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) o0[i] = v[0][i] + v[1][i], o1[i] = o0[i] * s * gv[i];
+        tsv::store_span<kVec>(h + b.off, 1, k0, n, o0);
+        tsv::store_span<kVec>(y + b.off, 1, k0, n, o1);
+    }
+};
+
+// Elementwise: y[t, d] = x[t, d] · g[d] + bias[t] (unit stride, a broadcast row vector, a per-row scalar)
+struct ScaleBiasMap {
+    static constexpr int kVec = 8;
+    const __half *x, *g, *bias;
+    int64_t ld;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float a[kVec], gv[kVec], bv[kVec];
+        tsv::load_span<kVec>(a, x + idx[0] * ld, 1, idx[1], n);
+        tsv::load_span<kVec>(gv, g, 1, idx[1], n);
+        tsv::load_span<kVec>(bv, bias + idx[0], 0, idx[1], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) y[i] = a[i] * gv[i] + bv[i];
+    }
+};
+
+// ---- host side -------------------------------------------------------------------------------------
+
+static uint64_t g_seed = 0x9E3779B97F4A7C15ull;
+static float uniform(float lo, float hi) {
+    g_seed ^= g_seed << 13, g_seed ^= g_seed >> 7, g_seed ^= g_seed << 17;
+    return lo + (hi - lo) * (float)((g_seed >> 11) * (1.0 / 9007199254740992.0));
+}
+
+// A device fp16 tensor of n elements at `shift` elements past a 256-byte aligned allocation, and its host copy.
+struct Tensor {
+    __half *base = nullptr, *d = nullptr;
+    std::vector<float> h;  // the values as rounded to fp16
+    int64_t n = 0;
+    Tensor(int64_t n_, int shift, bool random) : n(n_) {
+        CK(cudaMalloc(&base, (size_t)(n + 16) * sizeof(__half)));
+        d = base + shift;
+        h.assign((size_t)n, 0.f);
+        std::vector<__half> tmp((size_t)n);
+        for (int64_t i = 0; i < n; i++) {
+            tmp[i] = __float2half(random ? uniform(-2.f, 2.f) : NAN);
+            h[i] = __half2float(tmp[i]);
+        }
+        CK(cudaMemcpy(d, tmp.data(), (size_t)n * sizeof(__half), cudaMemcpyHostToDevice));
+    }
+    std::vector<float> fetch() const {
+        std::vector<__half> tmp((size_t)n);
+        CK(cudaMemcpy(tmp.data(), d, (size_t)n * sizeof(__half), cudaMemcpyDeviceToHost));
+        std::vector<float> out((size_t)n);
+        for (int64_t i = 0; i < n; i++) out[i] = __half2float(tmp[i]);
+        return out;
+    }
+    ~Tensor() { cudaFree(base); }
+    Tensor(const Tensor &) = delete;
+    Tensor &operator=(const Tensor &) = delete;
+};
+
+struct Result {
+    std::string name, shape;
+    double us, gbs;
+    double max_err;
+    bool ok;
+};
+static std::vector<Result> g_results;
+
+// Largest |got − want| / (atol + rtol·|want|) (≤ 1 passes); NaN anywhere fails.
+static double score(const std::vector<float> &got, const std::vector<double> &want, double atol, double rtol) {
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        if (!std::isfinite(got[i])) return INFINITY;
+        worst = std::max(worst, std::fabs(got[i] - want[i]) / (atol + rtol * std::fabs(want[i])));
+    }
+    return worst;
+}
+
+// Median time of launch() over 20 runs, L2 flushed before each (a 256 MiB memset).
+static double time_us(const std::function<cudaError_t()> &launch) {
+    static void *flush = nullptr;
+    const size_t flush_bytes = (size_t)256 << 20;
+    if (!flush) CK(cudaMalloc(&flush, flush_bytes));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> ms;
+    CK(launch()); // warm-up
+    for (int rep = 0; rep < 20; rep++) {
+        CK(cudaMemsetAsync(flush, rep, flush_bytes));
+        CK(cudaEventRecord(a));
+        CK(launch());
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float t;
+        CK(cudaEventElapsedTime(&t, a, b));
+        ms.push_back(t);
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(ms.begin(), ms.end());
+    return 1e3 * ms[ms.size() / 2];
+}
+
+static void record(const char *name, int64_t rows, int64_t len, int shift, double bytes, double us, double err) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lldx%lld%s", (long long)rows, (long long)len, shift ? " +1 elem" : "");
+    Result r{name, shape, us, bytes / (us * 1e-6) / 1e9, err, err <= 1};
+    printf("%-22s %-18s %9.2f us %8.1f GB/s %6.1f%% of 4.3 TB/s  max err %.3f (<= 1)  %s\n", name, shape, us, r.gbs,
+           100 * r.gbs * 1e9 / kPeakBytesPerS, err, r.ok ? "ok" : "FAILED");
+    fflush(stdout);
+    g_results.push_back(r);
+}
+
+template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_t len, int sms) {
+    tsw::RowParams<Fn> p{};
+    p.nrowdim = 1;
+    p.rsize[0] = rows;
+    p.rows = rows;
+    p.len = len;
+    p.fn = fn;
+    return tsw::launch_row(p, sms, 0);
+}
+
+// ---- the cases -------------------------------------------------------------------------------------
+
+static void rmsnorm_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true), g(len, 0, true), y(rows * len, shift, false);
+    RmsNormGain fn{x.d, g.d, y.d, len, 1.f / (float)len};
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)(rows * len));
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int64_t k = 0; k < len; k++) ss += (double)x.h[r * len + k] * x.h[r * len + k];
+        double s = 1 / std::sqrt(ss / len + kEps);
+        for (int64_t k = 0; k < len; k++) want[r * len + k] = x.h[r * len + k] * s * g.h[k];
+    }
+    double err = score(y.fetch(), want, 2e-3, 4e-3);
+    record("rmsnorm+gain", rows, len, shift, 2.0 * rows * len * 2 + len * 2, time_us([&] { return launch(fn, rows, len, sms); }), err);
+}
+
+static void layernorm_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true), g(len, 0, true), beta(len, 0, true), y(rows * len, shift, false);
+    LayerNorm fn{x.d, g.d, beta.d, y.d, len, 1.f / (float)len};
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)(rows * len));
+    for (int64_t r = 0; r < rows; r++) {
+        double m = 0, v = 0;
+        for (int64_t k = 0; k < len; k++) m += x.h[r * len + k];
+        m /= len;
+        for (int64_t k = 0; k < len; k++) v += (x.h[r * len + k] - m) * (x.h[r * len + k] - m);
+        double s = 1 / std::sqrt(v / len + kEps);
+        for (int64_t k = 0; k < len; k++) want[r * len + k] = (x.h[r * len + k] - m) * s * g.h[k] + beta.h[k];
+    }
+    double err = score(y.fetch(), want, 4e-3, 4e-3);
+    record("layernorm", rows, len, shift, 2.0 * rows * len * 2 + len * 4, time_us([&] { return launch(fn, rows, len, sms); }), err);
+}
+
+static void softmax_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true), y(rows * len, shift, false);
+    Softmax fn{x.d, y.d, len};
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)(rows * len));
+    for (int64_t r = 0; r < rows; r++) {
+        double m = -INFINITY, s = 0;
+        for (int64_t k = 0; k < len; k++) m = std::max(m, (double)x.h[r * len + k]);
+        for (int64_t k = 0; k < len; k++) s += std::exp(x.h[r * len + k] - m);
+        for (int64_t k = 0; k < len; k++) want[r * len + k] = std::exp(x.h[r * len + k] - m) / s;
+    }
+    double err = score(y.fetch(), want, 1e-6, 4e-3);
+    record("softmax", rows, len, shift, 2.0 * rows * len * 2, time_us([&] { return launch(fn, rows, len, sms); }), err);
+}
+
+static void residual_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true), r(rows * len, shift, true), g(len, 0, true);
+    Tensor h(rows * len, shift, false), y(rows * len, shift, false);
+    ResidualRmsNorm fn{x.d, r.d, g.d, h.d, y.d, len, 1.f / (float)len};
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want_h((size_t)(rows * len)), want_y((size_t)(rows * len));
+    for (int64_t i = 0; i < rows; i++) {
+        double ss = 0;
+        for (int64_t k = 0; k < len; k++) {
+            double v = (double)x.h[i * len + k] + r.h[i * len + k];
+            want_h[i * len + k] = v;
+            ss += v * v;
+        }
+        double s = 1 / std::sqrt(ss / len + kEps);
+        for (int64_t k = 0; k < len; k++) want_y[i * len + k] = want_h[i * len + k] * s * g.h[k];
+    }
+    double err = std::max(score(h.fetch(), want_h, 2e-3, 4e-3), score(y.fetch(), want_y, 2e-3, 4e-3));
+    record("residual+rmsnorm (2 out)", rows, len, shift, 4.0 * rows * len * 2 + len * 2,
+           time_us([&] { return launch(fn, rows, len, sms); }), err);
+}
+
+static void map_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true), g(len, 0, true), bias(rows, 0, true), y(rows * len, shift, false);
+    tsm::MapParams<__half, ScaleBiasMap> p{};
+    p.ndim = 2;
+    p.size[0] = rows, p.size[1] = len;
+    p.out = y.d;
+    p.out_stride[0] = len, p.out_stride[1] = 1;
+    p.numel = rows * len;
+    p.fn = ScaleBiasMap{x.d, g.d, bias.d, len};
+    CK(tsm::launch_map(p, sms, 0));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)(rows * len));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t k = 0; k < len; k++) want[r * len + k] = (double)x.h[r * len + k] * g.h[k] + bias.h[r];
+    double err = score(y.fetch(), want, 2e-3, 4e-3);
+    record("map x*g[d]+b[t]", rows, len, shift, 2.0 * rows * len * 2 + len * 2 + rows * 2,
+           time_us([&] { return tsm::launch_map(p, sms, 0); }), err);
+}
+
+static void copy_case(int64_t rows, int64_t len, int sms) {
+    (void)sms;
+    Tensor x(rows * len, 0, true), y(rows * len, 0, false);
+    CK(cudaMemcpy(y.d, x.d, (size_t)(rows * len) * 2, cudaMemcpyDeviceToDevice));
+    double err = score(y.fetch(), std::vector<double>(x.h.begin(), x.h.end()), 1e-12, 0);
+    record("cudaMemcpy (reference)", rows, len, 0, 2.0 * rows * len * 2, time_us([&] {
+               return cudaMemcpyAsync(y.d, x.d, (size_t)(rows * len) * 2, cudaMemcpyDeviceToDevice);
+           }), err);
+}
+
+int main() {
+    int dev = 0, sms = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, dev));
+    printf("row_test on %s (%d SMs)\n", prop.name, sms);
+    const struct {
+        int64_t rows, len;
+        int shift;
+    } shapes[] = {
+        {8192, 4096, 0},   // the bandwidth target: cached, 128 threads per row
+        {37, 4099, 0},     // odd sizes: every row but the first misaligned, partial spans
+        {8192, 4096, 1},   // misaligned pointers: the scalar fallback
+        {16384, 512, 0},   // short rows: a warp per row
+        {1000, 100, 0},    // very short rows: one span per lane
+        {64, 40000, 0},    // rows too long to cache: a pass per stage through L2
+        {4096, 16384, 0},  // long rows, still cached (8 spans per thread)
+    };
+    for (const auto &s : shapes) {
+        rmsnorm_case(s.rows, s.len, s.shift, sms);
+        layernorm_case(s.rows, s.len, s.shift, sms);
+        softmax_case(s.rows, s.len, s.shift, sms);
+        residual_case(s.rows, s.len, s.shift, sms);
+        map_case(s.rows, s.len, s.shift, sms);
+    }
+    copy_case(8192, 4096, sms);
+
+    printf("\n%-26s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
+    int failed = 0;
+    for (const auto &r : g_results) {
+        printf("%-26s %-18s %10.2f %10.1f %7.1f%%  %s\n", r.name.c_str(), r.shape.c_str(), r.us, r.gbs,
+               100 * r.gbs * 1e9 / kPeakBytesPerS, r.ok ? "ok" : "FAILED");
+        failed += !r.ok;
+    }
+    printf("%s: %d of %zu cases valid\n", failed ? "FAILED" : "ok", (int)g_results.size() - failed, g_results.size());
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,184 @@
+// row.cuh — the row-fused kernel: per row (every position along one axis, the row axis, at one index of
+// the other axes), a few reductions in stages, then every elementwise output of the row:
+//   acc[j] = combine_j over the row of stage_j(position, acc[0..j))      j < kStages (SUM or MAX)
+//   out_o[position] = f_o(position, acc[0..kStages))                     for every output o
+// Norms (RMSNorm, LayerNorm with its mean first), softmax and a residual sum with its norm (two outputs)
+// are one kernel each, reading every input once from DRAM and writing every output once.
+//
+// Work split: a group of TPR threads per row (one warp for short rows, up to a 256-thread block); each
+// thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per thread) are cached in
+// registers, so later stages and the outputs never re-read memory; longer rows take one pass per stage
+// and one for the outputs, re-reading through L2 (ITEMS = 0). Operands and outputs move through span.cuh:
+// 16-byte vectors where the row axis has unit stride and the row is aligned, scalars otherwise. Positions
+// inside a row are 32-bit where the cached path runs. Any sizes. Namespace tsw; depends on tile.cuh and
+// span.cuh.
+//
+// Functor interface (the emitter generates it; kIn ≥ 1 cached operands, kStages ≤ 4):
+//   struct Fn {
+//     static constexpr int kVec, kIn, kStages;
+//     struct Base;  // per row: where it starts in every operand and output, and its indices
+//     __device__ void bind(const int64_t *idx, Base &b) const;           // idx: the row's other axes
+//     __device__ static constexpr int combine(int j);                    // tsw::kSum or tsw::kMax
+//     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const;
+//     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
+//                           const float *acc, float (&y)[kVec]) const;   // stage j at k0..k0+kVec
+//     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
+//                           const float *acc) const;                     // every output at k0..k0+n
+//   };
+#pragma once
+#include "span.cuh"
+#include "tile.cuh"
+
+namespace tsw {
+
+constexpr int kMaxDims = 8;
+constexpr int kThreads = 256;     // threads per block
+constexpr int kCacheFloats = 64;  // registers per thread a row's cached operands may take
+enum Combine { kSum = 0, kMax = 1 };
+
+template <class Fn> struct RowParams {
+    int nrowdim;              // the axes besides the row axis (0: a single row)
+    int64_t rsize[kMaxDims];  // their sizes, row-major
+    int64_t rows;             // Π rsize
+    int64_t len;              // positions along the row axis
+    Fn fn;
+};
+
+// ---- steps -----------------------------------------------------------------------------------------
+
+__device__ __forceinline__ float identity(int combine) { return combine == kMax ? -INFINITY : 0.f; }
+__device__ __forceinline__ float combine2(int combine, float a, float b) { return combine == kMax ? fmaxf(a, b) : a + b; }
+
+// Row `row`'s indices along the other axes, and its Base.
+template <class Fn> __device__ __forceinline__ void bind_row(const RowParams<Fn> &p, int64_t row, typename Fn::Base &b) {
+    int64_t idx[kMaxDims];
+    for (int d = p.nrowdim - 1; d >= 0; d--) {
+        const int64_t q = row / p.rsize[d];
+        idx[d] = row - q * p.rsize[d];
+        row = q;
+    }
+    p.fn.bind(idx, b);
+}
+
+// Folds stage j over the n valid positions of the span at k0 into part.
+template <class Fn>
+__device__ __forceinline__ float fold_span(const Fn &fn, int j, const typename Fn::Base &b, int64_t k0, int n,
+                                           const float (&x)[Fn::kIn][Fn::kVec], const float *acc, float part) {
+    float y[Fn::kVec];
+    fn.stage(j, b, k0, n, x, acc, y);
+#pragma unroll
+    for (int v = 0; v < Fn::kVec; v++)
+        if (v < n) part = combine2(Fn::combine(j), part, y[v]);
+    return part;
+}
+
+// Combines part over the TPR threads of a row's group; every thread of the block calls it (live or not).
+// Groups of more than a warp meet in shared memory: slots[warp] for the block's warps.
+template <int TPR> __device__ __forceinline__ float group_reduce(float part, int combine, float *slots) {
+    constexpr int W = TPR < 32 ? TPR : 32;
+#pragma unroll
+    for (int o = W / 2; o > 0; o >>= 1) part = combine2(combine, part, __shfl_xor_sync(0xffffffffu, part, o));
+    if constexpr (TPR > 32) {
+        const int warp = threadIdx.x / 32, first = (threadIdx.x / TPR) * (TPR / 32);
+        if (threadIdx.x % 32 == 0) slots[warp] = part;
+        __syncthreads();
+        part = slots[first];
+#pragma unroll
+        for (int w = 1; w < TPR / 32; w++) part = combine2(combine, part, slots[first + w]);
+    }
+    return part;
+}
+
+// ---- the kernel ------------------------------------------------------------------------------------
+
+// ITEMS > 0: the row is cached (span i of this thread at position (i·TPR + lane)·kVec); ITEMS = 0: a
+// pass over the row per stage and one for the outputs.
+template <class Fn, int TPR, int ITEMS>
+__global__ void __launch_bounds__(kThreads) row_kernel(const RowParams<Fn> p) {
+    constexpr int VEC = Fn::kVec, NS = Fn::kStages, GROUPS = kThreads / TPR, NI = ITEMS > 0 ? ITEMS : 1;
+    static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
+    static_assert(kThreads % TPR == 0 && TPR % 32 == 0, "a row's group is whole warps of one block");
+    __shared__ float slots[NS][kThreads / 32];
+    const int lane = threadIdx.x % TPR;
+    const int64_t step = ITEMS > 0 ? 0 : (int64_t)TPR * VEC;
+    for (int64_t r0 = (int64_t)blockIdx.x * GROUPS; r0 < p.rows; r0 += (int64_t)gridDim.x * GROUPS) {
+        const int64_t row = r0 + threadIdx.x / TPR;
+        const bool live = row < p.rows;
+        typename Fn::Base b;
+        if (live) bind_row(p, row, b);
+        float x[NI][Fn::kIn][VEC];
+        if (ITEMS > 0 && live) {  // step 1: the row into registers
+#pragma unroll
+            for (int i = 0; i < NI; i++) {
+                const int k0 = (i * TPR + lane) * VEC;
+                p.fn.load(b, k0, tsv::span_len<VEC>(k0, p.len), x[i]);
+            }
+        }
+        float acc[NS];
+#pragma unroll
+        for (int j = 0; j < NS; j++) {  // step 2: the reductions, in order
+            float part = identity(Fn::combine(j));
+            if (live && ITEMS > 0) {
+#pragma unroll
+                for (int i = 0; i < NI; i++) {
+                    const int k0 = (i * TPR + lane) * VEC;
+                    part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc, part);
+                }
+            } else if (live) {
+                for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += step) {
+                    const int n = tsv::span_len<VEC>(k0, p.len);
+                    p.fn.load(b, k0, n, x[0]);
+                    part = fold_span(p.fn, j, b, k0, n, x[0], acc, part);
+                }
+            }
+            acc[j] = group_reduce<TPR>(part, Fn::combine(j), slots[j]);
+        }
+        if (live && ITEMS > 0) {  // step 3: every output of the row
+#pragma unroll
+            for (int i = 0; i < NI; i++) {
+                const int k0 = (i * TPR + lane) * VEC;
+                p.fn.store(b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc);
+            }
+        } else if (live) {
+            for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += step) {
+                const int n = tsv::span_len<VEC>(k0, p.len);
+                p.fn.load(b, k0, n, x[0]);
+                p.fn.store(b, k0, n, x[0], acc);
+            }
+        }
+        if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
+    }
+}
+
+// ---- launch ----------------------------------------------------------------------------------------
+
+template <class Fn, int TPR, int ITEMS> cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
+    constexpr int64_t kMaxBlocks = (int64_t)1 << 30;
+    int64_t blocks = (p.rows + kThreads / TPR - 1) / (kThreads / TPR);
+    row_kernel<Fn, TPR, ITEMS><<<(unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+}
+
+// The smallest group whose threads cache the row within kCacheFloats registers each; a warp per row for
+// short rows; rows longer than a block can cache take several passes. Returns the launch error.
+template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
+    (void)sm_count;
+    if (p.rows == 0) return cudaSuccess;
+    if (p.nrowdim < 0 || p.nrowdim > kMaxDims || p.len < 1 || p.len > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
+    constexpr int cap = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
+    const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
+    if constexpr (cap >= 1)
+        if (spans <= 32) return launch_row_as<Fn, 32, 1>(p, stream);
+    if constexpr (cap >= 4) {
+        if (spans <= 32 * 4) return launch_row_as<Fn, 32, 4>(p, stream);
+        if (spans <= 128 * 4) return launch_row_as<Fn, 128, 4>(p, stream);
+        if (spans <= 256 * 4) return launch_row_as<Fn, 256, 4>(p, stream);
+    } else if constexpr (cap >= 2) {
+        if (spans <= 256 * 2) return launch_row_as<Fn, 256, 2>(p, stream);
+    }
+    if constexpr (cap >= 8)
+        if (spans <= 256 * 8) return launch_row_as<Fn, 256, 8>(p, stream);
+    return launch_row_as<Fn, 256, 0>(p, stream);
+}
+
+}  // namespace tsw

@@ -1,0 +1,85 @@
+// span.cuh — VEC consecutive elements along one axis ("a span"), loaded into and stored from fp32
+// registers: 16-byte vector accesses where the axis has unit stride and the address is aligned, one
+// scalar load broadcast where the stride is 0, a gather otherwise. The elementwise (map.cuh) and
+// row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
+// Exact for any stride, size and alignment: only positions [0, n) of a span are read or written.
+// Namespace tsv; depends on tile.cuh (element conversions).
+#pragma once
+#include "tile.cuh"
+
+namespace tsv {
+
+// Bytes moved by one vector instruction for a span of VEC elements of T (at most 16).
+template <typename T, int VEC> __host__ __device__ constexpr int piece_bytes() {
+    return (int)sizeof(T) * VEC >= 16 ? 16 : (int)sizeof(T) * VEC;
+}
+
+template <int BYTES> struct vec_word;
+template <> struct vec_word<16> { using type = uint4; };
+template <> struct vec_word<8> { using type = uint2; };
+template <> struct vec_word<4> { using type = uint32_t; };
+template <> struct vec_word<2> { using type = uint16_t; };
+
+// Whether the span at q can be moved with vector instructions: unit stride, all VEC positions valid,
+// and q aligned to the vector width.
+template <typename T, int VEC>
+__device__ __forceinline__ bool vector_ok(const T *q, int64_t stride, int n) {
+    constexpr int B = piece_bytes<T, VEC>();
+    return B > (int)sizeof(T) && stride == 1 && n == VEC && (reinterpret_cast<uintptr_t>(q) % B) == 0;
+}
+
+// v[j] ← p[(k0 + j)·stride] for j < n (0 beyond n). p is the element at position 0 of the axis.
+template <int VEC, typename T>
+__device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t stride, int64_t k0, int n) {
+    if (stride == 0) { // a broadcast operand: one load
+        const float s = n > 0 ? tst::elem<T>::to_float(p[0]) : 0.f;
+#pragma unroll
+        for (int j = 0; j < VEC; j++) v[j] = s;
+        return;
+    }
+    const T *q = p + k0 * stride;
+    constexpr int B = piece_bytes<T, VEC>(), PER = B / (int)sizeof(T);
+    using W = typename vec_word<B>::type;
+    if (vector_ok<T, VEC>(q, stride, n)) {
+#pragma unroll
+        for (int c = 0; c < VEC / PER; c++) {
+            W w = *reinterpret_cast<const W *>(q + c * PER);
+            const T *e = reinterpret_cast<const T *>(&w);
+#pragma unroll
+            for (int j = 0; j < PER; j++) v[c * PER + j] = tst::elem<T>::to_float(e[j]);
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; j++) v[j] = j < n ? tst::elem<T>::to_float(q[j * stride]) : 0.f;
+}
+
+// p[(k0 + j)·stride] ← v[j] for j < n, rounded to T.
+template <int VEC, typename T>
+__device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int n, const float (&v)[VEC]) {
+    T *q = p + k0 * stride;
+    constexpr int B = piece_bytes<T, VEC>(), PER = B / (int)sizeof(T);
+    using W = typename vec_word<B>::type;
+    if (vector_ok<T, VEC>(q, stride, n)) {
+#pragma unroll
+        for (int c = 0; c < VEC / PER; c++) {
+            W w;
+            T *e = reinterpret_cast<T *>(&w);
+#pragma unroll
+            for (int j = 0; j < PER; j++) e[j] = tst::elem<T>::from_float(v[c * PER + j]);
+            *reinterpret_cast<W *>(q + c * PER) = w;
+        }
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
+}
+
+// Positions of the span starting at k0 that lie inside an axis of length len (0..VEC).
+template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t len) {
+    const int64_t r = len - k0;
+    return r <= 0 ? 0 : (r >= VEC ? VEC : (int)r);
+}
+
+}  // namespace tsv

@@ -1,0 +1,288 @@
+/* test_row.c — ROW kernels outside the planner: a hand-built plan of one ROW kernel (a residual sum and
+ * its LayerNorm with a gain: 2 stages, 2 outputs) emitted against stub templates and compared with a golden
+ * header, malformed ROW kernels refused with exact messages, the cost model's work and efficiency for it,
+ * and the header emitted with the real templates compiled by nvcc for sm_80 and sm_90a. Regenerate the
+ * golden file with TSOPT_REGEN_GOLDEN=1. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "costmodel.h"
+#include "emit.h"
+#include "plan.h"
+#include "testutil.h"
+
+#define ROW_YAML "tests/golden/row_plan.yaml"
+#define ROW_CUH "tests/golden/row_plan.cuh"
+
+/* ---- building the plan ----------------------------------------------------------------------------- */
+
+static int32_t push(ts_expr *x, ts_xnode n) {
+    if (x->n == x->cap) {
+        x->cap = x->cap ? 2 * x->cap : 16;
+        x->node = realloc(x->node, sizeof *x->node * (size_t)x->cap);
+    }
+    x->node[x->n] = n;
+    return x->n++;
+}
+static int32_t load(ts_expr *x, int slot) { return push(x, (ts_xnode){.kind = TS_X_LOAD, .slot = slot}); }
+static int32_t acc(ts_expr *x, int slot) { return push(x, (ts_xnode){.kind = TS_X_ACC, .slot = slot}); }
+static int32_t cst(ts_expr *x, double v) { return push(x, (ts_xnode){.kind = TS_X_CONST, .value = v}); }
+static int32_t op1(ts_expr *x, ts_op op, int32_t a) { return push(x, (ts_xnode){.kind = TS_X_OP, .op = op, .kid = {a}}); }
+static int32_t op2(ts_expr *x, ts_op op, int32_t a, int32_t b) {
+    return push(x, (ts_xnode){.kind = TS_X_OP, .op = op, .kid = {a, b}});
+}
+
+/* (x + r) − acc0 / d: the centred residual sum. */
+static int32_t centred(ts_expr *x, double d) {
+    int32_t xs = load(x, 0), rs = load(x, 1), h = op2(x, TS_OP_ADD, xs, rs);
+    int32_t m = acc(x, 0), c = cst(x, -1 / d);
+    return op2(x, TS_OP_ADD, h, op2(x, TS_OP_MUL, m, c));
+}
+
+static int32_t axis_named(const ts_graph *g, const char *name) {
+    for (int a = 0; a < g->naxes; a++)
+        if (!strcmp(g->axes[a].name, name)) return a;
+    cr_assert_fail("no axis %s", name);
+    return -1;
+}
+
+/* An access over [t, d] (row-major) or [d] of buffer b. */
+static ts_access access_of(int buf, int32_t t, int32_t d, int64_t dlen, bool rows) {
+    ts_access a = {.buf = buf, .offset = ts_sym_const(0)};
+    if (rows) a.axis[a.ndim] = t, a.stride[a.ndim++] = ts_sym_const(dlen);
+    a.axis[a.ndim] = d, a.stride[a.ndim++] = ts_sym_const(1);
+    return a;
+}
+
+/* H = X + R; Y = (H − mean) · rsqrt(var + eps) · g over d, as one ROW kernel: stage 0 Σ (x + r),
+ * stage 1 Σ ((x + r) − acc0/d)², outputs H and Y. */
+static void row_plan(const ts_graph *g, ts_plan *p) {
+    int32_t t = axis_named(g, "t"), d = axis_named(g, "d");
+    double n = (double)g->axes[d].size;
+    memset(p, 0, sizeof *p);
+    p->name = ts_strdup("hand-built row");
+    p->nbuf = p->cap_buf = 5;
+    p->buf = calloc(5, sizeof *p->buf);
+    const ts_buf_kind kinds[5] = {TS_BUF_INPUT, TS_BUF_INPUT, TS_BUF_INPUT, TS_BUF_OUTPUT, TS_BUF_OUTPUT};
+    const int index[5] = {0, 1, 2, 0, 1};
+    for (int b = 0; b < 5; b++) {
+        bool rows = b != 2;
+        p->buf[b] = (ts_buffer){.kind = kinds[b], .index = index[b], .dtype = TS_FP16, .ndim = rows ? 2 : 1};
+        p->buf[b].axis[0] = rows ? t : d, p->buf[b].axis[1] = d;
+    }
+    p->nk = p->cap_k = 1;
+    p->k = calloc(1, sizeof *p->k);
+    ts_kernel *k = &p->k[0];
+    k->kind = TS_KERNEL_ROW;
+    k->red_axis = d, k->m_axis = k->n_axis = k->batch_axis = -1;
+    k->a = k->b0 = k->b1 = -1;
+    k->nacc = k->cap_acc = 3;
+    k->acc = calloc(3, sizeof *k->acc);
+    for (int s = 0; s < 3; s++) k->acc[s] = access_of(s, t, d, (int64_t)n, s != 2);
+    k->out = access_of(3, t, d, (int64_t)n, true);
+    k->nextra = 1;
+    k->extra_out[0] = access_of(4, t, d, (int64_t)n, true);
+    k->nstage = 2;
+    k->stage_combine[0] = k->stage_combine[1] = TS_COMBINE_SUM;
+    int32_t xs = load(&k->stage[0], 0), rs = load(&k->stage[0], 1);
+    op2(&k->stage[0], TS_OP_ADD, xs, rs);
+    int32_t c = centred(&k->stage[1], n);
+    op2(&k->stage[1], TS_OP_MUL, c, c);
+    xs = load(&k->expr, 0), rs = load(&k->expr, 1);
+    op2(&k->expr, TS_OP_ADD, xs, rs);
+    ts_expr *y = &k->extra_expr[0];
+    c = centred(y, n);
+    int32_t sq = acc(y, 1), inv_n = cst(y, 1 / n), mean_sq = op2(y, TS_OP_MUL, sq, inv_n), eps = cst(y, 1e-5);
+    int32_t scale = op1(y, TS_OP_RECIP, op1(y, TS_OP_SQRT, op2(y, TS_OP_ADD, mean_sq, eps)));
+    int32_t normed = op2(y, TS_OP_MUL, c, scale), gain = load(y, 2);
+    op2(y, TS_OP_MUL, normed, gain);
+}
+
+typedef struct {
+    ts_spec spec;
+    ts_graph g;
+    ts_costmodel cm;
+    ts_plan p;
+} fixture;
+
+static void fixture_load(fixture *f) {
+    ts_diags d;
+    cr_assert_eq(ts_spec_load(&f->spec, ROW_YAML, &d), 0);
+    cr_assert_eq(ts_check(&f->spec, NULL, &f->g, &d), 0);
+    ts_diags_free(&d);
+    cr_assert_eq(ts_costmodel_load(&f->cm, "costmodel/h200.yaml", &d), 0);
+    ts_diags_free(&d);
+    row_plan(&f->g, &f->p);
+    ts_costmodel_predict(&f->cm, &f->g, &f->p);
+}
+
+static void fixture_free(fixture *f) {
+    ts_plan_free(&f->p);
+    ts_costmodel_free(&f->cm);
+    ts_graph_free(&f->g);
+    ts_spec_free(&f->spec);
+}
+
+/* The header of f's plan with the templates in `templates`; NULL and *err when the emitter refuses. */
+static char *emit(fixture *f, const char *templates, char **err) {
+    ts_emit_opts eo = {.source_path = ROW_YAML, .source_text = f->spec.text, .source_len = f->spec.len,
+                       .templates_dir = templates, .cost_model = &f->cm, .baseline_s = f->p.predicted_s};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    int rc = ts_emit_header(out, &f->g, &f->p, &eo, err);
+    fclose(out);
+    if (rc == 0) return buf;
+    free(buf);
+    return NULL;
+}
+
+/* ---- the emitter ----------------------------------------------------------------------------------- */
+
+Test(row, two_stage_two_output_header_matches_the_golden_file) {
+    fixture f;
+    fixture_load(&f);
+    char *err = NULL, *got = emit(&f, "tests/golden/templates", &err);
+    cr_assert_not_null(got, "%s", err);
+    if (getenv("TSOPT_REGEN_GOLDEN")) {
+        FILE *o = fopen(ROW_CUH, "w");
+        fputs(got, o);
+        fclose(o);
+    }
+    size_t len;
+    ts_diags d;
+    ts_diags_init(&d, ROW_CUH, NULL, 0);
+    char *want = ts_read_text_file(ROW_CUH, &len, &d);
+    ts_diags_free(&d);
+    cr_assert_not_null(want, "missing %s: run the test with TSOPT_REGEN_GOLDEN=1", ROW_CUH);
+    cr_assert_str_eq(got, want, "the emitter's ROW output changed: review, then TSOPT_REGEN_GOLDEN=1");
+    /* what the golden file must show: X and R cached (they vary per row), g re-read per span */
+    cr_assert_not_null(strstr(got, "static constexpr int kVec = 8, kIn = 2, kStages = 2;"));
+    cr_assert_not_null(strstr(got, "tsv::load_span<kVec>(u2, p2 + b.in[2], s2[0], k0, n);"));
+    cr_assert_not_null(strstr(got, "tsv::store_span<kVec>(q1 + b.out[1], qs1[1], k0, n, y1);"));
+    cr_assert_not_null(strstr(got, "err = tsw::launch_row(p, sms, stream);"));
+    free(want);
+    free(got);
+    fixture_free(&f);
+}
+
+/* Emits f's plan after `change` and returns the emitter's error. */
+static char *refusal(void (*change)(ts_kernel *)) {
+    fixture f;
+    fixture_load(&f);
+    change(&f.p.k[0]);
+    char *err = NULL, *h = emit(&f, "tests/golden/templates", &err);
+    cr_assert_null(h, "emitted a malformed ROW kernel");
+    fixture_free(&f);
+    return err;
+}
+static void no_stages(ts_kernel *k) { k->nstage = 0; }
+static void five_outputs(ts_kernel *k) { k->nextra = 4; }
+static void wsum_stage(ts_kernel *k) { k->stage_combine[1] = TS_COMBINE_WSUM; }
+static void row_axis_not_out(ts_kernel *k) { k->red_axis = k->acc[0].axis[0] + 100; }
+static void extra_other_axes(ts_kernel *k) { k->extra_out[0].buf = 2; }
+
+Test(row, malformed_row_kernels_are_refused_with_the_reason) {
+    const struct {
+        void (*change)(ts_kernel *);
+        const char *want;
+    } cases[] = {
+        {no_stages, "kernel 0: a ROW kernel needs 1 to 4 stages, not 0"},
+        {five_outputs, "kernel 0: a ROW kernel writes 1 to 4 outputs, not 5"},
+        {wsum_stage, "kernel 0: stage 1 of a ROW kernel combines by sum or max only"},
+        {row_axis_not_out, "kernel 0: the row axis is not an axis of the ROW kernel's output"},
+        {extra_other_axes, "kernel 0: output 1 of a ROW kernel spans other axes than its first"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *err = refusal(cases[i].change);
+        cr_assert_str_eq(err, cases[i].want);
+        free(err);
+    }
+}
+
+/* ---- the cost model -------------------------------------------------------------------------------- */
+
+Test(row, cost_model_counts_each_output_once_and_each_stage_per_element) {
+    fixture f;
+    fixture_load(&f);
+    ts_kernel_work w;
+    ts_costmodel_work(&f.cm, &f.g, &f.p, &f.p.k[0], &w);
+    const double out = 512.0 * 1024; /* t at its typical size */
+    cr_assert_eq(w.kind, TS_KERNEL_ROW);
+    /* X, R and both outputs at 2 bytes an element, g once */
+    cr_assert_float_eq(w.bytes, 4 * out * 2 + 1024 * 2, 0);
+    cr_assert_float_eq(w.strided_bytes, 0, 0);
+    /* per element: H (1 add), Y (7 add/mul), stage 0 (1 + 1 add), stage 1 (1 + 4 add/mul) */
+    cr_assert_float_eq(w.fma_flops, 15 * out, 0);
+    cr_assert_float_eq(w.sfu_ops, 2 * out, 0); /* sqrt, recip */
+    cr_assert_float_eq(ts_costmodel_efficiency(&f.cm, TS_KERNEL_ROW), f.cm.row_efficiency, 0);
+    double t = f.cm.launch_s + w.bytes / (f.cm.dram_bytes_per_s * f.cm.row_efficiency);
+    cr_assert_float_eq(f.p.k[0].predicted_s, t, 1e-12 * t, "DRAM-bound at row_efficiency");
+    fixture_free(&f);
+}
+
+static ts_costmodel model_text(const char *text) {
+    char path[] = "/tmp/ts_row_cm_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    ts_costmodel m;
+    ts_diags d;
+    int rc = ts_costmodel_load(&m, path, &d);
+    cr_assert_eq(rc, 0, "%s", d.n ? d.items[0].message : "");
+    ts_diags_free(&d);
+    unlink(path);
+    return m;
+}
+
+Test(row, row_efficiency_is_optional_and_defaults_to_map_efficiency) {
+    const char *base = "gpu: X\ncoefficients:\n  launch_s: 3.0e-6\n  dram_bytes_per_s: 4.3e12\n  tensor_flops_per_s: 9.9e14\n"
+                       "  fma_flops_per_s: 6.7e13\n  sfu_ops_per_s: 1.7e13\n  sms: 132\n  l2_bytes: 6.0e7\n"
+                       "  gemm_efficiency: 0.75\n  attention_efficiency: 0.5\n  reduce_efficiency: 0.6\n"
+                       "  map_efficiency: 0.4\n";
+    ts_costmodel m = model_text(base);
+    cr_assert_float_eq(ts_costmodel_efficiency(&m, TS_KERNEL_ROW), 0.4, 0);
+    ts_costmodel_free(&m);
+    char *with = ts_strfmt("%s  row_efficiency: 0.85\n", base);
+    m = model_text(with);
+    cr_assert_float_eq(ts_costmodel_efficiency(&m, TS_KERNEL_ROW), 0.85, 0);
+    cr_assert_float_eq(ts_costmodel_efficiency(&m, TS_KERNEL_MAP), 0.4, 0);
+    ts_costmodel_free(&m);
+    free(with);
+}
+
+Test(row, kind_names_come_from_one_list) {
+    cr_assert_eq(TS_NKINDS, 5);
+    cr_assert_str_eq(ts_kernel_kind_name(TS_KERNEL_MAP), "map");
+    cr_assert_str_eq(ts_kernel_kind_name(TS_KERNEL_ROW), "row");
+    cr_assert_str_eq(ts_kernel_kind_name((ts_kernel_kind)TS_NKINDS), "?");
+}
+
+/* ---- the real templates ---------------------------------------------------------------------------- */
+
+Test(row, header_with_the_real_templates_compiles_for_sm80_and_sm90a, .timeout = 300) {
+    cr_assert_eq(system("command -v nvcc > /dev/null"), 0, "nvcc is needed (the CUDA toolkit)");
+    fixture f;
+    fixture_load(&f);
+    char *err = NULL, *h = emit(&f, "templates", &err);
+    cr_assert_not_null(h, "%s", err);
+    char dir[] = "/tmp/ts_row_nvcc_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char *cu = ts_strfmt("%s/row.cu", dir);
+    FILE *o = fopen(cu, "w");
+    fprintf(o, "#define TSOPT_RESIDUAL_NORM_IMPLEMENTATION\n%s", h);
+    fclose(o);
+    char *cmd = ts_strfmt("nvcc -std=c++17 -Werror all-warnings -arch=sm_80 -c %s -o %s/a.o && "
+                          "nvcc -std=c++17 -Werror all-warnings -gencode=arch=compute_90a,code=sm_90a -c %s -o %s/b.o",
+                          cu, dir, cu, dir);
+    int rc = system(cmd);
+    char *rm = ts_strfmt("rm -rf %s", dir);
+    cr_assert_eq(system(rm), 0);
+    cr_assert_eq(rc, 0, "nvcc rejected the emitted ROW header");
+    free(rm);
+    free(cmd);
+    free(cu);
+    free(h);
+    fixture_free(&f);
+}
