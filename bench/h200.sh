@@ -74,6 +74,15 @@ else
   echo "== no build/tune-cache: tsopt tune compiles every candidate with nvcc (slow; make it with tsopt tune --build-only)"
 fi
 
+# (a') the compile cache: candidates missing from build/tune-cache built first, several graphs at once
+#      (PREPARE_PARALLEL, default 4; 0 skips this and leaves the builds to tune, one graph at a time)
+if [ $status -eq 0 ] && [ "${PREPARE_PARALLEL:-4}" -gt 0 ]; then
+  echo "== building the candidates' libraries (${PREPARE_PARALLEL:-4} graphs at once)"
+  OUT=$out TOP=$TOP TSOPT=$tsopt PREPARE=1 PARALLEL=${PREPARE_PARALLEL:-4} LIST=bench bash bench/tune_all.sh ||
+    echo "   (some candidates failed to build: tune reports them)"
+  echo "   built at $(elapsed)s"
+fi
+
 # (b) tune every bench graph, then (SWEEP=1, the default) the extra sizes of bench/sweep.txt for the
 #     efficiency fit, within the tuning budget
 if [ $status -eq 0 ]; then

@@ -6,7 +6,8 @@
 # prepare it without a GPU with PREPARE=1 (tsopt tune --build-only for the same list), then carry build/tsopt
 # and build/tune-cache to the GPU machine; a library missing there is built with its nvcc.
 # Environment: OUT (build/h200-out), LIST (bench | sweep), TOP (4), TUNE_TIMEOUT (100 s per graph),
-# TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt).
+# TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt), PARALLEL (with
+# PREPARE=1: graphs built at once, default 1).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-build/h200-out}
@@ -35,8 +36,11 @@ while read -r name graph dims; do
   args=(--top "$top" --cache "$cache")
   [ "$dims" != - ] && args+=(--dims "$dims")
   if [ "${PREPARE:-0}" = 1 ]; then
-    "$tsopt" tune --build-only "${args[@]}" "$graph" > "$dir/$name.build.log" 2>&1 ||
-      { echo "tune_all: $name failed to build (see $dir/$name.build.log)"; status=1; }
+    # PARALLEL graphs at once (each builds its candidates with all processors: on the 16-core GPU machine
+    # PARALLEL=4 keeps ~16 compilers busy)
+    ( "$tsopt" tune --build-only "${args[@]}" "$graph" > "$dir/$name.build.log" 2>&1 ||
+        { echo "tune_all: $name failed to build (see $dir/$name.build.log)"; exit 1; } ) &
+    while [ "$(jobs -rp | wc -l)" -ge "${PARALLEL:-1}" ]; do wait -n || status=1; done
     continue
   fi
   if [ "$budget" -gt 0 ] && [ $((SECONDS - start)) -ge "$budget" ]; then
@@ -56,4 +60,5 @@ while read -r name graph dims; do
   fi
   echo "   ($((SECONDS - t0)) s)"
 done <<< "$list"
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n || status=1; done
 exit $status
