@@ -193,6 +193,7 @@ int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
     fprintf(out, "  reduce_efficiency: %.5g  # not measured: kept\n", r->reduce_efficiency);
     fprintf(out, "  map_efficiency: %.5g  # not measured: kept\n", r->map_efficiency);
     fprintf(out, "  row_efficiency: %.5g  # not measured: kept\n", r->row_efficiency);
+    fprintf(out, "  epilogue_ops_per_s: %.5g  # not measured: kept\n", r->epilogue_ops_per_s);
     fprintf(out, "# Each fit: the model, its coefficients (in the model's order), R² on the times, the residual\n");
     fprintf(out, "# spread (RMS and max of |measured - fitted| / measured; for the launch fit relative to the mean)\n");
     fprintf(out, "# and the number of samples. `measured:` holds figures read directly, not fitted.\n");
@@ -822,13 +823,13 @@ static void keep_efficiencies(const ts_calib_opts *o, ts_calib_result *r) {
     if (ts_costmodel_load(&m, base, &d) == 0) {
         r->gemm_efficiency = m.gemm_efficiency, r->attention_efficiency = m.attention_efficiency;
         r->reduce_efficiency = m.reduce_efficiency, r->map_efficiency = m.map_efficiency;
-        r->row_efficiency = m.row_efficiency;
+        r->row_efficiency = m.row_efficiency, r->epilogue_ops_per_s = m.epilogue_ops_per_s;
         snprintf(r->efficiencies_from, sizeof r->efficiencies_from, "%s", base);
     } else {
         fprintf(stderr, "calibrate: note: cannot load %s; the template efficiencies keep built-in defaults\n", base);
         ts_diags_print(&d, stderr);
         r->gemm_efficiency = 0.75, r->attention_efficiency = 0.5, r->reduce_efficiency = 0.6, r->map_efficiency = 0.8;
-        r->row_efficiency = 0.8;
+        r->row_efficiency = 0.8, r->epilogue_ops_per_s = 2.8e12;
         snprintf(r->efficiencies_from, sizeof r->efficiencies_from, "built-in defaults");
     }
     ts_diags_free(&d);

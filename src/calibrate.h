@@ -47,6 +47,7 @@ typedef struct {
     char gpu[128], driver[128], timer[64], arch[16];
     double launch_s, dram_bytes_per_s, tensor_flops_per_s, fma_flops_per_s, sfu_ops_per_s, sms, l2_bytes;
     double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency, row_efficiency;
+    double epilogue_ops_per_s; /* not measured by the microbenchmarks either: kept */
     char efficiencies_from[256]; /* the file the template efficiencies were kept from, or "built-in defaults" */
     /* extra measured figures recorded beside the fits */
     double empty_kernel_s, launch_gap_mean_s, occupancy_blocks_per_sm, wave_s, fractional_r2;

@@ -10,18 +10,15 @@
 
 /* ---- loading ----------------------------------------------------------------------------------- */
 
-#define COEF(name) {#name, offsetof(ts_costmodel, name), 0, NULL}
 static const struct {
     const char *name;
     size_t offset;
-    double fallback; /* > 0: optional, this value when absent (files written before it existed) */
+    double fallback;     /* > 0: optional, this value when absent (files written before it existed) */
     const char *same_as; /* optional: the value of this other coefficient when absent */
 } coefficients[] = {
-    COEF(launch_s),        COEF(dram_bytes_per_s),  COEF(tensor_flops_per_s),   COEF(fma_flops_per_s),
-    COEF(sfu_ops_per_s),   COEF(sms),               COEF(l2_bytes),             COEF(gemm_efficiency),
-    COEF(attention_efficiency), COEF(reduce_efficiency), COEF(map_efficiency),
-    {"strided_efficiency", offsetof(ts_costmodel, strided_efficiency), 1.0, NULL},
-    {"row_efficiency", offsetof(ts_costmodel, row_efficiency), 0, "map_efficiency"},
+#define TS_X_COEF_ENTRY(name, same_as, fallback) {#name, offsetof(ts_costmodel, name), fallback, same_as},
+    TS_COSTMODEL_COEFFICIENTS(TS_X_COEF_ENTRY)
+#undef TS_X_COEF_ENTRY
 };
 #define NCOEF ((int)(sizeof coefficients / sizeof *coefficients))
 
@@ -49,11 +46,18 @@ static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_d
         if (!seen[i] && coefficients[i].fallback > 0) *(double *)((char *)m + coefficients[i].offset) = coefficients[i].fallback;
         else if (!seen[i] && coefficients[i].same_as) continue; /* below, once every coefficient is read */
         else if (!seen[i]) ts_error(d, ts_yaml_line(map), ts_yaml_col(map), 1, NULL, "missing coefficient '%s'", coefficients[i].name);
-    for (int i = 0; i < NCOEF; i++)
-        for (int j = 0; !seen[i] && coefficients[i].same_as && j < NCOEF; j++)
-            if (!strcmp(coefficients[j].name, coefficients[i].same_as))
-                *(double *)((char *)m + coefficients[i].offset) = *(double *)((char *)m + coefficients[j].offset);
+    ts_costmodel_fill_absent(m);
     return d->nerrors ? -1 : 0;
+}
+
+#define COEF_AT(m, i) (*(double *)((char *)(m) + coefficients[i].offset))
+
+int ts_costmodel_fill_absent(ts_costmodel *m) {
+    int n = 0;
+    for (int i = 0; i < NCOEF; i++)
+        for (int j = 0; COEF_AT(m, i) == 0 && coefficients[i].same_as && j < NCOEF; j++)
+            if (!strcmp(coefficients[j].name, coefficients[i].same_as)) COEF_AT(m, i) = COEF_AT(m, j), n++;
+    return n;
 }
 
 int ts_costmodel_load(ts_costmodel *m, const char *path, ts_diags *d) {
@@ -166,6 +170,13 @@ static void expr_ops(const ts_expr *e, double *fma, double *sfu) {
     }
 }
 
+/* Operations of a GEMM epilogue per output element: every op but a cast (the store converts anyway). */
+static double epilogue_ops(const ts_expr *e) {
+    double n = 0;
+    for (int i = 0; i < e->n; i++) n += e->node[i].kind == TS_X_OP && e->node[i].op != TS_OP_CAST;
+    return n;
+}
+
 static double wave_efficiency(const ts_costmodel *m, double tiles) {
     double waves = ceil(tiles / m->sms);
     return waves > 0 ? tiles / (waves * m->sms) : 1;
@@ -174,7 +185,8 @@ static double wave_efficiency(const ts_costmodel *m, double tiles) {
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
                        ts_kernel_work *w) {
     double out = buffer_numel(g, &p->buf[k->out.buf]);
-    double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0;
+    double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
+           epilogue = 0;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
         double b = access_bytes(g, p, &k->acc[i]);
@@ -208,6 +220,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         break;
     }
     case TS_KERNEL_GEMM: {
+        epilogue = epilogue_ops(&k->expr) * out;
         double M = size_of(g, k->m_axis), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
         double batch = k->batch_axis >= 0 ? size_of(g, k->batch_axis) : 1;
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
@@ -227,7 +240,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
-                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave};
+                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -248,7 +261,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
     t = fmax(t, bytes / (m->dram_bytes_per_s * (matrix ? 1 : eff)));
-    return m->launch_s + t;
+    return m->launch_s + t + w->epilogue_ops / m->epilogue_ops_per_s;
 }
 
 void ts_costmodel_predict(const ts_costmodel *m, const ts_graph *g, ts_plan *p) {

@@ -10,6 +10,34 @@
 #include "hlir.h"
 #include "plan.h"
 
+/* The cost model's coefficients, its one list (an X-macro): X(name, same_as, fallback). A coefficient a
+ * file may lack (it came after files were written) takes the value of coefficient `same_as`, or `fallback`
+ * when that is > 0; the others are required.
+ *   launch_s             start-to-start spacing of back-to-back kernels (s)
+ *   dram_bytes_per_s     DRAM bytes moved (read + written) per second
+ *   tensor_flops_per_s   tensor-core FLOPs per second; fma_flops_per_s FMA-pipe FLOPs (an FMA is 2)
+ *   sfu_ops_per_s        special-function operations (exp2, rsqrt, ...) per second
+ *   sms, l2_bytes        the device's multiprocessors and L2 size
+ *   *_efficiency         the fraction of those rates each template reaches (fitted to tune records)
+ *   strided_efficiency   the rate of uncoalesced reads relative to coalesced ones
+ *   epilogue_ops_per_s   elementwise operations per second of a GEMM's epilogue: it runs after the main
+ *                        loop, on the consumer warps alone, so its time adds to the GEMM's */
+#define TS_COSTMODEL_COEFFICIENTS(X)                                                                   \
+    X(launch_s, NULL, 0)                                                                               \
+    X(dram_bytes_per_s, NULL, 0)                                                                       \
+    X(tensor_flops_per_s, NULL, 0)                                                                     \
+    X(fma_flops_per_s, NULL, 0)                                                                        \
+    X(sfu_ops_per_s, NULL, 0)                                                                          \
+    X(sms, NULL, 0)                                                                                    \
+    X(l2_bytes, NULL, 0)                                                                               \
+    X(gemm_efficiency, NULL, 0)                                                                        \
+    X(attention_efficiency, NULL, 0)                                                                   \
+    X(reduce_efficiency, NULL, 0)                                                                      \
+    X(map_efficiency, NULL, 0)                                                                         \
+    X(row_efficiency, "map_efficiency", 0)                                                             \
+    X(strided_efficiency, NULL, 1.0)                                                                   \
+    X(epilogue_ops_per_s, "fma_flops_per_s", 0)
+
 typedef struct {
     char *path, *gpu, *source;
     char *driver, *date; /* written by `tsopt calibrate` ("" when absent) */
@@ -17,11 +45,13 @@ typedef struct {
     bool calibrated;
     char *text;      /* the file's text: the diagnostics of ts_costmodel_load point into path and text, */
     size_t text_len; /* so they stay printable until ts_costmodel_free */
-    double launch_s, dram_bytes_per_s, tensor_flops_per_s, fma_flops_per_s, sfu_ops_per_s, sms, l2_bytes;
-    double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency;
-    double row_efficiency;     /* optional (map_efficiency when absent): ROW kernels */
-    double strided_efficiency; /* optional (1 when absent): the rate of uncoalesced reads, see ts_kernel_work */
+#define TS_X_COEF_FIELD(name, same_as, fallback) double name;
+    TS_COSTMODEL_COEFFICIENTS(TS_X_COEF_FIELD)
+#undef TS_X_COEF_FIELD
 } ts_costmodel;
+
+/* Coefficients m lacks (0) that stand for another (same_as) take its value; returns how many. */
+int ts_costmodel_fill_absent(ts_costmodel *m);
 
 /* Loads a cost-model file; errors (file:line:col) into d, initialised here. Returns 0 or -1. Besides
  * `coefficients`, `gpu`, `source` and `calibrated`, a calibrated file (`tsopt calibrate`) has `driver`,
@@ -41,6 +71,8 @@ typedef struct {
                                neighbouring threads step along (map: innermost output axis; reduce: the
                                reduced axis): uncoalesced, moved at strided_efficiency of the rate */
     double wave_efficiency; /* tiles / (waves × SMs): the last wave's idle share (1 for map and reduce) */
+    double epilogue_ops;    /* GEMM: elementwise operations of its epilogue over the whole output (also
+                               counted in fma_flops and sfu_ops), at epilogue_ops_per_s, added */
 } ts_kernel_work;
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
@@ -50,6 +82,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
 /* The predicted time of a kernel with this work:
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
+ *            + epilogue_ops / epilogue_ops_per_s
  * eff = the kind's efficiency; eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff. */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);

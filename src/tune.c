@@ -826,19 +826,11 @@ static void json_costmodel(FILE *f, const ts_costmodel *m) {
     const struct {
         const char *name;
         double v;
-    } c[] = {{"launch_s", m->launch_s},
-             {"dram_bytes_per_s", m->dram_bytes_per_s},
-             {"tensor_flops_per_s", m->tensor_flops_per_s},
-             {"fma_flops_per_s", m->fma_flops_per_s},
-             {"sfu_ops_per_s", m->sfu_ops_per_s},
-             {"sms", m->sms},
-             {"l2_bytes", m->l2_bytes},
-             {"gemm_efficiency", m->gemm_efficiency},
-             {"attention_efficiency", m->attention_efficiency},
-             {"reduce_efficiency", m->reduce_efficiency},
-             {"map_efficiency", m->map_efficiency},
-             {"row_efficiency", m->row_efficiency},
-             {"strided_efficiency", m->strided_efficiency}};
+    } c[] = {
+#define TS_X_COEF_JSON(name, same_as, fallback) {#name, m->name},
+        TS_COSTMODEL_COEFFICIENTS(TS_X_COEF_JSON)
+#undef TS_X_COEF_JSON
+    };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         fprintf(f, ", \"%s\": ", c[i].name);
         json_number(f, c[i].v);
@@ -863,6 +855,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"bytes\": ", f), json_number(f, w.bytes);
         fputs(", \"strided_bytes\": ", f), json_number(f, w.strided_bytes);
         fputs(", \"wave_efficiency\": ", f), json_number(f, w.wave_efficiency);
+        fputs(", \"epilogue_ops\": ", f), json_number(f, w.epilogue_ops);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

@@ -219,13 +219,13 @@ static int check_no_aliases(reader *r) {
 
 /* ---- reading records: the fields ------------------------------------------------------------------- */
 
-#define COEF(name) {#name, offsetof(ts_costmodel, name), NUM_POSITIVE, 0, 0}
+/* The cost model's coefficients as records carry them (costmodel.h): those a model file may lack may be
+ * absent from records written before they existed too. */
 static const num_field coefs[] = {
-    COEF(launch_s), COEF(dram_bytes_per_s), COEF(tensor_flops_per_s), COEF(fma_flops_per_s), COEF(sfu_ops_per_s),
-    COEF(sms), COEF(l2_bytes), COEF(gemm_efficiency), COEF(attention_efficiency), COEF(reduce_efficiency),
-    COEF(map_efficiency), {"strided_efficiency", offsetof(ts_costmodel, strided_efficiency), NUM_POSITIVE, OPTIONAL, 1},
-    /* absent from records written before ROW kernels: then map_efficiency (see read_costmodel) */
-    {"row_efficiency", offsetof(ts_costmodel, row_efficiency), NUM_POSITIVE, OPTIONAL, 0},
+#define TS_X_COEF_FIELD(name, same_as, fallback)                                                          \
+    {#name, offsetof(ts_costmodel, name), NUM_POSITIVE, (same_as) != NULL || (fallback) > 0 ? OPTIONAL : 0, fallback},
+    TS_COSTMODEL_COEFFICIENTS(TS_X_COEF_FIELD)
+#undef TS_X_COEF_FIELD
 };
 #define NCOEFS ((int)(sizeof coefs / sizeof *coefs))
 #define COEF_AT(m, i) (*(double *)((char *)(m) + coefs[i].offset))
@@ -235,6 +235,7 @@ static const num_field kernel_fields[] = {
     WORK(tensor_flops, NUM_NONNEG), WORK(fma_flops, NUM_NONNEG), WORK(sfu_ops, NUM_NONNEG), WORK(bytes, NUM_NONNEG),
     WORK(wave_efficiency, NUM_UNIT),
     {"strided_bytes", offsetof(ts_tune_kernel, work.strided_bytes), NUM_NONNEG, OPTIONAL, 0},
+    {"epilogue_ops", offsetof(ts_tune_kernel, work.epilogue_ops), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},
 };
@@ -311,7 +312,7 @@ static void read_costmodel(reader *r, yaml_node_t *root, ts_costmodel *cm) {
     yaml_node_t *obj = get_node(r, root, "costmodel", "the record", J_OBJECT);
     if (!obj) return;
     get_numbers(r, obj, "costmodel", coefs, NCOEFS, cm);
-    if (cm->row_efficiency == 0) cm->row_efficiency = cm->map_efficiency; /* a record from before ROW kernels */
+    ts_costmodel_fill_absent(cm); /* a record from before a coefficient existed */
 }
 
 static void read_candidates(reader *r, yaml_node_t *root, ts_tune_record *rec) {
