@@ -2,7 +2,7 @@
 //
 // graph:     rmsnorm (source hash 86b1c6f4660b7878)
 // plan:      fused-separate-gemms — 2 kernels: reduce-sum [m] over d; gemm [m,n] over d
-// predicted: 0.0782 ms on NVIDIA H200 at the typical sizes (1.43x the 0.1115 ms predicted for one kernel per op)
+// predicted: 0.0797 ms on NVIDIA H200 at the typical sizes (1.40x the 0.1115 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
@@ -1402,7 +1402,7 @@ struct K0Finish {
         const float v3 = 1e-06f;
         const float v4 = v2 + v3;
         const float v5 = sqrtf(v4);
-        const float v6 = 1.f / v5;
+        const float v6 = __fdividef(1.f, v5);
         return v6;
     }
 };

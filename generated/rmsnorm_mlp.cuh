@@ -2,7 +2,7 @@
 //
 // graph:     rmsnorm_mlp (source hash d8651a489a12c4bc)
 // plan:      fused — 2 kernels: reduce-sum [m] over d; dual-gemm [m,n] over d
-// predicted: 0.0260 ms on NVIDIA H200 at the typical sizes (2.44x the 0.0634 ms predicted for one kernel per op)
+// predicted: 0.0271 ms on NVIDIA H200 at the typical sizes (2.34x the 0.0634 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
@@ -1403,7 +1403,7 @@ struct K0Finish {
         const float v3 = 1e-06f;
         const float v4 = v2 + v3;
         const float v5 = sqrtf(v4);
-        const float v6 = 1.f / v5;
+        const float v6 = __fdividef(1.f, v5);
         return v6;
     }
 };

@@ -192,8 +192,10 @@ int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
     fprintf(out, "  attention_efficiency: %.5g  # not measured: kept\n", r->attention_efficiency);
     fprintf(out, "  reduce_efficiency: %.5g  # not measured: kept\n", r->reduce_efficiency);
     fprintf(out, "  map_efficiency: %.5g  # not measured: kept\n", r->map_efficiency);
-    fprintf(out, "  row_efficiency: %.5g  # not measured: kept\n", r->row_efficiency);
-    fprintf(out, "  epilogue_ops_per_s: %.5g  # not measured: kept\n", r->epilogue_ops_per_s);
+    if (r->row_efficiency > 0) /* absent: map_efficiency stands in (costmodel.h) */
+        fprintf(out, "  row_efficiency: %.5g  # not measured: kept\n", r->row_efficiency);
+    if (r->epilogue_ops_per_s > 0) /* absent: the FMA rate stands in (costmodel.h) */
+        fprintf(out, "  epilogue_ops_per_s: %.5g  # not measured: kept\n", r->epilogue_ops_per_s);
     fprintf(out, "# Each fit: the model, its coefficients (in the model's order), R² on the times, the residual\n");
     fprintf(out, "# spread (RMS and max of |measured - fitted| / measured; for the launch fit relative to the mean)\n");
     fprintf(out, "# and the number of samples. `measured:` holds figures read directly, not fitted.\n");

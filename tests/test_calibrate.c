@@ -166,7 +166,7 @@ Test(calibrate, written_file_loads_as_a_calibrated_cost_model) {
     cr_assert_not_null(text);
     cr_assert_not_null(strstr(text, "calibrated: true\n"));
     cr_assert_not_null(strstr(text, "date: 2026-11-29\n"));
-    cr_assert_not_null(strstr(text, "map_efficiency are NOT measured by the\n# microbenchmarks: kept at their values"),
+    cr_assert_not_null(strstr(text, "row_efficiency) are NOT measured by the\n# microbenchmarks: kept at their values"),
                        "%s", text);
     cr_assert_not_null(strstr(text, "\nfit:\n  dram_copy: {model: \"t = c0 + bytes * c1\", coef: ["), "%s", text);
     cr_assert_not_null(strstr(text, "samples: 55}"));
