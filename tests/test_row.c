@@ -144,24 +144,12 @@ Test(row, two_stage_two_output_header_matches_the_golden_file) {
     fixture_load(&f);
     char *err = NULL, *got = emit(&f, "tests/golden/templates", &err);
     cr_assert_not_null(got, "%s", err);
-    if (getenv("TSOPT_REGEN_GOLDEN")) {
-        FILE *o = fopen(ROW_CUH, "w");
-        fputs(got, o);
-        fclose(o);
-    }
-    size_t len;
-    ts_diags d;
-    ts_diags_init(&d, ROW_CUH, NULL, 0);
-    char *want = ts_read_text_file(ROW_CUH, &len, &d);
-    ts_diags_free(&d);
-    cr_assert_not_null(want, "missing %s: run the test with TSOPT_REGEN_GOLDEN=1", ROW_CUH);
-    cr_assert_str_eq(got, want, "the emitter's ROW output changed: review, then TSOPT_REGEN_GOLDEN=1");
+    assert_matches_golden(got, ROW_CUH);
     /* what the golden file must show: X and R cached (they vary per row), g re-read per span */
     cr_assert_not_null(strstr(got, "static constexpr int kVec = 8, kIn = 2, kStages = 2;"));
     cr_assert_not_null(strstr(got, "tsv::load_span<kVec>(u2, p2 + b.in[2], s2[0], k0, n);"));
     cr_assert_not_null(strstr(got, "tsv::store_span<kVec>(q1 + b.out[1], qs1[1], k0, n, y1);"));
     cr_assert_not_null(strstr(got, "err = tsw::launch_row(p, sms, stream);"));
-    free(want);
     free(got);
     fixture_free(&f);
 }
