@@ -2458,11 +2458,11 @@ struct K1 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], (int64_t)1, idx[1], n);
         float x1[kVec];
         tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], 0, idx[1], n);
         float x2[kVec];
-        tsv::load_span<kVec>(x2, p2 + o2, s2[0], idx[1], n);
+        tsv::load_span<kVec>(x2, p2 + o2, (int64_t)1, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];
@@ -2505,9 +2505,9 @@ struct K3 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2] + idx[3] * s0[3], s0[4], idx[4], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2] + idx[3] * s0[3], (int64_t)1, idx[4], n);
         float x1[kVec];
-        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2] + idx[3] * s1[3], s1[4], idx[4], n);
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2] + idx[3] * s1[3], (int64_t)1, idx[4], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];
@@ -2546,9 +2546,9 @@ struct K4 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2], s0[3], idx[3], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2], (int64_t)1, idx[3], n);
         float x1[kVec];
-        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2], s1[3], idx[3], n);
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2], (int64_t)1, idx[3], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];
@@ -2585,7 +2585,7 @@ struct K5 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1], s0[2], idx[2], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1], (int64_t)1024, idx[2], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];
@@ -2692,13 +2692,13 @@ struct K10 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], (int64_t)1, idx[1], n);
         float x1[kVec];
-        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], s1[1], idx[1], n);
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], (int64_t)1, idx[1], n);
         float x2[kVec];
         tsv::load_span<kVec>(x2, p2 + o2 + idx[0] * s2[0], 0, idx[1], n);
         float x3[kVec];
-        tsv::load_span<kVec>(x3, p3 + o3, s3[0], idx[1], n);
+        tsv::load_span<kVec>(x3, p3 + o3, (int64_t)1, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];

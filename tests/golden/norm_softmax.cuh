@@ -153,11 +153,11 @@ struct K3 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], (int64_t)1, idx[1], n);
         float x1[kVec];
         tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0], 0, idx[1], n);
         float x2[kVec];
-        tsv::load_span<kVec>(x2, p2 + o2, s2[0], idx[1], n);
+        tsv::load_span<kVec>(x2, p2 + o2, (int64_t)1, idx[1], n);
         float x3[kVec];
         tsv::load_span<kVec>(x3, p3 + o3 + idx[0] * s3[0], 0, idx[1], n);
         float x4[kVec];
