@@ -2488,7 +2488,7 @@ struct K0 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[1], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -2507,7 +2507,7 @@ struct K0 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
         float y0[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
@@ -2526,7 +2526,7 @@ struct K0 {
                 y0[i] = v10;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[1], k0, n, y0);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
 };
 
@@ -2560,9 +2560,9 @@ struct K2 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2] + idx[3] * s0[3], s0[4], idx[4], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2] + idx[3] * s0[3], (int64_t)1, idx[4], n);
         float x1[kVec];
-        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2] + idx[3] * s1[3], s1[4], idx[4], n);
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2] + idx[3] * s1[3], (int64_t)1, idx[4], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];
@@ -2601,9 +2601,9 @@ struct K3 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2], s0[3], idx[3], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0] + idx[1] * s0[1] + idx[2] * s0[2], (int64_t)1, idx[3], n);
         float x1[kVec];
-        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2], s1[3], idx[3], n);
+        tsv::load_span<kVec>(x1, p1 + o1 + idx[0] * s1[0] + idx[1] * s1[1] + idx[2] * s1[2], (int64_t)1, idx[3], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];
@@ -2701,7 +2701,7 @@ struct K6 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[1], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -2720,7 +2720,7 @@ struct K6 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
         float y0[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
@@ -2739,7 +2739,7 @@ struct K6 {
                 y0[i] = v10;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[1], k0, n, y0);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
 };
 

@@ -1437,7 +1437,7 @@ struct K1 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], (int64_t)1, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];

@@ -1617,7 +1617,7 @@ struct K0 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[1], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -1649,9 +1649,9 @@ struct K0 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
         float u2[kVec];
-        tsv::load_span<kVec>(u2, p2 + b.in[2], s2[0], k0, n);
+        tsv::load_span<kVec>(u2, p2 + b.in[2], (int64_t)1, k0, n);
         float y0[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
@@ -1676,7 +1676,7 @@ struct K0 {
                 y0[i] = v16;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[1], k0, n, y0);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
 };
 
@@ -1712,7 +1712,7 @@ struct K2 {
     static constexpr int kVec = 8;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float x0[kVec];
-        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], s0[1], idx[1], n);
+        tsv::load_span<kVec>(x0, p0 + o0 + idx[0] * s0[0], (int64_t)1, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
             const float v0 = x0[i];

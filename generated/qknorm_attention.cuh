@@ -2408,7 +2408,7 @@ struct K0 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[2], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -2427,7 +2427,7 @@ struct K0 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
         float y0[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
@@ -2446,7 +2446,7 @@ struct K0 {
                 y0[i] = v10;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[2], k0, n, y0);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
 };
 
@@ -2474,7 +2474,7 @@ struct K1 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[2], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -2493,7 +2493,7 @@ struct K1 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
         float y0[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
@@ -2512,7 +2512,7 @@ struct K1 {
                 y0[i] = v10;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[2], k0, n, y0);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
 };
 

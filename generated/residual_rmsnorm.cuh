@@ -490,8 +490,8 @@ struct K0 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[1], k0, n);
-        tsv::load_span<kVec>(x[1], p1 + b.in[1], s1[1], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
+        tsv::load_span<kVec>(x[1], p1 + b.in[1], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -512,7 +512,7 @@ struct K0 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u2[kVec];
-        tsv::load_span<kVec>(u2, p2 + b.in[2], s2[0], k0, n);
+        tsv::load_span<kVec>(u2, p2 + b.in[2], (int64_t)1, k0, n);
         float y0[kVec];
         float y1[kVec];
 #pragma unroll
@@ -540,8 +540,8 @@ struct K0 {
                 y1[i] = v2;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[1], k0, n, y0);
-        tsv::store_span<kVec>(q1 + b.out[1], qs1[1], k0, n, y1);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
+        tsv::store_span<kVec>(q1 + b.out[1], (int64_t)1, k0, n, y1);
     }
 };
 

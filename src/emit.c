@@ -209,14 +209,17 @@ static bool expr_reads(const ts_expr *x, int s) {
     return false;
 }
 
-/* The stride of access slot s along `axis` as printed in a functor: its field, or 0 when it has none. */
-static void print_span_stride(FILE *f, const ts_access *a, const char *field, int32_t axis) {
-    for (int d = 0; d < a->ndim; d++)
-        if (a->axis[d] == axis) {
-            fprintf(f, "%s[%d]", field, d);
-            return;
-        }
-    fputs("0", f);
+/* The stride of an access along `axis` as printed in a functor: a constant when it is one (so that the
+ * compiler keeps only the vector, broadcast or gather path that applies), else its field; 0 when the
+ * access does not vary along the axis. */
+static void print_span_stride(emitter *e, const ts_access *a, const char *field, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->axis[d] != axis) continue;
+        if (ts_sym_is_const(&a->stride[d])) ts_sym_print(e->f, &a->stride[d], e->dyn_names);
+        else fprintf(e->f, "%s[%d]", field, d);
+        return;
+    }
+    fputs("0", e->f);
 }
 
 /* `float <name>[kVec]; tsv::load_span<kVec>(<name>, p<s> + <base>, <stride>, <k0>, n);` */
@@ -225,7 +228,7 @@ static void print_span_load(emitter *e, const ts_kernel *k, int s, const char *n
     char field[16];
     snprintf(field, sizeof field, "s%d", s);
     fprintf(e->f, "%sfloat %s[kVec];\n%stsv::load_span<kVec>(%s, p%d + %s, ", indent, name, indent, name, s, base);
-    print_span_stride(e->f, &k->acc[s], field, axis);
+    print_span_stride(e, &k->acc[s], field, axis);
     fprintf(e->f, ", %s, n);\n", k0);
 }
 
@@ -697,7 +700,7 @@ static void emit_row_load(emitter *e, const ts_kernel *k, const int *cache, int 
         fprintf(e->f, "        tsv::load_span<kVec>(x[%d], p%d + b.in[%d], ", cache[s], s, s);
         char field[16];
         snprintf(field, sizeof field, "s%d", s);
-        print_span_stride(e->f, &k->acc[s], field, k->red_axis);
+        print_span_stride(e, &k->acc[s], field, k->red_axis);
         fputs(", k0, n);\n", e->f);
     }
     if (!ncached) fputs("        for (int i = 0; i < kVec; i++) x[0][i] = 0.f; /* no operand is cached */\n", e->f);
@@ -740,7 +743,7 @@ static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, c
         char field[16];
         snprintf(field, sizeof field, "qs%d", o);
         fprintf(e->f, "        tsv::store_span<kVec>(q%d + b.out[%d], ", o, o);
-        print_span_stride(e->f, row_out(k, o), field, k->red_axis);
+        print_span_stride(e, row_out(k, o), field, k->red_axis);
         fprintf(e->f, ", k0, n, y%d);\n", o);
     }
     fputs("    }\n", e->f);

@@ -135,4 +135,22 @@ static inline tsopt_result run_tsopt_env(const char *env, const char *args) {
 
 static inline tsopt_result run_tsopt(const char *args) { return run_tsopt_env("", args); }
 
+/* Asserts that `got` is the text of golden file `path`; with TSOPT_REGEN_GOLDEN set, first writes it there. */
+static inline void assert_matches_golden(const char *got, const char *path) {
+    if (getenv("TSOPT_REGEN_GOLDEN")) {
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f, "cannot write %s", path);
+        fputs(got, f);
+        fclose(f);
+    }
+    size_t len;
+    ts_diags d;
+    ts_diags_init(&d, path, NULL, 0);
+    char *want = ts_read_text_file(path, &len, &d);
+    ts_diags_free(&d);
+    cr_assert_not_null(want, "missing %s: run the test with TSOPT_REGEN_GOLDEN=1", path);
+    cr_assert_str_eq(got, want, "%s changed: review the difference, then TSOPT_REGEN_GOLDEN=1", path);
+    free(want);
+}
+
 #endif

@@ -32,21 +32,27 @@ constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- functors, in the emitter's form (see row.cuh and map.cuh) ----------------------------------------
 
-// y = x · rsqrt(mean(x²) + eps) · g
-struct RmsNormGain {
-    static constexpr int kVec = 8, kIn = 1, kStages = 1;
-    const __half *x, *g;
-    __half *y;
-    int64_t ld;  // elements between rows (x and y)
-    float inv_len;
+// What the one-operand functors share: x cached, rows ld elements apart in x and the output.
+struct OneOperandRows {
+    static constexpr int kVec = 8, kIn = 1;
+    const __half *x;
+    int64_t ld;
     struct Base {
         int64_t off;
     };
     __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
-    __device__ static constexpr int combine(int) { return tsw::kSum; }
     __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
         tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
     }
+};
+
+// y = x · rsqrt(mean(x²) + eps) · g
+struct RmsNormGain : OneOperandRows {
+    static constexpr int kStages = 1;
+    const __half *g;
+    __half *y;
+    float inv_len;
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
     __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
 #pragma unroll
         for (int i = 0; i < kVec; i++) s[i] = v[0][i] * v[0][i];
@@ -62,20 +68,12 @@ struct RmsNormGain {
 };
 
 // y = (x − mean) · rsqrt(var + eps) · g + beta; stage 0 Σx, stage 1 Σ(x − acc0/n)²
-struct LayerNorm {
-    static constexpr int kVec = 8, kIn = 1, kStages = 2;
-    const __half *x, *g, *beta;
+struct LayerNorm : OneOperandRows {
+    static constexpr int kStages = 2;
+    const __half *g, *beta;
     __half *y;
-    int64_t ld;
     float inv_len;
-    struct Base {
-        int64_t off;
-    };
-    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
     __device__ static constexpr int combine(int) { return tsw::kSum; }
-    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
-        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
-    }
     __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
                           float (&s)[kVec]) const {
 #pragma unroll
@@ -96,19 +94,10 @@ struct LayerNorm {
 };
 
 // y = 2^(c(x − max)) / Σ 2^(c(x − max)); stage 0 max x, stage 1 Σ 2^(c(x − acc0))
-struct Softmax {
-    static constexpr int kVec = 8, kIn = 1, kStages = 2;
-    const __half *x;
+struct Softmax : OneOperandRows {
+    static constexpr int kStages = 2;
     __half *y;
-    int64_t ld;
-    struct Base {
-        int64_t off;
-    };
-    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
     __device__ static constexpr int combine(int j) { return j == 0 ? tsw::kMax : tsw::kSum; }
-    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
-        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
-    }
     __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
                           float (&s)[kVec]) const {
 #pragma unroll
@@ -272,7 +261,7 @@ template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_
 
 static void rmsnorm_case(int64_t rows, int64_t len, int shift, int sms) {
     Tensor x(rows * len, shift, true), g(len, 0, true), y(rows * len, shift, false);
-    RmsNormGain fn{x.d, g.d, y.d, len, 1.f / (float)len};
+    RmsNormGain fn{{x.d, len}, g.d, y.d, 1.f / (float)len};
     CK(launch(fn, rows, len, sms));
     CK(cudaDeviceSynchronize());
     std::vector<double> want((size_t)(rows * len));
@@ -288,7 +277,7 @@ static void rmsnorm_case(int64_t rows, int64_t len, int shift, int sms) {
 
 static void layernorm_case(int64_t rows, int64_t len, int shift, int sms) {
     Tensor x(rows * len, shift, true), g(len, 0, true), beta(len, 0, true), y(rows * len, shift, false);
-    LayerNorm fn{x.d, g.d, beta.d, y.d, len, 1.f / (float)len};
+    LayerNorm fn{{x.d, len}, g.d, beta.d, y.d, 1.f / (float)len};
     CK(launch(fn, rows, len, sms));
     CK(cudaDeviceSynchronize());
     std::vector<double> want((size_t)(rows * len));
@@ -306,7 +295,7 @@ static void layernorm_case(int64_t rows, int64_t len, int shift, int sms) {
 
 static void softmax_case(int64_t rows, int64_t len, int shift, int sms) {
     Tensor x(rows * len, shift, true), y(rows * len, shift, false);
-    Softmax fn{x.d, y.d, len};
+    Softmax fn{{x.d, len}, y.d};
     CK(launch(fn, rows, len, sms));
     CK(cudaDeviceSynchronize());
     std::vector<double> want((size_t)(rows * len));

@@ -64,7 +64,7 @@ struct K0 {
     }
     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
         (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], s0[1], k0, n);
+        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
     }
     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
                           const float *acc, float (&y)[kVec]) const {
@@ -80,7 +80,7 @@ struct K0 {
         }
         if (j == 1) {
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
 #pragma unroll
             for (int i = 0; i < kVec; i++) {
                 const float v0 = x[0][i];
@@ -100,7 +100,7 @@ struct K0 {
         }
         if (j == 2) {
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
 #pragma unroll
             for (int i = 0; i < kVec; i++) {
                 const float v0 = x[0][i];
@@ -129,7 +129,7 @@ struct K0 {
     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
         (void)x, (void)acc;
         float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], s1[0], k0, n);
+        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
         float y0[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) {
@@ -157,7 +157,7 @@ struct K0 {
                 y0[i] = v19;
             }
         }
-        tsv::store_span<kVec>(q0 + b.out[0], qs0[1], k0, n, y0);
+        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
 };
 
