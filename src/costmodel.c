@@ -261,7 +261,8 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
     t = fmax(t, bytes / (m->dram_bytes_per_s * (matrix ? 1 : eff)));
-    return m->launch_s + t + w->epilogue_ops / m->epilogue_ops_per_s;
+    if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
+    return m->launch_s + t;
 }
 
 void ts_costmodel_predict(const ts_costmodel *m, const ts_graph *g, ts_plan *p) {
