@@ -2,7 +2,7 @@
 //
 // graph:     attention_gqa (source hash 33371394861fd113)
 // plan:      fused/3 — 1 kernel: attention [kv_h,grp,t_q,d_h] over t_kv
-// predicted: 0.2926 ms on NVIDIA H200 at the typical sizes (120.15x the 35.1574 ms predicted for one kernel per op)
+// predicted: 0.3073 ms on NVIDIA H200 at the typical sizes (108.45x the 33.3272 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //

@@ -2,7 +2,7 @@
 //
 // graph:     matmul (source hash 07b92695cb7e6ded)
 // plan:      baseline (one kernel per op) — 1 kernel: gemm [m,n] over d
-// predicted: 0.0644 ms on NVIDIA H200 at the typical sizes (1.00x the 0.0644 ms predicted for one kernel per op)
+// predicted: 0.0618 ms on NVIDIA H200 at the typical sizes (1.00x the 0.0618 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
