@@ -174,6 +174,19 @@ def select(cx, x, dim, index):
     return Val(y.name, y.axes[:dim] + y.axes[dim + 1:], y.dtype)
 
 
+def flip(cx, x, dims):
+    """x reversed along dims: a slice of step -1 onto the same axis"""
+    g = cx.g
+    for d in dims:
+        a = x.axes[d % len(x.axes)]
+        if a is None:
+            continue
+        if g.is_dynamic(a):
+            raise ExportError("cannot flip dynamic axis '%s'" % a)
+        x = g.op(cx.hint, "slice", [x], x.axes, x.dtype, axis=a, start=g.size(a) - 1, step=-1, **{"as": a})
+    return x
+
+
 def split_sizes(cx, x, sizes, dim=0):
     """a tuple of slices of x along dim, of the given sizes"""
     dim %= len(x.axes)
@@ -416,49 +429,69 @@ def native_group_norm(cx, x, weight, bias, n, c, hw, groups, eps):
 
 def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """softmax(q·kᵀ·scale + mask)·v, as matmul, scale, where/add, softmax, matmul — the form tsopt's rules
-    turn into streaming attention. GQA: q's heads split into (kv heads, group), k and v broadcast over group."""
+    turn into streaming attention. GQA: q's heads split into (kv heads, group), k and v broadcast over group.
+    Computed in the layout [batch, queries, heads, keys] (q seen through a permute), so that the result's
+    heads merge and the usual transpose(1, 2).reshape after attention are views, not copies."""
     g = cx.g
     if dropout_p:
         raise ExportError("scaled_dot_product_attention with dropout_p=%g" % dropout_p)
-    qs, ks, vs = cx.in_shape(0), cx.in_shape(1), cx.in_shape(2)
-    e = qs[-1]
-    sc = float(scale) if scale is not None else 1.0 / math.sqrt(e)
+    qs, ks = cx.in_shape(0), cx.in_shape(1)
+    sc = float(scale) if scale is not None else 1.0 / math.sqrt(qs[-1])
     gqa = len(qs) >= 3 and qs[-3] != ks[-3]
     orig_q = q
     if gqa:
-        hk = ks[-3]
-        grp = qs[-3] // hk
-        q = g.reshape(q, qs[:-3] + [hk, grp] + qs[-2:])
-        qs = qs[:-3] + [hk, grp] + qs[-2:]
+        q = g.reshape(q, qs[:-3] + [ks[-3], qs[-3] // ks[-3]] + qs[-2:])
         k = Val(k.name, k.axes[:-2] + [None] + k.axes[-2:], k.dtype)
         v = Val(v.name, v.axes[:-2] + [None] + v.axes[-2:], v.dtype)
-        ks = ks[:-2] + [1] + ks[-2:]
-        vs = vs[:-2] + [1] + vs[-2:]
-    kt = g.permute(k, list(range(len(k.axes) - 2)) + [len(k.axes) - 1, len(k.axes) - 2])
-    batch = [max(a, b) for a, b in zip(qs[:-2], ks[:-2])]
-    s_shape = batch + [qs[-2], ks[-2]]
-    s = contract(cx, q, kt, s_shape, cx.hint + "_scores")
+    nb = len(q.axes) - 2
+    nheads = 2 if gqa else min(1, nb)
+    pre = nb - nheads
+    perm = list(range(pre)) + [nb] + list(range(pre, nb)) + [nb + 1]  # torch [.., heads, L, x] → layout
+    ql = g.permute(q, perm)
+    s = contract_layout(cx, ql, k, perm, "_scores")
     s = g.op(cx.hint + "_scaled", "scale", [s], s.axes, s.dtype, by=sc)
-    lq, lk = s.axes[-2], s.axes[-1]
+    lq, lk = ql.axes[pre], s.axes[-1]
+    layout_shape = [g.size(a) if a is not None else 1 for a in s.axes]
     if is_causal:
         iq = g.op(cx.hint + "_qi", "iota", (), [lq], "fp32", axis=lq)
         ik = g.op(cx.hint + "_kj", "iota", (), [lk], "fp32", axis=lk)
         future = g.elementwise(cx.hint + "_future", "less_than", [Val(iq.name, [lq, None], "fp32"), ik],
-                               [qs[-2], ks[-2]], "fp32")
-        s = g.elementwise(cx.hint + "_masked", "where", [future, -math.inf, s], s_shape, s.dtype)
+                               [g.size(lq), g.size(lk)], "fp32")
+        future = Val(future.name, [lq] + [None] * nheads + [lk], "fp32")
+        s = g.elementwise(cx.hint + "_masked", "where", [future, -math.inf, s], layout_shape, s.dtype)
     if attn_mask is not None:
+        full = [None] * (len(s.axes) - len(attn_mask.axes)) + attn_mask.axes
+        torch_order = [s.axes[perm.index(i)] for i in range(len(perm))]
+        m = g.permute(g.align(Val(attn_mask.name, full, attn_mask.dtype), torch_order), perm)
         if cx.arg_dtype(3) == "bool":
-            s = g.elementwise(cx.hint + "_masked", "where", [attn_mask, s, -math.inf], s_shape, s.dtype)
+            s = g.elementwise(cx.hint + "_masked", "where", [m, s, -math.inf], layout_shape, s.dtype)
         else:
-            s = g.elementwise(cx.hint + "_masked", "add", [s, attn_mask], s_shape, s.dtype)
+            s = g.elementwise(cx.hint + "_masked", "add", [s, m], layout_shape, s.dtype)
     p = g.op(cx.hint + "_p", "softmax", [s], s.axes, s.dtype, axis=lk)
-    o_shape = batch + [qs[-2], vs[-1]]
-    vk = v
-    o = contract(cx, p, vk, o_shape, cx.hint + "_attn")
+    o = contract_layout(cx, p, v, perm, "_attn", transpose=False)
+    o = g.permute(o, [perm.index(i) for i in range(len(perm))])  # back to PyTorch's order: a view
     if gqa:
-        o = g.reshape(o, cx.shape)
-        o = g.rename(o, orig_q.axes[:-1] + [o.axes[-1]])
+        o = g.rename(g.reshape(o, cx.shape), orig_q.axes[:-1] + [o.axes[-1]])
     return o
+
+
+def contract_layout(cx, a, b, perm, suffix, transpose=True):
+    """a (layout order [pre, M, heads, K]) times b (PyTorch order [.., heads, N, K] when transpose, else
+    [.., heads, K, N]) over K: the result in layout order [pre, M, heads, N]."""
+    g = cx.g
+    nb = len(perm) - 2
+    k_axis = a.axes[-1]
+    torch_batch = [a.axes[perm.index(i)] for i in range(nb)]  # a's batch names in PyTorch order
+    bn = b.axes[-2] if transpose else b.axes[-1]
+    taken = set(a.axes)
+    if bn is not None and bn in taken:
+        bn = g.alt(bn, taken | set(b.axes))
+    names = right_aligned(b.axes[:-2], torch_batch) + ([bn, k_axis] if transpose else [k_axis, bn])
+    b2 = g.rename(b, names)
+    out = a.axes[:-1] + [bn]
+    tsopt_dims = [x for x in a.dims if x != k_axis] + [x for x in b2.dims if x not in a.dims]
+    y = g.op(cx.hint + suffix, "matmul", [a, b2], out, a.dtype, over=k_axis)
+    return g.in_order(y, tsopt_dims)
 
 
 # ---- sources --------------------------------------------------------------------------------------------
@@ -468,7 +501,7 @@ def arange(cx, *args, **kw):
     start, end, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
     n = cx.shape[0]
     a = cx.g.axis_for(n)
-    y = cx.g.op(cx.hint, "iota", (), [a], "fp32", axis=a)
+    y = cx.g.op(cx.hint, "iota", (), [a], cx.dtype, axis=a, dtype=cx.dtype)
     if step != 1:
         y = scaled(cx, y, step)
     return ew(cx, "add", y, float(start)) if start else y
@@ -530,7 +563,7 @@ HANDLERS = {
     "view": reshape, "reshape": reshape, "_unsafe_view": reshape, "flatten": reshape, "unflatten": reshape,
     "view_as": reshape, "reshape_as": reshape, "squeeze": reshape, "unsqueeze": reshape,
     "permute": permute, "transpose": transpose, "t": t, "expand": expand, "expand_as": expand,
-    "slice": slice_, "select": select, "split": split, "split_with_sizes": split_sizes, "chunk": chunk, "cat": cat, "concat": cat, "stack": stack,
+    "slice": slice_, "select": select, "split": split, "flip": flip, "split_with_sizes": split_sizes, "chunk": chunk, "cat": cat, "concat": cat, "stack": stack,
     "sum": reduce("reduce_sum"), "mean": reduce("mean"), "amax": reduce("reduce_max"), "var": var,
     "logsumexp": logsumexp, "softmax": softmax, "_softmax": softmax, "log_softmax": log_softmax,
     "_log_softmax": log_softmax,

@@ -107,8 +107,9 @@ def convert_node(g, node, env):
         raise ExportError("arguments the importer does not understand (%s)" % e)
 
 
-def placeholder_val(g, name, val):
-    axes = g.distinct([None if s == 1 else g.axis_for(int(s)) for s in val.shape])
+def placeholder_val(g, name, val, user):
+    """A graph input; weights and buffers (not user) never take a dynamic axis."""
+    axes = g.distinct([None if s == 1 else g.axis_for(int(s), static=not user) for s in val.shape])
     return g.add_input(name, axes, tsopt_dtype(val.dtype))
 
 
@@ -125,7 +126,7 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
         if spec.kind.name not in ("USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             raise ExportError("input %s of kind %s" % (spec.arg.name, spec.kind.name))
         hint = spec.target if spec.target else spec.arg.name
-        v = placeholder_val(g, hint.replace(".", "_"), node.meta["val"])
+        v = placeholder_val(g, hint.replace(".", "_"), node.meta["val"], spec.kind.name == "USER_INPUT")
         env[node.name] = v
         info["inputs"].append((v.name, spec.kind.name, spec.target or spec.arg.name, list(node.meta["val"].shape)))
     for node in ep.graph.nodes:

@@ -1,7 +1,7 @@
 """modules.py — the PyTorch modules the importer's round-trip tests export (plain PyTorch, no model
 libraries): a Llama-style decoder layer, a GPT-2 block, a gated MLP, SDPA variants and small GEMM +
 activation / normalisation modules. Each CASES entry: (name, module factory, example input shapes, axis
-names by size). Sizes are small and distinct per axis, so that axes are named apart."""
+names by size[, dynamic axes: {axis: the size to evaluate at}]). Sizes are small and distinct per axis, so that axes are named apart."""
 
 import math
 
@@ -21,43 +21,61 @@ class RMSNorm(nn.Module):
 
 
 def rotate_half(x):
+    """[x1, x2] → [-x2, x1] along the last dim, as two concatenated halves."""
     h = x.shape[-1] // 2
     return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
 
 
+def apply_rope(x, cos, sin):
+    """x·cos + rotate_half(x)·sin, with x's last dim seen as (2 halves, d_h/2): the halves flipped and signed
+    ([-1, +1]) instead of concatenated, and the tables of d_h/2 broadcast over the halves."""
+    x2 = x.unflatten(-1, (2, x.shape[-1] // 2))
+    sign = torch.arange(2, dtype=x.dtype) * 2 - 1
+    rot = x2.flip(-2) * sign[:, None]
+    return (x2 * cos[:, None, :] + rot * sin[:, None, :]).flatten(-2)
+
+
+class RopeCat(nn.Module):
+    """Rotary embedding the way most code writes it: tables of d_h (two copies concatenated), rotate_half."""
+
+    def forward(self, x):
+        t, dh = x.shape[-2], x.shape[-1]
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dh, 2, dtype=x.dtype) / dh))
+        freqs = torch.arange(t, dtype=x.dtype)[:, None] * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return x * emb.cos() + rotate_half(x) * emb.sin()
+
+
 class LlamaLayer(nn.Module):
-    """Pre-norm decoder layer: RMSNorm, causal GQA attention with rotary embeddings (rotate-half, θ as in
-    Llama 3) computed in forward from positions, SwiGLU MLP."""
+    """Pre-norm decoder layer: RMSNorm, one fused q/k/v projection split in three, causal GQA attention with
+    rotary embeddings (rotate-half convention, θ as in Llama 3) computed in forward from positions, SwiGLU."""
 
     def __init__(self, d=48, heads=6, kv_heads=2, ffn=40, theta=500000.0):
         super().__init__()
         self.h, self.kvh, self.dh, self.theta = heads, kv_heads, d // heads, theta
         self.attn_norm, self.mlp_norm = RMSNorm(d), RMSNorm(d)
-        self.q_proj = nn.Linear(d, heads * self.dh, bias=False)
-        self.k_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
-        self.v_proj = nn.Linear(d, kv_heads * self.dh, bias=False)
+        self.qkv_proj = nn.Linear(d, (heads + 2 * kv_heads) * self.dh, bias=False)
         self.o_proj = nn.Linear(heads * self.dh, d, bias=False)
         self.gate = nn.Linear(d, ffn, bias=False)
         self.up = nn.Linear(d, ffn, bias=False)
         self.down = nn.Linear(ffn, d, bias=False)
 
     def rope(self, t, dtype):
-        """cos and sin of position · θ^(-2i/d_h), in the activations' dtype (float64 in the round trip)."""
-        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.dh, 2, dtype=dtype) / self.dh))
-        pos = torch.arange(t, dtype=dtype)
+        """cos and sin of position · θ^(-2i/d_h), computed in fp32 (float64 in the round trip), then cast."""
+        ct = torch.float64 if dtype == torch.float64 else torch.float32
+        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.dh, 2, dtype=ct) / self.dh))
+        pos = torch.arange(t, dtype=ct)
         freqs = pos[:, None] * inv_freq[None, :]
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos(), emb.sin()
+        return freqs.cos().to(dtype), freqs.sin().to(dtype)
 
     def forward(self, x):
         b, t, _ = x.shape
-        n = self.attn_norm(x)
-        q = self.q_proj(n).view(b, t, self.h, self.dh).transpose(1, 2)
-        k = self.k_proj(n).view(b, t, self.kvh, self.dh).transpose(1, 2)
-        v = self.v_proj(n).view(b, t, self.kvh, self.dh).transpose(1, 2)
+        q, k, v = self.qkv_proj(self.attn_norm(x)).split([self.h * self.dh, self.kvh * self.dh, self.kvh * self.dh], -1)
+        q = q.view(b, t, self.h, self.dh).transpose(1, 2)
+        k = k.view(b, t, self.kvh, self.dh).transpose(1, 2)
+        v = v.view(b, t, self.kvh, self.dh).transpose(1, 2)
         cos, sin = self.rope(t, x.dtype)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         h = x + self.o_proj(a.transpose(1, 2).reshape(b, t, self.h * self.dh))
         m = self.mlp_norm(h)
@@ -178,6 +196,7 @@ AXQ = {"b": 2, "h": 3, "t": 7, "s": 9, "e": 8}
 
 CASES = [
     ("llama_layer", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}),
+    ("llama_layer_dynamic_t", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}, {"t": 9}),  # exported at 5, run at 9
     ("gpt2_block", GPT2Block, [[2, 5, 32]], {"b": 2, "t": 5, "d": 32}),
     ("gated_mlp", GatedMLP, [[3, 24]], {"m": 3, "d": 24}),
     ("sdpa", lambda: SDPA(), QKV, AXQ),
@@ -186,6 +205,7 @@ CASES = [
     ("sdpa_gqa", lambda: SDPA(is_causal=True, enable_gqa=True), [[2, 6, 7, 8], [2, 2, 7, 8], [2, 2, 7, 8]],
      {"b": 2, "h": 6, "kv": 2, "t": 7, "e": 8}),
     ("sdpa_mask", MaskedSDPA, QKV + [[7, 9]], AXQ),
+    ("rope_cat", RopeCat, [[3, 7, 8]], {"h": 3, "t": 7, "e": 8}),
     ("manual_attention", ManualAttention, [[3, 7, 8]] * 3, {"h": 3, "t": 7, "e": 8}),
     ("linear_relu", lambda: LinearThen(F.relu), X3, AX3),
     ("linear_gelu", lambda: LinearThen(F.gelu), X3, AX3),

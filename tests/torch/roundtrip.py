@@ -40,18 +40,23 @@ def read_dump(d):
     return out
 
 
-def roundtrip(name, factory, shapes, axes, tsopt, dims=None):
-    """Exports factory() at the example shapes, evaluates the YAML (at `dims` when given: axis=size) and
-    the module on the same values; returns the worst relative L2 error."""
+def roundtrip(name, factory, shapes, axes, tsopt, dynamic=None):
+    """Exports factory() at the example shapes, evaluates the YAML and the module on the same values;
+    returns the worst relative L2 error. dynamic: {axis: size}: the axis is exported dynamic and both sides
+    are evaluated at that size instead of the example's."""
     torch.manual_seed(0)
     module = factory()
     examples = [torch.randn(*s) for s in shapes]
-    text, info = export_module(module, examples, axes, graph_name=name)
+    dynamic = dynamic or {}
+    text, info = export_module(module, examples, axes, {a: axes[a] for a in dynamic}, graph_name=name)
+    resize = {axes[a]: n for a, n in dynamic.items()}  # example size → evaluated size (sizes are distinct)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, name + ".yaml")
         with open(path, "w") as f:
             f.write(text)
         cmd = [tsopt, "eval", "--seed", "3", "--dump", d, path]
+        if dynamic:
+            cmd[2:2] = ["--dims", ",".join("%s=%d" % kv for kv in dynamic.items())]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise AssertionError("tsopt eval failed:\n%s\n%s" % (r.stdout + r.stderr, text))
@@ -59,6 +64,8 @@ def roundtrip(name, factory, shapes, axes, tsopt, dims=None):
     module = module.double()
     args = []
     for yname, kind, target, shape in info["inputs"]:
+        if kind == "USER_INPUT":
+            shape = [resize.get(n, n) for n in shape]
         value = dump[yname][1].reshape(shape)
         if kind == "USER_INPUT":
             args.append(value)
@@ -97,11 +104,11 @@ def main():
     tsopt = os.environ.get("TSOPT", "build/tsopt")
     only = sys.argv[1:]
     failures = 0
-    for name, factory, shapes, axes in modules.CASES:
+    for name, factory, shapes, axes, *dynamic in modules.CASES:
         if only and name not in only:
             continue
         try:
-            err = roundtrip(name, factory, shapes, axes, tsopt)
+            err = roundtrip(name, factory, shapes, axes, tsopt, *dynamic)
             ok, note = err <= TOL, "rel. L2 %.2e" % err
         except (AssertionError, ExportError) as e:
             ok, note = False, str(e)
