@@ -82,6 +82,9 @@ class LlamaLayer(nn.Module):
         return h + self.down(F.silu(self.gate(m)) * self.up(m))
 
 
+LLAMA3_8B = {"d": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "theta": 500000.0}  # bench/torch/
+
+
 class GPT2Block(nn.Module):
     """LayerNorm, fused qkv projection split in three, causal attention, tanh-GELU MLP, residuals."""
 

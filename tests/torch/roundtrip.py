@@ -100,6 +100,34 @@ def refusal_names_op_and_line():
     return False, "exported a module with cumsum"
 
 
+def cli_writes_a_graph_and_refuses_with_status_1(tsopt):
+    """python3 -m tsopt_torch.export: a graph tsopt checks; an unmapped op: status 1 and the message."""
+    root = os.path.join(HERE, "..", "..")
+    mods = os.path.join(HERE, "modules.py")
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "mlp.yaml")
+        cmd = [sys.executable, "-W", "ignore", "-m", "tsopt_torch.export", mods + ":GatedMLP", "--args",
+               "x=m:3,d:24", "--axis", "f=40", "--dynamic", "m=4096", "-o", out]
+        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+        if r.returncode != 0:
+            return False, "export failed: " + r.stderr[-500:]
+        text = open(out).read()
+        for want in ("graph: gatedmlp", "  m: {dynamic: true, typical: 4096}", "  f: 40",
+                     "  x: {dtype: fp32, shape: [m, d]}"):
+            if want not in text.splitlines():
+                return False, "%r not in the graph:\n%s" % (want, text)
+        r = subprocess.run([tsopt, "check", out], capture_output=True, text=True)
+        if r.returncode != 0:
+            return False, "tsopt check: " + r.stdout + r.stderr
+        cmd[5:] = [mods + ":Cumsum", "--args", "x=5,4"]
+        r = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+        last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+        want = "tsopt_torch.export: error: modules.py:"
+        if r.returncode != 1 or not last.startswith(want) or "aten.cumsum.default: no tsopt mapping" not in last:
+            return False, "refusal: status %d, %r" % (r.returncode, last)
+    return True, ""
+
+
 def main():
     tsopt = os.environ.get("TSOPT", "build/tsopt")
     only = sys.argv[1:]
@@ -115,10 +143,12 @@ def main():
         failures += not ok
         print("%-4s %-22s %s" % ("ok" if ok else "FAIL", name, note))
     if not only:
-        ok, note = refusal_names_op_and_line()
-        failures += not ok
-        print("%-4s %-22s %s" % ("ok" if ok else "FAIL", "refusal", "" if ok else note))
-    total = len(only) if only else len(modules.CASES) + 1
+        for name, check in (("refusal", refusal_names_op_and_line),
+                            ("cli", lambda: cli_writes_a_graph_and_refuses_with_status_1(tsopt))):
+            ok, note = check()
+            failures += not ok
+            print("%-4s %-22s %s" % ("ok" if ok else "FAIL", name, "" if ok else note))
+    total = len(only) if only else len(modules.CASES) + 2
     print("%d passed, %d failed" % (total - failures, failures))
     return 1 if failures else 0
 
