@@ -7,7 +7,8 @@ Each --args is one forward argument in order: its name, then per dim AXIS:SIZE (
 tensor of that shape is the example. Axes are named by size: a size the user named (--args, --axis) gets that
 name everywhere, other sizes n<size>; give distinct axes distinct example sizes. Weights and buffers become
 graph inputs after the forward arguments (named after their attribute path), so the header's C ABI takes
-them in that order. --dynamic marks an axis dynamic (typical size: the example size unless given). Anything the
+them in that order (--buffers computed: causal masks and RoPE tables, recognised by their values, become ops
+instead). --dynamic marks an axis dynamic (typical size: the example size unless given). Anything the
 importer cannot map is refused with the ATen op and the source line (exit status 1).
 """
 
@@ -113,20 +114,39 @@ def placeholder_val(g, name, val, user):
     return g.add_input(name, axes, tsopt_dtype(val.dtype))
 
 
-def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header=""):
+def buffer_value(ep, spec):
+    if spec.kind.name == "BUFFER":
+        return ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+    return ep.constants.get(spec.target) if spec.kind.name == "CONSTANT_TENSOR" else None
+
+
+def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header="", buffers="inputs"):
     """The YAML text of an ExportedProgram, and info: inputs as (yaml name, kind, target, torch shape) in
-    YAML order, outputs as (yaml name, torch shape)."""
+    YAML order, outputs as (yaml name, torch shape), computed: the buffers emitted as ops. buffers: "inputs"
+    (every buffer a graph input) or "computed" (causal masks and RoPE tables recognised by value become ops:
+    buffers.py)."""
+    if buffers not in ("inputs", "computed"):
+        raise ExportError("buffers must be inputs or computed, not %r" % buffers)
     g = Graph({s: n for n, s in (axis_names or {}).items()}, dynamic)
     sig = ep.graph_signature
     nodes = {n.name: n for n in ep.graph.nodes}
-    env, info = {}, {"inputs": [], "outputs": []}
+    env, info = {}, {"inputs": [], "outputs": [], "computed": []}
     specs = sorted(sig.input_specs, key=lambda s: s.kind.name != "USER_INPUT")
     for spec in specs:
         node = nodes[spec.arg.name]
         if spec.kind.name not in ("USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             raise ExportError("input %s of kind %s" % (spec.arg.name, spec.kind.name))
-        hint = spec.target if spec.target else spec.arg.name
-        v = placeholder_val(g, hint.replace(".", "_"), node.meta["val"], spec.kind.name == "USER_INPUT")
+        hint = (spec.target if spec.target else spec.arg.name).replace(".", "_")
+        value = buffer_value(ep, spec) if buffers == "computed" else None
+        if value is not None:
+            from .buffers import computed
+
+            v = computed(g, hint, value, tsopt_dtype(node.meta["val"].dtype))
+            if v is not None:
+                env[node.name] = v
+                info["computed"].append(spec.target)
+                continue
+        v = placeholder_val(g, hint, node.meta["val"], spec.kind.name == "USER_INPUT")
         env[node.name] = v
         info["inputs"].append((v.name, spec.kind.name, spec.target or spec.arg.name, list(node.meta["val"].shape)))
     for node in ep.graph.nodes:
@@ -152,7 +172,7 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
     return g.to_yaml(graph_name, header), info
 
 
-def export_module(module, args, axis_names=None, dynamic=None, graph_name="graph"):
+def export_module(module, args, axis_names=None, dynamic=None, graph_name="graph", buffers="inputs"):
     """module(*args) through torch.export (eval mode) to YAML; see export_program."""
     if torch is None:
         raise ExportError("the importer needs PyTorch: pip install torch")
@@ -160,7 +180,7 @@ def export_module(module, args, axis_names=None, dynamic=None, graph_name="graph
     with torch.no_grad():
         ep = torch.export.export(module, tuple(args))
     header = "# exported from %s by tsopt_torch.export" % type(module).__name__
-    return export_program(ep, axis_names, dynamic, graph_name, header)
+    return export_program(ep, axis_names, dynamic, graph_name, header, buffers)
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------
@@ -199,6 +219,8 @@ def main(argv=None):
     ap.add_argument("--axis", action="append", default=[], help="name a size: NAME=SIZE")
     ap.add_argument("--dynamic", action="append", default=[], help="a dynamic axis: NAME or NAME=TYPICAL")
     ap.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
+    ap.add_argument("--buffers", default="inputs", choices=["inputs", "computed"],
+                    help="buffers as graph inputs, or causal masks and RoPE tables recognised by value as ops")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", help="graph name (default: the class name, lower case)")
     ap.add_argument("-o", "--output", help="the YAML file (default: stdout)")
@@ -224,7 +246,7 @@ def main(argv=None):
                 raise ValueError("--dynamic %s: no argument names an axis '%s'" % (a, k))
             dynamic[k] = int(v) if v else names[k]
         module = cls(**json.loads(o.init)).to(getattr(torch, o.dtype))
-        text, _ = export_module(module, examples, names, dynamic, o.name or cls.__name__.lower())
+        text, _ = export_module(module, examples, names, dynamic, o.name or cls.__name__.lower(), o.buffers)
     except (ExportError, ValueError) as e:
         print("tsopt_torch.export: error: %s" % e, file=sys.stderr)
         return 1

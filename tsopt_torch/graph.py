@@ -230,7 +230,10 @@ class Graph:
         return y
 
     def fresh_axis(self, size):
+        """A new axis of this size, named apart from every axis and tensor."""
         name = self.fresh("one" if size == 1 else "n%d" % size)
+        while name in self.axes:
+            name = self.fresh(name)
         self.axes[name] = size
         return name
 

@@ -1,7 +1,8 @@
 """modules.py — the PyTorch modules the importer's round-trip tests export (plain PyTorch, no model
 libraries): a Llama-style decoder layer, a GPT-2 block, a gated MLP, SDPA variants and small GEMM +
 activation / normalisation modules. Each CASES entry: (name, module factory, example input shapes, axis
-names by size[, dynamic axes: {axis: the size to evaluate at}]). Sizes are small and distinct per axis, so that axes are named apart."""
+names by size[, options: "dynamic": {axis: the size to evaluate at}, "buffers": "computed" and the buffers
+"computed" must list]). Sizes are small and distinct per axis, so that axes are named apart."""
 
 import math
 
@@ -185,6 +186,38 @@ class Classifier(nn.Module):
         return F.log_softmax(self.net(x), dim=-1)
 
 
+class BufferedAttention(nn.Module):
+    """GPT-2's registered causal mask and a rotary cos/sin cache as buffers, sliced to the sequence."""
+
+    def __init__(self, max_t=11, e=8):
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(max_t, max_t)).view(1, 1, max_t, max_t))
+        inv = 1.0 / (10000.0 ** (torch.arange(0, e, 2, dtype=torch.float64) / e))
+        f = torch.arange(max_t, dtype=torch.float64)[:, None] * inv[None]
+        emb = torch.cat((f, f), -1)
+        self.register_buffer("cos_cached", emb.cos())
+        self.register_buffer("sin_cached", emb.sin())
+
+    def forward(self, q, k, v):
+        t = q.shape[-2]
+        cos, sin = self.cos_cached[:t].to(q.dtype), self.sin_cached[:t].to(q.dtype)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        return F.softmax(s, dim=-1) @ v
+
+
+class Offset(nn.Module):
+    """A buffer no recogniser matches (random): it stays an input even with buffers="computed"."""
+
+    def __init__(self, d=12):
+        super().__init__()
+        self.register_buffer("offset", torch.randn(7, d))
+
+    def forward(self, x):
+        return x + self.offset
+
+
 class Cumsum(nn.Module):
     """Refused: cumsum has no tsopt op."""
 
@@ -199,7 +232,7 @@ AXQ = {"b": 2, "h": 3, "t": 7, "s": 9, "e": 8}
 
 CASES = [
     ("llama_layer", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}),
-    ("llama_layer_dynamic_t", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}, {"t": 9}),  # exported at 5, run at 9
+    ("llama_layer_dynamic_t", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}, {"dynamic": {"t": 9}}),  # run at 9
     ("gpt2_block", GPT2Block, [[2, 5, 32]], {"b": 2, "t": 5, "d": 32}),
     ("gated_mlp", GatedMLP, [[3, 24]], {"m": 3, "d": 24}),
     ("sdpa", lambda: SDPA(), QKV, AXQ),
@@ -209,6 +242,10 @@ CASES = [
      {"b": 2, "h": 6, "kv": 2, "t": 7, "e": 8}),
     ("sdpa_mask", MaskedSDPA, QKV + [[7, 9]], AXQ),
     ("rope_cat", RopeCat, [[3, 7, 8]], {"h": 3, "t": 7, "e": 8}),
+    ("buffers_as_inputs", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),
+    ("buffers_computed", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8},
+     {"buffers": "computed", "computed": ["bias", "cos_cached", "sin_cached"]}),
+    ("buffer_unrecognised", Offset, X3, AX3, {"buffers": "computed", "computed": []}),
     ("manual_attention", ManualAttention, [[3, 7, 8]] * 3, {"h": 3, "t": 7, "e": 8}),
     ("linear_relu", lambda: LinearThen(F.relu), X3, AX3),
     ("linear_gelu", lambda: LinearThen(F.gelu), X3, AX3),

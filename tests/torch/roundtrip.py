@@ -40,15 +40,20 @@ def read_dump(d):
     return out
 
 
-def roundtrip(name, factory, shapes, axes, tsopt, dynamic=None):
+def roundtrip(name, factory, shapes, axes, tsopt, options=None):
     """Exports factory() at the example shapes, evaluates the YAML and the module on the same values;
-    returns the worst relative L2 error. dynamic: {axis: size}: the axis is exported dynamic and both sides
-    are evaluated at that size instead of the example's."""
+    returns the worst relative L2 error. options: "dynamic": {axis: size}: the axis is exported dynamic and
+    both sides are evaluated at that size instead of the example's; "buffers": export's buffers argument,
+    "computed": the buffers that must have become ops."""
     torch.manual_seed(0)
     module = factory()
     examples = [torch.randn(*s) for s in shapes]
-    dynamic = dynamic or {}
-    text, info = export_module(module, examples, axes, {a: axes[a] for a in dynamic}, graph_name=name)
+    options = options or {}
+    dynamic = options.get("dynamic", {})
+    text, info = export_module(module, examples, axes, {a: axes[a] for a in dynamic}, graph_name=name,
+                               buffers=options.get("buffers", "inputs"))
+    if info["computed"] != options.get("computed", []):
+        raise AssertionError("buffers computed: %s, expected %s" % (info["computed"], options.get("computed", [])))
     resize = {axes[a]: n for a, n in dynamic.items()}  # example size → evaluated size (sizes are distinct)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, name + ".yaml")
@@ -132,11 +137,11 @@ def main():
     tsopt = os.environ.get("TSOPT", "build/tsopt")
     only = sys.argv[1:]
     failures = 0
-    for name, factory, shapes, axes, *dynamic in modules.CASES:
+    for name, factory, shapes, axes, *options in modules.CASES:
         if only and name not in only:
             continue
         try:
-            err = roundtrip(name, factory, shapes, axes, tsopt, *dynamic)
+            err = roundtrip(name, factory, shapes, axes, tsopt, *options)
             ok, note = err <= TOL, "rel. L2 %.2e" % err
         except (AssertionError, ExportError) as e:
             ok, note = False, str(e)
