@@ -43,7 +43,7 @@ EVAL_DIMS_qknorm_attention := t_q=128,t_kv=128
 EVAL_DIMS_gemm_logsumexp   := m=8,d=512
 EVAL_DIMS_gemm_gelu        := m=8,d=512
 
-.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated
+.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
@@ -104,6 +104,15 @@ test: build/.deps
 	$(MAKE) unit-tests
 	$(MAKE) SAN=1 unit-tests
 	$(MAKE) check-generated
+	$(MAKE) torch-tests
+
+# The PyTorch importer (tsopt_torch/) round-trips its test modules through tsopt eval; skipped, saying why,
+# where python3 has no torch (tests/torch/install_torch.sh installs it from PyPI).
+torch-tests: $(BUILD)/tsopt
+	@if python3 -c "import torch" 2>/dev/null; then \
+	  TSOPT=$(BUILD)/tsopt python3 -W ignore tests/torch/roundtrip.py > $(BUILD)/torch-tests.log 2>&1 || { cat $(BUILD)/torch-tests.log; exit 1; }; \
+	  echo "tsopt_torch round trips (tests/torch/roundtrip.py): $$(tail -n 1 $(BUILD)/torch-tests.log)"; \
+	else echo "tsopt_torch round trips skipped: python3 has no torch (bash tests/torch/install_torch.sh installs it)"; fi
 
 # generated/ must match what tsopt writes now, and every header and template must compile (sm_80 and
 # sm_90, warnings as errors); one header included in two translation units must link.

@@ -15,6 +15,13 @@ import math
 import yaml
 
 
+def gelu(be, d, approximate):
+    """PyTorch's GELU: the exact erf form (approximate: none, the default) or the tanh approximation."""
+    if approximate == "tanh":
+        return 0.5 * d * (1 + be.xp.tanh(math.sqrt(2 / math.pi) * (d + 0.044715 * d * d * d)))
+    return 0.5 * d * (1 + be.erf(d / math.sqrt(2)))
+
+
 class Backend:
     """The few array operations the evaluator needs, for numpy or torch."""
 
@@ -33,6 +40,11 @@ class Backend:
         if self.torch:
             return self.xp.arange(n, dtype=self.dtype, device=self.device)
         return self.xp.arange(n, dtype=self.dtype)
+
+    def erf(self, a):
+        if self.torch:
+            return self.xp.erf(a)
+        return self.xp.vectorize(math.erf, otypes=[a.dtype])(a)  # numpy has no erf; math.erf is exact
 
     def transpose(self, a, perm):
         return a.permute(*perm) if self.torch else a.transpose(perm)
@@ -157,7 +169,8 @@ class Graph:
         elif kind == "where":
             r = elementwise(be, lambda c, a, b: xp.where(c != 0, a, b), args, True)
             r.dtype = args[1].dtype if args[1].axes else args[2].dtype
-        elif kind in ("neg", "recip", "sqrt", "exp2", "log2", "sin", "exp", "rsqrt", "tanh", "silu", "gelu", "copy"):
+        elif kind in ("neg", "recip", "sqrt", "exp2", "log2", "sin", "exp", "rsqrt", "tanh", "silu", "gelu", "copy",
+                      "erf"):
             x = args[0]
             d = x.data
             f = {
@@ -171,7 +184,8 @@ class Graph:
                 "rsqrt": lambda: 1 / xp.sqrt(d),
                 "tanh": lambda: xp.tanh(d),
                 "silu": lambda: d / (1 + xp.exp(-d)),
-                "gelu": lambda: 0.5 * d * (1 + xp.tanh(math.sqrt(2 / math.pi) * (d + 0.044715 * d * d * d))),
+                "gelu": lambda: gelu(be, d, op.get("approximate", "none")),
+                "erf": lambda: be.erf(d),
                 "copy": lambda: d,
             }[kind]
             r = Tensor(f(), x.axes, x.dtype)

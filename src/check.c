@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "expand.h"
 #include "util.h"
@@ -26,8 +27,11 @@ typedef struct {
     tensor_state state;
     ts_tensor value;
     int nargs;
-    int32_t args[3]; /* tensor indices of the operands, -1 when unresolved */
+    int32_t args[3]; /* tensor indices of the operands, -1 when unresolved, ARG_NUMBER for a number */
+    double number[3]; /* the operand's value where args[i] == ARG_NUMBER */
 } tensor;
+
+#define ARG_NUMBER (-2) /* an operand written as a number: a 0-dim constant of its tensor operands' dtype */
 
 typedef struct {
     ts_spec *spec;
@@ -172,26 +176,32 @@ static int parse_size(ctx *c, yaml_node_t *n, const char *what, int64_t *out) {
     return 0;
 }
 
-/* Parses a real number (YAML's .inf/.nan spellings and C's inf/nan accepted). */
+/* Whether s is a real number (YAML's .inf spellings and C's inf accepted, NaN refused); its value. */
+static bool scan_number(const char *s, double *out) {
+    const char *t = s;
+    if (*t == '+' || *t == '-') t++;
+    if (strcmp(t, ".inf") == 0 || strcmp(t, ".Inf") == 0 || strcmp(t, "inf") == 0) {
+        *out = *s == '-' ? -INFINITY : INFINITY;
+        return true;
+    }
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || isnan(v)) return false;
+    *out = v;
+    return true;
+}
+
+/* Parses a real number; reports at n. */
 static int parse_number(ctx *c, yaml_node_t *n, const char *what, double *out) {
     const char *s = ts_yaml_str(n);
     if (!s) {
         ERR(c, n, NULL, "%s must be a number", what);
         return -1;
     }
-    const char *t = s;
-    if (*t == '+' || *t == '-') t++;
-    if (strcmp(t, ".inf") == 0 || strcmp(t, ".Inf") == 0 || strcmp(t, "inf") == 0) {
-        *out = *s == '-' ? -INFINITY : INFINITY;
-        return 0;
-    }
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end != '\0' || isnan(v)) {
+    if (!scan_number(s, out)) {
         ERR(c, n, NULL, "%s must be a number, got '%s'", what, s);
         return -1;
     }
-    *out = v;
     return 0;
 }
 
@@ -407,7 +417,8 @@ typedef struct {
     int min_args, max_args;
     const char *attrs[4]; /* attribute keys this op takes */
     lower_fn lower;
-    int prim; /* primitive op for the generic lowerings, or -1 */
+    int prim;     /* primitive op for the generic lowerings, or -1 */
+    bool numbers; /* operands may be written as numbers (elementwise ops) */
 } op_def;
 
 struct op_call {
@@ -529,15 +540,21 @@ static int lower_unary_composite(ctx *c, op_call *o) {
     else if (strcmp(n, "rsqrt") == 0) o->result = ts_t_rsqrt(&c->b, x);
     else if (strcmp(n, "tanh") == 0) o->result = ts_t_tanh(&c->b, x);
     else if (strcmp(n, "silu") == 0) o->result = ts_t_silu(&c->b, x);
-    else if (strcmp(n, "gelu") == 0) o->result = ts_t_gelu(&c->b, x);
+    else if (strcmp(n, "sigmoid") == 0) o->result = ts_t_sigmoid(&c->b, x);
+    else if (strcmp(n, "relu") == 0) o->result = ts_t_relu(&c->b, x);
+    else if (strcmp(n, "abs") == 0) o->result = ts_t_abs(&c->b, x);
+    else if (strcmp(n, "log") == 0) o->result = ts_t_log(&c->b, x);
     else o->result = ts_t_copy(&c->b, x);
     return 0;
 }
 
 static int lower_binary_composite(ctx *c, op_call *o) {
     if (check_elementwise(c, o) != 0) return -1;
-    bool sub = strcmp(o->def->name, "sub") == 0;
-    o->result = sub ? ts_t_sub(&c->b, o->args[0], o->args[1]) : ts_t_div(&c->b, o->args[0], o->args[1]);
+    const char *n = o->def->name;
+    ts_tensor x = o->args[0], y = o->args[1];
+    if (strcmp(n, "sub") == 0) o->result = ts_t_sub(&c->b, x, y);
+    else if (strcmp(n, "div") == 0) o->result = ts_t_div(&c->b, x, y);
+    else o->result = x.ref.view.ndim < y.ref.view.ndim ? ts_t_min(&c->b, y, x) : ts_t_min(&c->b, x, y);
     return 0;
 }
 
@@ -547,8 +564,25 @@ static int lower_reduce(ctx *c, op_call *o) {
     const char *n = o->def->name;
     if (strcmp(n, "softmax") == 0) o->result = ts_t_softmax(&c->b, o->args[0], a);
     else if (strcmp(n, "mean") == 0) o->result = ts_t_mean(&c->b, o->args[0], a);
+    else if (strcmp(n, "logsumexp") == 0) o->result = ts_t_logsumexp(&c->b, o->args[0], a);
     else o->result = ts_t_reduce(&c->b, (ts_op)o->def->prim, o->args[0], a);
     return 0;
+}
+
+/* A norm's gain and bias (operands 1..): exactly the normalised axis, the dtype of x. */
+static int check_norm_params(ctx *c, op_call *o, int32_t axis) {
+    static const char *const what[] = {"", "gain", "bias"};
+    for (int i = 1; i < o->nargs; i++) {
+        const ts_view *gv = &o->args[i].ref.view;
+        if (gv->ndim != 1 || gv->axis[0] != axis) {
+            char *dims = dims_str(c, gv);
+            ERR(c, o->arg_nodes[i], NULL, "%s %s must have exactly the normalised axis [%s], got %s", o->def->name,
+                what[i], axis_name(c, axis), dims);
+            free(dims);
+            return -1;
+        }
+    }
+    return check_elementwise(c, o);
 }
 
 static int lower_rmsnorm(ctx *c, op_call *o) {
@@ -557,18 +591,101 @@ static int lower_rmsnorm(ctx *c, op_call *o) {
     if (operand_axis(c, o, 0, "axis", &a) != 0) return -1;
     yaml_node_t *e = attr(c, o, "eps");
     if (e && parse_number(c, e, "eps", &eps) != 0) return -1;
-    if (o->nargs == 2) {
-        const ts_view *gv = &o->args[1].ref.view;
-        if (gv->ndim != 1 || gv->axis[0] != a) {
-            char *dims = dims_str(c, gv);
-            ERR(c, o->arg_nodes[1], NULL, "rmsnorm gain must have exactly the normalised axis [%s], got %s",
-                axis_name(c, a), dims);
-            free(dims);
-            return -1;
-        }
-        if (check_elementwise(c, o) != 0) return -1;
-    }
+    if (o->nargs == 2 && check_norm_params(c, o, a) != 0) return -1;
     o->result = ts_t_rmsnorm(&c->b, o->args[0], o->nargs == 2 ? &o->args[1] : NULL, a, eps);
+    return 0;
+}
+
+/* The number under `key`, or `dflt` when the op has none. */
+static int optional_number(ctx *c, op_call *o, const char *key, double dflt, double *out) {
+    yaml_node_t *n = attr(c, o, key);
+    *out = dflt;
+    return n ? parse_number(c, n, key, out) : 0;
+}
+
+static int lower_layernorm(ctx *c, op_call *o) {
+    int32_t a;
+    double eps;
+    if (operand_axis(c, o, 0, "axis", &a) != 0 || optional_number(c, o, "eps", 1e-5, &eps) != 0) return -1;
+    if (o->nargs > 1 && check_norm_params(c, o, a) != 0) return -1;
+    o->result = ts_t_layernorm(&c->b, o->args[0], o->nargs > 1 ? &o->args[1] : NULL, o->nargs > 2 ? &o->args[2] : NULL,
+                               a, eps);
+    return 0;
+}
+
+/* gelu: approximate: none (default, the erf form, as PyTorch) or tanh */
+static int lower_gelu(ctx *c, op_call *o) {
+    yaml_node_t *n = attr(c, o, "approximate");
+    const char *s = n ? ts_yaml_str(n) : "none";
+    if (!s || (strcmp(s, "none") != 0 && strcmp(s, "tanh") != 0)) {
+        ERR(c, n, "write approximate: none (the erf form) or approximate: tanh",
+            "gelu approximate must be none or tanh, got '%s'", s ? s : "a collection");
+        return -1;
+    }
+    o->result = strcmp(s, "tanh") == 0 ? ts_t_gelu_tanh(&c->b, o->args[0]) : ts_t_gelu(&c->b, o->args[0]);
+    return 0;
+}
+
+static int lower_leaky_relu(ctx *c, op_call *o) {
+    double slope;
+    if (optional_number(c, o, "slope", 0.01, &slope) != 0) return -1;
+    o->result = ts_t_leaky_relu(&c->b, o->args[0], slope);
+    return 0;
+}
+
+static int lower_softplus(ctx *c, op_call *o) {
+    double beta, threshold;
+    if (optional_number(c, o, "beta", 1, &beta) != 0 || optional_number(c, o, "threshold", 20, &threshold) != 0)
+        return -1;
+    if (beta <= 0 || isinf(beta)) {
+        ERR(c, attr(c, o, "beta"), NULL, "softplus beta must be positive and finite, got %g", beta);
+        return -1;
+    }
+    o->result = ts_t_softplus(&c->b, o->args[0], beta, threshold);
+    return 0;
+}
+
+static int lower_clamp(ctx *c, op_call *o) {
+    yaml_node_t *ln = attr(c, o, "lo"), *hn = attr(c, o, "hi");
+    double lo, hi;
+    if (!ln && !hn) {
+        ERR(c, o->op_node, "add lo: <a number>, hi: <a number>, or both", "clamp needs 'lo' or 'hi'");
+        return -1;
+    }
+    if ((ln && parse_number(c, ln, "lo", &lo) != 0) || (hn && parse_number(c, hn, "hi", &hi) != 0)) return -1;
+    if (ln && hn && lo > hi) {
+        ERR(c, hn, NULL, "clamp hi (%g) is below lo (%g)", hi, lo);
+        return -1;
+    }
+    o->result = ts_t_clamp(&c->b, o->args[0], ln ? &lo : NULL, hn ? &hi : NULL);
+    return 0;
+}
+
+static int lower_var(ctx *c, op_call *o) {
+    int32_t a;
+    double corr;
+    if (operand_axis(c, o, 0, "axis", &a) != 0 || optional_number(c, o, "correction", 1, &corr) != 0) return -1;
+    int64_t n = c->g->axes[a].size;
+    if (corr < 0 || corr != floor(corr) || corr >= (double)n) {
+        ERR(c, attr(c, o, "correction"), "correction: 1 divides by n - 1, correction: 0 by n",
+            "var correction must be an integer from 0 to %lld (axis '%s' has size %lld), got %g", (long long)n - 1,
+            axis_name(c, a), (long long)n, corr);
+        return -1;
+    }
+    o->result = ts_t_var(&c->b, o->args[0], a, corr);
+    return 0;
+}
+
+static int lower_pow(ctx *c, op_call *o) {
+    double e;
+    yaml_node_t *n = require_attr(c, o, "exponent", "exponent: <an integer>");
+    if (!n || parse_number(c, n, "exponent", &e) != 0) return -1;
+    if (!(fabs(e) == 0.5 || (e == floor(e) && e != 0 && fabs(e) <= 16))) {
+        ERR(c, n, "write x·x·... with mul, or exp(e·log x) for other exponents",
+            "pow exponent must be a non-zero integer from -16 to 16, or 0.5 or -0.5, got %g", e);
+        return -1;
+    }
+    o->result = ts_t_pow(&c->b, o->args[0], e);
     return 0;
 }
 
@@ -845,29 +962,41 @@ static int lower_slice(ctx *c, op_call *o) {
 #define P(op) TS_OP_##op
 static const op_def op_defs[] = {
     /* composites */
-    {"matmul", 2, 2, {"over"}, lower_matmul, -1},
-    {"softmax", 1, 1, {"axis"}, lower_reduce, -1},
-    {"mean", 1, 1, {"axis"}, lower_reduce, -1},
-    {"rmsnorm", 1, 2, {"axis", "eps"}, lower_rmsnorm, -1},
-    {"sub", 2, 2, {0}, lower_binary_composite, -1},
-    {"div", 2, 2, {0}, lower_binary_composite, -1},
-    {"exp", 1, 1, {0}, lower_unary_composite, -1},
-    {"rsqrt", 1, 1, {0}, lower_unary_composite, -1},
-    {"tanh", 1, 1, {0}, lower_unary_composite, -1},
-    {"silu", 1, 1, {0}, lower_unary_composite, -1},
-    {"gelu", 1, 1, {0}, lower_unary_composite, -1},
-    {"scale", 1, 1, {"by"}, lower_scale, -1},
+    {"matmul", 2, 2, {"over"}, lower_matmul, -1, false},
+    {"softmax", 1, 1, {"axis"}, lower_reduce, -1, false},
+    {"mean", 1, 1, {"axis"}, lower_reduce, -1, false},
+    {"rmsnorm", 1, 2, {"axis", "eps"}, lower_rmsnorm, -1, false},
+    {"sub", 2, 2, {0}, lower_binary_composite, -1, true},
+    {"div", 2, 2, {0}, lower_binary_composite, -1, true},
+    {"exp", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"rsqrt", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"tanh", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"silu", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"gelu", 1, 1, {"approximate"}, lower_gelu, -1, false},
+    {"scale", 1, 1, {"by"}, lower_scale, -1, false},
+    {"sigmoid", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"relu", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"abs", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"log", 1, 1, {0}, lower_unary_composite, -1, false},
+    {"min", 2, 2, {0}, lower_binary_composite, -1, true},
+    {"leaky_relu", 1, 1, {"slope"}, lower_leaky_relu, -1, false},
+    {"softplus", 1, 1, {"beta", "threshold"}, lower_softplus, -1, false},
+    {"logsumexp", 1, 1, {"axis"}, lower_reduce, -1, false},
+    {"clamp", 1, 1, {"lo", "hi"}, lower_clamp, -1, false},
+    {"var", 1, 1, {"axis", "correction"}, lower_var, -1, false},
+    {"pow", 1, 1, {"exponent"}, lower_pow, -1, false},
+    {"layernorm", 1, 3, {"axis", "eps"}, lower_layernorm, -1, false},
     /* views */
-    {"permute", 1, 1, {"order"}, lower_permute, -1},
-    {"expand", 1, 1, {"shape"}, lower_expand, -1},
-    {"reshape", 1, 1, {"shape"}, lower_reshape, -1},
-    {"slice", 1, 1, {"axis", "start", "step", "as"}, lower_slice, -1},
+    {"permute", 1, 1, {"order"}, lower_permute, -1, false},
+    {"expand", 1, 1, {"shape"}, lower_expand, -1, false},
+    {"reshape", 1, 1, {"shape"}, lower_reshape, -1, false},
+    {"slice", 1, 1, {"axis", "start", "step", "as"}, lower_slice, -1, false},
 };
 #undef P
 
 /* Primitives take their names and arities from the TS_OPS X-macro; these say what each needs. */
 static op_def primitive_def(ts_op op) {
-    op_def d = {ts_op_name(op), ts_op_arity(op), ts_op_arity(op), {0}, NULL, (int)op};
+    op_def d = {ts_op_name(op), ts_op_arity(op), ts_op_arity(op), {0}, NULL, (int)op, false};
     switch (ts_op_kind_of(op)) {
     case TS_KIND_REDUCE: d.attrs[0] = "axis", d.lower = lower_reduce; break;
     case TS_KIND_SOURCE:
@@ -877,6 +1006,7 @@ static op_def primitive_def(ts_op op) {
         break;
     default:
         d.lower = op == TS_OP_CAST ? lower_cast : op == TS_OP_COPY ? lower_unary_composite : lower_elementwise;
+        d.numbers = ts_op_arity(op) > 1;
         if (op == TS_OP_CAST) d.attrs[0] = "dtype";
     }
     return d;
@@ -898,6 +1028,35 @@ static const char **all_op_names(int *n) {
     for (int i = 0; i < TS_OP_COUNT; i++)
         if (i != TS_OP_INPUT) names[(*n)++] = ts_op_name((ts_op)i);
     return names;
+}
+
+/* Names other libraries give our ops (PyTorch, NumPy, ONNX): the unknown-op hint by meaning. */
+static const struct {
+    const char *alias, *op;
+} op_aliases[] = {
+    {"minimum", "min"}, {"maximum", "max"}, {"clip", "clamp"}, {"hardtanh", "clamp"}, {"relu6", "clamp"},
+    {"absolute", "abs"}, {"ln", "log"}, {"log_e", "log"}, {"logistic", "sigmoid"}, {"expit", "sigmoid"},
+    {"swish", "silu"}, {"square", "pow"}, {"power", "pow"}, {"variance", "var"}, {"std", "var"},
+    {"layer_norm", "layernorm"}, {"rms_norm", "rmsnorm"}, {"linear", "matmul"}, {"mm", "matmul"},
+    {"bmm", "matmul"}, {"dot", "matmul"}, {"einsum", "matmul"}, {"gemm", "matmul"}, {"subtract", "sub"},
+    {"multiply", "mul"}, {"divide", "div"}, {"reciprocal", "recip"}, {"negative", "neg"}, {"sum", "reduce_sum"},
+    {"amax", "reduce_max"}, {"lt", "less_than"}, {"gt", "less_than"}, {"select", "where"}, {"masked_fill", "where"},
+    {"transpose", "permute"}, {"view", "reshape"}, {"broadcast", "expand"}, {"broadcast_to", "expand"},
+    {"arange", "iota"}, {"full", "constant"}, {"to", "cast"}, {"astype", "cast"}, {"log_sum_exp", "logsumexp"},
+    {"log1p", "log"}, {"expm1", "exp"}, {"erfc", "erf"},
+};
+
+/* "did you mean ...": the op of that meaning in other libraries' vocabulary, else the closest spelling. */
+static char *unknown_op_hint(const char *name) {
+    for (size_t i = 0; i < sizeof op_aliases / sizeof *op_aliases; i++)
+        if (strcasecmp(op_aliases[i].alias, name) == 0)
+            return ts_strfmt("tsopt calls it '%s' (README.md, \"Ops\")", op_aliases[i].op);
+    int n;
+    const char **names = all_op_names(&n);
+    const char *near = ts_closest_name(name, names, n);
+    char *hint = near ? ts_strfmt("did you mean '%s'?", near) : ts_strfmt("see README.md, \"Ops\", for the op list");
+    free(names);
+    return hint;
 }
 
 /* ---- ops: names, references, order, lowering --------------------------------------------------- */
@@ -939,14 +1098,10 @@ static int resolve_op(ctx *c, int32_t t, op_def *def) {
     }
     const char *on = ts_yaml_str(opn);
     if (find_op_def(on, def) != 0) {
-        int n;
-        const char **names = all_op_names(&n);
-        const char *near = ts_closest_name(on, names, n);
-        char *hint = near ? ts_strfmt("did you mean '%s'?", near) : ts_strfmt("see README.md for the op list");
+        char *hint = unknown_op_hint(on);
         ERR(c, opn, hint, strcmp(on, "input") == 0 ? "'%s' is not an op: declare inputs under inputs:" : "unknown op '%s'",
             on);
         free(hint);
-        free(names);
         return -1;
     }
     const char *keys[8];
@@ -961,7 +1116,8 @@ static int resolve_op(ctx *c, int32_t t, op_def *def) {
     if ((nargs < def->min_args || nargs > def->max_args) && (args || def->min_args > 0)) {
         char want[32];
         if (def->min_args == def->max_args) snprintf(want, sizeof want, "%d", def->min_args);
-        else snprintf(want, sizeof want, "%d or %d", def->min_args, def->max_args);
+        else snprintf(want, sizeof want, "%d %s %d", def->min_args, def->max_args - def->min_args > 1 ? "to" : "or",
+                      def->max_args);
         ERR(c, args ? args : opn, NULL, "%s takes %s operand%s, got %d", def->name, want,
             def->max_args == 1 ? "" : "s", nargs);
         return -1;
@@ -969,6 +1125,16 @@ static int resolve_op(ctx *c, int32_t t, op_def *def) {
     x->nargs = nargs;
     for (int i = 0; i < nargs; i++) {
         yaml_node_t *a = seq_at(c, args, i);
+        const char *as = ts_yaml_str(a);
+        if (as && scan_number(as, &x->number[i])) { /* a number where a tensor may be a scalar */
+            x->args[i] = ARG_NUMBER;
+            if (!def->numbers) {
+                ERR(c, a, "numbers may stand for operands of elementwise ops; declare a {op: constant} here",
+                    "operand %d of %s must be a tensor, got the number %s", i + 1, def->name, as);
+                bad = 1;
+            }
+            continue;
+        }
         const char *an = expect_name(c, a, "tensor");
         x->args[i] = an ? find_tensor(c, an) : -1;
         if (an && x->args[i] < 0) {
@@ -1043,12 +1209,18 @@ static int lower_op(ctx *c, int32_t t, const op_def *def) {
     op_call o = {.def = def, .entry = x->entry, .nargs = x->nargs};
     o.op_node = ts_yaml_get(c->spec, x->entry, "op");
     o.args_node = ts_yaml_get(c->spec, x->entry, "args");
-    for (int i = 0; i < x->nargs; i++) {
+    ts_dtype dtype = TS_FP32; /* numbers take the dtype of the op's first tensor operand */
+    for (int i = x->nargs - 1; i >= 0; i--) {
+        if (x->args[i] == ARG_NUMBER) continue;
         if (c->tensors[x->args[i]].state != T_DONE) return -1; /* an operand failed: already reported */
         o.args[i] = c->tensors[x->args[i]].value;
-        o.arg_nodes[i] = seq_at(c, o.args_node, i);
+        if (!(def->prim == TS_OP_WHERE && i == 0)) dtype = o.args[i].dtype;
     }
     c->b.origin = t;
+    for (int i = 0; i < x->nargs; i++) {
+        o.arg_nodes[i] = seq_at(c, o.args_node, i);
+        if (x->args[i] == ARG_NUMBER) o.args[i] = ts_t_constant(&c->b, x->number[i], dtype);
+    }
     if (def->lower(c, &o) != 0) return -1;
     c->tensors[t].value = o.result;
     return 0;

@@ -165,7 +165,8 @@ static void expr_ops(const ts_expr *e, double *fma, double *sfu) {
     for (int i = 0; i < e->n; i++) {
         if (e->node[i].kind != TS_X_OP) continue;
         ts_op op = e->node[i].op;
-        bool special = op == TS_OP_EXP2 || op == TS_OP_LOG2 || op == TS_OP_SIN || op == TS_OP_SQRT || op == TS_OP_RECIP;
+        bool special = op == TS_OP_EXP2 || op == TS_OP_LOG2 || op == TS_OP_SIN || op == TS_OP_ERF ||
+                       op == TS_OP_SQRT || op == TS_OP_RECIP;
         *(special ? sfu : fma) += 1;
     }
 }

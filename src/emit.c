@@ -138,6 +138,7 @@ static void print_op(FILE *f, const ts_xnode *n, const char *name, int i) {
     case TS_OP_EXP2: fprintf(f, "tst::fast_exp2(v%d)", c[0]); break; /* ex2.approx.ftz */
     case TS_OP_LOG2: fprintf(f, "log2f(v%d)", c[0]); break;
     case TS_OP_SIN: fprintf(f, "sinf(v%d)", c[0]); break;
+    case TS_OP_ERF: fprintf(f, "erff(v%d)", c[0]); break;
     case TS_OP_CAST:
         if (n->dtype == TS_FP32) fprintf(f, "v%d", c[0]);
         else fprintf(f, "tst::elem<%s>::to_float(tst::elem<%s>::from_float(v%d))", name, name, c[0]);

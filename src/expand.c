@@ -1,7 +1,9 @@
 /* expand.c — tensor-level graph building and the expansion of composites into primitives (expand.h). */
 #include "expand.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -160,15 +162,17 @@ ts_tensor ts_t_tanh(ts_builder *b, ts_tensor x) {
     return ts_t_binary(b, TS_OP_ADD, constant_like(b, 1.0, x), ts_t_scale(b, frac, -2.0));
 }
 
-/* silu(x) = x · 1/(1 + e^{-x}) */
-ts_tensor ts_t_silu(ts_builder *b, ts_tensor x) {
+/* σ(x) = 1/(1 + e^{-x}) */
+ts_tensor ts_t_sigmoid(ts_builder *b, ts_tensor x) {
     ts_tensor en = ts_t_exp(b, ts_t_unary(b, TS_OP_NEG, x));
-    ts_tensor sig = ts_t_unary(b, TS_OP_RECIP, ts_t_binary(b, TS_OP_ADD, en, constant_like(b, 1.0, x)));
-    return ts_t_binary(b, TS_OP_MUL, x, sig);
+    return ts_t_unary(b, TS_OP_RECIP, ts_t_binary(b, TS_OP_ADD, en, constant_like(b, 1.0, x)));
 }
 
+/* silu(x) = x · σ(x) */
+ts_tensor ts_t_silu(ts_builder *b, ts_tensor x) { return ts_t_binary(b, TS_OP_MUL, x, ts_t_sigmoid(b, x)); }
+
 /* gelu(x) = 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
-ts_tensor ts_t_gelu(ts_builder *b, ts_tensor x) {
+ts_tensor ts_t_gelu_tanh(ts_builder *b, ts_tensor x) {
     ts_tensor x3 = ts_t_binary(b, TS_OP_MUL, x, ts_t_binary(b, TS_OP_MUL, x, x));
     ts_tensor inner = ts_t_binary(b, TS_OP_ADD, x, ts_t_scale(b, x3, 0.044715));
     ts_tensor t = ts_t_tanh(b, ts_t_scale(b, inner, sqrt(2.0 / M_PI)));
@@ -197,4 +201,91 @@ ts_tensor ts_t_rmsnorm(ts_builder *b, ts_tensor x, const ts_tensor *gain, int32_
 
 ts_tensor ts_t_matmul(ts_builder *b, ts_tensor x, ts_tensor y, int32_t axis) {
     return ts_t_reduce(b, TS_OP_REDUCE_SUM, ts_t_binary(b, TS_OP_MUL, x, y), axis);
+}
+
+/* ---- activations, norms and reductions of the PyTorch vocabulary -------------------------------- */
+
+/* gelu(x) = 0.5·x·(1 + erf(x/√2)) — PyTorch's default, exact form */
+ts_tensor ts_t_gelu(ts_builder *b, ts_tensor x) {
+    ts_tensor e = ts_t_unary(b, TS_OP_ERF, ts_t_scale(b, x, M_SQRT1_2));
+    ts_tensor one_plus = ts_t_binary(b, TS_OP_ADD, e, constant_like(b, 1.0, x));
+    return ts_t_binary(b, TS_OP_MUL, ts_t_scale(b, x, 0.5), one_plus);
+}
+
+/* relu(x) = max(x, 0) */
+ts_tensor ts_t_relu(ts_builder *b, ts_tensor x) { return ts_t_binary(b, TS_OP_MAX, x, constant_like(b, 0.0, x)); }
+
+/* leaky_relu(x) = x > 0 ? x : s·x, which is max(x, s·x) when 0 ≤ s ≤ 1 */
+ts_tensor ts_t_leaky_relu(ts_builder *b, ts_tensor x, double slope) {
+    ts_tensor sx = ts_t_scale(b, x, slope);
+    if (slope >= 0 && slope <= 1) return ts_t_binary(b, TS_OP_MAX, x, sx);
+    return ts_t_where(b, ts_t_binary(b, TS_OP_LESS_THAN, constant_like(b, 0.0, x), x), x, sx);
+}
+
+/* min(a, b) = -max(-a, -b) */
+ts_tensor ts_t_min(ts_builder *b, ts_tensor x, ts_tensor y) {
+    ts_tensor m = ts_t_binary(b, TS_OP_MAX, ts_t_unary(b, TS_OP_NEG, x), ts_t_unary(b, TS_OP_NEG, y));
+    return ts_t_unary(b, TS_OP_NEG, m);
+}
+
+/* |x| = x < 0 ? -x : x (not max(x, -x), which may give -0 for +0, and 1/|0| = -inf) */
+ts_tensor ts_t_abs(ts_builder *b, ts_tensor x) {
+    ts_tensor negative = ts_t_binary(b, TS_OP_LESS_THAN, x, constant_like(b, 0.0, x));
+    return ts_t_where(b, negative, ts_t_unary(b, TS_OP_NEG, x), x);
+}
+
+/* ln x = log2(x)·ln 2 */
+ts_tensor ts_t_log(ts_builder *b, ts_tensor x) { return ts_t_scale(b, ts_t_unary(b, TS_OP_LOG2, x), M_LN2); }
+
+/* softplus(x) = x when β·x > threshold, else (max(βx, 0) + ln(1 + e^{-|βx|}))/β (PyTorch's definition,
+ * in the form that cannot overflow) */
+ts_tensor ts_t_softplus(ts_builder *b, ts_tensor x, double beta, double threshold) {
+    ts_tensor bx = ts_t_scale(b, x, beta);
+    ts_tensor tail = ts_t_exp(b, ts_t_unary(b, TS_OP_NEG, ts_t_abs(b, bx)));
+    ts_tensor lg = ts_t_log(b, ts_t_binary(b, TS_OP_ADD, tail, constant_like(b, 1.0, x)));
+    ts_tensor soft = ts_t_scale(b, ts_t_binary(b, TS_OP_ADD, ts_t_relu(b, bx), lg), 1.0 / beta);
+    return ts_t_where(b, ts_t_binary(b, TS_OP_LESS_THAN, constant_like(b, threshold, x), bx), x, soft);
+}
+
+/* logsumexp(x) = m + ln Σ e^{x - m}, m = max(max x, -FLT_MAX) (finite, so a row of -inf gives -inf) */
+ts_tensor ts_t_logsumexp(ts_builder *b, ts_tensor x, int32_t axis) {
+    ts_tensor m = ts_t_binary(b, TS_OP_MAX, ts_t_reduce(b, TS_OP_REDUCE_MAX, x, axis), constant_like(b, -FLT_MAX, x));
+    ts_tensor s = ts_t_reduce(b, TS_OP_REDUCE_SUM, ts_t_exp(b, ts_t_sub(b, x, m)), axis);
+    return ts_t_binary(b, TS_OP_ADD, ts_t_log(b, s), m);
+}
+
+/* clamp(x, lo, hi) = min(max(x, lo), hi); either bound may be absent (NULL) */
+ts_tensor ts_t_clamp(ts_builder *b, ts_tensor x, const double *lo, const double *hi) {
+    if (lo) x = ts_t_binary(b, TS_OP_MAX, x, constant_like(b, *lo, x));
+    return hi ? ts_t_min(b, x, constant_like(b, *hi, x)) : x;
+}
+
+/* var(x) = Σ (x - mean x)² / (n - correction) */
+ts_tensor ts_t_var(ts_builder *b, ts_tensor x, int32_t axis, double correction) {
+    ts_tensor d = ts_t_sub(b, x, ts_t_mean(b, x, axis));
+    ts_tensor ss = ts_t_reduce(b, TS_OP_REDUCE_SUM, ts_t_binary(b, TS_OP_MUL, d, d), axis);
+    return ts_t_scale(b, ss, 1.0 / ((double)b->g->axes[axis].size - correction));
+}
+
+/* x^n by repeated squaring (n a non-zero integer; negative: 1/x^|n|); n = ±0.5: sqrt x, 1/sqrt x */
+ts_tensor ts_t_pow(ts_builder *b, ts_tensor x, double n) {
+    if (fabs(n) == 0.5) return n > 0 ? ts_t_unary(b, TS_OP_SQRT, x) : ts_t_rsqrt(b, x);
+    long k = labs((long)n);
+    ts_tensor r = x, sq = x;
+    bool have = false;
+    for (; k; k >>= 1) {
+        if (k & 1) r = have ? ts_t_binary(b, TS_OP_MUL, r, sq) : sq, have = true;
+        if (k > 1) sq = ts_t_binary(b, TS_OP_MUL, sq, sq);
+    }
+    return n < 0 ? ts_t_unary(b, TS_OP_RECIP, r) : r;
+}
+
+/* (x - mean x) · rsqrt(var₀(x) + eps) [· gain] [+ bias], var₀ the biased variance */
+ts_tensor ts_t_layernorm(ts_builder *b, ts_tensor x, const ts_tensor *gain, const ts_tensor *bias, int32_t axis,
+                         double eps) {
+    ts_tensor d = ts_t_sub(b, x, ts_t_mean(b, x, axis));
+    ts_tensor v = ts_t_mean(b, ts_t_binary(b, TS_OP_MUL, d, d), axis);
+    ts_tensor y = ts_t_binary(b, TS_OP_MUL, d, ts_t_rsqrt(b, ts_t_binary(b, TS_OP_ADD, v, constant_like(b, eps, x))));
+    if (gain) y = ts_t_binary(b, TS_OP_MUL, y, *gain);
+    return bias ? ts_t_binary(b, TS_OP_ADD, y, *bias) : y;
 }

@@ -46,11 +46,30 @@ ts_tensor ts_t_exp(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_rsqrt(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_tanh(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_silu(ts_builder *b, ts_tensor x);
-ts_tensor ts_t_gelu(ts_builder *b, ts_tensor x); /* tanh approximation */
+ts_tensor ts_t_sigmoid(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_gelu(ts_builder *b, ts_tensor x);      /* exact: 0.5·x·(1 + erf(x/√2)) */
+ts_tensor ts_t_gelu_tanh(ts_builder *b, ts_tensor x); /* tanh approximation */
 ts_tensor ts_t_mean(ts_builder *b, ts_tensor x, int32_t axis);
 ts_tensor ts_t_softmax(ts_builder *b, ts_tensor x, int32_t axis);
 /* x * rsqrt(mean(x², axis) + eps) [* gain]; gain may be NULL. */
 ts_tensor ts_t_rmsnorm(ts_builder *b, ts_tensor x, const ts_tensor *gain, int32_t axis, double eps);
+/* The PyTorch vocabulary (each function's comment in expand.c states its identity). */
+ts_tensor ts_t_relu(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_leaky_relu(ts_builder *b, ts_tensor x, double slope);
+ts_tensor ts_t_min(ts_builder *b, ts_tensor x, ts_tensor y);
+ts_tensor ts_t_abs(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_log(ts_builder *b, ts_tensor x);
+ts_tensor ts_t_softplus(ts_builder *b, ts_tensor x, double beta, double threshold);
+ts_tensor ts_t_logsumexp(ts_builder *b, ts_tensor x, int32_t axis);
+/* lo, hi: the bounds, NULL for none */
+ts_tensor ts_t_clamp(ts_builder *b, ts_tensor x, const double *lo, const double *hi);
+/* the variance over `axis`, divided by n - correction (correction < n) */
+ts_tensor ts_t_var(ts_builder *b, ts_tensor x, int32_t axis, double correction);
+/* x^n for a non-zero integer n, or n = ±0.5 */
+ts_tensor ts_t_pow(ts_builder *b, ts_tensor x, double n);
+/* gain and bias may be NULL */
+ts_tensor ts_t_layernorm(ts_builder *b, ts_tensor x, const ts_tensor *gain, const ts_tensor *bias, int32_t axis,
+                         double eps);
 /* sum over `axis` of x*y: both have `axis`; other axes broadcast by name (batched matmul). */
 ts_tensor ts_t_matmul(ts_builder *b, ts_tensor x, ts_tensor y, int32_t axis);
 

@@ -84,6 +84,7 @@ double ts_interp_apply(ts_op op, ts_dtype dtype, const double *x) {
     case TS_OP_EXP2: return exp2(x[0]);
     case TS_OP_LOG2: return log2(x[0]);
     case TS_OP_SIN: return sin(x[0]);
+    case TS_OP_ERF: return erf(x[0]);
     case TS_OP_CAST: return ts_dtype_round(dtype, x[0]);
     case TS_OP_COPY: return x[0];
     case TS_OP_ADD: return x[0] + x[1];

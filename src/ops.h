@@ -28,6 +28,7 @@ typedef enum {
     X(EXP2, "exp2", 1, TS_KIND_UNARY)                /* 2^x                                     */     \
     X(LOG2, "log2", 1, TS_KIND_UNARY)                /* log2(x)                                 */     \
     X(SIN, "sin", 1, TS_KIND_UNARY)                  /* sin(x)                                  */     \
+    X(ERF, "erf", 1, TS_KIND_UNARY)                  /* erf(x) = 2/√π ∫_0^x e^{-t²} dt           */     \
     X(CAST, "cast", 1, TS_KIND_UNARY)                /* x rounded to the node's dtype           */     \
     X(COPY, "copy", 1, TS_KIND_UNARY)                /* x, materialised contiguous              */     \
     X(ADD, "add", 2, TS_KIND_BINARY)                 /* a + b                                   */     \

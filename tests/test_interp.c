@@ -85,7 +85,7 @@ Test(interp, activations_match_closed_forms) {
     double *in[] = {x};
     checked c;
     double **out = run1(&c, "axes: {n: 5}\ninputs:\n  X: {dtype: fp32, shape: [n]}\nops:\n"
-                            "  - {name: S, op: silu, args: [X]}\n  - {name: G, op: gelu, args: [X]}\n"
+                            "  - {name: S, op: silu, args: [X]}\n  - {name: G, op: gelu, args: [X], approximate: tanh}\n"
                             "  - {name: T, op: tanh, args: [X]}\n  - {name: E, op: exp, args: [X]}\n"
                             "outputs: [S, G, T, E]\n", in);
     for (int i = 0; i < 5; i++) {

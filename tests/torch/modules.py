@@ -1,0 +1,265 @@
+"""modules.py — the PyTorch modules the importer's round-trip tests export (plain PyTorch, no model
+libraries): a Llama-style decoder layer, a GPT-2 block, a gated MLP, SDPA variants and small GEMM +
+activation / normalisation modules. Each CASES entry: (name, module factory, example input shapes, axis
+names by size[, options: "dynamic": {axis: the size to evaluate at}, "buffers": "computed" and the buffers
+"computed" must list]). Sizes are small and distinct per axis, so that axes are named apart."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotate_half(x):
+    """[x1, x2] → [-x2, x1] along the last dim, as two concatenated halves."""
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+
+def apply_rope(x, cos, sin):
+    """x·cos + rotate_half(x)·sin, with x's last dim seen as (2 halves, d_h/2): the halves flipped and signed
+    ([-1, +1]) instead of concatenated, and the tables of d_h/2 broadcast over the halves."""
+    x2 = x.unflatten(-1, (2, x.shape[-1] // 2))
+    sign = torch.arange(2, dtype=x.dtype) * 2 - 1
+    rot = x2.flip(-2) * sign[:, None]
+    return (x2 * cos[:, None, :] + rot * sin[:, None, :]).flatten(-2)
+
+
+class RopeCat(nn.Module):
+    """Rotary embedding the way most code writes it: tables of d_h (two copies concatenated), rotate_half."""
+
+    def forward(self, x):
+        t, dh = x.shape[-2], x.shape[-1]
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dh, 2, dtype=x.dtype) / dh))
+        freqs = torch.arange(t, dtype=x.dtype)[:, None] * inv_freq[None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return x * emb.cos() + rotate_half(x) * emb.sin()
+
+
+class LlamaLayer(nn.Module):
+    """Pre-norm decoder layer: RMSNorm, one fused q/k/v projection split in three, causal GQA attention with
+    rotary embeddings (rotate-half convention, θ as in Llama 3) computed in forward from positions, SwiGLU."""
+
+    def __init__(self, d=48, heads=6, kv_heads=2, ffn=40, theta=500000.0):
+        super().__init__()
+        self.h, self.kvh, self.dh, self.theta = heads, kv_heads, d // heads, theta
+        self.attn_norm, self.mlp_norm = RMSNorm(d), RMSNorm(d)
+        self.qkv_proj = nn.Linear(d, (heads + 2 * kv_heads) * self.dh, bias=False)
+        self.o_proj = nn.Linear(heads * self.dh, d, bias=False)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+
+    def rope(self, t, dtype):
+        """cos and sin of position · θ^(-2i/d_h), computed in fp32 (float64 in the round trip), then cast."""
+        ct = torch.float64 if dtype == torch.float64 else torch.float32
+        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.dh, 2, dtype=ct) / self.dh))
+        pos = torch.arange(t, dtype=ct)
+        freqs = pos[:, None] * inv_freq[None, :]
+        return freqs.cos().to(dtype), freqs.sin().to(dtype)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv_proj(self.attn_norm(x)).split([self.h * self.dh, self.kvh * self.dh, self.kvh * self.dh], -1)
+        q = q.view(b, t, self.h, self.dh).transpose(1, 2)
+        k = k.view(b, t, self.kvh, self.dh).transpose(1, 2)
+        v = v.view(b, t, self.kvh, self.dh).transpose(1, 2)
+        cos, sin = self.rope(t, x.dtype)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        h = x + self.o_proj(a.transpose(1, 2).reshape(b, t, self.h * self.dh))
+        m = self.mlp_norm(h)
+        return h + self.down(F.silu(self.gate(m)) * self.up(m))
+
+
+LLAMA3_8B = {"d": 4096, "heads": 32, "kv_heads": 8, "ffn": 14336, "theta": 500000.0}  # bench/torch/
+
+
+class GPT2Block(nn.Module):
+    """LayerNorm, fused qkv projection split in three, causal attention, tanh-GELU MLP, residuals."""
+
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.h = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.mlp_proj = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.c_proj(y.transpose(1, 2).contiguous().view(b, t, d))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GatedMLP(nn.Module):
+    def __init__(self, d=24, f=40):
+        super().__init__()
+        self.gate, self.up, self.down = nn.Linear(d, f, bias=False), nn.Linear(d, f, bias=False), nn.Linear(f, d)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class SDPA(nn.Module):
+    def __init__(self, **kw):
+        super().__init__()
+        self.kw = kw
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, **self.kw)
+
+
+class MaskedSDPA(nn.Module):
+    """An explicit mask argument: boolean (True keeps) or additive."""
+
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask > 0), F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask)
+
+
+class ManualAttention(nn.Module):
+    """softmax(q·kᵀ/√d masked by a computed lower triangle)·v, the way tutorials write it."""
+
+    def forward(self, q, k, v):
+        t = q.shape[-2]
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        mask = torch.ones(t, t).tril()
+        s = s.masked_fill(mask == 0, float("-inf"))
+        return F.softmax(s, dim=-1) @ v
+
+
+def seq(*layers):
+    return lambda: nn.Sequential(*layers)
+
+
+class Lambda(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+
+    def forward(self, x):
+        return self.f(x)
+
+
+class LinearThen(nn.Module):
+    def __init__(self, f, d=12, n=20):
+        super().__init__()
+        self.lin, self.f = nn.Linear(d, n), f
+
+    def forward(self, x):
+        return self.f(self.lin(x))
+
+
+class Stats(nn.Module):
+    """var, abs, log, erf, logsumexp, minimum/maximum, clamp, pow, sqrt in one module."""
+
+    def forward(self, x):
+        v = x.var(dim=-1, keepdim=True)
+        z = (x - x.mean(-1, keepdim=True)) / torch.sqrt(v + 1e-3)
+        a = torch.log(x.abs() + 0.5) + torch.erf(z) - torch.logsumexp(x, dim=-1, keepdim=True)
+        b = torch.minimum(x, z).clamp(-0.7, 0.8) + torch.maximum(x, 0.25 * z) + x.pow(3) - 2 ** x
+        return a * b + torch.clamp_min(x, -0.1) * F.log_softmax(z, dim=-1)
+
+
+class Classifier(nn.Module):
+    def __init__(self, d=12, hidden=20, classes=5):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Dropout(0.1), nn.Linear(hidden, classes))
+
+    def forward(self, x):
+        return F.log_softmax(self.net(x), dim=-1)
+
+
+class BufferedAttention(nn.Module):
+    """GPT-2's registered causal mask and a rotary cos/sin cache as buffers, sliced to the sequence."""
+
+    def __init__(self, max_t=11, e=8):
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(max_t, max_t)).view(1, 1, max_t, max_t))
+        inv = 1.0 / (10000.0 ** (torch.arange(0, e, 2, dtype=torch.float64) / e))
+        f = torch.arange(max_t, dtype=torch.float64)[:, None] * inv[None]
+        emb = torch.cat((f, f), -1)
+        self.register_buffer("cos_cached", emb.cos())
+        self.register_buffer("sin_cached", emb.sin())
+
+    def forward(self, q, k, v):
+        t = q.shape[-2]
+        cos, sin = self.cos_cached[:t].to(q.dtype), self.sin_cached[:t].to(q.dtype)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        return F.softmax(s, dim=-1) @ v
+
+
+class Offset(nn.Module):
+    """A buffer no recogniser matches (random): it stays an input even with buffers="computed"."""
+
+    def __init__(self, d=12):
+        super().__init__()
+        self.register_buffer("offset", torch.randn(7, d))
+
+    def forward(self, x):
+        return x + self.offset
+
+
+class Cumsum(nn.Module):
+    """Refused: cumsum has no tsopt op."""
+
+    def forward(self, x):
+        return torch.cumsum(x, dim=0)
+
+
+X3 = [[2, 7, 12]]  # (batch, tokens, features)
+AX3 = {"b": 2, "t": 7, "d": 12}
+QKV = [[2, 3, 7, 8], [2, 3, 9, 8], [2, 3, 9, 8]]  # (batch, heads, queries, head dim), keys 9
+AXQ = {"b": 2, "h": 3, "t": 7, "s": 9, "e": 8}
+
+CASES = [
+    ("llama_layer", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}),
+    ("llama_layer_dynamic_t", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}, {"dynamic": {"t": 9}}),  # run at 9
+    ("gpt2_block", GPT2Block, [[2, 5, 32]], {"b": 2, "t": 5, "d": 32}),
+    ("gated_mlp", GatedMLP, [[3, 24]], {"m": 3, "d": 24}),
+    ("sdpa", lambda: SDPA(), QKV, AXQ),
+    ("sdpa_scale", lambda: SDPA(scale=0.3), QKV, AXQ),
+    ("sdpa_causal", lambda: SDPA(is_causal=True), [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),
+    ("sdpa_gqa", lambda: SDPA(is_causal=True, enable_gqa=True), [[2, 6, 7, 8], [2, 2, 7, 8], [2, 2, 7, 8]],
+     {"b": 2, "h": 6, "kv": 2, "t": 7, "e": 8}),
+    ("sdpa_mask", MaskedSDPA, QKV + [[7, 9]], AXQ),
+    ("rope_cat", RopeCat, [[3, 7, 8]], {"h": 3, "t": 7, "e": 8}),
+    ("buffers_as_inputs", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),
+    ("buffers_computed", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8},
+     {"buffers": "computed", "computed": ["bias", "cos_cached", "sin_cached"]}),
+    ("buffer_unrecognised", Offset, X3, AX3, {"buffers": "computed", "computed": []}),
+    ("manual_attention", ManualAttention, [[3, 7, 8]] * 3, {"h": 3, "t": 7, "e": 8}),
+    ("linear_relu", lambda: LinearThen(F.relu), X3, AX3),
+    ("linear_gelu", lambda: LinearThen(F.gelu), X3, AX3),
+    ("linear_gelu_tanh", lambda: LinearThen(lambda y: F.gelu(y, approximate="tanh")), X3, AX3),
+    ("linear_sigmoid", lambda: LinearThen(torch.sigmoid), X3, AX3),
+    ("linear_leaky_relu", lambda: LinearThen(lambda y: F.leaky_relu(y, 0.2)), X3, AX3),
+    ("linear_softplus", lambda: LinearThen(lambda y: F.softplus(y, beta=2.0, threshold=1.0)), X3, AX3),
+    ("linear_hardtanh_tanh", lambda: LinearThen(lambda y: torch.tanh(F.hardtanh(y, -0.5, 0.5) * 3)), X3, AX3),
+    ("layernorm_linear", seq(nn.LayerNorm(12), nn.Linear(12, 20), nn.SiLU()), X3, AX3),
+    ("rmsnorm_linear", seq(nn.RMSNorm(12, eps=1e-6), nn.Linear(12, 20, bias=False)), X3, AX3),
+    ("groupnorm", seq(nn.GroupNorm(3, 12), nn.GELU()), [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
+    ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
+    ("stats", Stats, X3, AX3),
+    ("bmm_softmax", lambda: Lambda(lambda x: torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x), X3, AX3),
+]
+
+REFUSED = ("cumsum", Cumsum, [[5, 4]], {"t": 5, "d": 4})

@@ -1,0 +1,575 @@
+"""aten.py — the table from ATen ops (as torch.export leaves them) to tsopt ops, one handler per op family.
+
+A handler gets the converter context `cx` (cx.g: the graph.Graph; cx.shape, cx.dtype: the node's result as
+PyTorch traced it) and the node's arguments with tensors already converted to graph.Val; it returns a Val (or
+a tuple for ops with several results). An op missing here, or an argument a handler cannot express, raises
+ExportError; export.py adds the ATen op and the source line.
+"""
+
+import math
+
+from .graph import ExportError, Val
+
+# ---- elementwise --------------------------------------------------------------------------------------
+
+
+def ew(cx, op, *args, **attrs):
+    return cx.g.elementwise(cx.hint, op, list(args), cx.shape, cx.dtype, **attrs)
+
+
+def unary(op, **attrs):
+    return lambda cx, x, *rest: cx.g.op(cx.hint, op, [x], x.axes, x.dtype, **attrs)
+
+
+def add(cx, a, b, alpha=1):
+    if alpha != 1:
+        b = scaled(cx, b, alpha)
+    return ew(cx, "add", a, b)
+
+
+def sub(cx, a, b, alpha=1):
+    if alpha != 1:
+        b = scaled(cx, b, alpha)
+    return ew(cx, "sub", a, b)
+
+
+def rsub(cx, a, b, alpha=1):
+    return sub(cx, b, a, alpha) if alpha == 1 else sub(cx, b, scaled(cx, a, alpha))
+
+
+def scaled(cx, x, c):
+    if not isinstance(x, Val):
+        return x * c
+    return cx.g.op(cx.hint, "scale", [x], x.axes, x.dtype, by=float(c))
+
+
+def div(cx, a, b, rounding_mode=None):
+    if rounding_mode is not None:
+        raise ExportError("division with rounding_mode=%r has no tsopt op" % rounding_mode)
+    if not isinstance(b, Val):
+        return scaled(cx, a, 1.0 / b)
+    return ew(cx, "div", a, b)
+
+
+def less(cx, a, b):
+    return ew(cx, "less_than", a, b)
+
+
+def not_less(cx, a, b):  # a >= b  ⇔  1 - (a < b)
+    return ew(cx, "sub", 1.0, less(cx, a, b))
+
+
+def where(cx, c, a, b):
+    return ew(cx, "where", c, a, b)
+
+
+def masked_fill(cx, x, mask, value):
+    return ew(cx, "where", mask, value, x)
+
+
+def pow_(cx, x, e):
+    if isinstance(x, Val) and not isinstance(e, Val):
+        if e == 1:
+            return x
+        return cx.g.op(cx.hint, "pow", [x], x.axes, x.dtype, exponent=float(e))
+    if not isinstance(x, Val) and isinstance(e, Val) and x > 0:  # b^e = 2^(e·log2 b)
+        return cx.g.op(cx.hint, "exp2", [scaled(cx, e, math.log2(x))], e.axes, e.dtype)
+    raise ExportError("pow of a tensor exponent has no tsopt op")
+
+
+def cos(cx, x):  # cos x = sin(x + π/2)
+    return cx.g.op(cx.hint, "sin", [ew(cx, "add", x, math.pi / 2)], x.axes, x.dtype)
+
+
+def gelu(cx, x, approximate="none"):
+    return cx.g.op(cx.hint, "gelu", [x], x.axes, x.dtype, approximate=approximate)
+
+
+def leaky_relu(cx, x, slope=0.01):
+    return cx.g.op(cx.hint, "leaky_relu", [x], x.axes, x.dtype, slope=float(slope))
+
+
+def softplus(cx, x, beta=1, threshold=20):
+    return cx.g.op(cx.hint, "softplus", [x], x.axes, x.dtype, beta=float(beta), threshold=float(threshold))
+
+
+def clamp(cx, x, lo=None, hi=None):
+    if isinstance(lo, Val) or isinstance(hi, Val):
+        raise ExportError("clamp with tensor bounds has no tsopt op; use maximum/minimum")
+    bounds = {k: float(v) for k, v in (("lo", lo), ("hi", hi)) if v is not None}
+    if not bounds:
+        return x
+    return cx.g.op(cx.hint, "clamp", [x], x.axes, x.dtype, **bounds)
+
+
+def cast(cx, x, *args, **kw):
+    return x if cx.dtype == x.dtype else cx.g.op(cx.hint, "cast", [x], x.axes, cx.dtype, dtype=cx.dtype)
+
+
+def identity(cx, x, *args, **kw):
+    return x
+
+
+def dropout(cx, x, p=0.0, train=False):
+    if train and p > 0:
+        raise ExportError("dropout in training mode; export the module in eval() mode")
+    return x
+
+
+# ---- views ----------------------------------------------------------------------------------------------
+
+
+def reshape(cx, x, *args, **kw):
+    return cx.g.reshape(x, cx.shape)
+
+
+def permute(cx, x, dims):
+    n = len(x.axes)
+    return cx.g.permute(x, [d % n for d in dims])
+
+
+def transpose(cx, x, d0, d1):
+    order = list(range(len(x.axes)))
+    order[d0], order[d1] = order[d1], order[d0]
+    return cx.g.permute(x, order)
+
+
+def t(cx, x):
+    return cx.g.permute(x, list(range(len(x.axes)))[::-1])
+
+
+def expand(cx, x, *args, **kw):
+    g, shape = cx.g, cx.shape
+    r = len(shape)
+    axes = [None] * r
+    for p in range(r):
+        q = p - (r - len(x.axes))
+        if q >= 0 and x.axes[q] is not None:
+            axes[p] = x.axes[q]
+        elif shape[p] != 1:
+            axes[p] = g.axis_for(shape[p], static=True)
+    axes = g.distinct(axes)
+    x = Val(x.name, [None] * (r - len(x.axes)) + x.axes, x.dtype)
+    return g.expand_to(x, axes)
+
+
+def norm_index(i, n, default):
+    if i is None:
+        return default
+    i = i + n if i < 0 else i
+    return min(max(i, 0), n)
+
+
+def slice_(cx, x, dim=0, start=None, end=None, step=1):
+    dim %= len(x.axes)
+    n = cx.in_shape(0)[dim]
+    return cx.g.slice(x, dim, norm_index(start, n, 0), norm_index(end, n, n), step)
+
+
+def select(cx, x, dim, index):
+    dim %= len(x.axes)
+    n = cx.in_shape(0)[dim]
+    index %= n
+    y = cx.g.slice(x, dim, index, index + 1, 1)
+    return Val(y.name, y.axes[:dim] + y.axes[dim + 1:], y.dtype)
+
+
+def flip(cx, x, dims):
+    """x reversed along dims: a slice of step -1 onto the same axis"""
+    g = cx.g
+    for d in dims:
+        a = x.axes[d % len(x.axes)]
+        if a is None:
+            continue
+        if g.is_dynamic(a):
+            raise ExportError("cannot flip dynamic axis '%s'" % a)
+        x = g.op(cx.hint, "slice", [x], x.axes, x.dtype, axis=a, start=g.size(a) - 1, step=-1, **{"as": a})
+    return x
+
+
+def split_sizes(cx, x, sizes, dim=0):
+    """a tuple of slices of x along dim, of the given sizes"""
+    dim %= len(x.axes)
+    out, at = [], 0
+    for n in sizes:
+        out.append(cx.g.slice(x, dim, at, at + n, 1))
+        at += n
+    return tuple(out)
+
+
+def split(cx, x, size, dim=0):
+    if isinstance(size, (list, tuple)):
+        return split_sizes(cx, x, size, dim)
+    n = cx.in_shape(0)[dim % len(x.axes)]
+    return split_sizes(cx, x, [min(size, n - i) for i in range(0, n, size)], dim)
+
+
+def chunk(cx, x, chunks, dim=0):
+    n = cx.in_shape(0)[dim % len(x.axes)]
+    return split(cx, x, -(-n // chunks), dim)
+
+
+def equal(cx, a, b):  # a == b  ⇔  1 - (a < b) - (b < a)
+    return ew(cx, "sub", ew(cx, "sub", 1.0, less(cx, a, b)), less(cx, b, a))
+
+
+def concat(cx, xs, dim=0, stack=False):
+    """cat/stack of k equal parts: where over a new part axis P (iota(P) < j + 0.5 picks part j), then P
+    merged with the cat dim (cat) or kept (stack)."""
+    g = cx.g
+    shapes = cx.in_shape(0)
+    if len({tuple(s) for s in shapes}) != 1:
+        raise ExportError("cat of parts of different shapes %s; tsopt concatenates equal parts only" % shapes)
+    k, part = len(xs), shapes[0]
+    if k == 1:
+        return reshape(cx, xs[0])
+    rank = len(part)
+    dim %= rank + (1 if stack else 0)
+    first = xs[0]
+    xs = [g.rename(x, first.axes) for x in xs]
+    p_axis = g.fresh_axis(k)
+    ins = dim
+    axes = first.axes[:ins] + [p_axis] + first.axes[ins:]
+    pi = g.op(cx.hint + "_part", "iota", (), [p_axis], cx.dtype, axis=p_axis)
+    r = Val(xs[-1].name, xs[-1].axes[:ins] + [None] + xs[-1].axes[ins:], xs[-1].dtype)
+    pshape = [s for s in part]
+    pshape.insert(ins, k)
+    for j in range(k - 2, -1, -1):
+        sel = g.op(cx.hint + "_sel", "less_than", [pi, j + 0.5], [p_axis], cx.dtype)
+        xj = Val(xs[j].name, xs[j].axes[:ins] + [None] + xs[j].axes[ins:], xs[j].dtype)
+        sel_full = Val(sel.name, [p_axis if a == p_axis else None for a in axes], sel.dtype)
+        r = g.elementwise(cx.hint, "where", [sel_full, xj, r], pshape, cx.dtype)
+    if stack:
+        return r
+    return g.reshape(r, cx.shape)
+
+
+def cat(cx, xs, dim=0):
+    return concat(cx, xs, dim)
+
+
+def stack(cx, xs, dim=0):
+    return concat(cx, xs, dim, stack=True)
+
+
+# ---- reductions -----------------------------------------------------------------------------------------
+
+
+def dims_of(x, dims):
+    n = len(x.axes)
+    if dims is None or dims == []:
+        return list(range(n))
+    if isinstance(dims, int):
+        dims = [dims]
+    return sorted({d % n for d in dims})
+
+
+def reduce(op):
+    def handler(cx, x, dims=None, keepdim=False, *rest, **kw):
+        return reduce_over(cx, op, x, dims_of(x, dims), keepdim)
+
+    return handler
+
+
+def reduce_over(cx, op, x, dims, keepdim, **attrs):
+    axes = list(x.axes)
+    y = x
+    for d in dims:
+        if x.axes[d] is None:
+            continue
+        axes[d] = None
+        y = cx.g.op(cx.hint, op, [y], axes, x.dtype, axis=x.axes[d], **attrs)
+    if y is x:
+        y = Val(x.name, axes, x.dtype)
+    if not keepdim:
+        y = Val(y.name, [a for i, a in enumerate(y.axes) if i not in dims], y.dtype)
+    return y
+
+
+def one_axis(x, dims, what):
+    ds = [d for d in dims_of(x, dims) if x.axes[d] is not None]
+    if len(ds) != 1:
+        raise ExportError("%s over %d dims; tsopt's works over one axis" % (what, len(ds)))
+    return ds[0]
+
+
+def var(cx, x, dims=None, correction=1, keepdim=False, **kw):
+    c = 1 if correction is None else correction
+    d = one_axis(x, dims, "var")
+    return reduce_over(cx, "var", x, [d], keepdim, correction=float(c))
+
+
+def logsumexp(cx, x, dims, keepdim=False):
+    d = one_axis(x, dims, "logsumexp")
+    return reduce_over(cx, "logsumexp", x, [d], keepdim)
+
+
+def softmax(cx, x, dim, *rest):
+    dim %= len(x.axes)
+    if x.axes[dim] is None:
+        return ew(cx, "add", ew(cx, "mul", x, 0.0), 1.0)
+    return cx.g.op(cx.hint, "softmax", [x], x.axes, x.dtype, axis=x.axes[dim])
+
+
+def log_softmax(cx, x, dim, *rest):
+    dim %= len(x.axes)
+    lse = reduce_over(cx, "logsumexp", x, [dim], True)
+    return ew(cx, "sub", x, lse)
+
+
+# ---- contractions ---------------------------------------------------------------------------------------
+
+
+def right_aligned(part, names):
+    """part's axes renamed to `names` (a longer or equal list) position by position from the right."""
+    off = len(names) - len(part)
+    return [None if x is None else names[i + off] for i, x in enumerate(part)]
+
+
+def contract(cx, a, b, shape=None, hint=None):
+    """a @ b with PyTorch's matmul semantics for operands of 2 or more dims; result of PyTorch shape `shape`."""
+    g, shape, hint = cx.g, shape or cx.shape, hint or cx.hint
+    if len(a.axes) < 2 or len(b.axes) < 2:
+        raise ExportError("matmul of a 1-dim operand; reshape it to 2 dims")
+    if a.axes[-1] is None or b.axes[-2] is None:
+        raise ExportError("matmul over a contraction dim of size 1")
+    nb = len(shape) - 2
+    batch = g.broadcast_axes([Val(a.name, a.axes[:-2], a.dtype), Val(b.name, b.axes[:-2], b.dtype)], shape[:nb])
+    m, k, n = a.axes[-2], a.axes[-1], b.axes[-1]
+    taken = set(batch)
+    if m is not None and m in taken:
+        m = g.alt(m, taken | set(a.axes))
+    taken.add(m)
+    if k in taken or k == n:  # the contraction axis disappears: rename it rather than the result's axis
+        k = g.alt(k, taken | set(a.axes) | set(b.axes))
+    taken.add(k)
+    if n is not None and n in taken:
+        n = g.alt(n, taken | set(b.axes))
+    a = g.rename(a, right_aligned(a.axes[:-2], batch) + [m, k])
+    b = g.rename(b, right_aligned(b.axes[:-2], batch) + [k, n])
+    tsopt_dims = [x for x in a.dims if x != k] + [x for x in b.dims if x not in a.dims]
+    out_axes = batch + [m, n]
+    y = g.op(hint, "matmul", [a, b], out_axes, a.dtype, over=k)
+    return g.in_order(y, tsopt_dims)
+
+
+def matmul(cx, a, b):
+    return contract(cx, a, b)
+
+
+def linear(cx, x, w, bias=None):
+    wt = cx.g.permute(w, [1, 0])
+    y = contract(cx, x, wt)
+    return y if bias is None else cx.g.elementwise(cx.hint, "add", [y, bias], cx.shape, cx.dtype)
+
+
+def addmm(cx, bias, a, b, beta=1, alpha=1):
+    if beta != 1 or alpha != 1:
+        raise ExportError("addmm with beta or alpha other than 1")
+    y = contract(cx, a, b)
+    return cx.g.elementwise(cx.hint, "add", [y, bias], cx.shape, cx.dtype)
+
+
+# ---- normalisation --------------------------------------------------------------------------------------
+
+
+def norm_axis(x, normalized_shape, what):
+    if len(normalized_shape) != 1:
+        raise ExportError("%s over %d dims; tsopt normalises over one axis" % (what, len(normalized_shape)))
+    return x.axes[-1]
+
+
+def layer_norm(cx, x, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
+    a = norm_axis(x, normalized_shape, "layer_norm")
+    args = [x] + [cx.g.rename(p, [a]) for p in (weight, bias) if p is not None]
+    if weight is None and bias is not None:
+        raise ExportError("layer_norm with a bias and no weight")
+    return cx.g.op(cx.hint, "layernorm", args, x.axes, x.dtype, axis=a, eps=float(eps))
+
+
+def native_layer_norm(cx, x, normalized_shape, weight, bias, eps):
+    return (layer_norm(cx, x, normalized_shape, weight, bias, eps), None, None)
+
+
+def rms_norm(cx, x, normalized_shape, weight=None, eps=None):
+    a = norm_axis(x, normalized_shape, "rms_norm")
+    if eps is None:
+        eps = {"fp32": 1.1920928955078125e-07, "fp16": 0.0009765625, "bf16": 0.0078125}[x.dtype]
+    args = [x] + ([cx.g.rename(weight, [a])] if weight is not None else [])
+    return cx.g.op(cx.hint, "rmsnorm", args, x.axes, x.dtype, axis=a, eps=float(eps))
+
+
+def group_norm(cx, x, groups, weight=None, bias=None, eps=1e-5, *rest):
+    """x [N, C, *S]: layernorm over (C/G · S) of [N, G, C/G · S], then the per-channel weight and bias."""
+    g = cx.g
+    shape = cx.in_shape(0)
+    n, c = shape[0], shape[1]
+    rest_n = 1
+    for s in shape[2:]:
+        rest_n *= s
+    grouped = g.reshape(x, [n, groups, c // groups * rest_n])
+    y = g.op(cx.hint, "layernorm", [grouped], grouped.axes, x.dtype, axis=grouped.axes[-1], eps=float(eps))
+    y = g.rename(g.reshape(y, shape), x.axes)
+    ch = [None] * len(shape)
+    ch[1] = x.axes[1]
+    for op, p in (("mul", weight), ("add", bias)):
+        if p is not None:
+            pr = g.rename(p, [x.axes[1]])
+            y = g.elementwise(cx.hint, op, [y, Val(pr.name, [x.axes[1]] + [None] * (len(shape) - 2), p.dtype)],
+                              shape, x.dtype)
+    return y
+
+
+def native_group_norm(cx, x, weight, bias, n, c, hw, groups, eps):
+    return (group_norm(cx, x, groups, weight, bias, eps), None, None)
+
+
+# ---- attention ------------------------------------------------------------------------------------------
+
+
+def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q·kᵀ·scale + mask)·v, as matmul, scale, where/add, softmax, matmul — the form tsopt's rules
+    turn into streaming attention. GQA: q's heads split into (kv heads, group), k and v broadcast over group.
+    Computed in the layout [batch, queries, heads, keys] (q seen through a permute), so that the result's
+    heads merge and the usual transpose(1, 2).reshape after attention are views, not copies."""
+    g = cx.g
+    if dropout_p:
+        raise ExportError("scaled_dot_product_attention with dropout_p=%g" % dropout_p)
+    qs, ks = cx.in_shape(0), cx.in_shape(1)
+    sc = float(scale) if scale is not None else 1.0 / math.sqrt(qs[-1])
+    gqa = len(qs) >= 3 and qs[-3] != ks[-3]
+    orig_q = q
+    if gqa:
+        q = g.reshape(q, qs[:-3] + [ks[-3], qs[-3] // ks[-3]] + qs[-2:])
+        k = Val(k.name, k.axes[:-2] + [None] + k.axes[-2:], k.dtype)
+        v = Val(v.name, v.axes[:-2] + [None] + v.axes[-2:], v.dtype)
+    nb = len(q.axes) - 2
+    nheads = 2 if gqa else min(1, nb)
+    pre = nb - nheads
+    perm = list(range(pre)) + [nb] + list(range(pre, nb)) + [nb + 1]  # torch [.., heads, L, x] → layout
+    ql = g.permute(q, perm)
+    s = contract_layout(cx, ql, k, perm, "_scores")
+    s = g.op(cx.hint + "_scaled", "scale", [s], s.axes, s.dtype, by=sc)
+    lq, lk = ql.axes[pre], s.axes[-1]
+    layout_shape = [g.size(a) if a is not None else 1 for a in s.axes]
+    if is_causal:
+        iq = g.op(cx.hint + "_qi", "iota", (), [lq], "fp32", axis=lq)
+        ik = g.op(cx.hint + "_kj", "iota", (), [lk], "fp32", axis=lk)
+        future = g.elementwise(cx.hint + "_future", "less_than", [Val(iq.name, [lq, None], "fp32"), ik],
+                               [g.size(lq), g.size(lk)], "fp32")
+        future = Val(future.name, [lq] + [None] * nheads + [lk], "fp32")
+        s = g.elementwise(cx.hint + "_masked", "where", [future, -math.inf, s], layout_shape, s.dtype)
+    if attn_mask is not None:
+        full = [None] * (len(s.axes) - len(attn_mask.axes)) + attn_mask.axes
+        torch_order = [s.axes[perm.index(i)] for i in range(len(perm))]
+        m = g.permute(g.align(Val(attn_mask.name, full, attn_mask.dtype), torch_order), perm)
+        if cx.arg_dtype(3) == "bool":
+            s = g.elementwise(cx.hint + "_masked", "where", [m, s, -math.inf], layout_shape, s.dtype)
+        else:
+            s = g.elementwise(cx.hint + "_masked", "add", [s, m], layout_shape, s.dtype)
+    p = g.op(cx.hint + "_p", "softmax", [s], s.axes, s.dtype, axis=lk)
+    o = contract_layout(cx, p, v, perm, "_attn", transpose=False)
+    o = g.permute(o, [perm.index(i) for i in range(len(perm))])  # back to PyTorch's order: a view
+    if gqa:
+        o = g.rename(g.reshape(o, cx.shape), orig_q.axes[:-1] + [o.axes[-1]])
+    return o
+
+
+def contract_layout(cx, a, b, perm, suffix, transpose=True):
+    """a (layout order [pre, M, heads, K]) times b (PyTorch order [.., heads, N, K] when transpose, else
+    [.., heads, K, N]) over K: the result in layout order [pre, M, heads, N]."""
+    g = cx.g
+    nb = len(perm) - 2
+    k_axis = a.axes[-1]
+    torch_batch = [a.axes[perm.index(i)] for i in range(nb)]  # a's batch names in PyTorch order
+    bn = b.axes[-2] if transpose else b.axes[-1]
+    taken = set(a.axes)
+    if bn is not None and bn in taken:
+        bn = g.alt(bn, taken | set(b.axes))
+    names = right_aligned(b.axes[:-2], torch_batch) + ([bn, k_axis] if transpose else [k_axis, bn])
+    b2 = g.rename(b, names)
+    out = a.axes[:-1] + [bn]
+    tsopt_dims = [x for x in a.dims if x != k_axis] + [x for x in b2.dims if x not in a.dims]
+    y = g.op(cx.hint + suffix, "matmul", [a, b2], out, a.dtype, over=k_axis)
+    return g.in_order(y, tsopt_dims)
+
+
+# ---- sources --------------------------------------------------------------------------------------------
+
+
+def arange(cx, *args, **kw):
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+    n = cx.shape[0]
+    a = cx.g.axis_for(n)
+    y = cx.g.op(cx.hint, "iota", (), [a], cx.dtype, axis=a, dtype=cx.dtype)
+    if step != 1:
+        y = scaled(cx, y, step)
+    return ew(cx, "add", y, float(start)) if start else y
+
+
+def full(cx, size, value, **kw):
+    g = cx.g
+    c = g.op(cx.hint, "constant", (), [], cx.dtype, value=float(value), dtype=cx.dtype)
+    axes = g.distinct([None if s == 1 else g.axis_for(s) for s in cx.shape])
+    return g.expand_to(Val(c.name, [None] * len(axes), cx.dtype), axes)
+
+
+def ones(cx, size, **kw):
+    return full(cx, size, 1.0)
+
+
+def zeros(cx, size, **kw):
+    return full(cx, size, 0.0)
+
+
+def triangle(upper):
+    def handler(cx, x, diagonal=0):
+        """tril keeps j ≤ i + k: zero where i + k < j; triu keeps j ≥ i + k: zero where j < i + k."""
+        g = cx.g
+        ai, aj = x.axes[-2], x.axes[-1]
+        if ai is None or aj is None:
+            raise ExportError("tril/triu of a dim of size 1")
+        ii = g.op(cx.hint + "_i", "iota", (), [ai], "fp32", axis=ai)
+        jj = g.op(cx.hint + "_j", "iota", (), [aj], "fp32", axis=aj)
+        if diagonal:
+            ii = g.op(cx.hint + "_i", "add", [ii, float(diagonal)], [ai], "fp32")
+        sq = cx.shape[-2:]
+        ii2 = Val(ii.name, [ai, None], "fp32")
+        cut = g.elementwise(cx.hint + "_cut", "less_than", [jj, ii2] if upper else [ii2, jj], sq, "fp32")
+        return g.elementwise(cx.hint, "where", [cut, 0.0, x], cx.shape, x.dtype)
+
+    return handler
+
+
+# ---- the table ------------------------------------------------------------------------------------------
+
+HANDLERS = {
+    "add": add, "sub": sub, "rsub": rsub, "mul": lambda cx, a, b: ew(cx, "mul", a, b), "div": div,
+    "maximum": lambda cx, a, b: ew(cx, "max", a, b), "minimum": lambda cx, a, b: ew(cx, "min", a, b),
+    "lt": less, "gt": lambda cx, a, b: less(cx, b, a), "ge": not_less, "le": lambda cx, a, b: not_less(cx, b, a),
+    "where": where, "masked_fill": masked_fill, "pow": pow_, "eq": equal,
+    "ne": lambda cx, a, b: ew(cx, "sub", 1.0, equal(cx, a, b)),
+    "logical_not": lambda cx, m: ew(cx, "sub", 1.0, m), "bitwise_not": lambda cx, m: ew(cx, "sub", 1.0, m),
+    "neg": unary("neg"), "reciprocal": unary("recip"), "sqrt": unary("sqrt"), "rsqrt": unary("rsqrt"),
+    "exp": unary("exp"), "exp2": unary("exp2"), "log": unary("log"), "log2": unary("log2"), "sin": unary("sin"),
+    "cos": cos, "tanh": unary("tanh"), "sigmoid": unary("sigmoid"), "silu": unary("silu"), "relu": unary("relu"),
+    "erf": unary("erf"), "abs": unary("abs"), "gelu": gelu, "leaky_relu": leaky_relu, "softplus": softplus,
+    "square": lambda cx, x: pow_(cx, x, 2), "clamp": clamp, "clip": clamp,
+    "clamp_min": lambda cx, x, lo: clamp(cx, x, lo, None), "clamp_max": lambda cx, x, hi: clamp(cx, x, None, hi),
+    "hardtanh": lambda cx, x, lo=-1.0, hi=1.0: clamp(cx, x, lo, hi), "relu6": lambda cx, x: clamp(cx, x, 0, 6),
+    "_to_copy": cast, "to": cast, "type_as": cast, "clone": identity, "contiguous": identity, "alias": identity,
+    "detach": identity, "lift_fresh_copy": identity, "dropout": dropout,
+    "_assert_tensor_metadata": lambda cx, *a, **kw: None, "_assert_scalar": lambda cx, *a, **kw: None,
+    "view": reshape, "reshape": reshape, "_unsafe_view": reshape, "flatten": reshape, "unflatten": reshape,
+    "view_as": reshape, "reshape_as": reshape, "squeeze": reshape, "unsqueeze": reshape,
+    "permute": permute, "transpose": transpose, "t": t, "expand": expand, "expand_as": expand,
+    "slice": slice_, "select": select, "split": split, "flip": flip, "split_with_sizes": split_sizes, "chunk": chunk, "cat": cat, "concat": cat, "stack": stack,
+    "sum": reduce("reduce_sum"), "mean": reduce("mean"), "amax": reduce("reduce_max"), "var": var,
+    "logsumexp": logsumexp, "softmax": softmax, "_softmax": softmax, "log_softmax": log_softmax,
+    "_log_softmax": log_softmax,
+    "linear": linear, "mm": matmul, "bmm": matmul, "matmul": matmul, "addmm": addmm,
+    "layer_norm": layer_norm, "native_layer_norm": native_layer_norm, "rms_norm": rms_norm,
+    "group_norm": group_norm, "native_group_norm": native_group_norm,
+    "scaled_dot_product_attention": sdpa,
+    "arange": arange, "full": full, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
+}
