@@ -764,6 +764,8 @@ static void profile_kernels(tuner *t, ts_tune_cand *c, const entry *e) {
     free(end);
 }
 
+static void release_gpu(tuner *t);
+
 /* ---- fault isolation: one child process per candidate ------------------------------------------ */
 /* A kernel fault poisons the CUDA context and a hung kernel never returns, and a context belongs to its
  * process: so the GPU is probed, and every candidate validated, timed and profiled, in a child process of
@@ -941,6 +943,7 @@ static void candidate_body(tuner *t, int i, int fd) {
     write_all(fd, &r, sizeof r);
     write_all(fd, c->kernel_s, sizeof(double) * (size_t)r.nk);
     write_all(fd, c->detail ? c->detail : "", (size_t)r.ndetail);
+    release_gpu(t);
 }
 
 /* The candidate's fields from its child's report: how far it got, then its result when it sent one. */
@@ -1190,7 +1193,8 @@ static int emit_tuned(const tuner *t, int chosen) {
 
 /* ---- the command ------------------------------------------------------------------------------- */
 
-static void tuner_free(tuner *t) {
+/* The device buffers, CUPTI and the context of a candidate's child (the parent never opens the GPU). */
+static void release_gpu(tuner *t) {
     if (t->gpu_open) {
         const ts_graph *g = t->o->g;
         for (int i = 0; t->tin && i < g->ninputs; i++)
@@ -1205,7 +1209,12 @@ static void tuner_free(tuner *t) {
         if (t->ws) t->cu.cuMemFree(t->ws);
         if (t->cupti_on) ts_cupti_stop();
         t->cu.cuDevicePrimaryCtxRelease(t->dev);
+        t->gpu_open = false;
     }
+}
+
+static void tuner_free(tuner *t) {
+    release_gpu(t);
     free(t->tin), free(t->tout), free(t->din), free(t->dout);
     for (int i = 0; i < t->n; i++) {
         free(t->c[i].header), free(t->c[i].lib), free(t->c[i].detail), free(t->c[i].kernel_s);
@@ -1228,12 +1237,9 @@ static void print_build_table(const tuner *t) {
     }
 }
 
+/* Every candidate in its own process (which uploads the inputs itself), then the choice and the outputs. */
 static int on_gpu(tuner *t) {
     const ts_tune_opts *o = t->o;
-    if (upload_validation(t) != 0 || upload_timing(t) != 0) {
-        fprintf(stderr, "tsopt: error: tune: %s\n", t->err);
-        return EXIT_NO_GPU;
-    }
     run_candidates(t);
     int chosen = ts_tune_select(t->c, t->n);
     char *how = validation_text(t);

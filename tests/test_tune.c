@@ -152,23 +152,25 @@ Test(tune, a_candidate_that_does_not_build_is_reported_and_skipped) {
 }
 
 /* A kernel fault poisons its process's CUDA context, a hung kernel never returns: each candidate runs in a
- * child process of its own, so a planted faulting (rank 1) and hanging candidate cost only themselves. */
+ * child process of its own, so a planted faulting (rank 1) and hanging candidate cost only themselves.
+ * The watchdog leaves room for a valid candidate's runs under ASan on a loaded machine (each simulated
+ * L2 flush is a real 256 MiB memset). */
 Test(tune, a_faulting_and_a_hanging_candidate_cost_only_themselves) {
     char *dir = scratch("fault");
     tsopt_result r = tune(dir, "FAKE_NVCC_FAULT=fused-separate-gemms FAKE_NVCC_HANG='baseline (one kernel per op)'",
-                          "--watchdog 2");
+                          "--watchdog 15");
     cr_assert_eq(r.code, 0, "%s", r.out);
     cr_expect_not_null(strstr(r.out, "run-failed (failed while validating: cuCtxSynchronize() failed: an illegal memory "
                                      "access was encountered (CUresult 700))"),
                        "%s", r.out);
-    cr_expect_not_null(strstr(r.out, "run-failed (hung while validating: killed by the 2 s watchdog)"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "run-failed (hung while validating: killed by the 15 s watchdog)"), "%s", r.out);
     cr_expect_not_null(strstr(r.out, "ok\n     ^ chosen"), "the next candidate still validated and timed:\n%s", r.out);
     cr_expect_not_null(strstr(r.out, "wrote "), "%s", r.out);
     cr_expect_not_null(strstr(r.out, " (plan 2: fused, measured 0.02"), "the best valid one is emitted:\n%s", r.out);
     char *record = ts_strfmt("%s/record.json", dir), *j = slurp(record);
     cr_assert_not_null(j);
     cr_expect_not_null(strstr(j, "\"chosen\": 2"));
-    cr_expect_not_null(strstr(j, "\"status\": \"run-failed\", \"detail\": \"hung while validating: killed by the 2 s watchdog\""));
+    cr_expect_not_null(strstr(j, "\"status\": \"run-failed\", \"detail\": \"hung while validating: killed by the 15 s watchdog\""));
     cr_expect_not_null(strstr(j, "\"kernel_timer\": \"CUPTI\""), "the survivor is still profiled");
     free(j), free(record), free(r.out);
     remove_dir(dir);
@@ -178,8 +180,7 @@ Test(tune, a_candidate_that_crashes_its_process_is_reported_with_its_signal) {
     char *dir = scratch("crash");
     tsopt_result r = tune(dir, "FAKE_NVCC_CRASH=fused-separate-gemms", "");
     cr_assert_eq(r.code, 0, "%s", r.out);
-    cr_expect_not_null(strstr(r.out, "run-failed (crashed while validating: signal 11 (Segmentation fault))"), "%s",
-                       r.out);
+    cr_expect_not_null(strstr(r.out, "run-failed (crashed while validating: signal 6 (Aborted))"), "%s", r.out);
     cr_expect_not_null(strstr(r.out, " (plan 2: fused, measured 0.02"), "%s", r.out);
     free(r.out);
     remove_dir(dir);

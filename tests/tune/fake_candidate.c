@@ -6,10 +6,11 @@
  *   WRONG   1: a wrong result (the tuner must mark the candidate invalid and never emit it)
  *   FAULT   1: its kernel faults (the simulated context is poisoned, like an illegal address on a GPU)
  *   HANG    1: its kernel never ends (the tuner's watchdog must kill it)
- *   CRASH   1: its host code dies of SIGSEGV (a launch helper dereferencing a bad pointer)
+ *   CRASH   1: its host code aborts (a failed assertion in a launch helper; SIGABRT, which the
+ *           sanitizers leave alone, unlike SIGSEGV)
  * Sizes are read from the buffers' implied shapes: M, D, N below must match the test's --dims. */
 #include <math.h>
-#include <signal.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,7 +64,7 @@ size_t rmsnorm_workspace(const int64_t *dims) {
 
 int rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream) {
     (void)dims, (void)workspace, (void)stream;
-    if (CRASH) raise(SIGSEGV);
+    if (CRASH) abort();
     if (FAULT) mock_fault();
     if (HANG) mock_hang();
     const uint16_t *X = buffers[0], *W = buffers[1];

@@ -4,7 +4,7 @@
 # one simulated kernel per kernel of the plan, 5 us each; the baseline plan computes a wrong result.
 # FAKE_NVCC_FAIL=fused makes the build of plans named so fail, like a compiler error; FAKE_NVCC_WRONG=all
 # makes every plan compute a wrong result. FAKE_NVCC_FAULT, FAKE_NVCC_HANG and FAKE_NVCC_CRASH name a plan whose
-# kernel faults (poisoning the context), never ends, or whose host code dies of SIGSEGV.
+# kernel faults (poisoning the context), never ends, or whose host code aborts.
 set -eu
 out= tu=
 while [ $# -gt 0 ]; do
