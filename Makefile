@@ -133,6 +133,18 @@ check-generated: $(BUILD)/tsopt
 	@printf '#include "../../generated/swiglu.cuh"\nint other(void);\nint main(void) { return other(); }\n' > $(BUILD)/nvcc/tu1.cu
 	@$(NVCC_CHECK) -arch=sm_80 $(BUILD)/nvcc/tu1.cu $(BUILD)/nvcc/tu2.cu -o $(BUILD)/nvcc/two_tu
 	@echo "a generated header included in two translation units links: ok"
+	@$(MAKE) --no-print-directory abi-check
+
+# The launch helpers' argument checks through the C ABI on a stub CUDA runtime (no GPU; tests/abi/),
+# linked with the sm_80 objects check-generated compiled.
+ABI_GRAPHS = matmul attention decoder_layer
+abi-check:
+	@for n in $(ABI_GRAPHS); do test -f $(BUILD)/nvcc/$$n.cu.80.o || { echo "abi-check: make check-generated first"; exit 1; }; done
+	@$(CC) -std=c11 -O1 -Wall -Wextra -Werror -c tests/abi/stub_cudart.c -o $(BUILD)/nvcc/stub_cudart.o
+	@$(CC) -std=c11 -O1 -Wall -Wextra -Werror -Itests/abi -c tests/abi/test_abi.c -o $(BUILD)/nvcc/test_abi.o
+	@nvcc -cudart none $(ABI_GRAPHS:%=$(BUILD)/nvcc/%.cu.80.o) $(BUILD)/nvcc/stub_cudart.o $(BUILD)/nvcc/test_abi.o \
+	  -o $(BUILD)/nvcc/test_abi
+	@$(BUILD)/nvcc/test_abi
 
 # ---- run -------------------------------------------------------------------------------------------
 run: $(GRAPHS:bench/graphs/%.yaml=run-%)
@@ -203,7 +215,7 @@ FUZZ_REPLAY   = if ls tests/fuzz/regressions/$(1)/* >/dev/null 2>&1; then \
                   { tail -n 40 $(FUZZ_BUILD)/replay-$(1).log; echo "$(1): a regression input fails again"; exit 1; }; \
                   echo "$(1): $$(ls tests/fuzz/regressions/$(1) | wc -l) regression inputs replayed: ok"; fi
 
-.PHONY: fuzz fuzz-build fuzz-smoke fuzz-regressions valgrind-cli
+.PHONY: abi-check fuzz fuzz-build fuzz-smoke fuzz-regressions valgrind-cli
 fuzz-build: $(FUZZ_BINS)
 
 $(FUZZ_BUILD)/obj/%.o: src/%.c | build/.deps

@@ -22,9 +22,18 @@
 // header; then int attention_causal_run(void *const *buffers /* inputs, then outputs, in the YAML order */,
 // const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 // returns a cudaError_t value. Errors are returned, never printed.
+//
+// Arguments: cudaErrorInvalidValue for a null buffer (or workspace, when one is needed), a dynamic size
+// below 0 or above 2^40, a size past a kernel's 32-bit limit (2^31 - 1) or, unless every output is
+// empty, a dynamic size of 0 (nothing is launched; every output empty is success with no launch);
+// cudaErrorMisalignedAddress for a buffer not aligned to its element type, or a workspace not
+// 16-byte aligned. 16-byte alignment is not required: a buffer off it takes a slower path, except
+// attention operands, which are refused with cudaErrorMisalignedAddress. Thread-safe: device facts
+// and kernel attributes are cached per device.
 #ifndef TSOPT_ATTENTION_CAUSAL_CUH
 #define TSOPT_ATTENTION_CAUSAL_CUH
 
+#include <atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -40,7 +49,8 @@ namespace tsopt_attention_causal {
 // m16n8k16 tensor-core MMA (fp16/bf16 in, fp32 accumulate), fragment packing and warp reductions.
 // It is what every template in this folder builds on; it is not a kernel. Header-only, depends only on
 // the CUDA runtime headers, compiles for sm_80 and newer (sm_90 uses the same instructions here; the
-// wgmma path lives in its own template). Names: tst_ prefix; everything is __device__ __forceinline__.
+// wgmma path lives in its own template). Names: tst_ prefix; everything is __device__ __forceinline__,
+// except the host-side per-device cache at the end (device facts, kernel attributes set once per device).
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "tsopt templates need sm_80 or newer (cp.async, bf16 mma)"
@@ -191,6 +201,64 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(saddr));
+}
+}  // namespace tst
+
+// ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
+// Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
+// dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
+// driver calls; these caches answer from a lock-free table after the first launch on each device. Racing
+// first calls query twice and store the same value, which is harmless. Devices past kMaxDevices are not
+// cached (queried every time).
+namespace tst {
+constexpr int kMaxDevices = 64;
+
+struct DeviceFacts {
+    int dev, cc_major, cc_minor, sms;
+};
+
+// The current device's facts; packed per device as valid(1) | major(8) | minor(8) | sms(32).
+inline cudaError_t device_facts(DeviceFacts *f) {
+    static std::atomic<unsigned long long> cache[kMaxDevices];
+    cudaError_t e = cudaGetDevice(&f->dev);
+    if (e != cudaSuccess) return e;
+    const bool cached = f->dev >= 0 && f->dev < kMaxDevices;
+    unsigned long long v = cached ? cache[f->dev].load(std::memory_order_relaxed) : 0ull;
+    if (!(v >> 63)) {
+        e = cudaDeviceGetAttribute(&f->cc_major, cudaDevAttrComputeCapabilityMajor, f->dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&f->cc_minor, cudaDevAttrComputeCapabilityMinor, f->dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev);
+        if (e != cudaSuccess) return e;
+        v = 1ull << 63 | (unsigned long long)(f->cc_major & 0xff) << 40 | (unsigned long long)(f->cc_minor & 0xff) << 32 |
+            (unsigned)f->sms;
+        if (cached) cache[f->dev].store(v, std::memory_order_relaxed);
+    }
+    f->cc_major = (int)(v >> 40 & 0xff), f->cc_minor = (int)(v >> 32 & 0xff), f->sms = (int)(v & 0xffffffffu);
+    return cudaSuccess;
+}
+
+// cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) (and the shared-memory carveout, in
+// percent, unless negative) once per device: `done` is the caller's per-kernel static bit set of devices
+// where it succeeded.
+template <class Kernel>
+inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<unsigned long long> &done,
+                                 int carveout = -1) {
+    const unsigned long long bit = dev >= 0 && dev < kMaxDevices ? 1ull << dev : 0ull;
+    if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess && carveout >= 0)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
+    if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_release);
+    return e;
+}
+
+// The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
+// (its error is cleared so that a later cudaGetLastError does not report it).
+template <class Kernel> inline int ptx_version_of(Kernel kernel) {
+    cudaFuncAttributes fa{};
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.ptxVersion;
+    (void)cudaGetLastError();
+    return 0;
 }
 }  // namespace tst
 // ---- gemm.cuh ----------------------------------------------------------------------------------
@@ -529,7 +597,10 @@ template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAG
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL>();
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
+    if (e == cudaSuccess) e = tst::set_smem_once(kernel, smem, f.dev, smem_set);
     if (e != cudaSuccess) return e;
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
@@ -1146,10 +1217,11 @@ template <typename T, class Epilogue, bool DUAL> inline bool sm90_tma_ok(const t
     return ok;
 }
 
-// Why the last launch_gemm_sm90 call in this process did not take the wgmma path (for tests and logs):
+// Why the last launch_gemm_sm90 call on this thread did not take the wgmma path (for tests and logs):
 // 0 = it did; 1 = operands not TMA-describable (alignment / strides / K == 0); 2 = tensor-map encode refused.
+// Per thread, so that launches from several threads neither race on it nor overwrite each other's answer.
 inline int &last_fallback_reason() {
-    static int r = 0;
+    static thread_local int r = 0;
     return r;
 }
 
@@ -1163,22 +1235,14 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     using C = Cfg<BM, BN, STAGES, CM, DUAL>;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
-    int dev = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
-    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
     auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>;
-    static int ptx_version = -1;   // per instantiation: which virtual architecture the kernel was built from
-    if (ptx_version < 0) {
-        cudaFuncAttributes fa{};
-        e = cudaFuncGetAttributes(&fa, kernel);
-        if (e != cudaSuccess) return e;
-        ptx_version = fa.ptxVersion;
-    }
+    static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
@@ -1205,7 +1269,8 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0);
 
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
+    e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
     if (e != cudaSuccess) return e;
     const int64_t tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
     const int64_t blocks = (tiles_m + CM - 1) / CM * CM * tiles_n;
@@ -1621,9 +1686,10 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
     auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    static std::atomic<unsigned long long> smem_set{0};  // devices where the limits are set
+    tst::DeviceFacts f;
+    cudaError_t err = tst::device_facts(&f);
+    if (err == cudaSuccess) err = tst::set_smem_once(kernel, (int)C::SMEM_BYTES, f.dev, smem_set, 100);
     if (err != cudaSuccess) return err;
     kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM_BYTES, stream>>>(p);
     return cudaGetLastError();
@@ -2007,12 +2073,13 @@ __global__ void __launch_bounds__(384, 1)
 }
 
 // ---- host side --------------------------------------------------------------------------------------
-// Which path the last launch_attention_sm90 call in this process took (for tests and logs):
+// Which path the last launch_attention_sm90 call on this thread took (for tests and logs; per thread, so
+// that concurrent launches neither race on it nor overwrite each other's answer):
 // 0 = wgmma kernel; 1 = fallback, D not 64/128 (or t_kv == 0); 2 = fallback, pointers/strides not
 // TMA-describable; 3 = fallback, cuTensorMapEncodeTiled refused a layout; -1 = nothing launched (error or
 // empty problem).
 inline int &last_path() {
-    static int r = -1;
+    static thread_local int r = -1;
     return r;
 }
 inline const char *path_name(int r) {
@@ -2056,12 +2123,10 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
     if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
-    int dev = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
-    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
     if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
 
@@ -2071,13 +2136,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
     } else {
         using C = Cfg<D, STAGES>;
         auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, Score>;
-        static int ptx_version = -1;  // per instantiation: which virtual architecture the kernel was built from
-        if (ptx_version < 0) {
-            cudaFuncAttributes fa{};
-            e = cudaFuncGetAttributes(&fa, kernel);
-            if (e != cudaSuccess) return e;
-            ptx_version = fa.ptxVersion;
-        }
+        static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once
         if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
         if (p.t_kv == 0) {
@@ -2104,7 +2163,8 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         }
         const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
         if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+        static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
+        e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
         if (e != cudaSuccess) return e;
         last_path() = 0;
         kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM, stream>>>(p, tq, tk, tv);
@@ -2145,12 +2205,19 @@ static inline size_t attention_causal_workspace_bytes(void) {
 // Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).
 static inline cudaError_t attention_causal_launch(const __half *Q, const __half *K, const __half *V, __half *O, void *workspace, cudaStream_t stream) {
     using namespace tsopt_attention_causal;
+    if (!Q || !K || !V || !O) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
+        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
+        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
+        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
+        reinterpret_cast<uintptr_t>(workspace) % 16)
+        return cudaErrorMisalignedAddress;
     (void)workspace;
-    int dev = 0, sms = 0;
-    cudaError_t err = cudaGetDevice(&dev);
+    tst::DeviceFacts facts;
+    cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
-    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (err != cudaSuccess) return err;
+    const int sms = facts.sms;
+    (void)sms;
     {
         tsa::AttnParams<__half, K0> p{};
         p.q = Q + 0;

@@ -819,14 +819,123 @@ static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err
     return 0;
 }
 
+/* ---- argument checks of the launch helper (the errors the banner documents) ------------------------ */
+
+/* "(m) == 0 || (n) == 0": whether output i is empty at run time; false when it has no dynamic axis. */
+static bool print_output_empty(emitter *e, int i) {
+    const ts_view *v = &e->g->outputs[i].ref.view;
+    bool any = false;
+    for (int d = 0; d < v->ndim; d++) {
+        ts_sym sz = ts_sym_axis(e->g, &e->dyn, v->axis[d]);
+        if (ts_sym_is_const(&sz)) continue;
+        fputs(any ? " || (" : "(", e->f);
+        print_sym(e, &sz);
+        fputs(") == 0", e->f);
+        any = true;
+    }
+    return any;
+}
+
+/* Dynamic sizes in [0, 2^40]; when every output is empty, success without a launch; otherwise each size
+ * at least 1 (a reduction over an empty axis is refused, not guessed). */
+static void emit_dim_checks(emitter *e) {
+    if (!e->dyn.n) return;
+    for (int d = 0; d < e->dyn.n; d++)
+        fprintf(e->f, "    if (%s < 0 || %s > ((int64_t)1 << 40)) return cudaErrorInvalidValue;\n", e->dyn_names[d],
+                e->dyn_names[d]);
+    bool every_output_can_be_empty = true;
+    for (int i = 0; i < e->g->noutputs; i++) {
+        const ts_view *v = &e->g->outputs[i].ref.view;
+        bool dynamic = false;
+        for (int d = 0; d < v->ndim; d++) {
+            ts_sym sz = ts_sym_axis(e->g, &e->dyn, v->axis[d]);
+            dynamic |= !ts_sym_is_const(&sz);
+        }
+        every_output_can_be_empty &= dynamic;
+    }
+    if (every_output_can_be_empty) {
+        fputs("    if (", e->f);
+        for (int i = 0; i < e->g->noutputs; i++) {
+            fputs(i ? " && (" : "(", e->f);
+            print_output_empty(e, i);
+            fputc(')', e->f);
+        }
+        fputs(") return cudaSuccess; /* every output is empty: nothing to compute, nothing launched */\n", e->f);
+        if (e->dyn.n == 1) return; /* the one size is 0 exactly when every output is empty */
+    }
+    for (int d = 0; d < e->dyn.n; d++)
+        fprintf(e->f, "    if (%s < 1) return cudaErrorInvalidValue; /* an output would reduce over an empty axis */\n",
+                e->dyn_names[d]);
+}
+
+/* Every buffer present and aligned to its element type; the workspace 16-byte aligned. */
+static void emit_pointer_checks(emitter *e) {
+    fputs("    if (", e->f);
+    for (int i = 0; i < e->g->ninputs; i++) fprintf(e->f, "%s!%s", i ? " || " : "", e->g->inputs[i].name);
+    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, " || !%s", e->g->outputs[i].name);
+    fputs(") return cudaErrorInvalidValue;\n    if (", e->f);
+    for (int i = 0; i < e->g->ninputs; i++)
+        fprintf(e->f, "%sreinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", i ? " ||\n        " : "", e->g->inputs[i].name,
+                e->g->inputs[i].name);
+    for (int i = 0; i < e->g->noutputs; i++)
+        fprintf(e->f, " ||\n        reinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", e->g->outputs[i].name,
+                e->g->outputs[i].name);
+    fputs(" ||\n        reinterpret_cast<uintptr_t>(workspace) % 16)\n        return cudaErrorMisalignedAddress;\n", e->f);
+}
+
+/* A size the kernel's 32-bit parameter cannot hold is refused before anything is launched; `seen` holds
+ * the sizes already checked (each is checked once). */
+static void emit_int_limit(emitter *e, int32_t axis, ts_sym *seen, int *nseen) {
+    if (axis < 0) return;
+    ts_sym sz = ts_sym_axis(e->g, &e->dyn, axis);
+    if (ts_sym_is_const(&sz)) return;
+    for (int i = 0; i < *nseen; i++)
+        if (sym_equal(seen[i], sz)) return;
+    seen[(*nseen)++] = sz;
+    fputs("    if ((int64_t)", e->f);
+    print_sym(e, &sz);
+    fprintf(e->f, " > INT32_MAX) return cudaErrorInvalidValue; /* %s: a 32-bit kernel parameter */\n",
+            e->g->axes[axis].name);
+}
+
+static void emit_size_limits(emitter *e) {
+    ts_sym *seen = ts_xcalloc((size_t)e->p->nk * 8 + 1, sizeof *seen);
+    int nseen = 0;
+    for (int i = 0; i < e->p->nk; i++) {
+        const ts_kernel *k = &e->p->k[i];
+        if (k->kind != TS_KERNEL_GEMM && k->kind != TS_KERNEL_ATTENTION) continue;
+        const int32_t axes[] = {k->m_axis, k->red_axis, k->n_axis, k->batch_axis};
+        for (size_t a = 0; a < sizeof axes / sizeof *axes; a++) emit_int_limit(e, axes[a], seen, &nseen);
+        for (int h = 0; k->kind == TS_KERNEL_ATTENTION && h < k->heads_ndim && h < 4; h++)
+            emit_int_limit(e, k->head_axis[h], seen, &nseen);
+    }
+    free(seen);
+}
+
+static void emit_arg_checks(emitter *e) {
+    emit_dim_checks(e);
+    emit_pointer_checks(e);
+    emit_size_limits(e);
+}
+
+/* The launch helper's contract on its arguments, under the banner. */
+static void emit_contract_note(emitter *e) {
+    fputs("//\n// Arguments: cudaErrorInvalidValue for a null buffer (or workspace, when one is needed), a dynamic size\n"
+          "// below 0 or above 2^40, a size past a kernel's 32-bit limit (2^31 - 1) or, unless every output is\n"
+          "// empty, a dynamic size of 0 (nothing is launched; every output empty is success with no launch);\n"
+          "// cudaErrorMisalignedAddress for a buffer not aligned to its element type, or a workspace not\n"
+          "// 16-byte aligned. 16-byte alignment is not required: a buffer off it takes a slower path, except\n"
+          "// attention operands, which are refused with cudaErrorMisalignedAddress. Thread-safe: device facts\n"
+          "// and kernel attributes are cached per device.\n",
+          e->f);
+}
+
 static int emit_launch_fn(emitter *e, char **err) {
     fprintf(e->f, "// Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).\n");
     fprintf(e->f, "static inline cudaError_t %s_launch(", e->g->name);
     print_signature(e);
     fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n", e->g->name);
-    for (int d = 0; d < e->dyn.n; d++)
-        fprintf(e->f, "    if (%s < 1 || %s > ((int64_t)1 << 40)) return cudaErrorInvalidValue;\n", e->dyn_names[d],
-                e->dyn_names[d]);
+    emit_arg_checks(e);
     bool temps = false;
     for (int i = 0; i < e->p->nbuf; i++) temps |= e->p->buf[i].kind == TS_BUF_TEMP;
     if (temps) fputs("    if (!workspace) return cudaErrorInvalidValue;\n    char *ws = static_cast<char *>(workspace);\n", e->f);
@@ -838,9 +947,8 @@ static int emit_launch_fn(emitter *e, char **err) {
         print_temp_bytes(e, B);
         fputs(";\n", e->f);
     }
-    fputs("    int dev = 0, sms = 0;\n    cudaError_t err = cudaGetDevice(&dev);\n    if (err != cudaSuccess) return err;\n"
-          "    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
-          "    if (err != cudaSuccess) return err;\n", e->f);
+    fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
+          "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n    (void)sms;\n", e->f);
     for (int i = 0; i < e->p->nk; i++)
         if (emit_kernel_launch(e, i, &e->p->k[i], err)) return -1;
     fputs("    return cudaSuccess;\n}\n\n", e->f);
@@ -941,7 +1049,9 @@ int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit
     for (int ki = 0; ki < p->nk; ki++)
         if (p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(&e, ki, &p->k[ki], err)) return -1;
     emit_banner(&e);
+    emit_contract_note(&e);
     fprintf(out, "#ifndef TSOPT_%s_CUH\n#define TSOPT_%s_CUH\n\n", e.upper, e.upper);
+    fputs("#include <atomic>\n", out); /* tile.cuh's per-device caches */
     fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n#include <math.h>\n#include <stdint.h>\n", out);
     if (uses_kind(p, TS_KERNEL_GEMM) || uses_kind(p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);

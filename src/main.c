@@ -181,6 +181,8 @@ static const char usage_tune[] =
     "  --nvcc PATH             the CUDA compiler (default: $TSOPT_NVCC, nvcc on the PATH, /usr/local/cuda)\n"
     "  --jobs N                compilers run at once (default: the number of processors)\n"
     "  --reps N, --warmup N    timed runs (default 20) and warm-up runs (default 3)\n"
+    "  --watchdog S            each candidate runs in a process of its own, killed (and reported as hung)\n"
+    "                          after S seconds (default 120); a fault or crash costs only that candidate\n"
     "  --seed N                random inputs (default 1)\n"
     "  --rules PATH            rule file or folder (repeatable; default: rules)\n"
     "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml)\n"
@@ -821,7 +823,7 @@ static int parse_tune_options(int argc, char **argv, ts_tune_opts *to, char **re
             to->build_only = true;
         } else if (strcmp(a, "--record") == 0 || strcmp(a, "--cache") == 0 || strcmp(a, "--arch") == 0 ||
                    strcmp(a, "--nvcc") == 0 || strcmp(a, "--jobs") == 0 || strcmp(a, "--reps") == 0 ||
-                   strcmp(a, "--warmup") == 0) {
+                   strcmp(a, "--warmup") == 0 || strcmp(a, "--watchdog") == 0) {
             if (i + 1 >= argc) return usage_error(usage_tune, "missing value for", a);
             const char *v = argv[++i];
             double x;
@@ -837,6 +839,7 @@ static int parse_tune_options(int argc, char **argv, ts_tune_opts *to, char **re
                 return usage_error(usage_tune, "bad number", v);
             else if (strcmp(a, "--jobs") == 0) to->jobs = (int)x;
             else if (strcmp(a, "--reps") == 0) to->reps = (int)x;
+            else if (strcmp(a, "--watchdog") == 0) to->watchdog_s = x;
             else to->warmup = (int)x;
         } else {
             rest[(*nrest)++] = argv[i];
@@ -846,7 +849,7 @@ static int parse_tune_options(int argc, char **argv, ts_tune_opts *to, char **re
 }
 
 static int cmd_tune(int argc, char **argv) {
-    ts_tune_opts to = {.top = 4, .reps = 20, .warmup = 3, .templates_dir = "templates"};
+    ts_tune_opts to = {.top = 4, .reps = 20, .warmup = 3, .watchdog_s = 120, .templates_dir = "templates"};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     to.jobs = cpus > 0 ? (int)cpus : 1;
     char **rest = ts_xcalloc((size_t)argc + 1, sizeof *rest);

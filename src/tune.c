@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -458,13 +460,17 @@ static int cu_check(tuner *t, CUresult r, const char *what) {
 }
 #define CU(t, call) cu_check((t), (t)->cu.call, #call)
 
-static int open_gpu(tuner *t) {
+/* dlopen only: the parent never initialises CUDA (a child of a process that has cannot use it). */
+static int load_driver(tuner *t) {
     char *why = NULL;
-    if (ts_gpu_load_cuda(&t->cu, &why) != 0) {
-        snprintf(t->err, sizeof t->err, "tune needs the CUDA driver (a GPU machine): %s", why);
-        free(why);
-        return -1;
-    }
+    if (ts_gpu_load_cuda(&t->cu, &why) == 0) return 0;
+    snprintf(t->err, sizeof t->err, "tune needs the CUDA driver (a GPU machine): %s", why);
+    free(why);
+    return -1;
+}
+
+/* cuInit, the device's name and compute capability, its primary context made current (in a child). */
+static int init_gpu(tuner *t) {
     int count = 0, ver = 0;
     if (CU(t, cuInit(0)) || CU(t, cuDeviceGetCount(&count))) return -1;
     if (count < 1) {
@@ -481,10 +487,11 @@ static int open_gpu(tuner *t) {
     return 0;
 }
 
-static void start_cupti(tuner *t) {
+/* CUPTI on, or the reason it is not in `note` (reported once by the parent). */
+static void start_cupti(tuner *t, char *note, size_t cap) {
     char *why = NULL;
     if (ts_gpu_load_cupti(&t->cp, &why) == 0 && ts_cupti_start(&t->cp, &why) == 0) t->cupti_on = true;
-    else fprintf(stderr, "tune: no per-kernel times: %s\n", why ? why : "CUPTI unavailable");
+    else snprintf(note, cap, "%s", why ? why : "CUPTI unavailable");
     free(why);
 }
 
@@ -757,36 +764,235 @@ static void profile_kernels(tuner *t, ts_tune_cand *c, const entry *e) {
     free(end);
 }
 
+static void release_gpu(tuner *t);
+
+/* ---- fault isolation: one child process per candidate ------------------------------------------ */
+/* A kernel fault poisons the CUDA context and a hung kernel never returns, and a context belongs to its
+ * process: so the GPU is probed, and every candidate validated, timed and profiled, in a child process of
+ * its own. A child reports through a pipe: one phase byte as it enters each phase (PHASES), then 'R' and
+ * its result. The parent never initialises CUDA. A child that dies by a signal, exits without its result,
+ * or outlives the watchdog (then killed) costs only its candidate, and the table says how it ended. */
+
+#define PHASES "svtp" /* starting (context, uploads, library), validating, timing, profiling */
+static const char *const phase_names[] = {"starting", "validating", "timing", "profiling"};
+
+typedef struct {
+    int status, cupti_on, nk, ndetail;
+    double rel_error, measured_s;
+    char note[256]; /* why there are no per-kernel times */
+} cand_result;
+
+typedef struct {
+    int cc_major, cc_minor, ok;
+    char name[128], driver[128], err[1024];
+} gpu_probe;
+
+typedef struct {
+    char *buf;     /* everything the child wrote */
+    size_t len;
+    int wstatus;   /* from waitpid */
+    bool hung;     /* killed by the watchdog */
+} child_end;
+
+static void write_all(int fd, const void *p, size_t n) {
+    for (const char *s = p; n > 0;) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+static void phase(int fd, int i) { write_all(fd, &PHASES[i], 1); }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Reads the child's pipe to its end or to the deadline (then kills it), and reaps it. */
+static void collect_child(pid_t pid, int fd, double watchdog_s, child_end *ce) {
+    size_t cap = 4096;
+    ce->buf = ts_xmalloc(cap);
+    double deadline = now_s() + watchdog_s;
+    for (;;) {
+        double left = deadline - now_s();
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r = left > 0 ? poll(&pf, 1, (int)(left * 1e3) + 1) : 0;
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) {
+            ce->hung = true;
+            kill(pid, SIGKILL);
+            break;
+        }
+        if (ce->len == cap) ce->buf = ts_xrealloc(ce->buf, cap *= 2);
+        ssize_t n = read(fd, ce->buf + ce->len, cap - ce->len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        ce->len += (size_t)n;
+    }
+    close(fd);
+    while (waitpid(pid, &ce->wstatus, 0) < 0 && errno == EINTR) {}
+}
+
+/* Runs body(t, arg, fd) in a child process under the watchdog. Returns -1 when no child could start. */
+static int in_child(tuner *t, void (*body)(tuner *, int, int), int arg, child_end *ce) {
+    int fds[2];
+    *ce = (child_end){0};
+    fflush(stdout), fflush(stderr);
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]), close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        body(t, arg, fds[1]);
+        _exit(0); /* no atexit handlers: the candidate's CUDA runtime is torn down with the process */
+    }
+    close(fds[1]);
+    collect_child(pid, fds[0], t->o->watchdog_s > 0 ? t->o->watchdog_s : 120, ce);
+    return 0;
+}
+
+/* "crashed while timing: signal 11 (Segmentation fault)", "hung while validating: killed by the 120 s
+ * watchdog", ..., or NULL for a normal end. */
+static char *abnormal_end(const tuner *t, const child_end *ce, const char *during) {
+    if (ce->hung)
+        return ts_strfmt("hung while %s: killed by the %g s watchdog", during, t->o->watchdog_s > 0 ? t->o->watchdog_s : 120);
+    if (WIFSIGNALED(ce->wstatus))
+        return ts_strfmt("crashed while %s: signal %d (%s)", during, WTERMSIG(ce->wstatus), strsignal(WTERMSIG(ce->wstatus)));
+    if (WIFEXITED(ce->wstatus) && WEXITSTATUS(ce->wstatus) != 0)
+        return ts_strfmt("exited with status %d while %s", WEXITSTATUS(ce->wstatus), during);
+    return NULL;
+}
+
+static void probe_body(tuner *t, int arg, int fd) {
+    (void)arg;
+    int ok = init_gpu(t) == 0;
+    gpu_probe p = {.ok = ok, .cc_major = t->cc_major, .cc_minor = t->cc_minor};
+    snprintf(p.name, sizeof p.name, "%s", t->gpu_name);
+    snprintf(p.driver, sizeof p.driver, "%s", t->driver);
+    snprintf(p.err, sizeof p.err, "%s", t->err);
+    write_all(fd, &p, sizeof p);
+}
+
+/* The driver loaded here, the device read in a child: its name, driver version and compute capability. */
+static int open_gpu(tuner *t) {
+    if (load_driver(t) != 0) return -1;
+    child_end ce;
+    if (in_child(t, probe_body, 0, &ce) != 0) {
+        snprintf(t->err, sizeof t->err, "cannot start a process to open the GPU: %s", strerror(errno));
+        return -1;
+    }
+    gpu_probe p;
+    char *why = abnormal_end(t, &ce, "opening the GPU");
+    int rc = 0;
+    if (why || ce.len != sizeof p) {
+        snprintf(t->err, sizeof t->err, "opening the GPU failed: %s", why ? why : "no answer from the probe");
+        rc = -1;
+    } else {
+        memcpy(&p, ce.buf, sizeof p);
+        if (!p.ok) snprintf(t->err, sizeof t->err, "%s", p.err), rc = -1;
+        snprintf(t->gpu_name, sizeof t->gpu_name, "%s", p.name);
+        snprintf(t->driver, sizeof t->driver, "%s", p.driver);
+        t->cc_major = p.cc_major, t->cc_minor = p.cc_minor;
+    }
+    free(why), free(ce.buf);
+    return rc;
+}
+
+/* Validates, times and profiles candidate i (in its child); c->status and c->detail say how it went. */
+static void run_one(tuner *t, ts_tune_cand *c, int fd, char *note, size_t cap) {
+    entry e = {0};
+    phase(fd, 0);
+    if (init_gpu(t) != 0 || upload_validation(t) != 0 || upload_timing(t) != 0) {
+        c->status = TS_CAND_RUN_FAILED, c->detail = ts_strdup(t->err);
+        return;
+    }
+    if (open_entry(t, c, &e) != 0) {
+        c->status = TS_CAND_RUN_FAILED;
+        return;
+    }
+    phase(fd, 1);
+    if (validate(t, c, &e) != 0) {
+        if (c->status == TS_CAND_PENDING) c->status = TS_CAND_RUN_FAILED;
+        return;
+    }
+    phase(fd, 2);
+    if (time_candidate(t, c, &e) != 0) {
+        c->status = TS_CAND_RUN_FAILED;
+        return;
+    }
+    phase(fd, 3);
+    start_cupti(t, note, cap);
+    if (t->cupti_on) profile_kernels(t, c, &e);
+    c->status = TS_CAND_OK;
+}
+
+static void candidate_body(tuner *t, int i, int fd) {
+    ts_tune_cand *c = &t->c[i];
+    cand_result r = {0};
+    run_one(t, c, fd, r.note, sizeof r.note);
+    r.status = (int)c->status, r.cupti_on = t->cupti_on, r.nk = c->plan->nk;
+    r.rel_error = c->rel_error, r.measured_s = c->measured_s;
+    r.ndetail = c->detail ? (int)strlen(c->detail) : 0;
+    write_all(fd, "R", 1);
+    write_all(fd, &r, sizeof r);
+    write_all(fd, c->kernel_s, sizeof(double) * (size_t)r.nk);
+    write_all(fd, c->detail ? c->detail : "", (size_t)r.ndetail);
+    release_gpu(t);
+}
+
+/* The candidate's fields from its child's report: how far it got, then its result when it sent one. */
+static void apply_report(tuner *t, ts_tune_cand *c, const child_end *ce, char *note, size_t cap) {
+    size_t at = 0;
+    int ph = 0;
+    for (; at < ce->len && ce->buf[at] != 'R'; at++)
+        if (strchr(PHASES, ce->buf[at])) ph = (int)(strchr(PHASES, ce->buf[at]) - PHASES);
+    cand_result r;
+    bool full = at < ce->len && ce->len - at - 1 >= sizeof r;
+    if (full) {
+        memcpy(&r, ce->buf + at + 1, sizeof r);
+        full = r.nk == c->plan->nk && r.ndetail >= 0 &&
+               ce->len - at - 1 - sizeof r == sizeof(double) * (size_t)r.nk + (size_t)r.ndetail;
+    }
+    char *how = abnormal_end(t, ce, phase_names[ph]);
+    free(c->detail), c->detail = NULL;
+    if (how || !full) {
+        c->status = TS_CAND_RUN_FAILED;
+        c->detail = how ? how : ts_strfmt("ended without a result while %s", phase_names[ph]);
+        return;
+    }
+    const char *p = ce->buf + at + 1 + sizeof r;
+    c->status = (ts_cand_status)r.status, c->rel_error = r.rel_error, c->measured_s = r.measured_s;
+    memcpy(c->kernel_s, p, sizeof(double) * (size_t)r.nk);
+    if (r.ndetail)
+        c->detail = c->status == TS_CAND_RUN_FAILED
+                        ? ts_strfmt("failed while %s: %.*s", phase_names[ph], r.ndetail, p + sizeof(double) * (size_t)r.nk)
+                        : ts_strfmt("%.*s", r.ndetail, p + sizeof(double) * (size_t)r.nk);
+    t->cupti_on |= r.cupti_on;
+    if (!r.cupti_on && r.note[0] && !note[0]) snprintf(note, cap, "%.*s", (int)sizeof r.note - 1, r.note);
+}
+
 static void run_candidates(tuner *t) {
-    entry *es = ts_xcalloc((size_t)t->n + 1, sizeof *es);
-    bool lost = false; /* a kernel fault poisons the context: later candidates cannot run */
+    char note[256] = "";
     for (int i = 0; i < t->n; i++) {
         ts_tune_cand *c = &t->c[i];
         if (c->status != TS_CAND_PENDING) continue;
-        if (lost) {
-            c->status = TS_CAND_RUN_FAILED;
-            c->detail = ts_strdup("not run: an earlier candidate's fault left the GPU context unusable");
-            continue;
-        }
         fprintf(stderr, "tune: [%d/%d] %s: validating and timing\n", i + 1, t->n, c->plan->name);
-        if (open_entry(t, c, &es[i]) != 0) {
+        child_end ce;
+        if (in_child(t, candidate_body, i, &ce) != 0) {
             c->status = TS_CAND_RUN_FAILED;
+            c->detail = ts_strfmt("cannot start its process: %s", strerror(errno));
             continue;
         }
-        if (validate(t, c, &es[i]) != 0) {
-            if (c->status == TS_CAND_PENDING) c->status = TS_CAND_RUN_FAILED, lost = true;
-            continue;
-        }
-        if (time_candidate(t, c, &es[i]) != 0) {
-            c->status = TS_CAND_RUN_FAILED, lost = true;
-            continue;
-        }
-        c->status = TS_CAND_OK;
+        apply_report(t, c, &ce, note, sizeof note);
+        free(ce.buf);
     }
-    if (!lost) start_cupti(t);
-    for (int i = 0; i < t->n && t->cupti_on; i++)
-        if (t->c[i].status == TS_CAND_OK) profile_kernels(t, &t->c[i], &es[i]);
-    free(es); /* the libraries stay loaded: unloading their CUDA runtimes while the context lives is unsafe */
+    if (!t->cupti_on && note[0]) fprintf(stderr, "tune: no per-kernel times: %s\n", note);
 }
 
 /* ---- output: the tuned header and the record --------------------------------------------------- */
@@ -972,7 +1178,8 @@ static int emit_tuned(const tuner *t, int chosen) {
 
 /* ---- the command ------------------------------------------------------------------------------- */
 
-static void tuner_free(tuner *t) {
+/* The device buffers, CUPTI and the context of a candidate's child (the parent never opens the GPU). */
+static void release_gpu(tuner *t) {
     if (t->gpu_open) {
         const ts_graph *g = t->o->g;
         for (int i = 0; t->tin && i < g->ninputs; i++)
@@ -987,7 +1194,12 @@ static void tuner_free(tuner *t) {
         if (t->ws) t->cu.cuMemFree(t->ws);
         if (t->cupti_on) ts_cupti_stop();
         t->cu.cuDevicePrimaryCtxRelease(t->dev);
+        t->gpu_open = false;
     }
+}
+
+static void tuner_free(tuner *t) {
+    release_gpu(t);
     free(t->tin), free(t->tout), free(t->din), free(t->dout);
     for (int i = 0; i < t->n; i++) {
         free(t->c[i].header), free(t->c[i].lib), free(t->c[i].detail), free(t->c[i].kernel_s);
@@ -1010,12 +1222,9 @@ static void print_build_table(const tuner *t) {
     }
 }
 
+/* Every candidate in its own process (which uploads the inputs itself), then the choice and the outputs. */
 static int on_gpu(tuner *t) {
     const ts_tune_opts *o = t->o;
-    if (upload_validation(t) != 0 || upload_timing(t) != 0) {
-        fprintf(stderr, "tsopt: error: tune: %s\n", t->err);
-        return EXIT_NO_GPU;
-    }
     run_candidates(t);
     int chosen = ts_tune_select(t->c, t->n);
     char *how = validation_text(t);
@@ -1049,7 +1258,7 @@ int ts_tune(const ts_tune_opts *o) {
     }
     /* the target: --arch, else the GPU's (Hopper: sm_90a, for wgmma and TMA), else (--build-only) sm_90a */
     if (o->arch) snprintf(t.arch, sizeof t.arch, "%s", o->arch);
-    else if (t.gpu_open && !(t.cc_major == 9 && t.cc_minor == 0)) snprintf(t.arch, sizeof t.arch, "%d%d", t.cc_major, t.cc_minor);
+    else if (!o->build_only && !(t.cc_major == 9 && t.cc_minor == 0)) snprintf(t.arch, sizeof t.arch, "%d%d", t.cc_major, t.cc_minor);
     else snprintf(t.arch, sizeof t.arch, "90a");
     make_candidates(&t);
     int rc = EXIT_OK;

@@ -8,7 +8,9 @@
  * GPU (the CUDA driver opened with dlopen, gpu.h) every candidate runs on fresh random inputs with its
  * outputs poisoned, is compared with the reference, then timed (warm-up, median of CUDA events, L2 flushed
  * before each run) and profiled once with CUPTI for per-kernel times. A candidate that fails to build, run
- * or validate is reported and never emitted.
+ * or validate is reported and never emitted. Each candidate runs in a child process of its own (a kernel
+ * fault poisons the process's CUDA context; a hung kernel is killed by a watchdog), so a faulting, crashing
+ * or hanging candidate costs only itself and the table says how it ended.
  *
  * Why a shared library and not NVRTC: a header's launch code is host C++ (grid sizes, TMA descriptors,
  * fallbacks) and NVRTC compiles device code only, so timing the header itself — what is shipped — needs
@@ -62,6 +64,7 @@ typedef struct {
     int nplans;
     double baseline_s;
     int top, reps, warmup, jobs;
+    double watchdog_s;        /* per candidate (its own process): killed past this many seconds (0: 120) */
     uint64_t seed;
     const char *out_dir, *record, *cache_dir, *arch, *nvcc, *templates_dir;
     bool build_only;

@@ -380,9 +380,10 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
     auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM_BYTES);
-    if (err != cudaSuccess) return err;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    static std::atomic<unsigned long long> smem_set{0};  // devices where the limits are set
+    tst::DeviceFacts f;
+    cudaError_t err = tst::device_facts(&f);
+    if (err == cudaSuccess) err = tst::set_smem_once(kernel, (int)C::SMEM_BYTES, f.dev, smem_set, 100);
     if (err != cudaSuccess) return err;
     kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM_BYTES, stream>>>(p);
     return cudaGetLastError();

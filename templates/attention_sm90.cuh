@@ -366,12 +366,13 @@ __global__ void __launch_bounds__(384, 1)
 }
 
 // ---- host side --------------------------------------------------------------------------------------
-// Which path the last launch_attention_sm90 call in this process took (for tests and logs):
+// Which path the last launch_attention_sm90 call on this thread took (for tests and logs; per thread, so
+// that concurrent launches neither race on it nor overwrite each other's answer):
 // 0 = wgmma kernel; 1 = fallback, D not 64/128 (or t_kv == 0); 2 = fallback, pointers/strides not
 // TMA-describable; 3 = fallback, cuTensorMapEncodeTiled refused a layout; -1 = nothing launched (error or
 // empty problem).
 inline int &last_path() {
-    static int r = -1;
+    static thread_local int r = -1;
     return r;
 }
 inline const char *path_name(int r) {
@@ -415,12 +416,10 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
     if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
-    int dev = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
-    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
     if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
 
@@ -430,13 +429,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
     } else {
         using C = Cfg<D, STAGES>;
         auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, Score>;
-        static int ptx_version = -1;  // per instantiation: which virtual architecture the kernel was built from
-        if (ptx_version < 0) {
-            cudaFuncAttributes fa{};
-            e = cudaFuncGetAttributes(&fa, kernel);
-            if (e != cudaSuccess) return e;
-            ptx_version = fa.ptxVersion;
-        }
+        static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once
         if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
         if (p.t_kv == 0) {
@@ -463,7 +456,8 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         }
         const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
         if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+        static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
+        e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
         if (e != cudaSuccess) return e;
         last_path() = 0;
         kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM, stream>>>(p, tq, tk, tv);

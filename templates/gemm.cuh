@@ -335,7 +335,10 @@ template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAG
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL>();
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
+    if (e == cudaSuccess) e = tst::set_smem_once(kernel, smem, f.dev, smem_set);
     if (e != cudaSuccess) return e;
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles > 0x7fffffff) return cudaErrorInvalidValue;

@@ -588,10 +588,11 @@ template <typename T, class Epilogue, bool DUAL> inline bool sm90_tma_ok(const t
     return ok;
 }
 
-// Why the last launch_gemm_sm90 call in this process did not take the wgmma path (for tests and logs):
+// Why the last launch_gemm_sm90 call on this thread did not take the wgmma path (for tests and logs):
 // 0 = it did; 1 = operands not TMA-describable (alignment / strides / K == 0); 2 = tensor-map encode refused.
+// Per thread, so that launches from several threads neither race on it nor overwrite each other's answer.
 inline int &last_fallback_reason() {
-    static int r = 0;
+    static thread_local int r = 0;
     return r;
 }
 
@@ -605,22 +606,14 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     using C = Cfg<BM, BN, STAGES, CM, DUAL>;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
-    int dev = 0, major = 0, minor = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
-    if (major != 9 || minor != 0) return cudaErrorNotSupported;
+    if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
     auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>;
-    static int ptx_version = -1;   // per instantiation: which virtual architecture the kernel was built from
-    if (ptx_version < 0) {
-        cudaFuncAttributes fa{};
-        e = cudaFuncGetAttributes(&fa, kernel);
-        if (e != cudaSuccess) return e;
-        ptx_version = fa.ptxVersion;
-    }
+    static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
@@ -647,7 +640,8 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0);
 
-    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+    static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
+    e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
     if (e != cudaSuccess) return e;
     const int64_t tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
     const int64_t blocks = (tiles_m + CM - 1) / CM * CM * tiles_n;

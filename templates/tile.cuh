@@ -2,8 +2,10 @@
 // m16n8k16 tensor-core MMA (fp16/bf16 in, fp32 accumulate), fragment packing and warp reductions.
 // It is what every template in this folder builds on; it is not a kernel. Header-only, depends only on
 // the CUDA runtime headers, compiles for sm_80 and newer (sm_90 uses the same instructions here; the
-// wgmma path lives in its own template). Names: tst_ prefix; everything is __device__ __forceinline__.
+// wgmma path lives in its own template). Names: tst_ prefix; everything is __device__ __forceinline__,
+// except the host-side per-device cache at the end (device facts, kernel attributes set once per device).
 #pragma once
+#include <atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -158,5 +160,63 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(saddr));
+}
+}  // namespace tst
+
+// ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
+// Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
+// dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
+// driver calls; these caches answer from a lock-free table after the first launch on each device. Racing
+// first calls query twice and store the same value, which is harmless. Devices past kMaxDevices are not
+// cached (queried every time).
+namespace tst {
+constexpr int kMaxDevices = 64;
+
+struct DeviceFacts {
+    int dev, cc_major, cc_minor, sms;
+};
+
+// The current device's facts; packed per device as valid(1) | major(8) | minor(8) | sms(32).
+inline cudaError_t device_facts(DeviceFacts *f) {
+    static std::atomic<unsigned long long> cache[kMaxDevices];
+    cudaError_t e = cudaGetDevice(&f->dev);
+    if (e != cudaSuccess) return e;
+    const bool cached = f->dev >= 0 && f->dev < kMaxDevices;
+    unsigned long long v = cached ? cache[f->dev].load(std::memory_order_relaxed) : 0ull;
+    if (!(v >> 63)) {
+        e = cudaDeviceGetAttribute(&f->cc_major, cudaDevAttrComputeCapabilityMajor, f->dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&f->cc_minor, cudaDevAttrComputeCapabilityMinor, f->dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&f->sms, cudaDevAttrMultiProcessorCount, f->dev);
+        if (e != cudaSuccess) return e;
+        v = 1ull << 63 | (unsigned long long)(f->cc_major & 0xff) << 40 | (unsigned long long)(f->cc_minor & 0xff) << 32 |
+            (unsigned)f->sms;
+        if (cached) cache[f->dev].store(v, std::memory_order_relaxed);
+    }
+    f->cc_major = (int)(v >> 40 & 0xff), f->cc_minor = (int)(v >> 32 & 0xff), f->sms = (int)(v & 0xffffffffu);
+    return cudaSuccess;
+}
+
+// cudaFuncSetAttribute(kernel, MaxDynamicSharedMemorySize, bytes) (and the shared-memory carveout, in
+// percent, unless negative) once per device: `done` is the caller's per-kernel static bit set of devices
+// where it succeeded.
+template <class Kernel>
+inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<unsigned long long> &done,
+                                 int carveout = -1) {
+    const unsigned long long bit = dev >= 0 && dev < kMaxDevices ? 1ull << dev : 0ull;
+    if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess && carveout >= 0)
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
+    if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_release);
+    return e;
+}
+
+// The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
+// (its error is cleared so that a later cudaGetLastError does not report it).
+template <class Kernel> inline int ptx_version_of(Kernel kernel) {
+    cudaFuncAttributes fa{};
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.ptxVersion;
+    (void)cudaGetLastError();
+    return 0;
 }
 }  // namespace tst

@@ -71,9 +71,10 @@ Test(emit, header_has_the_contract_pieces) {
     cr_assert_not_null(strstr(h, "#ifdef TSOPT_SWIGLU_IMPLEMENTATION"));
     cr_assert_null(strstr(h, "printf("), "headers never print");
     cr_assert_null(strstr(h, "exit("), "headers never exit");
-    /* only CUDA toolkit headers (the runtime's, and cuda.h for TMA descriptor types: no libcuda link) */
+    /* only CUDA toolkit headers (the runtime's, and cuda.h for TMA descriptor types: no libcuda link), and
+     * the C++ standard library's <atomic> (the per-device caches) */
     for (const char *p = strstr(h, "#include"); p; p = strstr(p + 1, "#include")) {
-        bool ok = !strncmp(p, "#include <cuda_runtime.h>", 25) || !strncmp(p, "#include <cuda_fp16.h>", 22) ||
+        bool ok = !strncmp(p, "#include <atomic>", 17) || !strncmp(p, "#include <cuda_runtime.h>", 25) || !strncmp(p, "#include <cuda_fp16.h>", 22) ||
                   !strncmp(p, "#include <cuda_bf16.h>", 22) || !strncmp(p, "#include <stdint.h>", 19) ||
                   !strncmp(p, "#include <math.h>", 17) || !strncmp(p, "#include <cuda.h>", 17) ||
                   !strncmp(p, "#include <cudaTypedefs.h>", 25);
@@ -86,6 +87,32 @@ Test(emit, dynamic_sizes_are_launch_arguments) {
     char *h = emit_best(GOLDEN_YAML, "templates");
     cr_assert_not_null(strstr(h, "norm_softmax_launch(const __half *X, const __half *g, __half *S, int64_t t, "
                                  "void *workspace, cudaStream_t stream)"));
-    cr_assert_not_null(strstr(h, "if (t < 1 || t > ((int64_t)1 << 40)) return cudaErrorInvalidValue;"));
+    cr_assert_not_null(strstr(h, "if (t < 0 || t > ((int64_t)1 << 40)) return cudaErrorInvalidValue;"));
+    free(h);
+}
+
+/* The launch helper checks its arguments before launching: the text tests/abi/test_abi.c runs on a stub
+ * runtime (make abi-check) and the banner documents. */
+Test(emit, launch_helpers_refuse_misuse_before_launching) {
+    char *h = emit_best("bench/graphs/decoder_layer.yaml", "templates");
+    const char *launch = strstr(h, "static inline cudaError_t decoder_layer_launch(");
+    cr_assert_not_null(launch);
+    const char *first_launch = strstr(launch, "tst::device_facts(&facts)");
+    cr_assert_not_null(first_launch, "device facts come from the per-device cache");
+    const char *checks[] = {
+        "if (t < 0 || t > ((int64_t)1 << 40)) return cudaErrorInvalidValue;",
+        "if (((t) == 0)) return cudaSuccess; /* every output is empty: nothing to compute, nothing launched */",
+        "if (!x || !g_attn || !W_qkv || !W_o || !g_mlp || !W_gate || !W_up || !W_down || !out) return "
+        "cudaErrorInvalidValue;",
+        "reinterpret_cast<uintptr_t>(W_o) % sizeof(*W_o) ||",
+        "reinterpret_cast<uintptr_t>(workspace) % 16)\n        return cudaErrorMisalignedAddress;",
+        "if ((int64_t)t > INT32_MAX) return cudaErrorInvalidValue; /* t: a 32-bit kernel parameter */",
+    };
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        const char *at = strstr(launch, checks[i]);
+        cr_expect(at && at < first_launch, "missing before the first launch: %s", checks[i]);
+    }
+    cr_expect_null(strstr(h, "cudaGetDevice(&dev)"), "no per-launch device query in the helper");
+    cr_expect_not_null(strstr(h, "// Arguments: cudaErrorInvalidValue for a null buffer"), "the banner documents them");
     free(h);
 }

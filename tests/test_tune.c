@@ -2,7 +2,7 @@
  * command end to end on the simulated driver (calibrate/mock_cuda.c, built by make as
  * $MOCKCUDA) with CPU stand-ins for the compiled candidates (tests/tune/fake_nvcc.sh builds
  * tests/tune/fake_candidate.c in place of nvcc: the baseline plan computes a wrong result, every plan
- * "launches" one 5 us simulated kernel per kernel of its plan). */
+ * "launches" one 5 us simulated kernel per kernel of its plan; planted candidates fault, hang or crash). */
 #include <math.h>
 #include <unistd.h>
 
@@ -151,6 +151,41 @@ Test(tune, a_candidate_that_does_not_build_is_reported_and_skipped) {
     remove_dir(dir);
 }
 
+/* A kernel fault poisons its process's CUDA context, a hung kernel never returns: each candidate runs in a
+ * child process of its own, so a planted faulting (rank 1) and hanging candidate cost only themselves.
+ * The watchdog leaves room for a valid candidate's runs under ASan on a loaded machine (each simulated
+ * L2 flush is a real 256 MiB memset). */
+Test(tune, a_faulting_and_a_hanging_candidate_cost_only_themselves) {
+    char *dir = scratch("fault");
+    tsopt_result r = tune(dir, "FAKE_NVCC_FAULT=fused-separate-gemms FAKE_NVCC_HANG='baseline (one kernel per op)'",
+                          "--watchdog 15");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "run-failed (failed while validating: cuCtxSynchronize() failed: an illegal memory "
+                                     "access was encountered (CUresult 700))"),
+                       "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "run-failed (hung while validating: killed by the 15 s watchdog)"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "ok\n     ^ chosen"), "the next candidate still validated and timed:\n%s", r.out);
+    cr_expect_not_null(strstr(r.out, "wrote "), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, " (plan 2: fused, measured 0.02"), "the best valid one is emitted:\n%s", r.out);
+    char *record = ts_strfmt("%s/record.json", dir), *j = slurp(record);
+    cr_assert_not_null(j);
+    cr_expect_not_null(strstr(j, "\"chosen\": 2"));
+    cr_expect_not_null(strstr(j, "\"status\": \"run-failed\", \"detail\": \"hung while validating: killed by the 15 s watchdog\""));
+    cr_expect_not_null(strstr(j, "\"kernel_timer\": \"CUPTI\""), "the survivor is still profiled");
+    free(j), free(record), free(r.out);
+    remove_dir(dir);
+}
+
+Test(tune, a_candidate_that_crashes_its_process_is_reported_with_its_signal) {
+    char *dir = scratch("crash");
+    tsopt_result r = tune(dir, "FAKE_NVCC_CRASH=fused-separate-gemms", "");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "run-failed (crashed while validating: signal 6 (Aborted))"), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, " (plan 2: fused, measured 0.02"), "%s", r.out);
+    free(r.out);
+    remove_dir(dir);
+}
+
 Test(tune, nothing_valid_writes_no_header) {
     char *dir = scratch("invalid");
     tsopt_result r = tune(dir, "FAKE_NVCC_WRONG=all", "");
@@ -203,6 +238,10 @@ Test(tune, build_only_needs_no_gpu_and_fills_the_cache) {
 Test(tune, bad_options_are_usage_errors) {
     tsopt_result r = run_tsopt("tune --reps 0 bench/graphs/matmul.yaml");
     cr_expect_eq(r.code, 2, "%s", r.out);
+    free(r.out);
+    r = run_tsopt("tune --watchdog 0 bench/graphs/matmul.yaml");
+    cr_expect_eq(r.code, 2, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "bad number"), "%s", r.out);
     free(r.out);
     r = run_tsopt("tune --arch 'sm_9;rm' bench/graphs/matmul.yaml");
     cr_expect_eq(r.code, 2, "%s", r.out);

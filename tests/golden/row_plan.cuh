@@ -23,9 +23,18 @@
 // header; then int residual_norm_run(void *const *buffers /* inputs, then outputs, in the YAML order */,
 // const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 // returns a cudaError_t value. Errors are returned, never printed.
+//
+// Arguments: cudaErrorInvalidValue for a null buffer (or workspace, when one is needed), a dynamic size
+// below 0 or above 2^40, a size past a kernel's 32-bit limit (2^31 - 1) or, unless every output is
+// empty, a dynamic size of 0 (nothing is launched; every output empty is success with no launch);
+// cudaErrorMisalignedAddress for a buffer not aligned to its element type, or a workspace not
+// 16-byte aligned. 16-byte alignment is not required: a buffer off it takes a slower path, except
+// attention operands, which are refused with cudaErrorMisalignedAddress. Thread-safe: device facts
+// and kernel attributes are cached per device.
 #ifndef TSOPT_RESIDUAL_NORM_CUH
 #define TSOPT_RESIDUAL_NORM_CUH
 
+#include <atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -157,13 +166,22 @@ static inline size_t residual_norm_workspace_bytes(int64_t t) {
 // Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).
 static inline cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half *g, __half *H, __half *Y, int64_t t, void *workspace, cudaStream_t stream) {
     using namespace tsopt_residual_norm;
-    if (t < 1 || t > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
+    if (t < 0 || t > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
+    if (((t) == 0) && ((t) == 0)) return cudaSuccess; /* every output is empty: nothing to compute, nothing launched */
+    if (!X || !R || !g || !H || !Y) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(X) % sizeof(*X) ||
+        reinterpret_cast<uintptr_t>(R) % sizeof(*R) ||
+        reinterpret_cast<uintptr_t>(g) % sizeof(*g) ||
+        reinterpret_cast<uintptr_t>(H) % sizeof(*H) ||
+        reinterpret_cast<uintptr_t>(Y) % sizeof(*Y) ||
+        reinterpret_cast<uintptr_t>(workspace) % 16)
+        return cudaErrorMisalignedAddress;
     (void)workspace;
-    int dev = 0, sms = 0;
-    cudaError_t err = cudaGetDevice(&dev);
+    tst::DeviceFacts facts;
+    cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
-    err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (err != cudaSuccess) return err;
+    const int sms = facts.sms;
+    (void)sms;
     {
         tsw::RowParams<K0> p{};
         p.fn.p0 = X;

@@ -4,8 +4,13 @@
  * tests/tune/fake_nvcc.sh builds it in place of nvcc with:
  *   NK      the plan's kernel count: that many simulated kernels of KUS microseconds each are "launched"
  *   WRONG   1: a wrong result (the tuner must mark the candidate invalid and never emit it)
+ *   FAULT   1: its kernel faults (the simulated context is poisoned, like an illegal address on a GPU)
+ *   HANG    1: its kernel never ends (the tuner's watchdog must kill it)
+ *   CRASH   1: its host code aborts (a failed assertion in a launch helper; SIGABRT, which the
+ *           sanitizers leave alone, unlike SIGSEGV)
  * Sizes are read from the buffers' implied shapes: M, D, N below must match the test's --dims. */
 #include <math.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -19,9 +24,20 @@
 #ifndef WRONG
 #define WRONG 0
 #endif
+#ifndef FAULT
+#define FAULT 0
+#endif
+#ifndef HANG
+#define HANG 0
+#endif
+#ifndef CRASH
+#define CRASH 0
+#endif
 enum { M = 16, D = 32, N = 24 };
 
 void mock_kernel(double seconds); /* from the mock driver, loaded before this library */
+void mock_fault(void);
+void mock_hang(void);
 
 static float half_to_float(uint16_t h) {
     int e = (h >> 10) & 31, m = h & 1023;
@@ -48,6 +64,9 @@ size_t rmsnorm_workspace(const int64_t *dims) {
 
 int rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream) {
     (void)dims, (void)workspace, (void)stream;
+    if (CRASH) abort();
+    if (FAULT) mock_fault();
+    if (HANG) mock_hang();
     const uint16_t *X = buffers[0], *W = buffers[1];
     uint16_t *Y = buffers[2];
     for (int i = 0; i < M; i++) {

@@ -1,0 +1,124 @@
+/* test_abi.c — generated headers' launch helpers refuse misuse before launching anything, checked through
+ * their C ABI on the stub CUDA runtime (stub_cudart.c: no GPU; kernels never run, memory never touched).
+ * Linked with the nvcc objects of generated/matmul.cuh (static sizes, one GEMM), attention.cuh (static,
+ * one attention kernel) and decoder_layer.cuh (dynamic t: GEMMs, attention, reductions, maps) by
+ * `make abi-check`. What it proves, per case below: null buffers and dims are cudaErrorInvalidValue;
+ * buffers off their element alignment are cudaErrorMisalignedAddress; offsets of 2, 4 and 8 bytes run a
+ * GEMM on its unvectorised path and are refused for attention, whose kernels need 16 bytes; dynamic sizes
+ * of 0 (every output empty) succeed with no launch, negative sizes, sizes past 2^40 and past a kernel's
+ * 32-bit parameters are refused with no launch; device facts and kernel attributes are queried once per
+ * device, not on every launch. Exit status 0 when every check holds; each failure is printed. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stub_cudart.h"
+
+int matmul_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
+int attention_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
+int decoder_layer_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
+size_t decoder_layer_workspace(const int64_t *dims);
+
+enum { OK = 0, INVALID_VALUE = 1, MISALIGNED = 716 };
+
+static int failures, checks;
+
+static void expect(int cond, const char *what, int got, int want) {
+    checks++;
+    if (cond) return;
+    failures++;
+    printf("FAIL: %s: got %d, expected %d\n", what, got, want);
+}
+
+/* Fake device addresses: 256-byte aligned, distinct, never dereferenced by the stub. */
+static char *dev(int i) { return (char *)(uintptr_t)(0x100000000ull * (uintptr_t)(i + 1)); }
+
+typedef int (*run_fn)(void *const *, const int64_t *, void *, void *);
+
+/* Calls run with buffer `which` moved by `offset` bytes (or NULL when offset < 0); checks the return
+ * value and the number of launches. */
+static void call(const char *what, run_fn run, int nbuf, int which, long offset, const int64_t *dims, void *ws,
+                 int want_rc, int want_launches) {
+    void *bufs[16];
+    for (int i = 0; i < nbuf; i++) bufs[i] = dev(i);
+    if (which >= 0) bufs[which] = offset < 0 ? NULL : dev(which) + offset;
+    stub_reset();
+    int rc = run(bufs, dims, ws, NULL);
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: return value", what);
+    expect(rc == want_rc, msg, rc, want_rc);
+    snprintf(msg, sizeof msg, "%s: kernels launched", what);
+    if (want_launches >= 0) expect(stub.launches == want_launches, msg, stub.launches, want_launches);
+    else expect(stub.launches > 0, msg, stub.launches, 1);
+}
+
+static void matmul_cases(void) {
+    call("matmul, well-formed", matmul_run, 3, -1, 0, NULL, NULL, OK, 1);
+    expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELb1EEEv"),
+           "matmul, aligned: the 16-byte cp.async loader (gemm_kernel<..., VEC=true>)", 0, 1);
+    stub_reset();
+    void *bufs[3] = {dev(0), dev(1), dev(2)};
+    int rc = matmul_run(bufs, NULL, NULL, NULL);
+    expect(rc == OK && stub.attribute_queries == 0, "matmul, second launch: device attribute queries (cached)",
+           stub.attribute_queries, 0);
+    expect(stub.func_attribute_sets == 0, "matmul, second launch: cudaFuncSetAttribute calls (once per device)",
+           stub.func_attribute_sets, 0);
+    call("matmul, X null", matmul_run, 3, 0, -1, NULL, NULL, INVALID_VALUE, 0);
+    call("matmul, Y null", matmul_run, 3, 2, -1, NULL, NULL, INVALID_VALUE, 0);
+    call("matmul, X one byte off (fp16)", matmul_run, 3, 0, 1, NULL, NULL, MISALIGNED, 0);
+    call("matmul, Y three bytes off", matmul_run, 3, 2, 3, NULL, NULL, MISALIGNED, 0);
+    const long offsets[] = {2, 4, 8};
+    for (int i = 0; i < 3; i++) {
+        char what[80];
+        snprintf(what, sizeof what, "matmul, X %ld bytes off (a slower path)", offsets[i]);
+        call(what, matmul_run, 3, 0, offsets[i], NULL, NULL, OK, 1);
+        expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELb0EEEv"),
+               "matmul, X off 16 bytes: the element-wise loader (gemm_kernel<..., VEC=false>)", 0, 1);
+    }
+    call("matmul, W 8 bytes off", matmul_run, 3, 1, 8, NULL, NULL, OK, 1);
+    stub_reset();
+    expect(matmul_run(NULL, NULL, NULL, NULL) == INVALID_VALUE, "matmul, buffers NULL", 0, INVALID_VALUE);
+}
+
+static void attention_cases(void) {
+    call("attention, well-formed", attention_run, 4, -1, 0, NULL, NULL, OK, 1);
+    call("attention, O null", attention_run, 4, 3, -1, NULL, NULL, INVALID_VALUE, 0);
+    const long offsets[] = {2, 4, 8};
+    for (int i = 0; i < 3; i++) {
+        char what[80];
+        snprintf(what, sizeof what, "attention, K %ld bytes off (refused: 16-byte loads)", offsets[i]);
+        call(what, attention_run, 4, 1, offsets[i], NULL, NULL, MISALIGNED, 0);
+    }
+    call("attention, Q 16 bytes off", attention_run, 4, 0, 16, NULL, NULL, OK, 1);
+}
+
+static void decoder_cases(void) {
+    int64_t t = 7;
+    void *ws = dev(15);
+    call("decoder_layer, t = 7", decoder_layer_run, 9, -1, 0, &t, ws, OK, -1);
+    call("decoder_layer, t = 7, workspace NULL", decoder_layer_run, 9, -1, 0, &t, NULL, INVALID_VALUE, 0);
+    call("decoder_layer, t = 7, workspace 8 bytes off", decoder_layer_run, 9, -1, 0, &t, (char *)ws + 8, MISALIGNED, 0);
+    call("decoder_layer, dims NULL", decoder_layer_run, 9, -1, 0, NULL, ws, INVALID_VALUE, 0);
+    call("decoder_layer, W_o null", decoder_layer_run, 9, 3, -1, &t, ws, INVALID_VALUE, 0);
+    t = 0;
+    call("decoder_layer, t = 0 (every output empty)", decoder_layer_run, 9, -1, 0, &t, ws, OK, 0);
+    t = 0;
+    call("decoder_layer, t = 0, buffers null (nothing to touch)", decoder_layer_run, 9, 0, -1, &t, ws, OK, 0);
+    t = -1;
+    call("decoder_layer, t = -1", decoder_layer_run, 9, -1, 0, &t, ws, INVALID_VALUE, 0);
+    t = (int64_t)1 << 31;
+    call("decoder_layer, t = 2^31 (past the GEMM's int M)", decoder_layer_run, 9, -1, 0, &t, ws, INVALID_VALUE, 0);
+    t = ((int64_t)1 << 40) + 1;
+    call("decoder_layer, t = 2^40 + 1", decoder_layer_run, 9, -1, 0, &t, ws, INVALID_VALUE, 0);
+    t = 7;
+    expect(decoder_layer_workspace(&t) > 0, "decoder_layer, workspace bytes at t = 7", 0, 1);
+    expect(decoder_layer_workspace(NULL) == 0, "decoder_layer, workspace bytes with dims NULL", 1, 0);
+}
+
+int main(void) {
+    matmul_cases();
+    attention_cases();
+    decoder_cases();
+    printf("launch helpers through the C ABI on the stub runtime: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
