@@ -94,6 +94,10 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
 	  TSOPT=$(BUILD)/tsopt python3 tests/check_graphref.py > $(BUILD)/graphref.log || { cat $(BUILD)/graphref.log; exit 1; }; \
 	  echo "bench/graphref.py agrees with the interpreter: $$(tail -n 1 $(BUILD)/graphref.log)"; \
 	else echo "bench/graphref.py check skipped: python3 lacks numpy or PyYAML"; fi
+	@if python3 -c "import yaml" 2>/dev/null; then \
+	  TSOPT=$(BUILD)/tsopt python3 tests/check_torch_op.py > $(BUILD)/torch-op.log 2>&1 || { cat $(BUILD)/torch-op.log; exit 1; }; \
+	  echo "python/tsopt_torch.py without a GPU: $$(tail -n 1 $(BUILD)/torch-op.log)"; \
+	else echo "tests/check_torch_op.py skipped: python3 lacks PyYAML"; fi
 	@if command -v python3 >/dev/null; then \
 	  TSOPT=$(BUILD)/tsopt python3 bench/test_accuracy.py > $(BUILD)/accuracy-tests.log 2>&1 || { cat $(BUILD)/accuracy-tests.log; exit 1; }; \
 	  echo "bench/accuracy.py, chart.py: $$(tail -n 1 $(BUILD)/accuracy-tests.log)"; \
