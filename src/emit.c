@@ -497,10 +497,17 @@ static void emit_banner(emitter *e) {
     for (int a = 0; a < e->g->naxes; a++) {
         const ts_axis *ax = &e->g->axes[a];
         if (ax->name[0] == '_') continue;
-        if (ax->dynamic) fprintf(e->f, " %s=dynamic", ax->name);
+        int32_t root = ts_axis_root(e->g, a);
+        if (ax->dynamic && root != a) fprintf(e->f, " %s=%s", ax->name, e->g->axes[root].name); /* like: root */
+        else if (ax->dynamic) fprintf(e->f, " %s=dynamic", ax->name);
         else fprintf(e->f, " %s=%lld", ax->name, (long long)ax->size);
     }
     fputc('\n', e->f);
+    if (e->dyn.n) {
+        fputs("// dims[] (the C ABI's dynamic sizes, in order):", e->f);
+        for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, " %s", e->g->axes[e->dyn.axis[d]].name);
+        fputc('\n', e->f);
+    }
     emit_banner_use(e);
     free(desc);
 }

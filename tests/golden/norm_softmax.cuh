@@ -15,6 +15,7 @@
 //   in  g          fp16 [d]
 //   out S          fp16 [t, d]
 // Sizes: t=dynamic d=1024
+// dims[] (the C ABI's dynamic sizes, in order): t
 //
 // Use (stb-style): every file that calls it includes this header, which then declares, in plain C
 // (gcc, g++, clang, FFI) or C++ (nvcc):
