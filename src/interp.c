@@ -209,7 +209,8 @@ static void eval_reduce(machine *m, int32_t id, double *out) {
  * (B: "col"), another dim along the other only (A: "row"), and each operand is row- or column-major in
  * (row|col, k). Every other output dim is a batch. The library is the serial one; the threads are ours
  * (blocks of rows, one job each, taken from a shared counter), so none outlive the call. Where the layout
- * does not allow it, eval_reduce folds element by element. */
+ * does not allow it, eval_reduce folds element by element. dgemm sums in its own order (blocked, with
+ * FMA), so results can differ from the fold, and between a graph and its sampled rows, in the last bits. */
 
 typedef struct {
     CBLAS_TRANSPOSE ta, tb;
@@ -301,8 +302,10 @@ static bool eval_contraction(machine *m, int32_t id, double *out) {
     s.ldc = ostride[row];
     if (s.ldc > INT_MAX) return false;
     int64_t M = v->size[row], work = M * s.N * s.K * nbatch;
+    /* blocks of a fixed number of rows, whatever the number of threads: the same bits on any machine with
+     * the same BLAS kernels */
     int threads = work < ((int64_t)1 << 22) ? 1 : processors();
-    int64_t chunks = threads > 1 && M >= 2 * threads ? threads : 1, per = (M + chunks - 1) / chunks;
+    const int64_t per = 128, chunks = (M + per - 1) / per;
     gemm_job *jobs = ts_xmalloc(sizeof *jobs * (size_t)(nbatch * chunks));
     int64_t idx[TS_MAX_DIMS] = {0}, nj = 0;
     for (int64_t e = 0; e < nbatch; e++) {

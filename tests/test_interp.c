@@ -247,7 +247,7 @@ static void check_contraction(const double *A, const double *B, const double *Y,
 /* Batched, transposed and swapped operand layouts, at sizes where the interpreter runs several threads. */
 Test(interp, contractions_in_every_layout_match_loops) {
     checked c;
-    check_ok(&c, "axes: {b: 3, m: 90, k: 130, n: 150}\ninputs:\n"
+    check_ok(&c, "axes: {b: 3, m: 300, k: 130, n: 150}\ninputs:\n"
                  "  X: {dtype: fp32, shape: [b, m, k]}\n  W: {dtype: fp32, shape: [k, n]}\n"
                  "  K: {dtype: fp32, shape: [b, n, k]}\n  T: {dtype: fp32, shape: [k, m]}\n  V: {dtype: fp32, shape: [n, k]}\n"
                  "ops:\n  - {name: Y1, op: matmul, args: [X, W], over: k}\n" /* [b, m, n]: batch on A only */
@@ -257,7 +257,7 @@ Test(interp, contractions_in_every_layout_match_loops) {
                  "outputs: [Y1, Y2, Y3, Y4]\n");
     double **in = ts_random_inputs(&c.g, 7);
     double **out = eval_graph(&c, in);
-    const int64_t B = 3, M = 90, K = 130, N = 150;
+    const int64_t B = 3, M = 300, K = 130, N = 150; /* M: three blocks of rows */
     for (int64_t b = 0; b < B; b++) {
         check_contraction(in[0], in[1], out[0], M, N, K, (contraction){b * M * K, K, 1, 0, 1, N, b * M * N, N, 1});
         check_contraction(in[0], in[2], out[1], M, N, K, (contraction){b * M * K, K, 1, b * N * K, K, 1, b * M * N, N, 1});
