@@ -76,9 +76,9 @@ static inline size_t decoder_layer_workspace_bytes(int64_t t) {
 }
 
 #ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
 /* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
 cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __half *W_qkv, const __half *W_o, const __half *g_mlp, const __half *W_gate, const __half *W_up, const __half *W_down, __half *out, int64_t t, void *workspace, cudaStream_t stream);
 #endif
@@ -91,6 +91,8 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
 #error "TSOPT_DECODER_LAYER_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
 #endif
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>

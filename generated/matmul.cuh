@@ -55,9 +55,9 @@ static inline size_t matmul_workspace_bytes(void) {
 }
 
 #ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
 /* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
 cudaError_t matmul_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream);
 #endif
@@ -70,6 +70,8 @@ cudaError_t matmul_launch(const __half *X, const __half *W, __half *Y, void *wor
 #error "TSOPT_MATMUL_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
 #endif
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>

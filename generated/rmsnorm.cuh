@@ -56,9 +56,9 @@ static inline size_t rmsnorm_workspace_bytes(void) {
 }
 
 #ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
 /* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
 cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream);
 #endif
@@ -71,6 +71,8 @@ cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *wo
 #error "TSOPT_RMSNORM_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
 #endif
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>

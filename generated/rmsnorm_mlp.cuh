@@ -57,9 +57,9 @@ static inline size_t rmsnorm_mlp_workspace_bytes(void) {
 }
 
 #ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
 /* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
 cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half *W_gate, __half *Y, void *workspace, cudaStream_t stream);
 #endif
@@ -72,6 +72,8 @@ cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half
 #error "TSOPT_RMSNORM_MLP_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
 #endif
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>

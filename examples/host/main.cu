@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include <cuda_fp16.h>  // the headers declare __half; the program that makes halves includes its header
+
 #include "swiglu_large.cuh"
 #include "swiglu_small.cuh"
 

@@ -60,9 +60,9 @@ static inline size_t norm_softmax_workspace_bytes(int64_t t) {
 }
 
 #ifdef __CUDACC__
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
 /* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
 cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int64_t t, void *workspace, cudaStream_t stream);
 #endif
@@ -75,6 +75,8 @@ cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int
 #error "TSOPT_NORM_SOFTMAX_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
 #endif
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <math.h>
 
 namespace tsopt_norm_softmax {
