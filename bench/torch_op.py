@@ -43,7 +43,8 @@ def build_ctypes(header, name):
     cu = os.path.join(OUT, "%s_ctypes.cu" % name)
     with open(cu, "w") as f:
         f.write('#define TSOPT_%s_IMPLEMENTATION\n#include "%s"\n' % (name.upper(), os.path.abspath(header)))
-    subprocess.run(["nvcc", "-O3", "-std=c++17", tsopt_torch.DEFAULT_ARCH, "-Xcompiler", "-fPIC", "-shared", cu, "-o", so],
+    nvcc = os.environ.get("TSOPT_NVCC") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
+    subprocess.run([nvcc, "-O3", "-std=c++17", tsopt_torch.DEFAULT_ARCH, "-Xcompiler", "-fPIC", "-shared", cu, "-o", so],
                    check=True, capture_output=True)
     return so
 
