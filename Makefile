@@ -4,9 +4,11 @@
 #   make test       build and run every Criterion test, then the sanitizer pass (ASan + UBSan)
 #   make run        the main job: check, evaluate and compile every bench graph (headers in generated/)
 #   make SAN=1 ...  build into build-san/ with AddressSanitizer and UndefinedBehaviorSanitizer
+#   make install PREFIX=DIR   DIR/bin/tsopt and its data in DIR/share/tsopt (rules, templates, cost models,
+#                   calibrate/kernels.cu, the bench graphs, examples/, python/); default PREFIX=/usr/local
 #
-# libyaml and GSL are linked statically so that build/tsopt also runs on the GPU machine, where they are
-# absent. Criterion is only needed by the tests.
+# libyaml, GSL and OpenBLAS are linked statically so that build/tsopt also runs on the GPU machine, where
+# they are absent. Criterion is only needed by the tests.
 
 CC      ?= cc
 SAN     ?= 0
@@ -19,7 +21,10 @@ ifeq ($(SAN),1)
 CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
-STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl -lgslcblas -Wl,-Bdynamic
+# OpenBLAS (the serial library; the interpreter runs its own threads) computes the float64 reference's
+# contractions; linked before GSL's CBLAS so that cblas_dgemm is OpenBLAS's.
+OPENBLAS_A  := /usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.a
+STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl $(OPENBLAS_A) -lgslcblas -Wl,-Bdynamic
 LDLIBS  := $(STATIC_LIBS) -lm -pthread
 
 LIB_SRC  := $(filter-out src/main.c $(EXCLUDE),$(wildcard src/*.c))
@@ -43,11 +48,11 @@ EVAL_DIMS_qknorm_attention := t_q=128,t_kv=128
 EVAL_DIMS_gemm_logsumexp   := m=8,d=512
 EVAL_DIMS_gemm_gelu        := m=8,d=512
 
-.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests
+.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests install check-install
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
-DEB_PKGS := libyaml-dev libgsl-dev libcriterion-dev clang libclang-rt-14-dev valgrind
+DEB_PKGS := libyaml-dev libgsl-dev libopenblas-serial-dev libcriterion-dev clang libclang-rt-14-dev valgrind
 deps: build/.deps
 build/.deps:
 	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -95,6 +100,10 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
 	  TSOPT=$(BUILD)/tsopt python3 tests/check_graphref.py > $(BUILD)/graphref.log || { cat $(BUILD)/graphref.log; exit 1; }; \
 	  echo "bench/graphref.py agrees with the interpreter: $$(tail -n 1 $(BUILD)/graphref.log)"; \
 	else echo "bench/graphref.py check skipped: python3 lacks numpy or PyYAML"; fi
+	@if python3 -c "import yaml" 2>/dev/null; then \
+	  TSOPT=$(BUILD)/tsopt python3 tests/check_torch_op.py > $(BUILD)/torch-op.log 2>&1 || { cat $(BUILD)/torch-op.log; exit 1; }; \
+	  echo "python/tsopt_torch.py without a GPU: $$(tail -n 1 $(BUILD)/torch-op.log)"; \
+	else echo "tests/check_torch_op.py skipped: python3 lacks PyYAML"; fi
 	@if command -v python3 >/dev/null; then \
 	  TSOPT=$(BUILD)/tsopt python3 bench/test_accuracy.py > $(BUILD)/accuracy-tests.log 2>&1 || { cat $(BUILD)/accuracy-tests.log; exit 1; }; \
 	  echo "bench/accuracy.py, chart.py: $$(tail -n 1 $(BUILD)/accuracy-tests.log)"; \
@@ -105,6 +114,7 @@ test: build/.deps
 	$(MAKE) SAN=1 unit-tests
 	$(MAKE) check-generated
 	$(MAKE) torch-tests
+	$(MAKE) check-install
 
 # The PyTorch importer (tsopt_torch/) round-trips its test modules through tsopt eval; skipped, saying why,
 # where python3 has no torch (tests/torch/install_torch.sh installs it from PyPI).
@@ -145,6 +155,49 @@ abi-check:
 	@nvcc -cudart none $(ABI_GRAPHS:%=$(BUILD)/nvcc/%.cu.80.o) $(BUILD)/nvcc/stub_cudart.o $(BUILD)/nvcc/test_abi.o \
 	  -o $(BUILD)/nvcc/test_abi
 	@$(BUILD)/nvcc/test_abi
+
+# ---- install ---------------------------------------------------------------------------------------
+# The binary finds its data in <bin>/../share/tsopt (src/home.h), so PREFIX may be any folder.
+PREFIX ?= /usr/local
+SHARE   = $(DESTDIR)$(PREFIX)/share/tsopt
+install: $(BUILD)/tsopt
+	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/rules $(SHARE)/templates $(SHARE)/costmodel $(SHARE)/calibrate \
+	  $(SHARE)/graphs $(SHARE)/examples/host $(SHARE)/examples/c $(SHARE)/examples/torch $(SHARE)/python
+	install -m 755 $(BUILD)/tsopt $(DESTDIR)$(PREFIX)/bin/tsopt
+	install -m 644 rules/*.rules $(SHARE)/rules
+	install -m 644 templates/*.cuh $(SHARE)/templates
+	install -m 644 costmodel/*.yaml $(SHARE)/costmodel
+	install -m 644 calibrate/kernels.cu $(SHARE)/calibrate
+	install -m 644 bench/graphs/*.yaml $(SHARE)/graphs
+	install -m 644 examples/README.md examples/Makefile examples/CMakeLists.txt $(SHARE)/examples
+	install -m 644 examples/host/* $(SHARE)/examples/host
+	install -m 644 examples/c/* $(SHARE)/examples/c
+	install -m 644 examples/torch/* $(SHARE)/examples/torch
+	install -m 644 python/tsopt_torch.py $(SHARE)/python
+
+# A fresh install used from an unrelated folder: every bench graph compiles with the data found beside the
+# binary, the examples (C, C++ and CUDA; Make and CMake) build and link against its headers, and a
+# translation unit that includes a header without its implementation macro compiles about as fast as an
+# empty one.
+INSTALL_TEST := $(abspath $(BUILD)/install-test)
+check-install: $(BUILD)/tsopt
+	@rm -rf $(INSTALL_TEST) && $(MAKE) -s install PREFIX=$(INSTALL_TEST)/prefix > /dev/null
+	@mkdir -p $(INSTALL_TEST)/work && cd $(INSTALL_TEST)/work && unset TSOPT_HOME && \
+	  for g in ../prefix/share/tsopt/graphs/*.yaml; do ../prefix/bin/tsopt compile -o headers $$g > /dev/null || exit 1; done
+	@echo "the installed tsopt compiles every bench graph from another folder: ok"
+	@cd $(INSTALL_TEST)/work && $(MAKE) -s -C ../prefix/share/tsopt/examples TSOPT=$(INSTALL_TEST)/prefix/bin/tsopt \
+	  OUT=$(INSTALL_TEST)/work/examples > examples.log 2>&1 || { cat examples.log; exit 1; }
+	@echo "examples/ (host program with two sizes of one graph, C program through the C ABI) build against it: ok"
+	@if command -v cmake > /dev/null; then cd $(INSTALL_TEST)/work && \
+	  { cmake -S ../prefix/share/tsopt/examples -B cmake -DTSOPT=$(INSTALL_TEST)/prefix/bin/tsopt \
+	      -DGRAPHS=$(INSTALL_TEST)/prefix/share/tsopt/graphs && cmake --build cmake; } > cmake.log 2>&1 || \
+	  { cat cmake.log; exit 1; }; echo "examples/CMakeLists.txt builds against it: ok"; \
+	else echo "examples/CMakeLists.txt not built: no cmake"; fi
+	@cd $(INSTALL_TEST)/work && printf 'int f(void) { return 1; }\n' > empty.cu && \
+	  printf '#include "headers/decoder_layer.cuh"\nsize_t f(void) { return decoder_layer_workspace_bytes(1); }\n' > decl.cu && \
+	  t0=$$(date +%s.%N) && nvcc -std=c++17 -Werror all-warnings -c empty.cu -o empty.o && t1=$$(date +%s.%N) && \
+	  nvcc -std=c++17 -Werror all-warnings -c decl.cu -o decl.o && t2=$$(date +%s.%N) && \
+	  awk -v a=$$t0 -v b=$$t1 -v c=$$t2 'BEGIN { printf "a TU including decoder_layer.cuh without its implementation macro compiles in %.1f s (an empty TU: %.1f s)\n", c - b, b - a }'
 
 # ---- run -------------------------------------------------------------------------------------------
 run: $(GRAPHS:bench/graphs/%.yaml=run-%)

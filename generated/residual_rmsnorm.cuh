@@ -6,7 +6,9 @@
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
-// Depends only on the CUDA runtime headers; needs sm_80 or newer.
+// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
+// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
+// serialises wgmma). residual_rmsnorm_fallback() says when a launch fell back.
 //
 // Buffers (row-major):
 //   in  X          fp16 [t, d]
@@ -16,13 +18,16 @@
 //   out H          fp16 [t, d]
 // Sizes: t=4096 d=4096
 //
-// Use:
-//   size_t bytes = residual_rmsnorm_workspace_bytes();
-//   cudaError_t err = residual_rmsnorm_launch(<inputs>, <outputs>, <workspace>, stream);
-// C ABI (ctypes, Rust, ...): #define TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION in one .cu file before including this
-// header; then int residual_rmsnorm_run(void *const *buffers /* inputs, then outputs, in the YAML order */,
-// const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
-// returns a cudaError_t value. Errors are returned, never printed.
+// Use (stb-style): every file that calls it includes this header, which then declares, in plain C
+// (gcc, g++, clang, FFI) or C++ (nvcc):
+//   size_t residual_rmsnorm_workspace_bytes(void);  /* inline; 0: pass NULL */
+//   int residual_rmsnorm_run(void *const *buffers /* inputs, then outputs, in the order above */,
+//       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
+//       returns a cudaError_t value; errors are returned, never printed
+//   size_t residual_rmsnorm_workspace(const int64_t *dims);  const char *residual_rmsnorm_fallback(void);
+//   cudaError_t residual_rmsnorm_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
+// Exactly one .cu file compiled by nvcc defines TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION before including it: only
+// that file compiles the kernels.
 //
 // Arguments: cudaErrorInvalidValue for a null buffer (or workspace, when one is needed), a dynamic size
 // below 0 or above 2^40, a size past a kernel's 32-bit limit (2^31 - 1) or, unless every output is
@@ -31,15 +36,54 @@
 // 16-byte aligned. 16-byte alignment is not required: a buffer off it takes a slower path, except
 // attention operands, which are refused with cudaErrorMisalignedAddress. Thread-safe: device facts
 // and kernel attributes are cached per device.
-#ifndef TSOPT_RESIDUAL_RMSNORM_CUH
-#define TSOPT_RESIDUAL_RMSNORM_CUH
+#ifndef TSOPT_RESIDUAL_RMSNORM_H
+#define TSOPT_RESIDUAL_RMSNORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
+/* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
+ * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+int residual_rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* residual_rmsnorm_workspace_bytes with the dynamic sizes from dims. */
+size_t residual_rmsnorm_workspace(const int64_t *dims);
+/* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
+ * its fallback and why (e.g. built without -arch=sm_90a). */
+const char *residual_rmsnorm_fallback(void);
+#ifdef __cplusplus
+}
+#endif
+
+/* Bytes of workspace residual_rmsnorm_run and residual_rmsnorm_launch need (0: pass NULL). */
+static inline size_t residual_rmsnorm_workspace_bytes(void) {
+    size_t bytes = 0;
+    return bytes;
+}
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
+/* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
+cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __half *g, __half *Y, __half *H, void *workspace, cudaStream_t stream);
+#endif
+
+#endif  /* TSOPT_RESIDUAL_RMSNORM_H */
+
+#if defined(TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION) && !defined(TSOPT_RESIDUAL_RMSNORM_IMPLEMENTED)
+#define TSOPT_RESIDUAL_RMSNORM_IMPLEMENTED
+#ifndef __CUDACC__
+#error "TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
+#endif
 
 #include <atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <math.h>
-#include <stdint.h>
 
 namespace tsopt_residual_rmsnorm {
 
@@ -613,17 +657,13 @@ struct K0 {
     }
 };
 
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+
 }  // namespace tsopt_residual_rmsnorm
 
-// Bytes of workspace residual_rmsnorm_launch needs (0: pass NULL).
-static inline size_t residual_rmsnorm_workspace_bytes(void) {
-    size_t bytes = 0;
-    return bytes;
-}
-
-// Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).
-static inline cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __half *g, __half *Y, __half *H, void *workspace, cudaStream_t stream) {
+cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __half *g, __half *Y, __half *H, void *workspace, cudaStream_t stream) {
     using namespace tsopt_residual_rmsnorm;
+    fallback_note = nullptr;
     if (!X || !R || !g || !Y || !H) return cudaErrorInvalidValue;
     if (reinterpret_cast<uintptr_t>(X) % sizeof(*X) ||
         reinterpret_cast<uintptr_t>(R) % sizeof(*R) ||
@@ -670,22 +710,17 @@ static inline cudaError_t residual_rmsnorm_launch(const __half *X, const __half 
     return cudaSuccess;
 }
 
-extern "C" int residual_rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);
-extern "C" size_t residual_rmsnorm_workspace(const int64_t *dims);
-
-#ifdef TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION
 extern "C" size_t residual_rmsnorm_workspace(const int64_t *dims) {
     (void)dims;
     return residual_rmsnorm_workspace_bytes();
 }
-#endif
 
-#ifdef TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION
+extern "C" const char *residual_rmsnorm_fallback(void) { return tsopt_residual_rmsnorm::fallback_note; }
+
 extern "C" int residual_rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)residual_rmsnorm_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<__half *>(buffers[3]), static_cast<__half *>(buffers[4]), workspace, stream);
 }
-#endif
 
-#endif  // TSOPT_RESIDUAL_RMSNORM_CUH
+#endif  /* TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION */

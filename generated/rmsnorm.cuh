@@ -6,7 +6,9 @@
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
-// Depends only on the CUDA runtime headers; needs sm_80 or newer.
+// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
+// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
+// serialises wgmma). rmsnorm_fallback() says when a launch fell back.
 //
 // Buffers (row-major):
 //   in  X          fp16 [m, d]
@@ -14,13 +16,16 @@
 //   out Y          fp16 [m, n]
 // Sizes: m=1024 d=4096 n=4096
 //
-// Use:
-//   size_t bytes = rmsnorm_workspace_bytes();
-//   cudaError_t err = rmsnorm_launch(<inputs>, <outputs>, <workspace>, stream);
-// C ABI (ctypes, Rust, ...): #define TSOPT_RMSNORM_IMPLEMENTATION in one .cu file before including this
-// header; then int rmsnorm_run(void *const *buffers /* inputs, then outputs, in the YAML order */,
-// const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
-// returns a cudaError_t value. Errors are returned, never printed.
+// Use (stb-style): every file that calls it includes this header, which then declares, in plain C
+// (gcc, g++, clang, FFI) or C++ (nvcc):
+//   size_t rmsnorm_workspace_bytes(void);  /* inline; 0: pass NULL */
+//   int rmsnorm_run(void *const *buffers /* inputs, then outputs, in the order above */,
+//       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
+//       returns a cudaError_t value; errors are returned, never printed
+//   size_t rmsnorm_workspace(const int64_t *dims);  const char *rmsnorm_fallback(void);
+//   cudaError_t rmsnorm_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
+// Exactly one .cu file compiled by nvcc defines TSOPT_RMSNORM_IMPLEMENTATION before including it: only
+// that file compiles the kernels.
 //
 // Arguments: cudaErrorInvalidValue for a null buffer (or workspace, when one is needed), a dynamic size
 // below 0 or above 2^40, a size past a kernel's 32-bit limit (2^31 - 1) or, unless every output is
@@ -29,15 +34,55 @@
 // 16-byte aligned. 16-byte alignment is not required: a buffer off it takes a slower path, except
 // attention operands, which are refused with cudaErrorMisalignedAddress. Thread-safe: device facts
 // and kernel attributes are cached per device.
-#ifndef TSOPT_RMSNORM_CUH
-#define TSOPT_RMSNORM_CUH
+#ifndef TSOPT_RMSNORM_H
+#define TSOPT_RMSNORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
+/* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
+ * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+int rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* rmsnorm_workspace_bytes with the dynamic sizes from dims. */
+size_t rmsnorm_workspace(const int64_t *dims);
+/* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
+ * its fallback and why (e.g. built without -arch=sm_90a). */
+const char *rmsnorm_fallback(void);
+#ifdef __cplusplus
+}
+#endif
+
+/* Bytes of workspace rmsnorm_run and rmsnorm_launch need (0: pass NULL). */
+static inline size_t rmsnorm_workspace_bytes(void) {
+    size_t bytes = 0;
+    bytes += (((size_t)(int64_t)8388608 + 255) & ~(size_t)255);
+    return bytes;
+}
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
+/* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
+cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream);
+#endif
+
+#endif  /* TSOPT_RMSNORM_H */
+
+#if defined(TSOPT_RMSNORM_IMPLEMENTATION) && !defined(TSOPT_RMSNORM_IMPLEMENTED)
+#define TSOPT_RMSNORM_IMPLEMENTED
+#ifndef __CUDACC__
+#error "TSOPT_RMSNORM_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
+#endif
 
 #include <atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <math.h>
-#include <stdint.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
@@ -889,12 +934,6 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 
 }  // namespace tsg
 
-// ---- self-test instantiation: `nvcc -DTSG_SELFTEST -c gemm.cuh` compiles the default forms -----------
-#ifdef TSG_SELFTEST
-template cudaError_t tsg::launch_gemm<__half>(const tsg::GemmParams<__half, tsg::StoreEpilogue<__half>> &, cudaStream_t);
-template cudaError_t tsg::launch_gemm<__nv_bfloat16, 128, 128, 64, 2, 4, 3, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
-    const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
-#endif
 // ---- gemm_sm90.cuh -----------------------------------------------------------------------------
 // gemm_sm90.cuh — the Hopper (sm_90a) form of gemm.cuh: the same GemmParams<T, Epilogue>, the same epilogue
 // functors and the same operand layouts, computed with TMA loads and wgmma.mma_async. Per batch b (grid z):
@@ -934,19 +973,19 @@ template cudaError_t tsg::launch_gemm<__nv_bfloat16, 128, 128, 64, 2, 4, 3, fals
 //
 // Template knobs: BM ∈ {128, 256} (two consumer warpgroups of BM/2 rows), BN a multiple of 64 with
 // NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}.
-// Define TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
+// Define TSOPT_TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
 // deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
 // Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
 
 
-#ifndef TSG90_WATCHDOG
-#define TSG90_WATCHDOG 0
+#ifndef TSOPT_TSG90_WATCHDOG
+#define TSOPT_TSG90_WATCHDOG 0
 #endif
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define TSG90_DEVICE_OK 1
+#define TSOPT_TSG90_DEVICE_OK 1
 #else
-#define TSG90_DEVICE_OK 0
+#define TSOPT_TSG90_DEVICE_OK 0
 #endif
 
 namespace tsg90 {
@@ -954,27 +993,27 @@ namespace tsg90 {
 // ---- wgmma m64nNk16 (fp32 accumulate; A and B from shared memory through descriptors) --------------------
 // d: this thread's N/2 accumulators; da, db: descriptors; scale_d = 0 overwrites d; TB (imm-trans-b) = 1 for
 // an N-major B (B_KN), 0 for a K-major B (B_NK). A is always K-major.
-#define TSG90_WGMMA_OUTS_N64(d) \
+#define TSOPT_TSG90_WGMMA_OUTS_N64(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
     "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
-#define TSG90_WGMMA_ASM_N64_F16 \
+#define TSOPT_TSG90_WGMMA_ASM_N64_F16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
     "%32, %33, p, 1, 1, 0, %35;\n}\n"
 
-#define TSG90_WGMMA_ASM_N64_BF16 \
+#define TSOPT_TSG90_WGMMA_ASM_N64_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
     "%32, %33, p, 1, 1, 0, %35;\n}\n"
 
-#define TSG90_WGMMA_OUTS_N128(d) \
+#define TSOPT_TSG90_WGMMA_OUTS_N128(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
@@ -984,7 +1023,7 @@ namespace tsg90 {
     "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
     "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 
-#define TSG90_WGMMA_ASM_N128_F16 \
+#define TSOPT_TSG90_WGMMA_ASM_N128_F16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -993,7 +1032,7 @@ namespace tsg90 {
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
     "%64, %65, p, 1, 1, 0, %67;\n}\n"
 
-#define TSG90_WGMMA_ASM_N128_BF16 \
+#define TSOPT_TSG90_WGMMA_ASM_N128_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -1002,7 +1041,7 @@ namespace tsg90 {
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
     "%64, %65, p, 1, 1, 0, %67;\n}\n"
 
-#define TSG90_WGMMA_OUTS_N192(d) \
+#define TSOPT_TSG90_WGMMA_OUTS_N192(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
@@ -1016,7 +1055,7 @@ namespace tsg90 {
     "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
     "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
 
-#define TSG90_WGMMA_ASM_N192_F16 \
+#define TSOPT_TSG90_WGMMA_ASM_N192_F16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -1027,7 +1066,7 @@ namespace tsg90 {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
     "%96, %97, p, 1, 1, 0, %99;\n}\n"
 
-#define TSG90_WGMMA_ASM_N192_BF16 \
+#define TSOPT_TSG90_WGMMA_ASM_N192_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -1038,7 +1077,7 @@ namespace tsg90 {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
     "%96, %97, p, 1, 1, 0, %99;\n}\n"
 
-#define TSG90_WGMMA_OUTS_N256(d) \
+#define TSOPT_TSG90_WGMMA_OUTS_N256(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
     "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
@@ -1056,7 +1095,7 @@ namespace tsg90 {
     "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),  \
     "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
-#define TSG90_WGMMA_ASM_N256_F16 \
+#define TSOPT_TSG90_WGMMA_ASM_N256_F16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -1069,7 +1108,7 @@ namespace tsg90 {
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
     "%128, %129, p, 1, 1, 0, %131;\n}\n"
 
-#define TSG90_WGMMA_ASM_N256_BF16 \
+#define TSOPT_TSG90_WGMMA_ASM_N256_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -1084,11 +1123,11 @@ namespace tsg90 {
 
 template <typename T, int TB>
 __device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N64_BF16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N64_BF16 : TSOPT_TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
     else
-        asm volatile(TSG90_WGMMA_ASM_N64_F16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N64_F16 : TSOPT_TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
@@ -1096,11 +1135,11 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t 
 
 template <typename T, int TB>
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N128_BF16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N128_BF16 : TSOPT_TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
     else
-        asm volatile(TSG90_WGMMA_ASM_N128_F16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N128_F16 : TSOPT_TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
@@ -1108,11 +1147,11 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t
 
 template <typename T, int TB>
 __device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db, int scale_d) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N192_BF16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N192_BF16 : TSOPT_TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
     else
-        asm volatile(TSG90_WGMMA_ASM_N192_F16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N192_F16 : TSOPT_TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
@@ -1120,11 +1159,11 @@ __device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t
 
 template <typename T, int TB>
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N256_BF16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N256_BF16 : TSOPT_TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
     else
-        asm volatile(TSG90_WGMMA_ASM_N256_F16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N256_F16 : TSOPT_TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
@@ -1134,55 +1173,55 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_
 __device__ __forceinline__ void fence_operand(float &x) { asm volatile("" : "+f"(x)::"memory"); }
 
 __device__ __forceinline__ void wgmma_fence() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void wgmma_commit() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 #endif
 }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
 template <int R> __device__ __forceinline__ void setmaxnreg_inc() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R));
 #endif
 }
 template <int R> __device__ __forceinline__ void setmaxnreg_dec() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R));
 #endif
 }
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 #endif
 }
 // Makes the initialized barriers visible to the async proxy (TMA) and to the other CTAs of the cluster.
 __device__ __forceinline__ void fence_mbar_init() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
 __device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 #endif
 }
 // Arrive on the barrier at the same shared-memory offset in CTA `cta` of this cluster (may be this CTA).
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile(
         "{\n.reg .b32 ra;\n"
         "mapa.shared::cluster.u32 ra, %0, %1;\n"
@@ -1193,8 +1232,8 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) 
 }
 // Wait until the phase of parity `parity` of barrier `bar` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-#if TSG90_DEVICE_OK
-#if TSG90_WATCHDOG
+#if TSOPT_TSG90_DEVICE_OK
+#if TSOPT_TSG90_WATCHDOG
     const long long t0 = clock64();
 #endif
     uint32_t done;
@@ -1206,7 +1245,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
             : "=r"(done)
             : "r"(bar), "r"(parity)
             : "memory");
-#if TSG90_WATCHDOG
+#if TSOPT_TSG90_WATCHDOG
         // No printf here: a call inside the wgmma pipeline makes ptxas serialize every wgmma (C7510).
         if (!done && clock64() - t0 > (1ll << 33)) __trap();
 #endif
@@ -1220,7 +1259,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 // transaction bytes. The multicast form writes the box (and signals the barrier at the same offset) in every
 // CTA of the cluster whose bit is set in mask.
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile(
         "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
@@ -1231,7 +1270,7 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, i
 }
 __device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1, int c2, uint32_t bar,
                                             uint16_t mask) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile(
         "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, "
         "%4}], [%5], %6;\n" ::"r"(dst),
@@ -1242,14 +1281,14 @@ __device__ __forceinline__ void tma_load_mc(uint32_t dst, const CUtensorMap *map
 #endif
 }
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 #else
     (void)map;
 #endif
 }
 __device__ __forceinline__ void cluster_sync() {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
@@ -1294,7 +1333,7 @@ __global__ void __launch_bounds__(384, 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const int batch_flags) {
-#if TSG90_DEVICE_OK
+#if TSOPT_TSG90_DEVICE_OK
     using C = Cfg<BM, BN, STAGES, CM, DUAL>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
@@ -1564,12 +1603,6 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 
 }  // namespace tsg90
 
-// ---- self-test instantiation: `nvcc -DTSG90_SELFTEST -c` on a file including this header -------------------
-#ifdef TSG90_SELFTEST
-template cudaError_t tsg90::launch_gemm_sm90<__half>(const tsg::GemmParams<__half, tsg::StoreEpilogue<__half>> &, cudaStream_t);
-template cudaError_t tsg90::launch_gemm_sm90<__nv_bfloat16, 128, 128, 4, 1, false, true, tsg::SwigluEpilogue<__nv_bfloat16>>(
-    const tsg::GemmParams<__nv_bfloat16, tsg::SwigluEpilogue<__nv_bfloat16>> &, cudaStream_t);
-#endif
 
 // ---- fused expressions of this plan -------------------------------------------------------------
 
@@ -1653,18 +1686,13 @@ struct K1 {
     }
 };
 
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+
 }  // namespace tsopt_rmsnorm
 
-// Bytes of workspace rmsnorm_launch needs (0: pass NULL).
-static inline size_t rmsnorm_workspace_bytes(void) {
-    size_t bytes = 0;
-    bytes += (((size_t)(int64_t)8388608 + 255) & ~(size_t)255);
-    return bytes;
-}
-
-// Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).
-static inline cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream) {
+cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_rmsnorm;
+    fallback_note = nullptr;
     if (!X || !W || !Y) return cudaErrorInvalidValue;
     if (reinterpret_cast<uintptr_t>(X) % sizeof(*X) ||
         reinterpret_cast<uintptr_t>(W) % sizeof(*W) ||
@@ -1723,29 +1751,40 @@ static inline cudaError_t rmsnorm_launch(const __half *X, const __half *W, __hal
         p.ep.s1[0] = (int64_t)4096;
         p.ep.s1[1] = (int64_t)1;
         err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
             err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+        }
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;
 }
 
-extern "C" int rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);
-extern "C" size_t rmsnorm_workspace(const int64_t *dims);
-
-#ifdef TSOPT_RMSNORM_IMPLEMENTATION
 extern "C" size_t rmsnorm_workspace(const int64_t *dims) {
     (void)dims;
     return rmsnorm_workspace_bytes();
 }
-#endif
 
-#ifdef TSOPT_RMSNORM_IMPLEMENTATION
+extern "C" const char *rmsnorm_fallback(void) { return tsopt_rmsnorm::fallback_note; }
+
 extern "C" int rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)rmsnorm_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<__half *>(buffers[2]), workspace, stream);
 }
-#endif
 
-#endif  // TSOPT_RMSNORM_CUH
+#undef TSOPT_TSG90_WATCHDOG
+#undef TSOPT_TSG90_DEVICE_OK
+#undef TSOPT_TSG90_WGMMA_OUTS_N64
+#undef TSOPT_TSG90_WGMMA_ASM_N64_F16
+#undef TSOPT_TSG90_WGMMA_ASM_N64_BF16
+#undef TSOPT_TSG90_WGMMA_OUTS_N128
+#undef TSOPT_TSG90_WGMMA_ASM_N128_F16
+#undef TSOPT_TSG90_WGMMA_ASM_N128_BF16
+#undef TSOPT_TSG90_WGMMA_OUTS_N192
+#undef TSOPT_TSG90_WGMMA_ASM_N192_F16
+#undef TSOPT_TSG90_WGMMA_ASM_N192_BF16
+#undef TSOPT_TSG90_WGMMA_OUTS_N256
+#undef TSOPT_TSG90_WGMMA_ASM_N256_F16
+#undef TSOPT_TSG90_WGMMA_ASM_N256_BF16
+#endif  /* TSOPT_RMSNORM_IMPLEMENTATION */

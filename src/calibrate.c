@@ -2,6 +2,7 @@
  * and the GPU driver: libcuda, NVRTC and CUPTI opened with dlopen, microbenchmarks from
  * calibrate/kernels.cu, kernel durations from CUPTI activity records (CUDA events as the fallback). */
 #include "calibrate.h"
+#include "home.h"
 
 #include <errno.h>
 #include <gsl/gsl_errno.h>
@@ -630,17 +631,10 @@ static char *find_kernels(const char *given, char **path_out) {
         *path_out = ts_strdup("calibrate/kernels.cu");
         return text;
     }
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = '\0';
-        *path_out = ts_strfmt("%s/../calibrate/kernels.cu", exe);
-        if ((text = read_file(*path_out, NULL))) return text;
-        free(*path_out);
-    }
-    *path_out = ts_strdup("calibrate/kernels.cu");
+    *path_out = ts_data_path("calibrate/kernels.cu");
+    if ((text = read_file(*path_out, NULL))) return text;
+    free(*path_out);
+    *path_out = ts_data_path("calibrate/kernels.cu"); /* the error names the data folder's */
     return NULL;
 }
 

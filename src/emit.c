@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,8 +23,12 @@ typedef struct {
     const ts_plan *p;
     const ts_emit_opts *o;
     ts_dyn dyn;
-    const char *dyn_names[TS_SYM_MAX_DYN];
-    char upper[128]; /* NAME for macros */
+    const char *dyn_names[TS_SYM_MAX_DYN]; /* dynamic axes as C identifiers (ts_emit_ident) */
+    char **in_names, **out_names;          /* inputs and outputs as C identifiers */
+    const char *name;                      /* the symbols' prefix: --name, else the graph's name */
+    char upper[128];                       /* NAME for macros */
+    char macros[64][64];                   /* the templates' macros, renamed TSOPT_*, #undef'd at the end */
+    int nmacros;
     const char *const *load_expr; /* when set: the C expression of each access slot's loaded value */
 } emitter;
 
@@ -35,31 +40,148 @@ static const char *ctype_of(ts_dtype t) {
     }
 }
 
+/* ---- identifiers ------------------------------------------------------------------------------- */
+
+/* Words a tensor or axis name must not be in a header: C and C++ keywords (C++20, alternative tokens
+ * included), the names the launch code declares or calls, and macros of the headers it includes. */
+const char *const ts_emit_reserved[] = {
+    /* C++ keywords */
+    "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch",
+    "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr",
+    "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default",
+    "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "final",
+    "float", "for", "friend", "goto", "if", "import", "inline", "int", "long", "module", "mutable", "namespace",
+    "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "override", "private",
+    "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof",
+    "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw",
+    "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile",
+    "wchar_t", "while", "xor", "xor_eq",
+    /* C only */
+    "restrict",
+    /* the launch code's parameters, locals, types and namespaces */
+    "workspace", "stream", "buffers", "dims", "bytes", "ws", "dev", "sms", "err", "p", "half", "int8_t",
+    "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t", "ptrdiff_t",
+    "intptr_t", "uintptr_t", "tsm", "tsr", "tsg", "tsg90", "tsa", "tsa90", "tst", "std", "make_float2", "fallback_note",
+    /* macros of math.h, stddef.h and stdint.h */
+    "NAN", "INFINITY", "HUGE_VAL", "HUGE_VALF", "NULL", "offsetof", "assert",
+    NULL};
+
+/* Prefixes reserved for the CUDA runtime, the implementation, tsopt's own symbols and the generated
+ * functors (K0, K1Inner) and temporaries (tmp0). */
+static bool reserved_pattern(const char *s, size_t n) {
+    if ((n >= 4 && !strncmp(s, "cuda", 4)) || (n >= 2 && s[0] == '_' && (s[1] == '_' || isupper((unsigned char)s[1]))) ||
+        (n >= 5 && !strncasecmp(s, "tsopt", 5)))
+        return true;
+    size_t d = s[0] == 'K' ? 1 : n >= 3 && !strncmp(s, "tmp", 3) ? 3 : 0;
+    return d && d < n && isdigit((unsigned char)s[d]);
+}
+
+static bool reserved_word(const char *s, size_t n) {
+    if (reserved_pattern(s, n)) return true;
+    for (const char *const *w = ts_emit_reserved; *w; w++)
+        if (strlen(*w) == n && !strncmp(*w, s, n)) return true;
+    return false;
+}
+
+bool ts_emit_name_ok(const char *name) {
+    size_t n = strlen(name);
+    if (n == 0 || n > 64 || isdigit((unsigned char)name[0]) || (name[0] == '_' && n >= 2 && reserved_pattern(name, n)))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_') return false;
+    return true;
+}
+
+char *ts_emit_ident(const char *name) {
+    size_t n = strlen(name);
+    while (n > 0 && name[n - 1] == '_') n--;
+    return n > 0 && reserved_word(name, n) ? ts_strfmt("%s_", name) : ts_strdup(name);
+}
+
 /* ---- templates --------------------------------------------------------------------------------- */
 
-/* Copies templates/<name> without its #include and #pragma once lines (they are in the header once). */
+/* Whether line s (n bytes) opens a template's self-test block: `#ifdef <NAME>_SELFTEST`. */
+static bool is_selftest_ifdef(const char *s, size_t n) {
+    return n > 16 && !strncmp(s, "#ifdef ", 7) && n - 7 >= 9 && !strncmp(s + n - 9, "_SELFTEST", 9);
+}
+
+static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* Index of macro (s, n) among the collected ones, or -1. */
+static int macro_index(const emitter *e, const char *s, size_t n) {
+    for (int i = 0; i < e->nmacros; i++)
+        if (strlen(e->macros[i]) == n && !strncmp(e->macros[i], s, n)) return i;
+    return -1;
+}
+
+/* Records every macro the template text #defines (they are renamed TSOPT_<NAME> in the header and
+ * #undef'd at its end: macros ignore namespaces). */
+static void collect_macros(emitter *e, const char *text, size_t len) {
+    for (const char *p = text; p < text + len; p++) {
+        if (p != text && p[-1] != '\n') continue;
+        const char *s = p;
+        while (s < text + len && (*s == ' ' || *s == '\t')) s++;
+        if ((size_t)(text + len - s) < 8 || strncmp(s, "#define", 7) || !isspace((unsigned char)s[7])) continue;
+        s += 7;
+        while (s < text + len && (*s == ' ' || *s == '\t')) s++;
+        size_t n = 0;
+        while (s + n < text + len && ident_char(s[n])) n++;
+        if (n == 0 || n >= sizeof e->macros[0] || macro_index(e, s, n) >= 0 || !strncmp(s, "TSOPT_", 6)) continue;
+        if (e->nmacros < (int)(sizeof e->macros / sizeof e->macros[0])) {
+            memcpy(e->macros[e->nmacros], s, n);
+            e->macros[e->nmacros++][n] = '\0';
+        }
+    }
+}
+
+/* Prints one template line with every collected macro name prefixed TSOPT_. */
+static void print_renamed(emitter *e, const char *line, size_t n) {
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        if (ident_char(line[i]) && (i == 0 || !ident_char(line[i - 1])))
+            while (j < n && ident_char(line[j])) j++;
+        if (j > i) {
+            fprintf(e->f, "%s%.*s", macro_index(e, line + i, j - i) >= 0 ? "TSOPT_" : "", (int)(j - i), line + i);
+            i = j;
+        } else fputc(line[i++], e->f);
+    }
+    fputc('\n', e->f);
+}
+
+/* Copies templates/<name> without its #include and #pragma once lines (they are in the header once) and
+ * its self-test block, with its macros renamed TSOPT_*. */
 static int embed_template(emitter *e, const char *name, char **err) {
     char *path = ts_strfmt("%s/%s", e->o->templates_dir, name);
     ts_diags d;
     ts_diags_init(&d, path, NULL, 0);
     size_t len;
     char *text = ts_read_text_file(path, &len, &d);
+    int errnum = errno;
     ts_diags_free(&d);
     if (!text) {
-        *err = ts_strfmt("cannot read template %s", path);
+        *err = ts_strfmt("cannot read template %s: %s (--templates DIR or TSOPT_HOME sets where templates are)", path,
+                         strerror(errnum));
         free(path);
         return -1;
     }
     fprintf(e->f, "// ---- %s ", name);
     for (int i = 0; i < 90 - (int)strlen(name); i++) fputc('-', e->f);
     fputc('\n', e->f);
+    collect_macros(e, text, len);
+    int selftest = 0; /* #if depth inside a *_SELFTEST block, which is dropped (0: outside) */
     for (char *line = text; line < text + len;) {
         char *end = memchr(line, '\n', (size_t)(text + len - line));
         size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
         const char *s = line;
         while (s < line + n && isspace((unsigned char)*s)) s++;
-        bool drop = (strncmp(s, "#include", 8) == 0) || strncmp(s, "#pragma once", 12) == 0;
-        if (!drop) fprintf(e->f, "%.*s\n", (int)n, line);
+        bool drop = !strncmp(s, "#include", 8) || !strncmp(s, "#pragma once", 12) || !strncmp(s, "// ---- self-test", 17);
+        if (!selftest && is_selftest_ifdef(s, (size_t)(line + n - s))) selftest = 1, drop = true;
+        else if (selftest) {
+            drop = true;
+            if (!strncmp(s, "#if", 3)) selftest++;
+            else if (!strncmp(s, "#endif", 6)) selftest--;
+        }
+        if (!drop) print_renamed(e, line, n);
         line += n + 1;
     }
     free(text);
@@ -309,8 +431,8 @@ static void print_sym(emitter *e, const ts_sym *s) { ts_sym_print(e->f, s, e->dy
 /* The pointer variable of buffer b in the launch function. */
 static void buf_ptr(emitter *e, int b, char *out, size_t n) {
     const ts_buffer *B = &e->p->buf[b];
-    if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->g->inputs[B->index].name);
-    else if (B->kind == TS_BUF_OUTPUT) snprintf(out, n, "%s", e->g->outputs[B->index].name);
+    if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->in_names[B->index]);
+    else if (B->kind == TS_BUF_OUTPUT) snprintf(out, n, "%s", e->out_names[B->index]);
     else snprintf(out, n, "tmp%d", B->index);
 }
 
@@ -390,11 +512,43 @@ static void print_dims(emitter *e, const int32_t *axes, int n) {
     fputc(']', e->f);
 }
 
+/* The banner's usage notes: the stb contract, the entry points, names that were mangled. */
+static void emit_banner_use(emitter *e) {
+    const char *n = e->name;
+    fprintf(e->f, "//\n// Use (stb-style): every file that calls it includes this header, which then declares, in plain C\n"
+                  "// (gcc, g++, clang, FFI) or C++ (nvcc):\n"
+                  "//   size_t %s_workspace_bytes(%s);  /* inline; 0: pass NULL */\n"
+                  "//   int %s_run(void *const *buffers /* inputs, then outputs, in the order above */,\n"
+                  "//       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)\n"
+                  "//       returns a cudaError_t value; errors are returned, never printed\n"
+                  "//   size_t %s_workspace(const int64_t *dims);  const char *%s_fallback(void);\n"
+                  "//   cudaError_t %s_launch(<inputs>, <outputs>, %s<workspace>, stream);  /* nvcc only: typed */\n"
+                  "// Exactly one .cu file compiled by nvcc defines TSOPT_%s_IMPLEMENTATION before including it: only\n"
+                  "// that file compiles the kernels.\n",
+            n, e->dyn.n ? "<dynamic sizes>" : "void", n, n, n, n, e->dyn.n ? "<dynamic sizes>, " : "", e->upper);
+    bool renamed = false;
+    for (int i = 0; i < e->g->ninputs + e->g->noutputs; i++) {
+        const char *orig = i < e->g->ninputs ? e->g->inputs[i].name : e->g->outputs[i - e->g->ninputs].name;
+        const char *c = i < e->g->ninputs ? e->in_names[i] : e->out_names[i - e->g->ninputs];
+        if (strcmp(orig, c) == 0) continue;
+        fprintf(e->f, "%s %s → %s", renamed ? "," : "// Renamed in C (reserved words, see tsopt's README):", orig, c);
+        renamed = true;
+    }
+    for (int d = 0; d < e->dyn.n; d++) {
+        const char *orig = e->g->axes[e->dyn.axis[d]].name;
+        if (strcmp(orig, e->dyn_names[d]) == 0) continue;
+        fprintf(e->f, "%s %s → %s", renamed ? "," : "// Renamed in C (reserved words, see tsopt's README):", orig,
+                e->dyn_names[d]);
+        renamed = true;
+    }
+    if (renamed) fputc('\n', e->f);
+}
+
 static void emit_banner(emitter *e) {
     const ts_emit_opts *o = e->o;
     const char *base = strrchr(o->source_path, '/');
     char *desc = ts_plan_describe(e->p, e->g);
-    fprintf(e->f, "// %s.cuh — generated by tsopt %s from %s — do not edit.\n//\n", e->g->name, TS_VERSION,
+    fprintf(e->f, "// %s.cuh — generated by tsopt %s from %s — do not edit.\n//\n", e->name, TS_VERSION,
             base ? base + 1 : o->source_path);
     fprintf(e->f, "// graph:     %s (source hash %016llx)\n", e->g->name,
             ts_fnv1a(TS_FNV_OFFSET, o->source_text, o->source_len));
@@ -404,15 +558,18 @@ static void emit_banner(emitter *e) {
     fprintf(e->f, "// cost model: %s (%s)\n", o->cost_model->path,
             o->cost_model->calibrated ? "calibrated" : "uncalibrated: datasheet figures");
     fprintf(e->f, "// measured:  %s\n//\n", o->measured ? o->measured : "not tuned on a GPU");
-    fprintf(e->f, "// Depends only on the CUDA runtime headers; needs sm_80 or newer.\n//\n// Buffers (row-major):\n");
+    fprintf(e->f, "// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,\n"
+                  "// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code\n"
+                  "// serialises wgmma). %s_fallback() says when a launch fell back.\n//\n// Buffers (row-major):\n",
+            e->name);
     for (int i = 0; i < e->g->ninputs; i++) {
         const ts_node *n = &e->g->nodes[e->g->inputs[i].node];
-        fprintf(e->f, "//   in  %-10s %s ", e->g->inputs[i].name, ts_dtype_name(n->dtype));
+        fprintf(e->f, "//   in  %-10s %s ", e->in_names[i], ts_dtype_name(n->dtype));
         print_dims(e, n->axis, n->ndim);
         fputc('\n', e->f);
     }
     for (int i = 0; i < e->g->noutputs; i++) {
-        fprintf(e->f, "//   out %-10s %s ", e->g->outputs[i].name, ts_dtype_name(e->g->outputs[i].dtype));
+        fprintf(e->f, "//   out %-10s %s ", e->out_names[i], ts_dtype_name(e->g->outputs[i].dtype));
         print_dims(e, e->g->outputs[i].ref.view.axis, e->g->outputs[i].ref.view.ndim);
         fputc('\n', e->f);
     }
@@ -420,25 +577,26 @@ static void emit_banner(emitter *e) {
     for (int a = 0; a < e->g->naxes; a++) {
         const ts_axis *ax = &e->g->axes[a];
         if (ax->name[0] == '_') continue;
-        if (ax->dynamic) fprintf(e->f, " %s=dynamic", ax->name);
+        int32_t root = ts_axis_root(e->g, a);
+        if (ax->dynamic && root != a) fprintf(e->f, " %s=%s", ax->name, e->g->axes[root].name); /* like: root */
+        else if (ax->dynamic) fprintf(e->f, " %s=dynamic", ax->name);
         else fprintf(e->f, " %s=%lld", ax->name, (long long)ax->size);
     }
-    fprintf(e->f, "\n//\n// Use:\n//   size_t bytes = %s_workspace_bytes(%s);\n", e->g->name, e->dyn.n ? "<dynamic sizes>" : "");
-    fprintf(e->f, "//   cudaError_t err = %s_launch(<inputs>, <outputs>, %s<workspace>, stream);\n", e->g->name,
-            e->dyn.n ? "<dynamic sizes>, " : "");
-    fprintf(e->f, "// C ABI (ctypes, Rust, ...): #define TSOPT_%s_IMPLEMENTATION in one .cu file before including this\n"
-                  "// header; then int %s_run(void *const *buffers /* inputs, then outputs, in the YAML order */,\n"
-                  "// const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)\n"
-                  "// returns a cudaError_t value. Errors are returned, never printed.\n",
-            e->upper, e->g->name);
+    fputc('\n', e->f);
+    if (e->dyn.n) {
+        fputs("// dims[] (the C ABI's dynamic sizes, in order):", e->f);
+        for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, " %s", e->g->axes[e->dyn.axis[d]].name);
+        fputc('\n', e->f);
+    }
+    emit_banner_use(e);
     free(desc);
 }
 
 /* "const __half *X, const __half *W, __half *Y, int64_t t, " */
 static void print_signature(emitter *e) {
     for (int i = 0; i < e->g->ninputs; i++)
-        fprintf(e->f, "const %s *%s, ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), e->g->inputs[i].name);
-    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, "%s *%s, ", ctype_of(e->g->outputs[i].dtype), e->g->outputs[i].name);
+        fprintf(e->f, "const %s *%s, ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), e->in_names[i]);
+    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, "%s *%s, ", ctype_of(e->g->outputs[i].dtype), e->out_names[i]);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
 }
 
@@ -452,8 +610,8 @@ static void print_temp_bytes(emitter *e, const ts_buffer *B) {
 }
 
 static void emit_workspace_fn(emitter *e) {
-    fprintf(e->f, "// Bytes of workspace %s_launch needs (0: pass NULL).\nstatic inline size_t %s_workspace_bytes(",
-            e->g->name, e->g->name);
+    fprintf(e->f, "/* Bytes of workspace %s_run and %s_launch need (0: pass NULL). */\nstatic inline size_t %s_workspace_bytes(",
+            e->name, e->name, e->name);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%sint64_t %s", d ? ", " : "", e->dyn_names[d]);
     if (e->dyn.n == 0) fputs("void", e->f);
     fputs(") {\n", e->f);
@@ -490,6 +648,12 @@ static void print_assign(emitter *e, const char *dst, ts_sym v) {
     fputs(";\n", e->f);
 }
 
+/* Records, for <name>_fallback(), that kernel ki ran its mma.sync form instead of the wgmma one. */
+static void print_fallback_note(emitter *e, int ki, const char *what) {
+    fprintf(e->f, "            fallback_note = \"kernel %d (%s): ran the mma.sync fallback, not the sm_90a wgmma kernel "
+                  "(the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)\";\n", ki + 1, what);
+}
+
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
@@ -519,8 +683,9 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const char *kn = k->b_kn ? "true" : "false", *du = dual ? "true" : "false";
     fprintf(e->f, "        err = tsg90::launch_gemm_sm90<%s, 128, %d, %d, 1, %s, %s, K%d>(p, stream);\n", t,
             dual ? (wide ? 128 : 64) : 256, dual && !wide ? 6 : 4, kn, du, ki);
-    fprintf(e->f, "        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */\n"
-                  "            err = tsg::launch_gemm<%s, 128, %d, 64, 2, 4, %d, %s, %s, K%d>(p, stream);\n"
+    fprintf(e->f, "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n");
+    print_fallback_note(e, ki, "GEMM");
+    fprintf(e->f, "            err = tsg::launch_gemm<%s, 128, %d, 64, 2, 4, %d, %s, %s, K%d>(p, stream);\n        }\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
             t, wide && !dual ? 256 : 128, (wide && !dual) || dual ? 3 : 4, kn, du, ki);
 }
@@ -584,9 +749,10 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
      * 1.66x the mma.sync kernel on the seed attention). Elsewhere the mma.sync kernel. */
     long long d = (long long)e->g->axes[k->n_axis].size;
     fprintf(e->f, ";\n        err = tsa90::launch_attention_sm90<%lld, 3, true>(p, stream);\n"
-                  "        if (err == cudaErrorNotSupported) /* not a Hopper GPU, or built without sm_90a */\n"
-                  "            err = tsa::launch_attention<%lld>(p, stream);\n        if (err != cudaSuccess) return err;\n    }\n",
-            d, d);
+                  "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", d);
+    print_fallback_note(e, ki, "attention");
+    fprintf(e->f, "            err = tsa::launch_attention<%lld>(p, stream);\n        }\n"
+                  "        if (err != cudaSuccess) return err;\n    }\n", d);
 }
 
 /* ---- ROW kernels (row.cuh) --------------------------------------------------------------------- */
@@ -871,15 +1037,15 @@ static void emit_dim_checks(emitter *e) {
 /* Every buffer present and aligned to its element type; the workspace 16-byte aligned. */
 static void emit_pointer_checks(emitter *e) {
     fputs("    if (", e->f);
-    for (int i = 0; i < e->g->ninputs; i++) fprintf(e->f, "%s!%s", i ? " || " : "", e->g->inputs[i].name);
-    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, " || !%s", e->g->outputs[i].name);
+    for (int i = 0; i < e->g->ninputs; i++) fprintf(e->f, "%s!%s", i ? " || " : "", e->in_names[i]);
+    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, " || !%s", e->out_names[i]);
     fputs(") return cudaErrorInvalidValue;\n    if (", e->f);
     for (int i = 0; i < e->g->ninputs; i++)
-        fprintf(e->f, "%sreinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", i ? " ||\n        " : "", e->g->inputs[i].name,
-                e->g->inputs[i].name);
+        fprintf(e->f, "%sreinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", i ? " ||\n        " : "", e->in_names[i],
+                e->in_names[i]);
     for (int i = 0; i < e->g->noutputs; i++)
-        fprintf(e->f, " ||\n        reinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", e->g->outputs[i].name,
-                e->g->outputs[i].name);
+        fprintf(e->f, " ||\n        reinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", e->out_names[i],
+                e->out_names[i]);
     fputs(" ||\n        reinterpret_cast<uintptr_t>(workspace) % 16)\n        return cudaErrorMisalignedAddress;\n", e->f);
 }
 
@@ -931,10 +1097,10 @@ static void emit_contract_note(emitter *e) {
 }
 
 static int emit_launch_fn(emitter *e, char **err) {
-    fprintf(e->f, "// Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).\n");
-    fprintf(e->f, "static inline cudaError_t %s_launch(", e->g->name);
+    fprintf(e->f, "cudaError_t %s_launch(", e->name);
     print_signature(e);
-    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n", e->g->name);
+    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n    fallback_note = nullptr;\n",
+            e->name);
     emit_arg_checks(e);
     bool temps = false;
     for (int i = 0; i < e->p->nbuf; i++) temps |= e->p->buf[i].kind == TS_BUF_TEMP;
@@ -955,30 +1121,50 @@ static int emit_launch_fn(emitter *e, char **err) {
     return 0;
 }
 
+/* The declarations every includer sees: the C ABI (plain C and C++), the workspace size (inline C), and
+ * for nvcc the typed launch helper. */
+static void emit_declarations(emitter *e) {
+    const char *n = e->name;
+    fprintf(e->f, "#ifndef TSOPT_%s_H\n#define TSOPT_%s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
+                  "#ifdef __cplusplus\nextern \"C\" {\n#endif\nstruct CUstream_st; /* cudaStream_t is a struct CUstream_st * */\n",
+            e->upper, e->upper);
+    fprintf(e->f, "/* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,\n"
+                  " * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */\n"
+                  "int %s_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);\n"
+                  "/* %s_workspace_bytes with the dynamic sizes from dims. */\nsize_t %s_workspace(const int64_t *dims);\n"
+                  "/* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran\n"
+                  " * its fallback and why (e.g. built without -arch=sm_90a). */\nconst char *%s_fallback(void);\n",
+            n, n, n, n);
+    fputs("#ifdef __cplusplus\n}\n#endif\n\n", e->f);
+    emit_workspace_fn(e);
+    /* the element types declared, not included: cuda_fp16.h and cuda_bf16.h cost seconds of every build */
+    fprintf(e->f, "#ifdef __CUDACC__\n#include <cuda_runtime.h>\nstruct __half;\nstruct __nv_bfloat16;\n"
+                  "/* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */\n"
+                  "cudaError_t %s_launch(", n);
+    print_signature(e);
+    fprintf(e->f, "void *workspace, cudaStream_t stream);\n#endif\n\n#endif  /* TSOPT_%s_H */\n\n", e->upper);
+}
+
 static void emit_c_abi(emitter *e) {
-    fprintf(e->f, "extern \"C\" int %s_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);\n",
-            e->g->name);
-    fprintf(e->f, "extern \"C\" size_t %s_workspace(const int64_t *dims);\n\n", e->g->name);
-    fprintf(e->f, "#ifdef TSOPT_%s_IMPLEMENTATION\nextern \"C\" size_t %s_workspace(const int64_t *dims) {\n", e->upper,
-            e->g->name);
+    const char *n = e->name;
+    fprintf(e->f, "extern \"C\" size_t %s_workspace(const int64_t *dims) {\n", n);
     if (!e->dyn.n) fputs("    (void)dims;\n", e->f);
     else fputs("    if (!dims) return 0;\n", e->f);
-    fprintf(e->f, "    return %s_workspace_bytes(", e->g->name);
+    fprintf(e->f, "    return %s_workspace_bytes(", n);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%sdims[%d]", d ? ", " : "", d);
-    fputs(");\n}\n#endif\n\n", e->f);
-    fprintf(e->f, "#ifdef TSOPT_%s_IMPLEMENTATION\nextern \"C\" int %s_run(void *const *buffers, const int64_t *dims, "
-                  "void *workspace, cudaStream_t stream) {\n",
-            e->upper, e->g->name);
+    fputs(");\n}\n\n", e->f);
+    fprintf(e->f, "extern \"C\" const char *%s_fallback(void) { return tsopt_%s::fallback_note; }\n\n", n, n);
+    fprintf(e->f, "extern \"C\" int %s_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {\n", n);
     fprintf(e->f, "    if (!buffers%s) return (int)cudaErrorInvalidValue;\n", e->dyn.n ? " || !dims" : "");
     if (!e->dyn.n) fputs("    (void)dims;\n", e->f);
-    fprintf(e->f, "    return (int)%s_launch(", e->g->name);
+    fprintf(e->f, "    return (int)%s_launch(", n);
     int b = 0;
     for (int i = 0; i < e->g->ninputs; i++, b++)
         fprintf(e->f, "static_cast<const %s *>(buffers[%d]), ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), b);
     for (int i = 0; i < e->g->noutputs; i++, b++)
         fprintf(e->f, "static_cast<%s *>(buffers[%d]), ", ctype_of(e->g->outputs[i].dtype), b);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "dims[%d], ", d);
-    fputs("workspace, stream);\n}\n#endif\n", e->f);
+    fputs("workspace, stream);\n}\n", e->f);
 }
 
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair. */
@@ -1036,40 +1222,80 @@ static void emit_functors(emitter *e) {
     }
 }
 
-int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit_opts *o, char **err) {
-    emitter e = {.f = out, .g = g, .p = p, .o = o};
-    if (ts_dyn_of(g, &e.dyn) != 0) {
-        *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
-        return -1;
-    }
-    for (int d = 0; d < e.dyn.n; d++) e.dyn_names[d] = g->axes[e.dyn.axis[d]].name;
-    size_t i = 0;
-    for (; g->name[i] && i + 1 < sizeof e.upper; i++) e.upper[i] = (char)toupper((unsigned char)g->name[i]);
-    e.upper[i] = '\0';
-    for (int ki = 0; ki < p->nk; ki++)
-        if (p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(&e, ki, &p->k[ki], err)) return -1;
-    emit_banner(&e);
-    emit_contract_note(&e);
-    fprintf(out, "#ifndef TSOPT_%s_CUH\n#define TSOPT_%s_CUH\n\n", e.upper, e.upper);
+/* The part only the TU defining TSOPT_<NAME>_IMPLEMENTATION compiles: templates, functors, launch code. */
+static int emit_implementation(emitter *e, char **err) {
+    FILE *out = e->f;
+    fprintf(out, "#if defined(TSOPT_%s_IMPLEMENTATION) && !defined(TSOPT_%s_IMPLEMENTED)\n#define TSOPT_%s_IMPLEMENTED\n",
+            e->upper, e->upper, e->upper);
+    fprintf(out, "#ifndef __CUDACC__\n#error \"TSOPT_%s_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels "
+                 "are CUDA); other files include the header without it\"\n#endif\n\n", e->upper);
     fputs("#include <atomic>\n", out); /* tile.cuh's per-device caches */
-    fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <cuda_runtime.h>\n#include <math.h>\n#include <stdint.h>\n", out);
-    if (uses_kind(p, TS_KERNEL_GEMM) || uses_kind(p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
+    fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <math.h>\n", out);
+    if (uses_kind(e->p, TS_KERNEL_GEMM) || uses_kind(e->p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
-    fputc('\n', out);
-    fprintf(out, "namespace tsopt_%s {\n\n", g->name);
-    if (embed_templates(&e, err)) return -1;
+    fprintf(out, "\nnamespace tsopt_%s {\n\n", e->name);
+    if (embed_templates(e, err)) return -1;
     fputs("\n// ---- fused expressions of this plan -------------------------------------------------------------\n\n", out);
-    emit_functors(&e);
-    fprintf(out, "}  // namespace tsopt_%s\n\n", g->name);
-    emit_workspace_fn(&e);
-    if (emit_launch_fn(&e, err)) return -1;
-    emit_c_abi(&e);
-    fprintf(out, "\n#endif  // TSOPT_%s_CUH\n", e.upper);
-    if (ferror(out)) {
+    emit_functors(e);
+    fputs("static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */\n\n", out);
+    fprintf(out, "}  // namespace tsopt_%s\n\n", e->name);
+    if (emit_launch_fn(e, err)) return -1;
+    emit_c_abi(e);
+    fputc('\n', out);
+    for (int i = 0; i < e->nmacros; i++) fprintf(out, "#undef TSOPT_%s\n", e->macros[i]);
+    fprintf(out, "#endif  /* TSOPT_%s_IMPLEMENTATION */\n", e->upper);
+    return 0;
+}
+
+/* The C identifiers of the graph's tensors and dynamic axes (ts_emit_ident), in e. */
+static void name_identifiers(emitter *e) {
+    e->in_names = ts_xcalloc((size_t)e->g->ninputs + 1, sizeof *e->in_names);
+    e->out_names = ts_xcalloc((size_t)e->g->noutputs + 1, sizeof *e->out_names);
+    for (int i = 0; i < e->g->ninputs; i++) e->in_names[i] = ts_emit_ident(e->g->inputs[i].name);
+    for (int i = 0; i < e->g->noutputs; i++) e->out_names[i] = ts_emit_ident(e->g->outputs[i].name);
+    for (int d = 0; d < e->dyn.n; d++) e->dyn_names[d] = ts_emit_ident(e->g->axes[e->dyn.axis[d]].name);
+}
+
+static void free_identifiers(emitter *e) {
+    for (int i = 0; i < e->g->ninputs; i++) free(e->in_names[i]);
+    for (int i = 0; i < e->g->noutputs; i++) free(e->out_names[i]);
+    for (int d = 0; d < e->dyn.n; d++) free((char *)e->dyn_names[d]);
+    free(e->in_names);
+    free(e->out_names);
+}
+
+static int emit_parts(emitter *e, char **err) {
+    for (int ki = 0; ki < e->p->nk; ki++)
+        if (e->p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(e, ki, &e->p->k[ki], err)) return -1;
+    emit_banner(e);
+    emit_contract_note(e);
+    emit_declarations(e);
+    if (emit_implementation(e, err)) return -1;
+    if (ferror(e->f)) {
         *err = ts_strdup("write error");
         return -1;
     }
     return 0;
+}
+
+int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit_opts *o, char **err) {
+    emitter e = {.f = out, .g = g, .p = p, .o = o, .name = o->name ? o->name : g->name};
+    if (!ts_emit_name_ok(e.name)) {
+        *err = ts_strfmt("'%s' cannot prefix C symbols (a C identifier of at most 64 characters, not starting with "
+                         "__ or _ and a capital, is needed): choose one with --name", e.name);
+        return -1;
+    }
+    if (ts_dyn_of(g, &e.dyn) != 0) {
+        *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
+        return -1;
+    }
+    size_t i = 0;
+    for (; e.name[i] && i + 1 < sizeof e.upper; i++) e.upper[i] = (char)toupper((unsigned char)e.name[i]);
+    e.upper[i] = '\0';
+    name_identifiers(&e);
+    int rc = emit_parts(&e, err);
+    free_identifiers(&e);
+    return rc;
 }
 
 int ts_emit_header_file(const char *dir, const ts_graph *g, const ts_plan *p, const ts_emit_opts *o, char **err) {
@@ -1078,7 +1304,8 @@ int ts_emit_header_file(const char *dir, const ts_graph *g, const ts_plan *p, co
         *err = ts_strfmt("cannot create folder %s: %s", dir, strerror(errno));
         return -1;
     }
-    char *path = ts_strfmt("%s/%s.cuh", dir, g->name), *tmp = ts_strfmt("%s/.%s.cuh.tmp", dir, g->name);
+    const char *name = o->name ? o->name : g->name;
+    char *path = ts_strfmt("%s/%s.cuh", dir, name), *tmp = ts_strfmt("%s/.%s.cuh.tmp", dir, name);
     FILE *f = fopen(tmp, "w");
     int rc = -1;
     if (!f) {

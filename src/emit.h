@@ -20,7 +20,21 @@ typedef struct {
     const ts_costmodel *cost_model;
     double baseline_s;         /* the baseline plan's predicted time */
     const char *measured;      /* the banner's "measured:" text (tsopt tune); NULL: not tuned on a GPU */
+    const char *name;          /* the symbols' prefix and the file's name (--name); NULL: the graph's name */
 } ts_emit_opts;
+
+/* Identifier hygiene. A tensor or axis name becomes a C identifier in the header as follows: strip its
+ * trailing underscores; when what is left is reserved, append one underscore to the whole name (`class`
+ * → `class_`, `class_` → `class__`, `p` → `p_`); otherwise keep it. The mapping is deterministic and
+ * one-to-one. Reserved: the words in ts_emit_reserved (C/C++ keywords, the launch code's own names,
+ * macros of the included C headers), and names starting with `cuda`, `tsopt` (any case), `__` or `_`
+ * and a capital letter, `K` and a digit, or `tmp` and a digit. Returns a heap string. */
+char *ts_emit_ident(const char *name);
+extern const char *const ts_emit_reserved[]; /* NULL-terminated */
+
+/* Whether `name` can prefix the header's symbols (a C identifier of at most 64 characters that is not
+ * reserved in the sense above). */
+bool ts_emit_name_ok(const char *name);
 
 /* Writes the header for plan p of graph g to out. Returns 0, or -1 with *err (heap) when a template
  * cannot be read or a kernel kind cannot be emitted. */

@@ -1,10 +1,15 @@
 /* interp.c — the float64 reference interpreter (see interp.h for what it promises). */
 #include "interp.h"
 
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -198,6 +203,128 @@ static void eval_reduce(machine *m, int32_t id, double *out) {
     }
 }
 
+/* ---- contractions through BLAS ------------------------------------------------------------------ */
+
+/* A sum over k of the product of two stored operands (a matmul, as the checker expands it) is computed by
+ * OpenBLAS's dgemm whenever the layout allows: the output's innermost dim varies along one operand only
+ * (B: "col"), another dim along the other only (A: "row"), and each operand is row- or column-major in
+ * (row|col, k). Every other output dim is a batch. The library is the serial one; the threads are ours
+ * (blocks of rows, one job each, taken from a shared counter), so none outlive the call. Where the layout
+ * does not allow it, eval_reduce folds element by element. dgemm sums in its own order (blocked, with
+ * FMA), so results can differ from the fold, and between a graph and its sampled rows, in the last bits. */
+
+typedef struct {
+    CBLAS_TRANSPOSE ta, tb;
+    int64_t N, K, lda, ldb, ldc;
+} gemm_shape;
+
+typedef struct {
+    const double *A, *B;
+    double *C;
+    int64_t rows;
+} gemm_job;
+
+typedef struct {
+    const gemm_shape *s;
+    const gemm_job *jobs;
+    int64_t njobs;
+    atomic_llong next;
+} gemm_queue;
+
+static void *run_gemm_jobs(void *arg) {
+    gemm_queue *q = arg;
+    const gemm_shape *s = q->s;
+    for (int64_t j; (j = atomic_fetch_add(&q->next, 1)) < q->njobs;) {
+        const gemm_job *b = &q->jobs[j];
+        cblas_dgemm(CblasRowMajor, s->ta, s->tb, (int)b->rows, (int)s->N, (int)s->K, 1.0, b->A, (int)s->lda, b->B,
+                    (int)s->ldb, 0.0, b->C, (int)s->ldc);
+    }
+    return NULL;
+}
+
+/* Runs the jobs on up to `threads` threads, the calling one among them (it alone if none can start). */
+static void run_gemms(const gemm_shape *s, const gemm_job *jobs, int64_t njobs, int threads) {
+    gemm_queue q = {.s = s, .jobs = jobs, .njobs = njobs};
+    atomic_init(&q.next, 0);
+    pthread_t th[64];
+    int started = 0;
+    while (started + 1 < threads && started < 64 && pthread_create(&th[started], NULL, run_gemm_jobs, &q) == 0) started++;
+    run_gemm_jobs(&q);
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+}
+
+static int processors(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* The operands' layout as one dgemm per batch: row, col and k dims of view v, and *s; false if none fits. */
+static bool gemm_layout(const ts_view *v, int r, const ts_view *a, const ts_view *b, int *row, int *col, gemm_shape *s) {
+    *col = -1, *row = -1;
+    for (int d = v->ndim - 1; d >= 0 && *col < 0; d--)
+        if (d != r) *col = d;
+    if (*col < 0 || a->stride[*col] != 0 || b->stride[*col] == 0) return false;
+    for (int d = 0; d < v->ndim; d++)
+        if (d != r && a->stride[d] != 0 && b->stride[d] == 0 && (*row < 0 || v->size[d] > v->size[*row])) *row = d;
+    if (*row < 0) return false;
+    int64_t M = v->size[*row], N = v->size[*col], K = v->size[r], sam = a->stride[*row], sak = a->stride[r];
+    int64_t sbk = b->stride[r], sbn = b->stride[*col];
+    s->N = N, s->K = K;
+    if (sak == 1 && sam >= K) s->ta = CblasNoTrans, s->lda = sam;
+    else if (sam == 1 && sak >= M) s->ta = CblasTrans, s->lda = sak;
+    else return false;
+    if (sbn == 1 && sbk >= N) s->tb = CblasNoTrans, s->ldb = sbk;
+    else if (sbk == 1 && sbn >= K) s->tb = CblasTrans, s->ldb = sbn;
+    else return false;
+    return M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && s->lda <= INT_MAX && s->ldb <= INT_MAX;
+}
+
+/* Evaluates reduction `id` as dgemms when it is a contraction with a BLAS layout; false: not done. */
+static bool eval_contraction(machine *m, int32_t id, double *out) {
+    const ts_node *n = &m->g->nodes[id];
+    if (n->op != TS_OP_REDUCE_SUM || !m->inlined[n->src[0].node] || m->g->nodes[n->src[0].node].op != TS_OP_MUL) return false;
+    const ts_node *p = &m->g->nodes[n->src[0].node];
+    const ts_view *v = &n->src[0].view, *a = &p->src[0].view, *b = &p->src[1].view;
+    const double *va = m->val[p->src[0].node], *vb = m->val[p->src[1].node];
+    int r = ts_view_find(v, n->reduce_axis), row, col;
+    gemm_shape s;
+    if (!gemm_layout(v, r, a, b, &row, &col, &s)) { /* A and B the other way round? */
+        const ts_view *t = a;
+        const double *vt = va;
+        a = b, b = t, va = vb, vb = vt;
+        if (!gemm_layout(v, r, a, b, &row, &col, &s)) return false;
+    }
+    int64_t ostride[TS_MAX_DIMS], st = 1, nbatch = 1;
+    for (int d = v->ndim - 1; d >= 0; d--) {
+        ostride[d] = d == r ? 0 : st;
+        if (d != r) st *= v->size[d];
+        if (d != r && d != row && d != col) nbatch *= v->size[d];
+    }
+    s.ldc = ostride[row];
+    if (s.ldc > INT_MAX) return false;
+    int64_t M = v->size[row], work = M * s.N * s.K * nbatch;
+    /* blocks of a fixed number of rows, whatever the number of threads: the same bits on any machine with
+     * the same BLAS kernels */
+    int threads = work < ((int64_t)1 << 22) ? 1 : processors();
+    const int64_t per = 128, chunks = (M + per - 1) / per;
+    gemm_job *jobs = ts_xmalloc(sizeof *jobs * (size_t)(nbatch * chunks));
+    int64_t idx[TS_MAX_DIMS] = {0}, nj = 0;
+    for (int64_t e = 0; e < nbatch; e++) {
+        int64_t oa = ts_view_offset(a, idx), ob = ts_view_offset(b, idx), oc = 0;
+        for (int d = 0; d < v->ndim; d++) oc += idx[d] * ostride[d];
+        for (int64_t r0 = 0; r0 < M; r0 += per)
+            jobs[nj++] = (gemm_job){va + oa + r0 * a->stride[row], vb + ob, out + oc + r0 * s.ldc, M - r0 < per ? M - r0 : per};
+        for (int d = v->ndim - 1; d >= 0; d--) { /* the next batch index */
+            if (d == r || d == row || d == col) continue;
+            if (++idx[d] < v->size[d]) break;
+            idx[d] = 0;
+        }
+    }
+    run_gemms(&s, jobs, nj, threads);
+    free(jobs);
+    return true;
+}
+
 /* ---- fused ops: reductions over one axis of several operands ----------------------------------- */
 
 static double fold_tiles(const double *x, int64_t n, int64_t tile, bool is_max) {
@@ -307,7 +434,9 @@ static void eval_node(machine *m, int32_t id, double *const *inputs) {
             for (int64_t e = 0; e < count; e++) out[e] = n->value;
         }
         break;
-    case TS_KIND_REDUCE: eval_reduce(m, id, out); break;
+    case TS_KIND_REDUCE:
+        if (!eval_contraction(m, id, out)) eval_reduce(m, id, out);
+        break;
     case TS_KIND_FUSED: eval_fused(m, id, out); break;
     default: eval_elementwise(m, id, out);
     }

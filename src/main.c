@@ -18,6 +18,7 @@
 #include "compile.h"
 #include "costmodel.h"
 #include "emit.h"
+#include "home.h"
 #include "interp.h"
 #include "partition.h"
 #include "plan.h"
@@ -30,6 +31,8 @@
 #include "version.h"
 
 enum { EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_LIMIT = 3 };
+
+#define DEFAULT_COST_MODEL "costmodel/h200.yaml" /* in the data folder (home.h) */
 
 /* ---- help -------------------------------------------------------------------------------------- */
 
@@ -52,6 +55,10 @@ static const char usage_main[] =
     "options:\n"
     "  -h, --help              this help; 'tsopt <command> --help' for a command's\n"
     "  --version               print the version\n"
+    "\n"
+    "data: rules/, templates/ and costmodel/ are read from $TSOPT_HOME when set, else from the folder beside\n"
+    "the binary (<bin>/../share/tsopt once installed by `make install`, <bin>/.. in the repository); the\n"
+    "options --rules, --templates and --cost-model override them one by one.\n"
     "\n"
     "exit codes: 0 ok, 1 the input has errors, 2 usage error, 3 a resource limit was reached\n";
 
@@ -111,17 +118,28 @@ static const char usage_verify[] =
     "  --seed N                random seed (default 1)\n";
 
 static const char usage_compile[] =
-    "usage: tsopt compile [-o DIR] [--cost-model FILE] [--top K] [--rules PATH]... FILE\n"
+    "usage: tsopt compile [-o DIR] [--name NAME] [--dims AXIS=N,...] [--cost-model FILE] [--top K]\n"
+    "                     [--rules PATH]... [--templates DIR] FILE\n"
     "\n"
     "Checks FILE, saturates it with the rules, extracts candidate kernel plans (the unfused baseline, one\n"
     "kernel per op, always among them), predicts each plan's time with the cost model, prints the ranked\n"
     "table (plan, kernels, predicted time, predicted speedup over the baseline) and writes the best plan\n"
-    "as DIR/<graph>.cuh. Needs no GPU. Nothing is written when FILE has errors.\n"
+    "as DIR/<name>.cuh. Needs no GPU. Nothing is written when FILE has errors. Tensor and axis names that\n"
+    "are C/C++ keywords or the header's own names get a trailing underscore in C (see the README).\n"
     "\n"
-    "  -o DIR                  where to write the header (default: generated)\n"
-    "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml)\n"
-    "  --top K                 rows of the ranked table to print (default 5)\n"
-    "  --rules PATH            a .rules file or a folder of them (default: rules; repeatable)\n";
+    "  -o DIR                  where to write the header (default: the current directory)\n"
+    "  --name NAME             the symbols' prefix and file name: NAME_run, NAME_launch, NAME.cuh,\n"
+    "                          TSOPT_<NAME>_IMPLEMENTATION (default: the graph's name); two names let one\n"
+    "                          program hold two sizes of one graph\n"
+    "  --dims AXIS=N,...       compile for these axis sizes instead of the file's\n"
+    "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml in the data folder)\n"
+    "  --top K                 rows of the ranked table to print (default 5); tune's --top is how many\n"
+    "                          plans it builds\n"
+    "  --rules PATH            a .rules file or a folder of them (default: rules in the data folder;\n"
+    "                          repeatable)\n"
+    "  --templates DIR         the CUDA templates (default: templates in the data folder)\n"
+    "\n"
+    "The data folder: $TSOPT_HOME, else beside the binary (tsopt --help).\n";
 
 static const char usage_calibrate[] =
     "usage: tsopt calibrate [-o FILE] [--base FILE] [--kernels FILE] [--date YYYY-MM-DD] [--events] [--quick]\n"
@@ -140,7 +158,7 @@ static const char usage_calibrate[] =
     "  --base FILE             the cost model whose template efficiencies are kept; microbenchmarks cannot\n"
     "                          measure them (default: costmodel/h200.yaml)\n"
     "  --kernels FILE          the microbenchmark kernels, CUDA C compiled with NVRTC\n"
-    "                          (default: calibrate/kernels.cu, then ../calibrate/kernels.cu beside the binary)\n"
+    "                          (default: calibrate/kernels.cu, then the data folder's, see tsopt --help)\n"
     "  --date YYYY-MM-DD       the date written into the file (default: today, UTC)\n"
     "  --events                time with CUDA events even where CUPTI loads\n"
     "  --quick                 fewer repetitions (a smoke run)\n"
@@ -184,8 +202,9 @@ static const char usage_tune[] =
     "  --watchdog S            each candidate runs in a process of its own, killed (and reported as hung)\n"
     "                          after S seconds (default 120); a fault or crash costs only that candidate\n"
     "  --seed N                random inputs (default 1)\n"
-    "  --rules PATH            rule file or folder (repeatable; default: rules)\n"
-    "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml)\n"
+    "  --rules PATH            rule file or folder (repeatable; default: rules in the data folder)\n"
+    "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml in the data folder)\n"
+    "  --templates DIR         the CUDA templates (default: templates in the data folder)\n"
     "\n"
     "exit codes: 0 ok, 1 bad input or no candidate valid, 2 usage error, 3 no GPU, driver or compiler\n";
 
@@ -202,6 +221,7 @@ typedef struct {
     const char *term;
     double iter_limit, node_limit, time_limit;
     const char *out_dir, *cost_model, *dump;
+    const char *name, *templates; /* compile's --name; compile and tune's --templates (NULL: the data folder's) */
     double top;
     bool stats;
 } options;
@@ -220,7 +240,7 @@ static int parse_number_arg(const char *s, double *out) {
 /* Returns -1 to continue, or an exit code (help printed, or a usage error). */
 static int parse_options(int argc, char **argv, const char *usage, options *o) {
     *o = (options){.seed = 1, .max_gib = 8, .print = 4, .iter_limit = 30, .node_limit = 10000, .time_limit = 5,
-                   .out_dir = "generated", .cost_model = "costmodel/h200.yaml", .top = 5};
+                   .out_dir = ".", .top = 5};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
@@ -234,13 +254,22 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
                    strcmp(a, "--print") == 0 || strcmp(a, "--rules") == 0 || strcmp(a, "--term") == 0 ||
                    strcmp(a, "--iter-limit") == 0 || strcmp(a, "--node-limit") == 0 ||
                    strcmp(a, "--time-limit") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--cost-model") == 0 ||
-                   strcmp(a, "--top") == 0 || strcmp(a, "--dump") == 0) {
+                   strcmp(a, "--top") == 0 || strcmp(a, "--dump") == 0 ||
+                   (strcmp(a, "--name") == 0 && usage == usage_compile) ||
+                   (strcmp(a, "--templates") == 0 && (usage == usage_compile || usage == usage_tune))) {
             if (!next) return usage_error(usage, "missing value for", a);
             if (strcmp(a, "--dims") == 0) o->dims = next;
             else if (strcmp(a, "--term") == 0) o->term = next;
             else if (strcmp(a, "-o") == 0) o->out_dir = next;
             else if (strcmp(a, "--dump") == 0) o->dump = next;
             else if (strcmp(a, "--cost-model") == 0) o->cost_model = next;
+            else if (strcmp(a, "--templates") == 0) o->templates = next;
+            else if (strcmp(a, "--name") == 0) {
+                if (!ts_emit_name_ok(next))
+                    return usage_error(usage, "--name wants a C identifier (letters, digits, _; at most 64) not "
+                                              "starting with a digit, __ or _ and a capital, not", next);
+                o->name = next;
+            }
             else if (strcmp(a, "--rules") == 0) {
                 if (o->nrules == 16) return usage_error(usage, "too many --rules; at most 16", NULL);
                 o->rules[o->nrules++] = next;
@@ -539,8 +568,11 @@ static int explain_terms(const options *o, ts_graph *g, ts_saturation *s) {
 static int load_rules(const options *o, ts_rules *rs) {
     ts_rule_env env = ts_egir_rule_env();
     ts_rule_init(rs, &env);
-    const char *dflt = "rules";
-    return ts_load_rule_paths(rs, o->nrules ? o->rules : &dflt, o->nrules ? o->nrules : 1, stderr) ? EXIT_INPUT : 0;
+    char *dflt = ts_data_path("rules");
+    const char *d = dflt;
+    int rc = ts_load_rule_paths(rs, o->nrules ? o->rules : &d, o->nrules ? o->nrules : 1, stderr) ? EXIT_INPUT : 0;
+    free(dflt);
+    return rc;
 }
 
 static int count_work_nodes(const ts_graph *g) {
@@ -687,19 +719,25 @@ static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double
 /* Writes the best-ranked plan the emitter can express as DIR/<graph>.cuh. */
 static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, const ts_plan *plans, int n,
                       const ts_costmodel *cm, double baseline) {
+    char *templates = o->templates ? ts_strdup(o->templates) : ts_data_path("templates");
     ts_emit_opts eo = {.source_path = o->file, .source_text = spec->text, .source_len = spec->len,
-                       .templates_dir = "templates", .cost_model = cm, .baseline_s = baseline};
+                       .templates_dir = templates, .cost_model = cm, .baseline_s = baseline, .name = o->name};
     for (int i = 0; i < n; i++) {
         char *err = NULL;
         if (ts_emit_header_file(o->out_dir, g, &plans[i], &eo, &err) == 0) {
-            printf("wrote %s/%s.cuh (plan %d: %s, predicted %.4f ms)\n", o->out_dir, g->name, i + 1, plans[i].name,
-                   plans[i].predicted_s * 1e3);
+            printf("wrote %s/%s.cuh (plan %d: %s, predicted %.4f ms)\n", o->out_dir, o->name ? o->name : g->name, i + 1,
+                   plans[i].name, plans[i].predicted_s * 1e3);
+            free(templates);
             return 0;
         }
-        fprintf(stderr, "%s: note: plan %d (%s) cannot be emitted: %s\n", o->file, i + 1, plans[i].name, err);
+        bool plan_specific = strncmp(err, "cannot read", 11) != 0; /* else no plan can be written */
+        fprintf(stderr, "%s: %s: plan %d (%s) cannot be emitted: %s\n", o->file, plan_specific ? "note" : "error", i + 1,
+                plans[i].name, err);
         free(err);
+        if (!plan_specific) break;
     }
     fprintf(stderr, "%s: error: no plan could be emitted\n", o->file);
+    free(templates);
     return EXIT_INPUT;
 }
 
@@ -738,9 +776,15 @@ static int load_compile_inputs(const options *o, compile_inputs *in) {
     if (rc == 0) rc = rrc;
     if (rc == 0) {
         ts_diags d;
-        if (ts_costmodel_load(&in->cm, o->cost_model, &d) != 0) rc = EXIT_INPUT;
+        char *path = o->cost_model ? ts_strdup(o->cost_model) : ts_data_path(DEFAULT_COST_MODEL);
+        if (ts_costmodel_load(&in->cm, path, &d) != 0) rc = EXIT_INPUT;
         ts_diags_print(&d, stderr);
         ts_diags_free(&d);
+        if (rc == 0 && !o->cost_model) { /* named as shipped, so that headers do not depend on where it lies */
+            free(in->cm.path);
+            in->cm.path = ts_strdup(DEFAULT_COST_MODEL);
+        }
+        free(path);
     }
     return rc;
 }
@@ -789,7 +833,8 @@ static int cmd_verify(int argc, char **argv) {
             return usage_error(usage_verify, "too many paths; at most 64", NULL);
         }
     }
-    if (npaths == 0) paths[npaths++] = "rules";
+    char *dflt = npaths == 0 ? ts_data_path("rules") : NULL;
+    if (npaths == 0) paths[npaths++] = dflt;
     ts_rules rs;
     ts_rule_env env = ts_egir_rule_env();
     ts_rule_init(&rs, &env);
@@ -800,6 +845,7 @@ static int cmd_verify(int argc, char **argv) {
     }
     if (rc == 0 && ts_verify_all(&rs, &vo, stdout) > 0) rc = EXIT_INPUT;
     ts_rule_free(&rs);
+    free(dflt);
     return rc;
 }
 
@@ -849,7 +895,7 @@ static int parse_tune_options(int argc, char **argv, ts_tune_opts *to, char **re
 }
 
 static int cmd_tune(int argc, char **argv) {
-    ts_tune_opts to = {.top = 4, .reps = 20, .warmup = 3, .watchdog_s = 120, .templates_dir = "templates"};
+    ts_tune_opts to = {.top = 4, .reps = 20, .warmup = 3, .watchdog_s = 120};
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     to.jobs = cpus > 0 ? (int)cpus : 1;
     char **rest = ts_xcalloc((size_t)argc + 1, sizeof *rest);
@@ -864,7 +910,7 @@ static int cmd_tune(int argc, char **argv) {
     compile_inputs in;
     rc = load_compile_inputs(&o, &in);
     ts_compiled c = {0};
-    char *err = NULL, *cache = to.cache_dir ? NULL : default_cache_dir();
+    char *err = NULL, *cache = to.cache_dir ? NULL : default_cache_dir(), *templates = NULL;
     if (rc == 0 && ts_compile(&in.spec, &in.bind, &in.g, &in.rs, &in.cm, &c, &err) != 0) {
         fprintf(stderr, "%s: error: %s\n", o.file, err);
         free(err);
@@ -875,11 +921,13 @@ static int cmd_tune(int argc, char **argv) {
         to.plans = c.plans, to.nplans = c.n, to.baseline_s = c.baseline_s;
         to.top = !top_given ? 4 : o.top >= 1 ? (int)(o.top > 1000 ? 1000 : o.top) : 1, to.seed = o.seed;
         to.out_dir = out_given ? o.out_dir : "tuned";
+        to.templates_dir = templates = o.templates ? ts_strdup(o.templates) : ts_data_path("templates");
         if (!to.cache_dir) to.cache_dir = cache;
         rc = ts_tune(&to);
         if (rc == 3) rc = EXIT_LIMIT;
     }
     free(cache);
+    free(templates);
     ts_compiled_free(&c);
     free_compile_inputs(&in);
     return rc;
@@ -929,7 +977,8 @@ static int cmd_calibrate(int argc, char **argv) {
             fputs(usage_calibrate, stdout);
             return 0;
         }
-    ts_calib_opts co = {.base_path = "costmodel/h200.yaml", .when = time(NULL)};
+    char *base = ts_data_path(DEFAULT_COST_MODEL);
+    ts_calib_opts co = {.base_path = base, .when = time(NULL)};
     const char **records = ts_xcalloc((size_t)argc + 1, sizeof *records);
     const char **held_out = ts_xcalloc((size_t)argc + 1, sizeof *held_out);
     int rc = parse_calibrate(argc, argv, &co, records, held_out);
@@ -939,6 +988,7 @@ static int cmd_calibrate(int argc, char **argv) {
     }
     free(records);
     free(held_out);
+    free(base);
     return rc;
 }
 

@@ -83,3 +83,55 @@ Test(cli, rejected_input_writes_no_file) {
     free(bad);
     free(ls);
 }
+
+/* ---- the data folder, --name, --templates ------------------------------------------------------- */
+
+/* The binary as an absolute path, so that commands can run from another directory. */
+static char *abs_tsopt(void) {
+    char *bin = realpath(getenv("TSOPT") ? getenv("TSOPT") : "build/tsopt", NULL);
+    cr_assert_not_null(bin);
+    return bin;
+}
+
+Test(cli, compile_finds_its_data_beside_the_binary_from_any_directory) {
+    char dir[] = "/tmp/tsopt-home-XXXXXX", cwd[4096];
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    char *bin = abs_tsopt();
+    char *cmd = ts_strfmt("cd %s && env -u TSOPT_HOME %s compile --name mm_small --dims m=8 %s/bench/graphs/matmul.yaml "
+                          "> out.txt 2>&1 && grep -c 'cost model: costmodel/h200.yaml (calibrated)' mm_small.cuh",
+                          dir, bin, cwd);
+    FILE *p = popen(cmd, "r");
+    char line[64] = "";
+    cr_assert_not_null(fgets(line, sizeof line, p), "%s failed", cmd);
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_str_eq(line, "1\n", "the banner names the shipped cost model, not this machine's path");
+    free(cmd);
+    cmd = ts_strfmt("rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(cmd);
+    free(bin);
+}
+
+Test(cli, a_missing_data_folder_is_named_in_the_error) {
+    tsopt_result r = run_tsopt_env("TSOPT_HOME=/nonexistent/tsopt", "compile -o /tmp bench/graphs/matmul.yaml");
+    cr_assert_eq(r.code, 1, "%s", r.out);
+    cr_assert_not_null(strstr(r.out, "/nonexistent/tsopt/rules: error: cannot read rule file (No such file or directory)"),
+                       "%s", r.out);
+    free(r.out);
+    EXPECT("compile --templates /nonexistent/t -o /tmp bench/graphs/matmul.yaml", 1,
+           "bench/graphs/matmul.yaml: error: plan 1 (baseline (one kernel per op)) cannot be emitted: cannot read template "
+           "/nonexistent/t/tile.cuh: "
+           "No such file or directory (--templates DIR or TSOPT_HOME sets where templates are)");
+}
+
+Test(cli, name_must_be_an_identifier) {
+    EXPECT("compile --name 'two words' bench/graphs/matmul.yaml", 2,
+           "tsopt: error: --name wants a C identifier (letters, digits, _; at most 64) not starting with a digit, __ or _ "
+           "and a capital, not 'two words'");
+    EXPECT("compile --help", 0, "  --name NAME             the symbols' prefix and file name");
+    EXPECT("compile --help", 0, "  --dims AXIS=N,...");
+    EXPECT("compile --help", 0, "  --templates DIR");
+    EXPECT("tune --help", 0, "  --templates DIR");
+    EXPECT("--help", 0, "data: rules/, templates/ and costmodel/ are read from $TSOPT_HOME");
+}

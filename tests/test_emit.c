@@ -64,11 +64,13 @@ Test(emit, header_has_the_contract_pieces) {
     char *h = emit_best("bench/graphs/swiglu.yaml", "templates");
     cr_assert_not_null(strstr(h, "do not edit"));
     cr_assert_not_null(strstr(h, "static inline size_t swiglu_workspace_bytes(void)"));
-    cr_assert_not_null(strstr(h, "static inline cudaError_t swiglu_launch(const __half *X, const __half *W_up, "
-                                 "const __half *W_gate, __half *Y, void *workspace, cudaStream_t stream)"));
-    cr_assert_not_null(strstr(h, "extern \"C\" int swiglu_run(void *const *buffers, const int64_t *dims, "
-                                 "void *workspace, cudaStream_t stream);"));
-    cr_assert_not_null(strstr(h, "#ifdef TSOPT_SWIGLU_IMPLEMENTATION"));
+    cr_assert_not_null(strstr(h, "\ncudaError_t swiglu_launch(const __half *X, const __half *W_up, "
+                                 "const __half *W_gate, __half *Y, void *workspace, cudaStream_t stream) {"));
+    cr_assert_not_null(strstr(h, "\nint swiglu_run(void *const *buffers, const int64_t *dims, "
+                                 "void *workspace, struct CUstream_st *stream);"));
+    cr_assert_not_null(strstr(h, "\nconst char *swiglu_fallback(void);"));
+    cr_assert_not_null(strstr(h, "-arch=sm_90a") , "the banner states the Hopper build flag");
+    cr_assert_not_null(strstr(h, "no -rdc"));
     cr_assert_null(strstr(h, "printf("), "headers never print");
     cr_assert_null(strstr(h, "exit("), "headers never exit");
     /* only CUDA toolkit headers (the runtime's, and cuda.h for TMA descriptor types: no libcuda link), and
@@ -77,6 +79,7 @@ Test(emit, header_has_the_contract_pieces) {
         bool ok = !strncmp(p, "#include <atomic>", 17) || !strncmp(p, "#include <cuda_runtime.h>", 25) || !strncmp(p, "#include <cuda_fp16.h>", 22) ||
                   !strncmp(p, "#include <cuda_bf16.h>", 22) || !strncmp(p, "#include <stdint.h>", 19) ||
                   !strncmp(p, "#include <math.h>", 17) || !strncmp(p, "#include <cuda.h>", 17) ||
+                  !strncmp(p, "#include <stddef.h>", 19) ||
                   !strncmp(p, "#include <cudaTypedefs.h>", 25);
         cr_assert(ok, "unexpected include: %.40s", p);
     }
@@ -115,4 +118,121 @@ Test(emit, launch_helpers_refuse_misuse_before_launching) {
     cr_expect_null(strstr(h, "cudaGetDevice(&dev)"), "no per-launch device query in the helper");
     cr_expect_not_null(strstr(h, "// Arguments: cudaErrorInvalidValue for a null buffer"), "the banner documents them");
     free(h);
+}
+
+/* The part of the header before the implementation section. */
+static char *declarations_of(const char *h) {
+    const char *impl = strstr(h, "#if defined(TSOPT_");
+    cr_assert_not_null(impl);
+    return ts_strfmt("%.*s", (int)(impl - h), h);
+}
+
+Test(emit, kernels_only_in_the_implementation_section) {
+    char *h = emit_best("bench/graphs/attention.yaml", "templates");
+    char *decl = declarations_of(h);
+    cr_assert_null(strstr(decl, "__global__"), "no kernel outside TSOPT_ATTENTION_IMPLEMENTATION");
+    cr_assert_null(strstr(decl, "namespace"), "the declarations are plain C");
+    cr_assert_not_null(strstr(h, "#if defined(TSOPT_ATTENTION_IMPLEMENTATION) && !defined(TSOPT_ATTENTION_IMPLEMENTED)"));
+    free(decl);
+    free(h);
+}
+
+Test(emit, no_self_test_code_and_every_macro_prefixed_and_undefined) {
+    char *h = emit_best("bench/graphs/attention.yaml", "templates");
+    cr_assert_null(strstr(h, "SELFTEST"));
+    int defines = 0;
+    for (const char *p = strstr(h, "#define "); p; p = strstr(p + 1, "#define ")) {
+        char name[80];
+        cr_assert_eq(sscanf(p + 8, "%79[A-Za-z0-9_]", name), 1);
+        cr_assert(!strncmp(name, "TSOPT_", 6), "macro %s is not TSOPT_-prefixed", name);
+        if (!strcmp(name, "TSOPT_ATTENTION_H") || !strcmp(name, "TSOPT_ATTENTION_IMPLEMENTED")) continue; /* guards */
+        char *undef = ts_strfmt("#undef %s\n", name);
+        cr_assert_not_null(strstr(p, undef), "%s is never #undef'd", name);
+        free(undef);
+        defines++;
+    }
+    cr_assert_gt(defines, 10, "the Hopper templates' macros are there to check");
+    free(h);
+}
+
+Test(emit, reserved_names_are_mangled_one_to_one) {
+    const char *cases[][2] = {{"class", "class_"}, {"class_", "class__"}, {"p", "p_"}, {"stream", "stream_"},
+                              {"workspace__", "workspace___"}, {"K0", "K0_"}, {"K1Inner", "K1Inner_"},
+                              {"tmp3", "tmp3_"}, {"cudaFree", "cudaFree_"}, {"NAN", "NAN_"}, {"X", "X"},
+                              {"K", "K"}, {"Kx", "Kx"}, {"tmp", "tmp"}, {"pp", "pp"}, {"_x", "_x"},
+                              {"__x", "__x_"}, {"_X", "_X_"}, {"W_up", "W_up"}, {"x_", "x_"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *got = ts_emit_ident(cases[i][0]);
+        cr_assert_str_eq(got, cases[i][1], "%s", cases[i][0]);
+        free(got);
+    }
+}
+
+Test(emit, symbol_prefix_must_be_an_identifier) {
+    cr_assert(ts_emit_name_ok("swiglu_m32"));
+    cr_assert(ts_emit_name_ok("class"), "symbols are suffixed, so a keyword prefix is fine");
+    cr_assert(!ts_emit_name_ok("two words"));
+    cr_assert(!ts_emit_name_ok("9lives"));
+    cr_assert(!ts_emit_name_ok("__x"));
+    cr_assert(!ts_emit_name_ok(""));
+}
+
+/* ---- names that must compile (runs build/tsopt, nvcc and gcc) --------------------------------------- */
+
+/* A graph whose axis, input and output names are every reserved word (and a few of the reserved
+ * patterns): 4 outputs, each the sum of a quarter of the inputs over [dev, sms]. */
+static char *reserved_names_graph(void) {
+    const char *extra[] = {"K0", "K1Inner", "K2Finish", "tmp0", "cudaMalloc", "tsopt_x", "_X", "class_", "p_"};
+    const char *w[256];
+    int n = 0;
+    for (const char *const *r = ts_emit_reserved; *r; r++)
+        if (strcmp(*r, "dev") && strcmp(*r, "sms")) w[n++] = *r; /* those two name the axes */
+    for (size_t i = 0; i < sizeof extra / sizeof *extra; i++) w[n++] = extra[i];
+    char *y = ts_strfmt("graph: names\naxes:\n  dev: {dynamic: true, typical: 64}\n  sms: 4\ninputs:\n");
+    int nin = n - 4;
+    for (int i = 0; i < nin; i++) y = ts_strfmt("%s  %s: {dtype: fp32, shape: [dev, sms]}\n", y, w[i]);
+    y = ts_strfmt("%sops:\n", y);
+    int per = nin / 4;
+    for (int o = 0; o < 4; o++) {
+        int lo = o * per, hi = o == 3 ? nin : lo + per;
+        for (int i = lo + 1; i < hi; i++) {
+            const char *prev = i == lo + 1 ? w[lo] : NULL;
+            char *acc = prev ? ts_strdup(prev) : ts_strfmt("s%d_%d", o, i - 1);
+            char *dst = i + 1 == hi ? ts_strdup(w[nin + o]) : ts_strfmt("s%d_%d", o, i);
+            y = ts_strfmt("%s  - {name: %s, op: add, args: [%s, %s]}\n", y, dst, acc, w[i]);
+            free(acc);
+            free(dst);
+        }
+    }
+    return ts_strfmt("%soutputs: [%s, %s, %s, %s]\n", y, w[nin], w[nin + 1], w[nin + 2], w[nin + 3]);
+}
+
+static int shell(const char *cmd) {
+    int status = system(cmd);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+Test(emit, every_reserved_name_compiles_with_nvcc_gcc_and_gxx, .timeout = 600) {
+    char *yaml = reserved_names_graph(); /* the strings leak in the test; fine */
+    const char *dir = "build/names-test";
+    cr_assert_eq(shell("rm -rf build/names-test && mkdir -p build/names-test"), 0);
+    FILE *f = fopen("build/names-test/names.yaml", "w");
+    fputs(yaml, f);
+    fclose(f);
+    char *args = ts_strfmt("compile -o %s %s/names.yaml", dir, dir);
+    tsopt_result r = run_tsopt(args);
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    char *h = read_text("build/names-test/names.cuh");
+    cr_assert_not_null(strstr(h, "const float *class_, "));
+    cr_assert_not_null(strstr(h, " float *class__, "), "an output named class_");
+    cr_assert_not_null(strstr(h, "int64_t dev_, void *workspace, cudaStream_t stream)"));
+    cr_assert_not_null(strstr(h, "// Renamed in C (reserved words, see tsopt's README): alignas → alignas_,"));
+    cr_assert_eq(shell("cd build/names-test && printf '#define TSOPT_NAMES_IMPLEMENTATION\\n#include \"names.cuh\"\\n' > impl.cu && "
+                       "nvcc -std=c++17 -Werror all-warnings -arch=sm_80 -c impl.cu -o impl.o"), 0, "nvcc failed");
+    cr_assert_eq(shell("cd build/names-test && printf '#include \"names.cuh\"\\nsize_t f(void) { return names_workspace_bytes(3); }\\n' > c.c && "
+                       "gcc -std=c99 -Wall -Wextra -Wpedantic -Werror -c c.c -o c.o && "
+                       "g++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -x c++ -c c.c -o cxx.o"), 0, "gcc or g++ failed");
+    free(h);
+    free(r.out);
+    free(args);
 }

@@ -225,3 +225,46 @@ Test(interp, contraction_products_are_not_stored) {
     cr_assert_eq(ts_interp_bytes(&c.g), 8.0 * 256 * 256, "only the [m, n] result is stored");
     free_checked(&c);
 }
+
+/* ---- contractions through BLAS against loops written here -------------------------------------- */
+
+/* Σ_k A[a0 + i*ai + k*ak] · B[b0 + j*bj + k*bk] for Y[i, j] at y0 + i*yi + j*yj, compared with out. */
+typedef struct {
+    int64_t a0, ai, ak, b0, bj, bk, y0, yi, yj;
+} contraction;
+
+static void check_contraction(const double *A, const double *B, const double *Y, int64_t I, int64_t J, int64_t K,
+                              contraction c) {
+    for (int64_t i = 0; i < I; i++)
+        for (int64_t j = 0; j < J; j++) {
+            double want = 0;
+            for (int64_t k = 0; k < K; k++) want += A[c.a0 + i * c.ai + k * c.ak] * B[c.b0 + j * c.bj + k * c.bk];
+            cr_assert(fabs(Y[c.y0 + i * c.yi + j * c.yj] - want) <= 1e-12 * (1 + fabs(want)), "Y[%lld, %lld]: %.17g != %.17g",
+                      (long long)i, (long long)j, Y[c.y0 + i * c.yi + j * c.yj], want);
+        }
+}
+
+/* Batched, transposed and swapped operand layouts, at sizes where the interpreter runs several threads. */
+Test(interp, contractions_in_every_layout_match_loops) {
+    checked c;
+    check_ok(&c, "axes: {b: 3, m: 300, k: 130, n: 150}\ninputs:\n"
+                 "  X: {dtype: fp32, shape: [b, m, k]}\n  W: {dtype: fp32, shape: [k, n]}\n"
+                 "  K: {dtype: fp32, shape: [b, n, k]}\n  T: {dtype: fp32, shape: [k, m]}\n  V: {dtype: fp32, shape: [n, k]}\n"
+                 "ops:\n  - {name: Y1, op: matmul, args: [X, W], over: k}\n" /* [b, m, n]: batch on A only */
+                 "  - {name: Y2, op: matmul, args: [X, K], over: k}\n"      /* [b, m, n]: both batched, B transposed */
+                 "  - {name: Y3, op: matmul, args: [T, V], over: k}\n"      /* [m, n]: both transposed */
+                 "  - {name: Y4, op: matmul, args: [W, T], over: k}\n"      /* [n, m]: the output's inner dim from B */
+                 "outputs: [Y1, Y2, Y3, Y4]\n");
+    double **in = ts_random_inputs(&c.g, 7);
+    double **out = eval_graph(&c, in);
+    const int64_t B = 3, M = 300, K = 130, N = 150; /* M: three blocks of rows */
+    for (int64_t b = 0; b < B; b++) {
+        check_contraction(in[0], in[1], out[0], M, N, K, (contraction){b * M * K, K, 1, 0, 1, N, b * M * N, N, 1});
+        check_contraction(in[0], in[2], out[1], M, N, K, (contraction){b * M * K, K, 1, b * N * K, K, 1, b * M * N, N, 1});
+    }
+    check_contraction(in[3], in[4], out[2], M, N, K, (contraction){0, 1, M, 0, K, 1, 0, N, 1});
+    check_contraction(in[1], in[3], out[3], N, M, K, (contraction){0, 1, N, 0, 1, M, 0, M, 1});
+    ts_free_buffers(out, 4);
+    ts_free_buffers(in, 5);
+    free_checked(&c);
+}

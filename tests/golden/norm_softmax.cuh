@@ -6,21 +6,27 @@
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 //
-// Depends only on the CUDA runtime headers; needs sm_80 or newer.
+// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
+// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
+// serialises wgmma). norm_softmax_fallback() says when a launch fell back.
 //
 // Buffers (row-major):
 //   in  X          fp16 [t, d]
 //   in  g          fp16 [d]
 //   out S          fp16 [t, d]
 // Sizes: t=dynamic d=1024
+// dims[] (the C ABI's dynamic sizes, in order): t
 //
-// Use:
-//   size_t bytes = norm_softmax_workspace_bytes(<dynamic sizes>);
-//   cudaError_t err = norm_softmax_launch(<inputs>, <outputs>, <dynamic sizes>, <workspace>, stream);
-// C ABI (ctypes, Rust, ...): #define TSOPT_NORM_SOFTMAX_IMPLEMENTATION in one .cu file before including this
-// header; then int norm_softmax_run(void *const *buffers /* inputs, then outputs, in the YAML order */,
-// const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
-// returns a cudaError_t value. Errors are returned, never printed.
+// Use (stb-style): every file that calls it includes this header, which then declares, in plain C
+// (gcc, g++, clang, FFI) or C++ (nvcc):
+//   size_t norm_softmax_workspace_bytes(<dynamic sizes>);  /* inline; 0: pass NULL */
+//   int norm_softmax_run(void *const *buffers /* inputs, then outputs, in the order above */,
+//       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
+//       returns a cudaError_t value; errors are returned, never printed
+//   size_t norm_softmax_workspace(const int64_t *dims);  const char *norm_softmax_fallback(void);
+//   cudaError_t norm_softmax_launch(<inputs>, <outputs>, <dynamic sizes>, <workspace>, stream);  /* nvcc only: typed */
+// Exactly one .cu file compiled by nvcc defines TSOPT_NORM_SOFTMAX_IMPLEMENTATION before including it: only
+// that file compiles the kernels.
 //
 // Arguments: cudaErrorInvalidValue for a null buffer (or workspace, when one is needed), a dynamic size
 // below 0 or above 2^40, a size past a kernel's 32-bit limit (2^31 - 1) or, unless every output is
@@ -29,15 +35,55 @@
 // 16-byte aligned. 16-byte alignment is not required: a buffer off it takes a slower path, except
 // attention operands, which are refused with cudaErrorMisalignedAddress. Thread-safe: device facts
 // and kernel attributes are cached per device.
-#ifndef TSOPT_NORM_SOFTMAX_CUH
-#define TSOPT_NORM_SOFTMAX_CUH
+#ifndef TSOPT_NORM_SOFTMAX_H
+#define TSOPT_NORM_SOFTMAX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
+/* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
+ * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+int norm_softmax_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* norm_softmax_workspace_bytes with the dynamic sizes from dims. */
+size_t norm_softmax_workspace(const int64_t *dims);
+/* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
+ * its fallback and why (e.g. built without -arch=sm_90a). */
+const char *norm_softmax_fallback(void);
+#ifdef __cplusplus
+}
+#endif
+
+/* Bytes of workspace norm_softmax_run and norm_softmax_launch need (0: pass NULL). */
+static inline size_t norm_softmax_workspace_bytes(int64_t t) {
+    (void)t;
+    size_t bytes = 0;
+    return bytes;
+}
+
+#ifdef __CUDACC__
+#include <cuda_runtime.h>
+struct __half;
+struct __nv_bfloat16;
+/* Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner). */
+cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int64_t t, void *workspace, cudaStream_t stream);
+#endif
+
+#endif  /* TSOPT_NORM_SOFTMAX_H */
+
+#if defined(TSOPT_NORM_SOFTMAX_IMPLEMENTATION) && !defined(TSOPT_NORM_SOFTMAX_IMPLEMENTED)
+#define TSOPT_NORM_SOFTMAX_IMPLEMENTED
+#ifndef __CUDACC__
+#error "TSOPT_NORM_SOFTMAX_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels are CUDA); other files include the header without it"
+#endif
 
 #include <atomic>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_runtime.h>
 #include <math.h>
-#include <stdint.h>
 
 namespace tsopt_norm_softmax {
 
@@ -170,18 +216,13 @@ struct K0 {
     }
 };
 
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+
 }  // namespace tsopt_norm_softmax
 
-// Bytes of workspace norm_softmax_launch needs (0: pass NULL).
-static inline size_t norm_softmax_workspace_bytes(int64_t t) {
-    (void)t;
-    size_t bytes = 0;
-    return bytes;
-}
-
-// Runs the graph on `stream`. Pointers are device pointers to row-major buffers (see the banner).
-static inline cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int64_t t, void *workspace, cudaStream_t stream) {
+cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int64_t t, void *workspace, cudaStream_t stream) {
     using namespace tsopt_norm_softmax;
+    fallback_note = nullptr;
     if (t < 0 || t > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
     if (((t) == 0)) return cudaSuccess; /* every output is empty: nothing to compute, nothing launched */
     if (!X || !g || !S) return cudaErrorInvalidValue;
@@ -220,21 +261,16 @@ static inline cudaError_t norm_softmax_launch(const __half *X, const __half *g, 
     return cudaSuccess;
 }
 
-extern "C" int norm_softmax_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream);
-extern "C" size_t norm_softmax_workspace(const int64_t *dims);
-
-#ifdef TSOPT_NORM_SOFTMAX_IMPLEMENTATION
 extern "C" size_t norm_softmax_workspace(const int64_t *dims) {
     if (!dims) return 0;
     return norm_softmax_workspace_bytes(dims[0]);
 }
-#endif
 
-#ifdef TSOPT_NORM_SOFTMAX_IMPLEMENTATION
+extern "C" const char *norm_softmax_fallback(void) { return tsopt_norm_softmax::fallback_note; }
+
 extern "C" int norm_softmax_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
     if (!buffers || !dims) return (int)cudaErrorInvalidValue;
     return (int)norm_softmax_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<__half *>(buffers[2]), dims[0], workspace, stream);
 }
-#endif
 
-#endif  // TSOPT_NORM_SOFTMAX_CUH
+#endif  /* TSOPT_NORM_SOFTMAX_IMPLEMENTATION */

@@ -1,0 +1,184 @@
+"""torch_op.py — validates and times python/tsopt_torch.py's PyTorch operator for every bench graph (H200).
+
+For each header generated/<graph>.cuh (the bench sizes; one command on the GPU machine):
+  - builds the operator (tsopt_torch.build, all graphs at once) and a ctypes library of the same header;
+  - validates the op's outputs against bench/graphref.py in fp32 (relative L2 at most 1e-2, as gpu_check)
+    and requires them bit-identical to the C ABI called through ctypes; graphs with a dynamic axis are
+    validated again at an odd size (the op reads it from the tensors);
+  - checks the error for a wrong-size input (a clear message, no launch);
+  - runs it inside torch.compile(fullgraph=True) and compares with eager;
+  - times, per call, the host time of the op, of ctypes and of the raw C ABI in a C++ loop (50 calls
+    queued without synchronising, median of 20 rounds), and the GPU time (gpu_check.timed) of op and ctypes.
+Prints one line per graph and writes build/torch_op/results.json. Exit status 1 when any check fails or
+the op's per-call overhead over the raw C ABI is 5 us or more.
+
+Usage: python3 bench/torch_op.py [--headers generated] [--graphs a,b,...] [--jobs N]
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import gpu_check  # noqa: E402
+import graphref  # noqa: E402
+import tsopt_torch  # noqa: E402
+
+OUT = os.path.join(HERE, "..", "build", "torch_op")
+ODD_SIZE = 77  # a second size for dynamic axes
+OVERHEAD_LIMIT_US = 5.0
+
+
+def build_ctypes(header, name):
+    so = os.path.join(OUT, "lib%s.so" % name)
+    cu = os.path.join(OUT, "%s_ctypes.cu" % name)
+    with open(cu, "w") as f:
+        f.write('#define TSOPT_%s_IMPLEMENTATION\n#include "%s"\n' % (name.upper(), os.path.abspath(header)))
+    nvcc = os.environ.get("TSOPT_NVCC") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
+    subprocess.run([nvcc, "-O3", "-std=c++17", tsopt_torch.DEFAULT_ARCH, "-Xcompiler", "-fPIC", "-shared", cu, "-o", so],
+                   check=True, capture_output=True)
+    return so
+
+
+def host_us(fn, calls=50, rounds=20):
+    """Median host time per call (us) of `calls` calls queued without synchronising."""
+    times = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) * 1e6 / calls)
+    torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def as_dict(g, outs):
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    return dict(zip(g.outputs, outs))
+
+
+def validate(op, yaml_path, header, dims, seed):
+    """Worst relative L2 error of the op against graphref at `dims` (None: the header's sizes)."""
+    g = graphref.Graph(yaml_path, dims)
+    ins = gpu_check.make_inputs(g, seed)
+    outs = as_dict(g, op(*[ins[n] for n, _, _ in g.inputs]))
+    be, ref = gpu_check.reference(g, ins)
+    return gpu_check.worst_error(g, outs, gpu_check.output_layouts(header), be, ref), g, ins, outs
+
+
+def wrong_size_message(op, sig, g, ins):
+    """The op's error for an input one element too large along an axis of compiled (static) size."""
+    args = [ins[n] for n, _, _ in g.inputs]
+    for i, b in enumerate(sig.inputs):
+        for d, axis in enumerate(b.axes):
+            if isinstance(sig.sizes[sig.root(axis)], int):
+                shape = list(args[i].shape)
+                shape[d] += 1
+                args[i] = torch.empty(shape, dtype=args[i].dtype, device=args[i].device)
+                try:
+                    op(*args)
+                except RuntimeError as e:
+                    return str(e).splitlines()[0]
+                return None
+    return "no static axis"
+
+
+def check_graph(name, header, so, seed):
+    sig = tsopt_torch.parse_header(header)
+    yaml_path = os.path.join(HERE, "graphs", name + ".yaml")
+    op = tsopt_torch.load(header)
+    r = {"graph": name, "failures": []}
+    err, g, ins, outs = validate(op, yaml_path, header, None, seed)
+    r["rel_err"] = err
+    if not err <= gpu_check.TOLERANCE:
+        r["failures"].append("rel err %.2e against graphref" % err)
+    args = [ins[n] for n, _, _ in g.inputs]
+    runtime = [g.sizes[a] for a in sig.dims]
+    lib = gpu_check.Library(so, name)
+    call, couts = lib.bind(g, runtime, gpu_check.output_layouts(header), ins)
+    call()
+    torch.cuda.synchronize()
+    if not all(torch.equal(outs[n], couts[n]) for n in g.outputs):
+        r["failures"].append("outputs differ from the C ABI called through ctypes")
+    if sig.dims:
+        odd = {a: ODD_SIZE for a in sig.dims}
+        r["odd_rel_err"], _, _, _ = validate(op, yaml_path, header, odd, seed + 1)
+        if not r["odd_rel_err"] <= gpu_check.TOLERANCE:
+            r["failures"].append("rel err %.2e at %s" % (r["odd_rel_err"], odd))
+    msg = wrong_size_message(op, sig, g, ins)
+    r["wrong_size_error"] = msg
+    if not msg or "tsopt::" + name not in msg:
+        r["failures"].append("no clear error for a wrong-size input: %r" % msg)
+    compiled = torch.compile(lambda *a: op(*a), fullgraph=True)
+    cout = as_dict(g, compiled(*args))
+    torch.cuda.synchronize()
+    if not all(torch.equal(cout[n], outs[n]) for n in g.outputs):
+        r["failures"].append("torch.compile(fullgraph=True) differs from eager")
+    out_list = [outs[n] for n in g.outputs]
+    r["raw_us"] = statistics.median(op.raw(*args, out_list, 50) for _ in range(20))
+    torch.cuda.synchronize()
+    r["op_us"] = host_us(lambda: op(*args))
+    r["ctypes_us"] = host_us(call)
+    r["compiled_us"] = host_us(lambda: compiled(*args))
+    r["overhead_us"] = r["op_us"] - r["raw_us"]
+    if r["overhead_us"] >= OVERHEAD_LIMIT_US:
+        r["failures"].append("op overhead %.2f us over the raw C ABI" % r["overhead_us"])
+    r["op_ms"] = gpu_check.timed(lambda: op(*args))
+    r["ctypes_ms"] = gpu_check.timed(call)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--headers", default=os.path.join(HERE, "..", "generated"))
+    ap.add_argument("--graphs", default="attention,attention_causal,attention_gqa,decoder_layer,matmul,rmsnorm,"
+                                        "rmsnorm_mlp,swiglu")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    os.environ.setdefault("TSOPT_TORCH_CACHE", os.path.join(OUT, "cache"))
+    names = a.graphs.split(",")
+    headers = {n: os.path.join(a.headers, n + ".cuh") for n in names}
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:  # subprocesses only: nvcc and g++
+        ops = {n: ex.submit(tsopt_torch.build, headers[n]) for n in names}
+        libs = {n: ex.submit(build_ctypes, headers[n], n) for n in names}
+        for n in names:
+            ops[n].result(), libs[n].result()
+    print("built %d operators and %d ctypes libraries in %.0f s" % (len(names), len(names), time.time() - t0))
+    print("%-16s %9s %9s %9s %9s %9s %9s %9s %9s  %s" % ("graph", "rel err", "op us", "raw us", "ctypes us", "overhead",
+                                                         "op ms", "ctypes ms", "compiled", "status"))
+    results, failed = [], 0
+    for n in names:
+        try:
+            r = check_graph(n, headers[n], libs[n].result(), a.seed)
+        except Exception as e:  # one graph's failure is reported, the others still run
+            r = {"graph": n, "failures": ["%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")]}
+        results.append(r)
+        failed += bool(r["failures"])
+        if "op_ms" in r:
+            print("%-16s %9.2e %9.2f %9.2f %9.2f %9.2f %9.4f %9.4f %9.2f  %s"
+                  % (n, r["rel_err"], r["op_us"], r["raw_us"], r["ctypes_us"], r["overhead_us"], r["op_ms"], r["ctypes_ms"],
+                     r["compiled_us"], "; ".join(r["failures"]) or "ok"))
+        else:
+            print("%-16s %s" % (n, "; ".join(r["failures"])))
+    with open(os.path.join(OUT, "results.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": results}, f, indent=1)
+    print("%d of %d graphs ok (us: host time per call; overhead: op minus raw C ABI; compiled: the op inside "
+          "torch.compile(fullgraph=True)); %s" % (len(names) - failed, len(names), os.path.join(OUT, "results.json")))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""check_torch_op.py — what of python/tsopt_torch.py can be checked without a GPU: the banner parser on
+every generated header (buffers in the YAML's order, sizes, dims[]), the generated C++ operator's checks,
+the error for a file that is not a header, and — where torch is installed — the fake implementation's
+output shapes under torch's meta device, dynamic sizes included. Run by `make test` (TSOPT names the
+binary); bench/torch_op.py is the GPU half.
+"""
+
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import tsopt_torch  # noqa: E402
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def headers_match_their_graphs():
+    n = 0
+    for h in sorted(glob.glob(os.path.join(ROOT, "generated", "*.cuh"))):
+        sig = tsopt_torch.parse_header(h)
+        spec = yaml.safe_load(open(os.path.join(ROOT, "bench", "graphs", sig.name + ".yaml")))
+        check([b.name for b in sig.inputs] == list(spec["inputs"]), "%s: inputs %s" % (h, [b.name for b in sig.inputs]))
+        check([b.name for b in sig.outputs] == list(spec["outputs"]), "%s: outputs" % h)
+        for b in sig.inputs:
+            check(b.axes == list(spec["inputs"][b.name]["shape"]), "%s: %s axes %s" % (h, b.name, b.axes))
+        src = tsopt_torch.binding_source(sig, h)
+        check('m.def("%s");' % tsopt_torch.op_schema(sig) in src, "%s: schema" % h)
+        check("is_contiguous()" in src and "getCurrentCUDAStream" in src and "%s_workspace(dims)" % sig.name in src, h)
+        n += 1
+    check(n >= 8, "every bench graph has a header in generated/")
+    return n
+
+
+def dynamic_header(tmp):
+    """A header with a dynamic axis and a reserved name, written by tsopt compile."""
+    g = os.path.join(tmp, "dyn.yaml")
+    with open(g, "w") as f:
+        f.write("graph: dyn\naxes:\n  t: {dynamic: true, typical: 64}\n  d: 32\ninputs:\n  X: {dtype: fp16, shape: [t, d]}\n"
+                "  class: {dtype: fp16, shape: [d]}\nops:\n  - {name: Y, op: mul, args: [X, class]}\n"
+                "  - {name: S, op: reduce_sum, args: [Y], axis: d}\noutputs: [Y, S]\n")
+    tsopt = os.environ.get("TSOPT", os.path.join(ROOT, "build", "tsopt"))
+    subprocess.run([tsopt, "compile", "-o", tmp, g], check=True, capture_output=True)
+    return os.path.join(tmp, "dyn.cuh")
+
+
+def dynamic_sizes_and_checks(tmp):
+    h = dynamic_header(tmp)
+    sig = tsopt_torch.parse_header(h)
+    check(sig.dims == ["t"] and sig.sizes == {"t": "dynamic", "d": 32}, "dims and sizes: %s %s" % (sig.dims, sig.sizes))
+    check([b.name for b in sig.inputs] == ["X", "class_"], "the C name of input class")
+    src = tsopt_torch.binding_source(sig, h)
+    want = ('TORCH_CHECK(class_.size(0) == 32, OP ": class_ dim 0 (axis d) must be 32, the size the header was compiled '
+            'for (tsopt compile --dims, or a dynamic axis), got ", class_.size(0));')
+    check(want in src, "the static size check")
+    check("const int64_t dims[] = {X.size(0)};" in src, "t read from X")
+    check("std::tuple<at::Tensor, at::Tensor>" in src, "two outputs")
+    return sig
+
+
+def not_a_header(tmp):
+    p = os.path.join(tmp, "plain.cuh")
+    with open(p, "w") as f:
+        f.write("// a plain file\nint x;\n")
+    try:
+        tsopt_torch.parse_header(p)
+    except tsopt_torch.HeaderError as e:
+        check(str(e) == "%s: not a header written by tsopt compile (no banner with its name, buffers and sizes)" % p, str(e))
+        return
+    raise AssertionError("parse_header accepted a plain file")
+
+
+def fake_shapes(sig):
+    """The fake implementation under the meta device (only where torch is installed)."""
+    try:
+        import torch
+    except ImportError:
+        return "skipped (no torch)"
+    qual = "tsopt::check_" + sig.name
+    torch.library.define(qual, tsopt_torch.op_schema(sig, ""))
+    tsopt_torch.register_fake(sig, qual)
+    op = getattr(torch.ops.tsopt, "check_" + sig.name)
+    y, s = op(torch.empty(77, 32, dtype=torch.float16, device="meta"), torch.empty(32, dtype=torch.float16, device="meta"))
+    check(tuple(y.shape) == (77, 32) and tuple(s.shape) == (77,) and y.dtype == torch.float16, "fake shapes")
+    return "ok"
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        n = headers_match_their_graphs()
+        sig = dynamic_sizes_and_checks(tmp)
+        not_a_header(tmp)
+        fake = fake_shapes(sig)
+    print("tsopt_torch: %d generated headers parsed; dynamic sizes, checks and errors ok; fake implementation %s" % (n, fake))
+
+
+if __name__ == "__main__":
+    main()
