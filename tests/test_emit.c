@@ -98,7 +98,9 @@ Test(emit, dynamic_sizes_are_launch_arguments) {
  * runtime (make abi-check) and the banner documents. */
 Test(emit, launch_helpers_refuse_misuse_before_launching) {
     char *h = emit_best("bench/graphs/decoder_layer.yaml", "templates");
-    const char *launch = strstr(h, "static inline cudaError_t decoder_layer_launch(");
+    const char *impl = strstr(h, "#if defined(TSOPT_DECODER_LAYER_IMPLEMENTATION)");
+    cr_assert_not_null(impl);
+    const char *launch = strstr(impl, "cudaError_t decoder_layer_launch("); /* the definition, not the declaration */
     cr_assert_not_null(launch);
     const char *first_launch = strstr(launch, "tst::device_facts(&facts)");
     cr_assert_not_null(first_launch, "device facts come from the per-device cache");
