@@ -225,20 +225,19 @@ def concat(cx, xs, dim=0, stack=False):
         return reshape(cx, xs[0])
     rank = len(part)
     dim %= rank + (1 if stack else 0)
-    first = xs[0]
-    xs = [g.rename(x, first.axes) for x in xs]
+    xs = [g.rename(x, xs[0].axes) for x in xs]
     p_axis = g.fresh_axis(k)
-    ins = dim
-    axes = first.axes[:ins] + [p_axis] + first.axes[ins:]
+
+    def with_part(v, a=None):  # v seen with the part axis (or a size-1 dim for it) inserted at dim
+        return Val(v.name, v.axes[:dim] + [a] + v.axes[dim:], v.dtype)
+
     pi = g.op(cx.hint + "_part", "iota", (), [p_axis], cx.dtype, axis=p_axis)
-    r = Val(xs[-1].name, xs[-1].axes[:ins] + [None] + xs[-1].axes[ins:], xs[-1].dtype)
-    pshape = [s for s in part]
-    pshape.insert(ins, k)
+    pshape = part[:dim] + [k] + part[dim:]
+    r = with_part(xs[-1])
     for j in range(k - 2, -1, -1):
         sel = g.op(cx.hint + "_sel", "less_than", [pi, j + 0.5], [p_axis], cx.dtype)
-        xj = Val(xs[j].name, xs[j].axes[:ins] + [None] + xs[j].axes[ins:], xs[j].dtype)
-        sel_full = Val(sel.name, [p_axis if a == p_axis else None for a in axes], sel.dtype)
-        r = g.elementwise(cx.hint, "where", [sel_full, xj, r], pshape, cx.dtype)
+        sel_full = with_part(Val(sel.name, [None] * rank, sel.dtype), p_axis)
+        r = g.elementwise(cx.hint, "where", [sel_full, with_part(xs[j]), r], pshape, cx.dtype)
     if stack:
         return r
     return g.reshape(r, cx.shape)

@@ -218,6 +218,15 @@ class Offset(nn.Module):
         return x + self.offset
 
 
+class Stack(nn.Module):
+    """stack of three parts, chunk back, cat along another dim."""
+
+    def forward(self, a, b):
+        s = torch.stack([a, b * 2, a + b], 1)
+        x, y, z = s.chunk(3, dim=1)
+        return torch.cat([x, z], dim=0).squeeze(1) * s.sum(1)[:1]
+
+
 class Cumsum(nn.Module):
     """Refused: cumsum has no tsopt op."""
 
@@ -246,6 +255,7 @@ CASES = [
     ("buffers_computed", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8},
      {"buffers": "computed", "computed": ["bias", "cos_cached", "sin_cached"]}),
     ("buffer_unrecognised", Offset, X3, AX3, {"buffers": "computed", "computed": []}),
+    ("stack_chunk_cat", Stack, [[3, 4], [3, 4]], {"m": 3, "n": 4}),
     ("manual_attention", ManualAttention, [[3, 7, 8]] * 3, {"h": 3, "t": 7, "e": 8}),
     ("linear_relu", lambda: LinearThen(F.relu), X3, AX3),
     ("linear_gelu", lambda: LinearThen(F.gelu), X3, AX3),
