@@ -1041,7 +1041,7 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
         ts_kernel *k = &dst->k[dst->nk++];
         *k = src->k[i];
         k->acc = ts_xmalloc(sizeof *k->acc * (size_t)(k->nacc + 1));
-        memcpy(k->acc, src->k[i].acc, sizeof *k->acc * (size_t)k->nacc);
+        if (k->nacc) memcpy(k->acc, src->k[i].acc, sizeof *k->acc * (size_t)k->nacc);
         k->cap_acc = k->nacc;
         for (int a = 0; a < k->nacc; a++) k->acc[a].buf = map[k->acc[a].buf];
         k->out.buf = map[k->out.buf];
