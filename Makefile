@@ -218,13 +218,12 @@ generated: $(BUILD)/tsopt
 # gpu-build runs here (no GPU): headers for the bench and odd sizes, a shared library per header, and the
 # template test programs, all in build/gpu. gpu-check runs on the H200 machine with build/gpu carried.
 NVCC_ARCH ?= -gencode=arch=compute_90a,code=sm_90a
+GPU_TESTS := gemm_test:-lcublas attention_test: gemm_sm90_test:-lcublas attention_sm90_test: row_test:
 gpu-build: $(BUILD)/tsopt
 	bash bench/gpu_build.sh
-	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/gemm_test.cu -lcublas -o build/gpu/gemm_test
-	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_test.cu -o build/gpu/attention_test
-	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/gemm_sm90_test.cu -lcublas -o build/gpu/gemm_sm90_test
-	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/attention_sm90_test.cu -o build/gpu/attention_sm90_test
-	nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/row_test.cu -o build/gpu/row_test
+	@for t in $(GPU_TESTS); do n=$${t%%:*}; l=$${t#*:}; \
+	  nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/$$n.cu $$l -o build/gpu/$$n & done; \
+	  fail=0; for j in $$(jobs -p); do wait $$j || fail=1; done; exit $$fail
 
 gpu-check:
 	bash bench/gpu_run.sh

@@ -6,7 +6,8 @@
 # Usage: bench/gpu_build.sh            (then carry build/gpu to the GPU machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -s build/tsopt
+# a build/tsopt that runs is used as it is (on the GPU machine, carried: it has no libyaml to rebuild)
+build/tsopt --version > /dev/null 2>&1 || make -s build/tsopt
 out=build/gpu
 rm -rf "$out"
 mkdir -p "$out"
