@@ -30,34 +30,50 @@ template <typename T, class Fn> struct MapParams {
     Fn fn;
 };
 
-// Span t of the index space: its start idx[], and the output offset of its row (every dim but the
-// innermost). I: the index type.
+// a[i] for a run-time i without indexing dynamically (which would copy the parameters to local memory).
+__device__ __forceinline__ int64_t pick(const int64_t (&a)[kMaxDims], int i) {
+    int64_t v = 0;
+#pragma unroll
+    for (int d = 0; d < kMaxDims; d++)
+        if (d == i) v = a[d];
+    return v;
+}
+
+// Span t of the index space: its start idx[] (col along the innermost dim), and the output offset of its
+// row (every dim but the innermost). I: the index type.
 template <typename I, typename T, class Fn>
-__device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I per_row, int64_t *idx) {
+__device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I per_row, int64_t *idx, int64_t &col) {
     I row = t / per_row;
-    idx[p.ndim - 1] = (int64_t)(t - row * per_row) * Fn::kVec;
+    col = (int64_t)(t - row * per_row) * Fn::kVec;
     int64_t off = 0;
-    for (int d = p.ndim - 2; d >= 0; d--) {
-        const I q = d > 0 ? row / (I)p.size[d] : 0;
+#pragma unroll
+    for (int d = kMaxDims - 2; d > 0; d--) {  // unrolled: constant indices keep the parameters in place
+        if (d > p.ndim - 2) continue;
+        const I q = row / (I)p.size[d];
         idx[d] = (int64_t)(row - q * (I)p.size[d]);
         row = q;
         off += idx[d] * p.out_stride[d];
     }
+    if (p.ndim > 1) idx[0] = (int64_t)row, off += idx[0] * p.out_stride[0];  // the outermost: no division
+#pragma unroll
+    for (int d = 0; d < kMaxDims; d++)
+        if (d == p.ndim - 1) idx[d] = col;
     return off;
 }
 
 template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
     constexpr int VEC = Fn::kVec;
-    const I inner = (I)p.size[p.ndim - 1], per_row = (inner + VEC - 1) / VEC;
-    const I spans = (I)(p.numel / p.size[p.ndim - 1]) * per_row;
+    const int64_t inner = pick(p.size, p.ndim - 1), inner_stride = pick(p.out_stride, p.ndim - 1);
+    const I per_row = ((I)inner + VEC - 1) / VEC, spans = (I)(p.numel / inner) * per_row;
     for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < spans; t += (I)gridDim.x * blockDim.x) {
         int64_t idx[kMaxDims];
-        const int64_t off = span_start<I>(p, t, per_row, idx);
-        const int n = tsv::span_len<VEC>(idx[p.ndim - 1], p.size[p.ndim - 1]);
+        int64_t col;
+        const int64_t off = span_start<I>(p, t, per_row, idx, col);
+        const int n = tsv::span_len<VEC>(col, inner);
         float v[VEC];
         p.fn(idx, n, v);
-        tsv::store_span<VEC>(p.out + off, p.out_stride[p.ndim - 1], idx[p.ndim - 1], n, v);
+        tsv::store_span<VEC>(p.out + off, inner_stride, col, n, v);
     }
 }
 
