@@ -206,6 +206,16 @@ def misaligned(b, res):
     for offset in (2, 4, 8):
         for name, side in targets:
             ins, outs = dict(b.ins), b.outputs()
+            t = ins[name] if side == "in" else outs[name]
+            if offset % t.element_size():
+                # off its element alignment (fp32 at +2): the helper must refuse before reading anything
+                raw = torch.empty(t.numel() * t.element_size() + 512, dtype=torch.uint8, device="cuda")
+                (ins if side == "in" else outs)[name] = raw.data_ptr() + offset
+                rc = b.call(ins, outs)
+                torch.cuda.synchronize()
+                res.add("misaligned +%d %s" % (offset, name), b.name, "refused" if rc else "wrong",
+                        error_name(rc) if rc else "accepted a buffer off its element alignment")
+                continue
             if side == "in":
                 ins[name] = shifted(ins[name], offset)
             else:
