@@ -1,7 +1,7 @@
 """torch_op.py — validates and times python/tsopt_torch.py's PyTorch operator for every bench graph (H200).
 
 For each header generated/<graph>.cuh (the bench sizes; one command on the GPU machine):
-  - builds the operator (tsopt_torch.build, all graphs at once) and a ctypes library of the same header;
+  - builds the operator (tsopt_torch.build, all graphs at once) and a ctypes library of the same kernels;
   - validates the op's outputs against bench/graphref.py in fp32 (relative L2 at most 1e-2, as gpu_check)
     and requires them bit-identical to the C ABI called through ctypes; graphs with a dynamic axis are
     validated again at an odd size (the op reads it from the tensors);
@@ -39,13 +39,11 @@ OVERHEAD_LIMIT_US = 5.0
 
 
 def build_ctypes(header, name):
+    """A shared library of the header's C ABI for ctypes, linked from the kernels object tsopt_torch.build made."""
+    obj = tsopt_torch.kernels_object(header)
     so = os.path.join(OUT, "lib%s.so" % name)
-    cu = os.path.join(OUT, "%s_ctypes.cu" % name)
-    with open(cu, "w") as f:
-        f.write('#define TSOPT_%s_IMPLEMENTATION\n#include "%s"\n' % (name.upper(), os.path.abspath(header)))
     nvcc = os.environ.get("TSOPT_NVCC") or os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc")
-    subprocess.run([nvcc, "-O3", "-std=c++17", tsopt_torch.DEFAULT_ARCH, "-Xcompiler", "-fPIC", "-shared", cu, "-o", so],
-                   check=True, capture_output=True)
+    subprocess.run([nvcc, tsopt_torch.DEFAULT_ARCH, "-shared", obj, "-o", so], check=True, capture_output=True)
     return so
 
 
@@ -153,9 +151,11 @@ def main():
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:  # subprocesses only: nvcc and g++
         ops = {n: ex.submit(tsopt_torch.build, headers[n]) for n in names}
+        for n in names:
+            ops[n].result()
         libs = {n: ex.submit(build_ctypes, headers[n], n) for n in names}
         for n in names:
-            ops[n].result(), libs[n].result()
+            libs[n].result()
     print("built %d operators and %d ctypes libraries in %.0f s" % (len(names), len(names), time.time() - t0))
     print("%-16s %9s %9s %9s %9s %9s %9s %9s %9s  %s" % ("graph", "rel err", "op us", "raw us", "ctypes us", "overhead",
                                                          "op ms", "ctypes ms", "compiled", "status"))

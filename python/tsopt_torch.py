@@ -224,6 +224,11 @@ def _run(cmd, what):
         raise RuntimeError("%s failed:\n%s\n%s" % (what, " ".join(cmd), (r.stderr or r.stdout)[:4000]))
 
 
+def kernels_object(header_path, arch=DEFAULT_ARCH):
+    """Where build() leaves the header's kernels compiled by nvcc (position independent)."""
+    return os.path.join(_build_dir(header_path, arch), parse_header(header_path).name + "_kernels.o")
+
+
 def _compile_kernels(sig, header_path, build, arch, nvcc):
     """The header's implementation TU compiled by nvcc into build/<name>_kernels.o (position independent)."""
     obj = os.path.join(build, sig.name + "_kernels.o")

@@ -115,8 +115,8 @@ static int macro_index(const emitter *e, const char *s, size_t n) {
 }
 
 /* Records every macro the template text #defines (they are renamed TSOPT_<NAME> in the header and
- * #undef'd at its end: macros ignore namespaces). */
-static void collect_macros(emitter *e, const char *text, size_t len) {
+ * #undef'd at its end: macros ignore namespaces). Returns the first macro there is no room for, or NULL. */
+static const char *collect_macros(emitter *e, const char *text, size_t len) {
     for (const char *p = text; p < text + len; p++) {
         if (p != text && p[-1] != '\n') continue;
         const char *s = p;
@@ -126,12 +126,12 @@ static void collect_macros(emitter *e, const char *text, size_t len) {
         while (s < text + len && (*s == ' ' || *s == '\t')) s++;
         size_t n = 0;
         while (s + n < text + len && ident_char(s[n])) n++;
-        if (n == 0 || n >= sizeof e->macros[0] || macro_index(e, s, n) >= 0 || !strncmp(s, "TSOPT_", 6)) continue;
-        if (e->nmacros < (int)(sizeof e->macros / sizeof e->macros[0])) {
-            memcpy(e->macros[e->nmacros], s, n);
-            e->macros[e->nmacros++][n] = '\0';
-        }
+        if (n == 0 || macro_index(e, s, n) >= 0 || !strncmp(s, "TSOPT_", 6)) continue;
+        if (n >= sizeof e->macros[0] || e->nmacros == (int)(sizeof e->macros / sizeof e->macros[0])) return s;
+        memcpy(e->macros[e->nmacros], s, n);
+        e->macros[e->nmacros++][n] = '\0';
     }
+    return NULL;
 }
 
 /* Prints one template line with every collected macro name prefixed TSOPT_. */
@@ -146,6 +146,27 @@ static void print_renamed(emitter *e, const char *line, size_t n) {
         } else fputc(line[i++], e->f);
     }
     fputc('\n', e->f);
+}
+
+/* Prints the template text without its #include and #pragma once lines and its self-test block, with the
+ * collected macros renamed. */
+static void copy_template_lines(emitter *e, const char *text, size_t len) {
+    int selftest = 0; /* #if depth inside a *_SELFTEST block, which is dropped (0: outside) */
+    for (const char *line = text; line < text + len;) {
+        const char *end = memchr(line, '\n', (size_t)(text + len - line));
+        size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
+        const char *s = line;
+        while (s < line + n && isspace((unsigned char)*s)) s++;
+        bool drop = !strncmp(s, "#include", 8) || !strncmp(s, "#pragma once", 12) || !strncmp(s, "// ---- self-test", 17);
+        if (!selftest && is_selftest_ifdef(s, (size_t)(line + n - s))) selftest = 1, drop = true;
+        else if (selftest) {
+            drop = true;
+            if (!strncmp(s, "#if", 3)) selftest++;
+            else if (!strncmp(s, "#endif", 6)) selftest--;
+        }
+        if (!drop) print_renamed(e, line, n);
+        line += n + 1;
+    }
 }
 
 /* Copies templates/<name> without its #include and #pragma once lines (they are in the header once) and
@@ -167,23 +188,16 @@ static int embed_template(emitter *e, const char *name, char **err) {
     fprintf(e->f, "// ---- %s ", name);
     for (int i = 0; i < 90 - (int)strlen(name); i++) fputc('-', e->f);
     fputc('\n', e->f);
-    collect_macros(e, text, len);
-    int selftest = 0; /* #if depth inside a *_SELFTEST block, which is dropped (0: outside) */
-    for (char *line = text; line < text + len;) {
-        char *end = memchr(line, '\n', (size_t)(text + len - line));
-        size_t n = end ? (size_t)(end - line) : (size_t)(text + len - line);
-        const char *s = line;
-        while (s < line + n && isspace((unsigned char)*s)) s++;
-        bool drop = !strncmp(s, "#include", 8) || !strncmp(s, "#pragma once", 12) || !strncmp(s, "// ---- self-test", 17);
-        if (!selftest && is_selftest_ifdef(s, (size_t)(line + n - s))) selftest = 1, drop = true;
-        else if (selftest) {
-            drop = true;
-            if (!strncmp(s, "#if", 3)) selftest++;
-            else if (!strncmp(s, "#endif", 6)) selftest--;
-        }
-        if (!drop) print_renamed(e, line, n);
-        line += n + 1;
+    const char *full = collect_macros(e, text, len);
+    if (full) {
+        *err = ts_strfmt("template %s: the macro at '%.40s' does not fit the emitter's table (at most %d macros of "
+                         "fewer than %d characters)", path, full, (int)(sizeof e->macros / sizeof e->macros[0]),
+                         (int)sizeof e->macros[0]);
+        free(text);
+        free(path);
+        return -1;
     }
+    copy_template_lines(e, text, len);
     free(text);
     free(path);
     return 0;
