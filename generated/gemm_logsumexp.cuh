@@ -370,6 +370,7 @@ __global__ void __launch_bounds__(256) reduce_kernel(const ReduceParams<T, Inner
         const int64_t off = unravel(p, o, idx);
         float acc = COMBINE == kMax ? -INFINITY : 0.f;
         WState w = {-INFINITY, 0.f, 0.f};
+#pragma unroll 4  // four loads in flight per lane before the first is combined
         for (int64_t k = lane; k < p.len; k += 32) {
             float2 x = p.inner(idx, k);
             if (COMBINE == kSum) acc += x.x;
@@ -402,6 +403,7 @@ __global__ void __launch_bounds__(256) reduce_rows_kernel(const ReduceParams<T, 
         const int64_t off = unravel(p, o, idx);
         float acc = COMBINE == kMax ? -INFINITY : 0.f;
         WState w = {-INFINITY, 0.f, 0.f};
+#pragma unroll 4
         for (int64_t k = threadIdx.x; k < p.len; k += blockDim.x) {
             float2 x = p.inner(idx, k);
             if (COMBINE == kSum) acc += x.x;

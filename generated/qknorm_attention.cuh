@@ -445,11 +445,14 @@ __device__ __forceinline__ float combine2(int combine, float a, float b) { retur
 // Row `row`'s indices along the other axes, and its Base.
 template <class Fn> __device__ __forceinline__ void bind_row(const RowParams<Fn> &p, int64_t row, typename Fn::Base &b) {
     int64_t idx[kMaxDims];
-    for (int d = p.nrowdim - 1; d >= 0; d--) {
+#pragma unroll
+    for (int d = kMaxDims - 1; d > 0; d--) {  // unrolled: constant indices keep the parameters in place
+        if (d >= p.nrowdim) continue;
         const int64_t q = row / p.rsize[d];
         idx[d] = row - q * p.rsize[d];
         row = q;
     }
+    idx[0] = row;  // the outermost axis takes what is left: no division
     p.fn.bind(idx, b);
 }
 
@@ -483,62 +486,84 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 }
 
 // ---- the kernel ------------------------------------------------------------------------------------
+// ITEMS > 0: the row is cached, span i of a thread at position (i·TPR + lane)·kVec; ITEMS = 0: a pass
+// over the row per stage and one for the outputs, spans TPR·kVec apart.
 
-// ITEMS > 0: the row is cached (span i of this thread at position (i·TPR + lane)·kVec); ITEMS = 0: a
-// pass over the row per stage and one for the outputs.
+template <class Fn, int ITEMS> using RowCache = float[ITEMS > 0 ? ITEMS : 1][Fn::kIn][Fn::kVec];
+
+// Step 1 (cached rows): this thread's spans of the row into registers.
+template <class Fn, int TPR, int ITEMS>
+__device__ __forceinline__ void load_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane, RowCache<Fn, ITEMS> &x) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; i++) {
+        const int k0 = (i * TPR + lane) * Fn::kVec;
+        p.fn.load(b, k0, tsv::span_len<Fn::kVec>(k0, p.len), x[i]);
+    }
+}
+
+// Step 2: this thread's share of stage j over the row (acc[0..j) are the earlier stages' results).
+template <class Fn, int TPR, int ITEMS>
+__device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
+                                            RowCache<Fn, ITEMS> &x, const float *acc) {
+    constexpr int VEC = Fn::kVec;
+    float part = identity(Fn::combine(j));
+    if constexpr (ITEMS > 0) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const int k0 = (i * TPR + lane) * VEC;
+            part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc, part);
+        }
+    } else {
+        for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += (int64_t)TPR * VEC) {
+            const int n = tsv::span_len<VEC>(k0, p.len);
+            p.fn.load(b, k0, n, x[0]);
+            part = fold_span(p.fn, j, b, k0, n, x[0], acc, part);
+        }
+    }
+    return part;
+}
+
+// Step 3: every output at this thread's spans.
+template <class Fn, int TPR, int ITEMS>
+__device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane,
+                                          RowCache<Fn, ITEMS> &x, const float *acc) {
+    constexpr int VEC = Fn::kVec;
+    if constexpr (ITEMS > 0) {
+#pragma unroll
+        for (int i = 0; i < ITEMS; i++) {
+            const int k0 = (i * TPR + lane) * VEC;
+            p.fn.store(b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc);
+        }
+    } else {
+        for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += (int64_t)TPR * VEC) {
+            const int n = tsv::span_len<VEC>(k0, p.len);
+            p.fn.load(b, k0, n, x[0]);
+            p.fn.store(b, k0, n, x[0], acc);
+        }
+    }
+}
+
 template <class Fn, int TPR, int ITEMS>
 __global__ void __launch_bounds__(kThreads) row_kernel(const RowParams<Fn> p) {
-    constexpr int VEC = Fn::kVec, NS = Fn::kStages, GROUPS = kThreads / TPR, NI = ITEMS > 0 ? ITEMS : 1;
+    constexpr int NS = Fn::kStages, GROUPS = kThreads / TPR;
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
     static_assert(kThreads % TPR == 0 && TPR % 32 == 0, "a row's group is whole warps of one block");
     __shared__ float slots[NS][kThreads / 32];
     const int lane = threadIdx.x % TPR;
-    const int64_t step = ITEMS > 0 ? 0 : (int64_t)TPR * VEC;
     for (int64_t r0 = (int64_t)blockIdx.x * GROUPS; r0 < p.rows; r0 += (int64_t)gridDim.x * GROUPS) {
         const int64_t row = r0 + threadIdx.x / TPR;
-        const bool live = row < p.rows;
+        const bool live = row < p.rows;  // every thread takes part in the group reductions
         typename Fn::Base b;
+        RowCache<Fn, ITEMS> x;
         if (live) bind_row(p, row, b);
-        float x[NI][Fn::kIn][VEC];
-        if (ITEMS > 0 && live) {  // step 1: the row into registers
-#pragma unroll
-            for (int i = 0; i < NI; i++) {
-                const int k0 = (i * TPR + lane) * VEC;
-                p.fn.load(b, k0, tsv::span_len<VEC>(k0, p.len), x[i]);
-            }
-        }
+        if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS>(p, b, lane, x);
         float acc[NS];
 #pragma unroll
-        for (int j = 0; j < NS; j++) {  // step 2: the reductions, in order
-            float part = identity(Fn::combine(j));
-            if (live && ITEMS > 0) {
-#pragma unroll
-                for (int i = 0; i < NI; i++) {
-                    const int k0 = (i * TPR + lane) * VEC;
-                    part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc, part);
-                }
-            } else if (live) {
-                for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += step) {
-                    const int n = tsv::span_len<VEC>(k0, p.len);
-                    p.fn.load(b, k0, n, x[0]);
-                    part = fold_span(p.fn, j, b, k0, n, x[0], acc, part);
-                }
-            }
+        for (int j = 0; j < NS; j++) {
+            const float part = live ? stage_part<Fn, TPR, ITEMS>(p, j, b, lane, x, acc) : identity(Fn::combine(j));
             acc[j] = group_reduce<TPR>(part, Fn::combine(j), slots[j]);
         }
-        if (live && ITEMS > 0) {  // step 3: every output of the row
-#pragma unroll
-            for (int i = 0; i < NI; i++) {
-                const int k0 = (i * TPR + lane) * VEC;
-                p.fn.store(b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc);
-            }
-        } else if (live) {
-            for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += step) {
-                const int n = tsv::span_len<VEC>(k0, p.len);
-                p.fn.load(b, k0, n, x[0]);
-                p.fn.store(b, k0, n, x[0], acc);
-            }
-        }
+        if (live) store_row<Fn, TPR, ITEMS>(p, b, lane, x, acc);
         if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
     }
 }
