@@ -4,8 +4,6 @@
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,8 +206,8 @@ static void eval_reduce(machine *m, int32_t id, double *out) {
 /* A sum over k of the product of two stored operands (a matmul, as the checker expands it) is computed by
  * OpenBLAS's dgemm whenever the layout allows: the output's innermost dim varies along one operand only
  * (B: "col"), another dim along the other only (A: "row"), and each operand is row- or column-major in
- * (row|col, k). Every other output dim is a batch. The library is the serial one; the threads are ours
- * (blocks of rows, one job each, taken from a shared counter), so none outlive the call. Where the layout
+ * (row|col, k). Every other output dim is a batch. The library is the serial one, called from one thread
+ * (its work buffer is a static: concurrent calls corrupt each other). Where the layout
  * does not allow it, eval_reduce folds element by element. dgemm sums in its own order (blocked, with
  * FMA), so results can differ from the fold, and between a graph and its sampled rows, in the last bits. */
 
@@ -224,38 +222,13 @@ typedef struct {
     int64_t rows;
 } gemm_job;
 
-typedef struct {
-    const gemm_shape *s;
-    const gemm_job *jobs;
-    int64_t njobs;
-    atomic_llong next;
-} gemm_queue;
-
-static void *run_gemm_jobs(void *arg) {
-    gemm_queue *q = arg;
-    const gemm_shape *s = q->s;
-    for (int64_t j; (j = atomic_fetch_add(&q->next, 1)) < q->njobs;) {
-        const gemm_job *b = &q->jobs[j];
+/* The jobs one after another (see above: the serial library is not reentrant). */
+static void run_gemms(const gemm_shape *s, const gemm_job *jobs, int64_t njobs) {
+    for (int64_t j = 0; j < njobs; j++) {
+        const gemm_job *b = &jobs[j];
         cblas_dgemm(CblasRowMajor, s->ta, s->tb, (int)b->rows, (int)s->N, (int)s->K, 1.0, b->A, (int)s->lda, b->B,
                     (int)s->ldb, 0.0, b->C, (int)s->ldc);
     }
-    return NULL;
-}
-
-/* Runs the jobs on up to `threads` threads, the calling one among them (it alone if none can start). */
-static void run_gemms(const gemm_shape *s, const gemm_job *jobs, int64_t njobs, int threads) {
-    gemm_queue q = {.s = s, .jobs = jobs, .njobs = njobs};
-    atomic_init(&q.next, 0);
-    pthread_t th[64];
-    int started = 0;
-    while (started + 1 < threads && started < 64 && pthread_create(&th[started], NULL, run_gemm_jobs, &q) == 0) started++;
-    run_gemm_jobs(&q);
-    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-}
-
-static int processors(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
 /* The operands' layout as one dgemm per batch: row, col and k dims of view v, and *s; false if none fits. */
@@ -302,10 +275,10 @@ static bool eval_contraction(machine *m, int32_t id, double *out) {
     }
     s.ldc = ostride[row];
     if (s.ldc > INT_MAX) return false;
-    int64_t M = v->size[row], work = M * s.N * s.K * nbatch;
-    /* blocks of a fixed number of rows, whatever the number of threads: the same bits on any machine with
-     * the same BLAS kernels */
-    int threads = work < ((int64_t)1 << 22) ? 1 : processors();
+    int64_t M = v->size[row];
+    /* blocks of a fixed number of rows: the same bits on any machine with the same BLAS kernels. One
+     * thread: the serial OpenBLAS keeps its work buffer in a static, so concurrent dgemm calls corrupt each
+     * other's results (seen: attention_gqa's sampled reference 1.4% off, all its candidates "invalid") */
     const int64_t per = 128, chunks = (M + per - 1) / per;
     gemm_job *jobs = ts_xmalloc(sizeof *jobs * (size_t)(nbatch * chunks));
     int64_t idx[TS_MAX_DIMS] = {0}, nj = 0;
@@ -320,7 +293,7 @@ static bool eval_contraction(machine *m, int32_t id, double *out) {
             idx[d] = 0;
         }
     }
-    run_gemms(&s, jobs, nj, threads);
+    run_gemms(&s, jobs, nj);
     free(jobs);
     return true;
 }
