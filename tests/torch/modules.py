@@ -31,7 +31,7 @@ def apply_rope(x, cos, sin):
     """x·cos + rotate_half(x)·sin, with x's last dim seen as (2 halves, d_h/2): the halves flipped and signed
     ([-1, +1]) instead of concatenated, and the tables of d_h/2 broadcast over the halves."""
     x2 = x.unflatten(-1, (2, x.shape[-1] // 2))
-    sign = torch.arange(2, dtype=x.dtype) * 2 - 1
+    sign = torch.arange(2, dtype=x.dtype, device=x.device) * 2 - 1
     rot = x2.flip(-2) * sign[:, None]
     return (x2 * cos[:, None, :] + rot * sin[:, None, :]).flatten(-2)
 
@@ -61,11 +61,11 @@ class LlamaLayer(nn.Module):
         self.up = nn.Linear(d, ffn, bias=False)
         self.down = nn.Linear(ffn, d, bias=False)
 
-    def rope(self, t, dtype):
+    def rope(self, t, dtype, device=None):
         """cos and sin of position · θ^(-2i/d_h), computed in fp32 (float64 in the round trip), then cast."""
         ct = torch.float64 if dtype == torch.float64 else torch.float32
-        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.dh, 2, dtype=ct) / self.dh))
-        pos = torch.arange(t, dtype=ct)
+        inv_freq = 1.0 / (self.theta ** (torch.arange(0, self.dh, 2, dtype=ct, device=device) / self.dh))
+        pos = torch.arange(t, dtype=ct, device=device)
         freqs = pos[:, None] * inv_freq[None, :]
         return freqs.cos().to(dtype), freqs.sin().to(dtype)
 
@@ -75,7 +75,7 @@ class LlamaLayer(nn.Module):
         q = q.view(b, t, self.h, self.dh).transpose(1, 2)
         k = k.view(b, t, self.kvh, self.dh).transpose(1, 2)
         v = v.view(b, t, self.kvh, self.dh).transpose(1, 2)
-        cos, sin = self.rope(t, x.dtype)
+        cos, sin = self.rope(t, x.dtype, x.device)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         h = x + self.o_proj(a.transpose(1, 2).reshape(b, t, self.h * self.dh))
