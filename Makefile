@@ -303,6 +303,12 @@ VALGRIND_DIMS_matmul           := m=4,d=64,n=64
 VALGRIND_DIMS_rmsnorm          := m=4,d=64,n=64
 VALGRIND_DIMS_rmsnorm_mlp      := m=4,d=64,n=64
 VALGRIND_DIMS_swiglu           := m=4,d=64,n=64
+VALGRIND_DIMS_gemm_gelu        := m=4,d=64,n=64
+VALGRIND_DIMS_gemm_logsumexp   := m=4,d=64,n=64
+VALGRIND_DIMS_layernorm_mlp    := m=4,d=64,f=64,e=32
+VALGRIND_DIMS_lora             := m=4,d=64,n=64,r=4
+VALGRIND_DIMS_qknorm_attention := t_q=8,t_kv=8
+VALGRIND_DIMS_residual_rmsnorm := t=4,d=64
 valgrind-cli: $(GRAPHS:bench/graphs/%.yaml=valgrind-%)
 	@echo "valgrind: check, eval and compile of every bench graph: no errors, no leaks"
 
