@@ -140,18 +140,19 @@ static void stitch_chunk(ts_plan *p, const ts_graph *g, const ts_chunk *c, const
 }
 
 /* Whole-graph plan `rank`: every chunk computed by its group's plan of that rank (or its last). */
+/* The group's plan of rank `rank`, or its last when it has fewer. */
+static const ts_plan *group_plan(const group_plans *q, int rank) { return &q->plans[rank < q->n ? rank : q->n - 1]; }
+
 static void stitch_plan(ts_plan *p, const ts_graph *g, const ts_partition *part, const group_plans *gp, int rank) {
     int *value_buf = ts_xmalloc(sizeof(int) * (size_t)(g->nnodes + 1));
     for (int i = 0; i < g->nnodes; i++) value_buf[i] = -1;
     for (int c = 0; c < part->nchunks; c++) {
-        const group_plans *q = &gp[part->chunks[c].group];
-        stitch_chunk(p, g, &part->chunks[c], &q->plans[rank < q->n ? rank : q->n - 1], value_buf);
+        stitch_chunk(p, g, &part->chunks[c], group_plan(&gp[part->chunks[c].group], rank), value_buf);
     }
     free(value_buf);
     char *name = ts_strdup("per chunk:");
     for (int i = 0; i < part->ngroups; i++) {
-        const group_plans *q = &gp[i];
-        char *next = ts_strfmt("%s%s %s", name, i ? "," : "", q->plans[rank < q->n ? rank : q->n - 1].name);
+        char *next = ts_strfmt("%s%s %s", name, i ? "," : "", group_plan(&gp[i], rank)->name);
         free(name);
         name = next;
     }

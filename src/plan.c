@@ -88,20 +88,6 @@ static ts_access contiguous_access(const builder *b, int buf) {
     return a;
 }
 
-static int add_buffer(builder *b, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n) {
-    TS_GROW(b->p->buf, b->p->nbuf, b->p->cap_buf);
-    ts_buffer *B = &b->p->buf[b->p->nbuf];
-    *B = (ts_buffer){.kind = kind, .index = index, .dtype = dtype, .ndim = n};
-    memcpy(B->axis, axes, sizeof(int32_t) * (size_t)n);
-    return b->p->nbuf++;
-}
-
-static int temp_buffer(builder *b, ts_dtype dtype, const int32_t *axes, int n) {
-    int temps = 0;
-    for (int i = 0; i < b->p->nbuf; i++) temps += b->p->buf[i].kind == TS_BUF_TEMP;
-    return add_buffer(b, TS_BUF_TEMP, temps, dtype, axes, n);
-}
-
 /* Sym of one view stride: concrete in both bindings, recovered as a monomial. */
 static bool sym_sample(const builder *b, int64_t v1, int64_t v2, ts_sym *out) {
     if (b->dyn.n == 0) {
@@ -248,7 +234,7 @@ static void region_cores(builder *b, int i, int *cores, int *n, bool root) {
 }
 
 static int new_output(builder *b, int i, const int32_t *axes, int n, ts_dtype dtype, ts_kernel *k) {
-    int buf = temp_buffer(b, dtype, axes, n);
+    int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype, axes, n);
     k->out = contiguous_access(b, buf);
     b->has_mat[i] = true;
     b->mat[i] = k->out;
@@ -418,23 +404,31 @@ static void row_stage_expr(builder *b, ts_kernel *tmp, int j, const region *stag
     tmp->stage_combine[j] = op == TS_OP_REDUCE_MAX || op == TS_OP_TILE_MAX ? TS_COMBINE_MAX : TS_COMBINE_SUM;
 }
 
+/* Marks in[] the nodes of the elementwise region rooted at i (the root included). */
+static void mark_region(const builder *b, int i, bool root, bool *in) {
+    ts_op op = (ts_op)b->t[i].e.op;
+    if (in[i] || !is_elementwise(op) || !inlined(b, i, root)) return;
+    in[i] = true;
+    for (int c = 0; c < ts_op_arity(op); c++) mark_region(b, (int)b->t[i].e.kid[c], false, in);
+}
+
 /* Elementwise nodes of the root's region spanning the whole row space that are needed outside the ROW
  * kernel (a graph output, or read by other kernels) and not yet in a buffer: the kernel writes them too. */
 static int row_extra_outputs(builder *b, int root, const int *stage, int ns, int *extra) {
+    bool *in = ts_xcalloc((size_t)b->nt + 1, sizeof *in);
+    mark_region(b, root, true, in);
     int n = 0;
     for (int i = root - 1; i >= 0; i--) {
         const tnode *t = &b->t[i];
-        if (!is_elementwise((ts_op)t->e.op) || t->axes != b->t[root].axes || b->has_mat[i] || !inlined(b, i, false))
-            continue;
-        bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
-        bool inside = refs_in_region(b, root, i, true, seen) > 0;
-        free(seen);
-        if (!inside) continue;
-        if (t->output || refs_in_row(b, root, stage, ns, i) < t->uses) {
-            if (n == TS_KERNEL_MAX_OUTS - 1) return -1;
-            extra[n++] = i;
+        if (!in[i] || t->axes != b->t[root].axes || b->has_mat[i]) continue;
+        if (!t->output && refs_in_row(b, root, stage, ns, i) >= t->uses) continue;
+        if (n == TS_KERNEL_MAX_OUTS - 1) {
+            n = -1;
+            break;
         }
+        extra[n++] = i;
     }
+    free(in);
     return n;
 }
 
@@ -480,7 +474,7 @@ static bool try_row(builder *b, int root) {
     int32_t axes[TS_MAX_DIMS];
     int n = order_axes(b->t[root].axes, kr->nacc ? &kr->acc[0] : NULL, axes);
     for (int o = 0; o < nx; o++) {
-        int buf = temp_buffer(b, dtype_of(b, extra[o]), axes, n);
+        int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype_of(b, extra[o]), axes, n);
         kr = &b->p->k[b->p->nk - 1];
         kr->extra_out[o] = contiguous_access(b, buf);
         b->has_mat[extra[o]] = true;
@@ -508,7 +502,7 @@ static ts_access copy_as(builder *b, const ts_access *a, ts_dtype dtype, const i
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
     int slot = kernel_access(k, a);
     xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = slot});
-    int buf = temp_buffer(b, dtype, order, n);
+    int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype, order, n);
     k->out = contiguous_access(b, buf);
     return k->out;
 }
@@ -867,7 +861,7 @@ static ts_access materialize(builder *b, int i) {
         int in = (int)t->e.param[0];
         if (b->input_buf[in] < 0) {
             const ts_node *n = &b->x->g->nodes[b->x->g->inputs[in].node];
-            b->input_buf[in] = add_buffer(b, TS_BUF_INPUT, in, n->dtype, n->axis, n->ndim);
+            b->input_buf[in] = ts_plan_add_buffer(b->p, TS_BUF_INPUT, in, n->dtype, n->axis, n->ndim);
         }
         b->mat[i] = contiguous_access(b, b->input_buf[in]);
     } else if (op == TS_OP_VIEW) {
@@ -902,7 +896,7 @@ static void emit_output(builder *b, int o, int root) {
     }
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
     xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
-    int buf = add_buffer(b, TS_BUF_OUTPUT, o, out->dtype, out->ref.view.axis, out->ref.view.ndim);
+    int buf = ts_plan_add_buffer(b->p, TS_BUF_OUTPUT, o, out->dtype, out->ref.view.axis, out->ref.view.ndim);
     k->out = contiguous_access(b, buf);
 }
 
