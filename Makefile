@@ -155,6 +155,11 @@ abi-check:
 	@nvcc -cudart none $(ABI_GRAPHS:%=$(BUILD)/nvcc/%.cu.80.o) $(BUILD)/nvcc/stub_cudart.o $(BUILD)/nvcc/test_abi.o \
 	  -o $(BUILD)/nvcc/test_abi
 	@$(BUILD)/nvcc/test_abi
+	@for n in $(ABI_GRAPHS); do readelf -sW --demangle $(BUILD)/nvcc/$$n.cu.80.o | \
+	  awk '$$5 != "LOCAL" && $$7 != "UND" && $$6 != "HIDDEN" && /tsopt_/' > $(BUILD)/nvcc/$$n.exported; \
+	  if [ -s $(BUILD)/nvcc/$$n.exported ]; then echo "abi-check: $$n exports internal symbols (another library of the \
+	same graph would share them):"; head -n 5 $(BUILD)/nvcc/$$n.exported; exit 1; fi; done
+	@echo "generated headers export only their C ABI and typed launch function: ok"
 
 # ---- install ---------------------------------------------------------------------------------------
 # The binary finds its data in <bin>/../share/tsopt (src/home.h), so PREFIX may be any folder.

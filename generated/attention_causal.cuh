@@ -86,6 +86,7 @@ cudaError_t attention_causal_launch(const __half *Q, const __half *K, const __ha
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_attention_causal {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -2229,6 +2230,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_attention_causal
+#pragma GCC visibility pop
 
 cudaError_t attention_causal_launch(const __half *Q, const __half *K, const __half *V, __half *O, void *workspace, cudaStream_t stream) {
     using namespace tsopt_attention_causal;

@@ -101,6 +101,7 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_decoder_layer {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -2949,6 +2950,7 @@ struct K8 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_decoder_layer
+#pragma GCC visibility pop
 
 cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __half *W_qkv, const __half *W_o, const __half *g_mlp, const __half *W_gate, const __half *W_up, const __half *W_down, __half *out, int64_t t, void *workspace, cudaStream_t stream) {
     using namespace tsopt_decoder_layer;

@@ -86,6 +86,7 @@ cudaError_t gemm_gelu_launch(const __half *X, const __half *W, const __half *b, 
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_gemm_gelu {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1387,6 +1388,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_gemm_gelu
+#pragma GCC visibility pop
 
 cudaError_t gemm_gelu_launch(const __half *X, const __half *W, const __half *b, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_gemm_gelu;

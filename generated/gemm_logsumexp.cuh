@@ -88,6 +88,7 @@ cudaError_t gemm_logsumexp_launch(const __half *X, const __half *W, float *Y, vo
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_gemm_logsumexp {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1585,6 +1586,7 @@ struct K3Finish {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_gemm_logsumexp
+#pragma GCC visibility pop
 
 cudaError_t gemm_logsumexp_launch(const __half *X, const __half *W, float *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_gemm_logsumexp;

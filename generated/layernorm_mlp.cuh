@@ -92,6 +92,7 @@ cudaError_t layernorm_mlp_launch(const __half *X, const __half *ln_g, const __ha
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_layernorm_mlp {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1799,6 +1800,7 @@ struct K2 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_layernorm_mlp
+#pragma GCC visibility pop
 
 cudaError_t layernorm_mlp_launch(const __half *X, const __half *ln_g, const __half *ln_b, const __half *W1, const __half *b1, const __half *W2, const __half *b2, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_layernorm_mlp;

@@ -89,6 +89,7 @@ cudaError_t lora_launch(const __half *X, const __half *W, const __half *A, const
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_lora {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1418,6 +1419,7 @@ struct K2 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_lora
+#pragma GCC visibility pop
 
 cudaError_t lora_launch(const __half *X, const __half *W, const __half *A, const __half *B, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_lora;

@@ -85,6 +85,7 @@ cudaError_t matmul_launch(const __half *X, const __half *W, __half *Y, void *wor
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_matmul {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1364,6 +1365,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_matmul
+#pragma GCC visibility pop
 
 cudaError_t matmul_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_matmul;

@@ -90,6 +90,7 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_qknorm_attention {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -2656,6 +2657,7 @@ struct K2 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_qknorm_attention
+#pragma GCC visibility pop
 
 cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __half *V, const __half *g_q, const __half *g_k, __half *O, void *workspace, cudaStream_t stream) {
     using namespace tsopt_qknorm_attention;

@@ -85,6 +85,7 @@ cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __ha
 #include <cuda_fp16.h>
 #include <math.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_residual_rmsnorm {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -685,6 +686,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_residual_rmsnorm
+#pragma GCC visibility pop
 
 cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __half *g, __half *Y, __half *H, void *workspace, cudaStream_t stream) {
     using namespace tsopt_residual_rmsnorm;

@@ -86,6 +86,7 @@ cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *wo
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_rmsnorm {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1714,6 +1715,7 @@ struct K1 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_rmsnorm
+#pragma GCC visibility pop
 
 cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_rmsnorm;

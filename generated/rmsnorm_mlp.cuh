@@ -87,6 +87,7 @@ cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_rmsnorm_mlp {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1542,6 +1543,7 @@ struct K1 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_rmsnorm_mlp
+#pragma GCC visibility pop
 
 cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half *W_gate, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_rmsnorm_mlp;

@@ -86,6 +86,7 @@ cudaError_t swiglu_launch(const __half *X, const __half *W_up, const __half *W_g
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_swiglu {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -1377,6 +1378,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_swiglu
+#pragma GCC visibility pop
 
 cudaError_t swiglu_launch(const __half *X, const __half *W_up, const __half *W_gate, __half *Y, void *workspace, cudaStream_t stream) {
     using namespace tsopt_swiglu;

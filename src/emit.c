@@ -1247,12 +1247,18 @@ static int emit_implementation(emitter *e, char **err) {
     fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <math.h>\n", out);
     if (uses_kind(e->p, TS_KERNEL_GEMM) || uses_kind(e->p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
-    fprintf(out, "\nnamespace tsopt_%s {\n\n", e->name);
+    /* Hidden visibility: no kernel, template instance or cache is exported from a shared library. Exported,
+     * two libraries built from headers of one graph name (a torch op and a ctypes library, two tuned
+     * candidates) would share their function-local statics as STB_GNU_UNIQUE symbols across the process,
+     * RTLD_LOCAL or not: the second library's kernel then skips raising its shared-memory limit and its
+     * launch fails with cudaErrorInvalidValue. (nvcc gives an unnamed namespace a named, exported form.) */
+    fprintf(out, "\n#pragma GCC visibility push(hidden)  // nothing below is shared with another library\n"
+                 "namespace tsopt_%s {\n\n", e->name);
     if (embed_templates(e, err)) return -1;
     fputs("\n// ---- fused expressions of this plan -------------------------------------------------------------\n\n", out);
     emit_functors(e);
     fputs("static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */\n\n", out);
-    fprintf(out, "}  // namespace tsopt_%s\n\n", e->name);
+    fprintf(out, "}  // namespace tsopt_%s\n#pragma GCC visibility pop\n\n", e->name);
     if (emit_launch_fn(e, err)) return -1;
     emit_c_abi(e);
     fputc('\n', out);
