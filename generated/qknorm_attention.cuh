@@ -2760,7 +2760,7 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
         err = tsa90::launch_attention_sm90<128, 3, true>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 3 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsa::launch_attention<128>(p, stream);
+            err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);
         }
         if (err != cudaSuccess) return err;
     }

@@ -227,7 +227,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
         /* operands and result move once: tiles are rasterised so that re-reads hit L2 (an L2-overflow
          * re-read factor predicted 5-20x too much for large GEMMs on the H200: bench/NOTES.md run 9) */
-        wave = wave_efficiency(m, ceil(M / 128) * ceil(N / 128) * batch);
+        wave = wave_efficiency(m, ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch); /* config.h */
         break;
     }
     case TS_KERNEL_ATTENTION: {
@@ -236,7 +236,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         double frac = k->causal ? 0.5 : 1;
         tensor = 4 * heads * tq * tkv * d * frac;
         sfu += heads * tq * tkv * frac;
-        wave = wave_efficiency(m, ceil(tq / 128) * heads);
+        wave = wave_efficiency(m, ceil(tq / k->cfg.tile_m) * heads);
         break;
     }
     }

@@ -689,19 +689,15 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? stride_of(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", stride_of(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
-    /* Hopper: the wgmma kernel (128x256, 4 stages; dual: 128x128 per operand, or 128x64 with 6 stages for
-     * outputs narrower than 2048, which gives more tiles). Elsewhere the mma.sync kernel: 128x256 with 3
-     * stages for wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
-    const ts_axis *nax = &e->g->axes[k->n_axis];
-    bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
-    const char *kn = k->b_kn ? "true" : "false", *du = dual ? "true" : "false";
-    fprintf(e->f, "        err = tsg90::launch_gemm_sm90<%s, 128, %d, %d, 1, %s, %s, K%d>(p, stream);\n", t,
-            dual ? (wide ? 128 : 64) : 256, dual && !wide ? 6 : 4, kn, du, ki);
+    const ts_kernel_config *c = &k->cfg; /* src/config.c */
+    const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
+    fprintf(e->f, "        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n", t, c->tile_m,
+            c->tile_n, c->stages, c->cluster_m, kn, du, ki);
     fprintf(e->f, "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n");
     print_fallback_note(e, ki, "GEMM");
-    fprintf(e->f, "            err = tsg::launch_gemm<%s, 128, %d, 64, 2, 4, %d, %s, %s, K%d>(p, stream);\n        }\n"
+    fprintf(e->f, "            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n        }\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
-            t, wide && !dual ? 256 : 128, (wide && !dual) || dual ? 3 : 4, kn, du, ki);
+            t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki);
 }
 
 static bool sym_equal(ts_sym a, ts_sym b) {
@@ -759,14 +755,15 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.d", ts_sym_axis(e->g, &e->dyn, k->n_axis));
     fputs("        p.c = ", e->f);
     print_float(e->f, k->c);
-    /* Hopper: the wgmma kernel (FlashAttention-3 schedule, 3 K/V stages, ping-pong warpgroups; measured
-     * 1.66x the mma.sync kernel on the seed attention). Elsewhere the mma.sync kernel. */
+    const ts_kernel_config *c = &k->cfg; /* src/config.c */
     long long d = (long long)e->g->axes[k->n_axis].size;
-    fprintf(e->f, ";\n        err = tsa90::launch_attention_sm90<%lld, 3, true>(p, stream);\n"
-                  "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", d);
+    fprintf(e->f, ";\n        err = tsa90::launch_attention_sm90<%lld, %d, %s>(p, stream);\n"
+                  "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", d, c->stages,
+            c->pingpong ? "true" : "false");
     print_fallback_note(e, ki, "attention");
-    fprintf(e->f, "            err = tsa::launch_attention<%lld>(p, stream);\n        }\n"
-                  "        if (err != cudaSuccess) return err;\n    }\n", d);
+    fprintf(e->f, "            err = tsa::launch_attention<%lld, %d, %d, %d, %d>(p, stream);\n        }\n"
+                  "        if (err != cudaSuccess) return err;\n    }\n", d, c->fb_tile_m, c->fb_tile_n, c->fb_warps_m,
+            c->fb_tile_k);
 }
 
 /* ---- ROW kernels (row.cuh) --------------------------------------------------------------------- */

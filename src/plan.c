@@ -4,6 +4,8 @@
  * map). Which extraction is decided by the search (src/search.c). See plan.h. */
 #include "plan.h"
 
+#include "config.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -732,7 +734,7 @@ static bool try_attention(builder *b, int i) {
     if (!half_types(b, q) || b->t[q].dtype != b->t[kk].dtype || b->t[q].dtype != b->t[v].dtype) return false;
     if (__builtin_popcountll(kvheads) > 1 || __builtin_popcountll(qheads & ~kvheads) > 1) return false;
     int64_t D = b->x->g->axes[dax].size;
-    if (D != b->x->g->axes[dvax].size || (D != 64 && D != 128)) return false;
+    if (D != b->x->g->axes[dvax].size || !ts_config_attention_head_dim_ok(D)) return false;
     /* layouts: Q [heads..., t_q, d], K [kvheads..., t_kv, d], V [kvheads..., t_kv, dv], contiguous */
     int32_t qo[TS_MAX_DIMS], ko[TS_MAX_DIMS], vo[TS_MAX_DIMS];
     int nh = order_axes(qheads, NULL, qo), nkv = 0;
@@ -948,6 +950,7 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
         }
     for (int o = 0; o < nout; o++) emit_output(&b, order[o], roots[order[o]]);
     number_temps(p);
+    for (int i = 0; i < p->nk; i++) ts_config_choose(x->g, &p->k[i]);
     free(b.has_mat);
     free(b.mat);
     free(b.dual_buf);

@@ -77,8 +77,23 @@ static inline const char *ts_kernel_kind_name(ts_kernel_kind k) {
 #define TS_KERNEL_MAX_OUTS 4
 typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
 
+/* How one GEMM or attention kernel runs: the template arguments the emitter prints, the tiles the cost
+ * model's wave estimate counts, what tune may vary. One module chooses it (src/config.c); 0 elsewhere.
+ *   GEMM, sm_90a (wgmma + TMA): tile_m x tile_n CTA tile, `stages` K-slices of 64 in flight, cluster_m CTAs
+ *     per cluster along M. The mma.sync fallback (sm_80+): fb_tile_m x fb_tile_n x fb_tile_k, warps
+ *     fb_warps_m x fb_warps_n, fb_stages.
+ *   ATTENTION, sm_90a: tile_m query rows per CTA, `stages` K/V tiles in flight, pingpong: two consumer
+ *     warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
+ *     fb_tile_k the head-dim chunk of a K/V load, fb_warps_m warps. */
+typedef struct {
+    int tile_m, tile_n, stages, cluster_m;
+    bool pingpong;
+    int fb_tile_m, fb_tile_n, fb_tile_k, fb_warps_m, fb_warps_n, fb_stages;
+} ts_kernel_config;
+
 typedef struct {
     ts_kernel_kind kind;
+    ts_kernel_config cfg; /* GEMM and ATTENTION (config.h) */
     ts_access out;  /* the buffer written, over the kernel's output axes */
     int nacc, cap_acc;
     ts_access *acc; /* operands, referenced by TS_X_LOAD slots and by the fields below */

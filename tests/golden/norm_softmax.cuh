@@ -85,6 +85,7 @@ cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int
 #include <cuda_fp16.h>
 #include <math.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_norm_softmax {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -219,6 +220,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_norm_softmax
+#pragma GCC visibility pop
 
 cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int64_t t, void *workspace, cudaStream_t stream) {
     using namespace tsopt_norm_softmax;

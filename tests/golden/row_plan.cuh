@@ -87,6 +87,7 @@ cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half 
 #include <cuda_fp16.h>
 #include <math.h>
 
+#pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_residual_norm {
 
 // ---- tile.cuh ----------------------------------------------------------------------------------
@@ -203,6 +204,7 @@ struct K0 {
 static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 }  // namespace tsopt_residual_norm
+#pragma GCC visibility pop
 
 cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half *g, __half *H, __half *Y, int64_t t, void *workspace, cudaStream_t stream) {
     using namespace tsopt_residual_norm;

@@ -1,0 +1,22 @@
+/* config.h — kernel configurations: which tile shape, pipeline depth and schedule each GEMM and attention
+ * kernel of a plan runs with (ts_kernel_config, plan.h).
+ *
+ * One module holds every tile choice: the emitter only prints a kernel's configuration as template
+ * arguments, the cost model counts its tiles, and tune may time a kernel's variants. The choices follow
+ * the templates' constraints (templates/gemm*.cuh, attention*.cuh) and the measurements in bench/NOTES.md. */
+#ifndef TS_CONFIG_H
+#define TS_CONFIG_H
+
+#include "hlir.h"
+#include "plan.h"
+
+/* Sets k->cfg to the default configuration for its kind and sizes (GEMM, ATTENTION; others: zeros). */
+void ts_config_choose(const ts_graph *g, ts_kernel *k);
+
+/* Whether the attention templates have a kernel for head dimension d. */
+bool ts_config_attention_head_dim_ok(int64_t d);
+
+/* The configuration in words, e.g. "128x256, 4 stages" (buf of n bytes; "" for kinds without one). */
+const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n);
+
+#endif
