@@ -17,6 +17,7 @@ Usage: python3 bench/torch_op.py [--headers generated] [--graphs a,b,...] [--job
 
 import argparse
 import concurrent.futures
+import faulthandler
 import json
 import os
 import statistics
@@ -91,8 +92,14 @@ def wrong_size_message(op, sig, g, ins):
     return "no static axis"
 
 
+def step(name, what):
+    """Progress on stderr, flushed: after a crash (faulthandler's traceback) the last line names the step."""
+    print("torch_op: %s: %s" % (name, what), file=sys.stderr, flush=True)
+
+
 def check_graph(name, header, so, seed):
     sig = tsopt_torch.parse_header(header)
+    step(name, "load and validate the op")
     yaml_path = os.path.join(HERE, "graphs", name + ".yaml")
     op = tsopt_torch.load(header)
     r = {"graph": name, "failures": []}
@@ -102,6 +109,7 @@ def check_graph(name, header, so, seed):
         r["failures"].append("rel err %.2e against graphref" % err)
     args = [ins[n] for n, _, _ in g.inputs]
     runtime = [g.sizes[a] for a in sig.dims]
+    step(name, "ctypes library")
     lib = gpu_check.Library(so, name)
     call, couts = lib.bind(g, runtime, gpu_check.output_layouts(header), ins)
     call()
@@ -113,15 +121,18 @@ def check_graph(name, header, so, seed):
         r["odd_rel_err"], _, _, _ = validate(op, yaml_path, header, odd, seed + 1)
         if not r["odd_rel_err"] <= gpu_check.TOLERANCE:
             r["failures"].append("rel err %.2e at %s" % (r["odd_rel_err"], odd))
+    step(name, "wrong-size input")
     msg = wrong_size_message(op, sig, g, ins)
     r["wrong_size_error"] = msg
     if not msg or "tsopt::" + name not in msg:
         r["failures"].append("no clear error for a wrong-size input: %r" % msg)
+    step(name, "torch.compile(fullgraph=True)")
     compiled = torch.compile(lambda *a: op(*a), fullgraph=True)
     cout = as_dict(g, compiled(*args))
     torch.cuda.synchronize()
     if not all(torch.equal(cout[n], outs[n]) for n in g.outputs):
         r["failures"].append("torch.compile(fullgraph=True) differs from eager")
+    step(name, "raw C ABI loop and host times")
     out_list = [outs[n] for n in g.outputs]
     r["raw_us"] = statistics.median(op.raw(*args, out_list, 50) for _ in range(20))
     torch.cuda.synchronize()
@@ -144,6 +155,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    faulthandler.enable()
     os.makedirs(OUT, exist_ok=True)
     os.environ.setdefault("TSOPT_TORCH_CACHE", os.path.join(OUT, "cache"))
     names = a.graphs.split(",")

@@ -13,7 +13,8 @@ graph=$(basename "$tu" .cu)
 plan=$(sed -n 's|^// plan: *\(.*\) — [0-9]* kernels*:.*|\1|p' "${tu%.cu}.cuh")
 body=
 [ "$plan" = "${TSOPT_TRAP_PLAN:-}" ] && body='__trap();'
-[ "$plan" = "${TSOPT_HANG_PLAN:-}" ] && body='volatile int forever = 1; while (forever) {}'
+# (a loop of __nanosleep, an asm volatile: a loop over a volatile local ended on the H200, run 19)
+[ "$plan" = "${TSOPT_HANG_PLAN:-}" ] && body='for (;;) __nanosleep(1000000);'
 [ -n "$body" ] || exec "$nvcc" "$@"
 planted=${tu%.cu}.planted.cu
 {
