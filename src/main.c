@@ -655,14 +655,29 @@ static void print_plan_pair(const ts_graph *g, const ts_plan *a, const ts_plan *
     if (b) printf("  %-3s %-46s %10s   %-46s %10.4f\n", "", "", "", "total", b->predicted_s * 1e3);
 }
 
+/* Loads the cost model of --cost-model, else the shipped one (then named as shipped, so that headers do
+ * not depend on where it lies). Returns 0, or EXIT_INPUT with diagnostics printed (cm to be freed). */
+static int load_cost_model(const options *o, ts_costmodel *cm) {
+    ts_diags d;
+    char *path = o->cost_model ? ts_strdup(o->cost_model) : ts_data_path(DEFAULT_COST_MODEL);
+    int rc = ts_costmodel_load(cm, path, &d) != 0 ? EXIT_INPUT : 0;
+    ts_diags_print(&d, stderr);
+    ts_diags_free(&d);
+    if (rc == 0 && !o->cost_model) {
+        free(cm->path);
+        cm->path = ts_strdup(DEFAULT_COST_MODEL);
+    }
+    free(path);
+    return rc;
+}
+
 /* What compile would choose, and why: the search's statistics, the chosen plan against the runner-up. */
 static int explain_plan(const options *o, ts_spec *spec, ts_graph *g, const ts_rules *rs) {
     ts_costmodel cm;
-    ts_diags d;
-    int rc = ts_costmodel_load(&cm, o->cost_model, &d);
-    ts_diags_print(&d, stderr);
-    ts_diags_free(&d);
-    if (rc != 0) return EXIT_INPUT;
+    if (load_cost_model(o, &cm) != 0) {
+        ts_costmodel_free(&cm);
+        return EXIT_INPUT;
+    }
     ts_compiled c;
     char *err = NULL;
     if (ts_compile(spec, NULL, g, rs, &cm, &c, &err) != 0) {
@@ -774,18 +789,7 @@ static int load_compile_inputs(const options *o, compile_inputs *in) {
     int rc = load_graph_bound(o, &in->spec, &in->g, &in->bind);
     int rrc = load_rules(o, &in->rs);
     if (rc == 0) rc = rrc;
-    if (rc == 0) {
-        ts_diags d;
-        char *path = o->cost_model ? ts_strdup(o->cost_model) : ts_data_path(DEFAULT_COST_MODEL);
-        if (ts_costmodel_load(&in->cm, path, &d) != 0) rc = EXIT_INPUT;
-        ts_diags_print(&d, stderr);
-        ts_diags_free(&d);
-        if (rc == 0 && !o->cost_model) { /* named as shipped, so that headers do not depend on where it lies */
-            free(in->cm.path);
-            in->cm.path = ts_strdup(DEFAULT_COST_MODEL);
-        }
-        free(path);
-    }
+    if (rc == 0) rc = load_cost_model(o, &in->cm);
     return rc;
 }
 

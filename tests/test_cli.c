@@ -44,6 +44,12 @@ Test(cli, check_prints_the_attention_summary) {
     EXPECT("check bench/graphs/attention.yaml", 0, "minimum bytes: 67.1 MB");
 }
 
+/* explain reads the shipped cost model when no --cost-model is given (it crashed on a NULL path). */
+Test(cli, explain_names_the_chosen_plan_with_the_shipped_cost_model) {
+    EXPECT("explain bench/graphs/swiglu.yaml", 0, "ranked with costmodel/h200.yaml\nchosen:    ");
+    EXPECT("explain bench/graphs/swiglu.yaml", 0, "runner-up: ");
+}
+
 Test(cli, eval_is_deterministic_per_seed) {
     tsopt_result a = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 3 bench/graphs/attention.yaml");
     tsopt_result b = run_tsopt("eval --dims t_q=16,t_kv=16 --seed 3 bench/graphs/attention.yaml");
