@@ -78,14 +78,39 @@ static void push_chunk(ts_partition *p, int *cap, int32_t first, int32_t last) {
     p->chunks[p->nchunks++] = (ts_chunk){.first = first, .last = last, .group = -1};
 }
 
+/* Whether node n sums a product of two different operands over its axis (a matmul's Σ_k a·b; not the
+ * Σ x·x of a norm). */
+static bool is_contraction(const ts_graph *g, const ts_node *n) {
+    if (n->op != TS_OP_REDUCE_SUM) return false;
+    const ts_node *m = &g->nodes[n->src[0].node];
+    if (m->op != TS_OP_MUL) return false;
+    const ts_ref *a = &m->src[0], *b = &m->src[1];
+    return a->node != b->node || memcmp(&a->view, &b->view, sizeof a->view) != 0;
+}
+
+/* Whether order[first..last) holds a contraction. */
+static bool has_contraction(const ts_graph *g, const ts_partition *p, int32_t first, int32_t last) {
+    for (int32_t k = first; k < last; k++)
+        if (is_contraction(g, &g->nodes[p->order[k]])) return true;
+    return false;
+}
+
+/* Whether a chunk order[first..last) is too small to stand alone: fewer than TS_PARTITION_MIN_NODES nodes,
+ * or no contraction. A cut forces its value to memory, so a chain of elementwise ops and norms stays with
+ * its neighbour (the GEMM whose epilogue it can be), and cuts fall between blocks of work such as the
+ * residual stream between decoder layers. */
+static bool too_small(const ts_graph *g, const ts_partition *p, int32_t first, int32_t last) {
+    return last - first < TS_PARTITION_MIN_NODES || !has_contraction(g, p, first, last);
+}
+
 /* Chunks between cuts; a small chunk joins the previous one, and a small previous one absorbs the next. */
-static void make_chunks(ts_partition *p, const bool *cut) {
+static void make_chunks(const ts_graph *g, ts_partition *p, const bool *cut) {
     int cap = 0;
     for (int32_t start = 0, k = 1; k <= p->norder; k++) {
         if (k < p->norder && !cut[k]) continue;
         ts_chunk *prev = p->nchunks ? &p->chunks[p->nchunks - 1] : NULL;
-        bool small = k - start < TS_PARTITION_MIN_NODES;
-        if (prev && (small || prev->last - prev->first < TS_PARTITION_MIN_NODES)) prev->last = k;
+        bool small = too_small(g, p, start, k);
+        if (prev && (small || too_small(g, p, prev->first, prev->last))) prev->last = k;
         else push_chunk(p, &cap, start, k);
         start = k;
     }
@@ -239,7 +264,7 @@ int ts_partition_graph(const ts_graph *g, ts_partition *p) {
     make_order(g, p, pos);
     int32_t *last = last_uses(g, p, pos);
     bool *cut = find_cuts(p, last);
-    make_chunks(p, cut);
+    make_chunks(g, p, cut);
     make_groups(g, p, pos);
     find_exports(g, p, pos, last);
     free(cut);

@@ -98,6 +98,18 @@ Test(partition, single_bench_graphs_stay_whole) {
     }
 }
 
+/* Chains without a contraction never stand alone: cutting between a GEMM and its activations (each Mish
+ * alone is past TS_PARTITION_MIN_NODES nodes once expanded) would force them into kernels of their own. */
+Test(partition, elementwise_chains_stay_with_their_gemm) {
+    checked c;
+    check_file(&c, "tests/fixtures/gemm_mish_mish.yaml", "b=3,k=8,f=5");
+    ts_partition p;
+    ts_partition_graph(&c.g, &p);
+    cr_assert_eq(p.nchunks, 1, "%d chunks", p.nchunks);
+    ts_partition_free(&p);
+    free_checked(&c);
+}
+
 Test(partition, decoder_layer_breaks_at_the_mid_layer_residual) {
     checked c;
     check_bench(&c, "decoder_layer", SMALL_DECODER);
