@@ -47,6 +47,7 @@ EVAL_DIMS_lora             := m=8,d=512
 EVAL_DIMS_qknorm_attention := t_q=128,t_kv=128
 EVAL_DIMS_gemm_logsumexp   := m=8,d=512
 EVAL_DIMS_gemm_gelu        := m=8,d=512
+EVAL_DIMS_gemm_groupnorm   := m=8,d=512
 
 .PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests install check-install
 all: $(BUILD)/tsopt
@@ -310,6 +311,7 @@ VALGRIND_DIMS_rmsnorm_mlp      := m=4,d=64,n=64
 VALGRIND_DIMS_swiglu           := m=4,d=64,n=64
 VALGRIND_DIMS_gemm_gelu        := m=4,d=64,n=64
 VALGRIND_DIMS_gemm_logsumexp   := m=4,d=64,n=64
+VALGRIND_DIMS_gemm_groupnorm   := m=4,d=64,f=128,g=4,c=32
 VALGRIND_DIMS_layernorm_mlp    := m=4,d=64,f=64,e=32
 VALGRIND_DIMS_lora             := m=4,d=64,n=64,r=4
 VALGRIND_DIMS_qknorm_attention := t_q=8,t_kv=8

@@ -77,17 +77,22 @@ static int find_dim(const ts_access *a, int32_t axis) {
     return -1;
 }
 
+/* Access a over its own axes, contiguous row-major from offset 0 over buffer `buf`. */
+static ts_access contiguous_over(const builder *b, int buf, const int32_t *axes, int n) {
+    ts_access a = {.buf = buf, .ndim = n, .offset = ts_sym_const(0)};
+    ts_sym stride = ts_sym_const(1);
+    for (int d = n - 1; d >= 0; d--) {
+        a.axis[d] = axes[d];
+        a.stride[d] = stride;
+        stride = ts_sym_mul(stride, sym_axis(b, axes[d]));
+    }
+    return a;
+}
+
 /* The contiguous row-major access of buffer `buf`. */
 static ts_access contiguous_access(const builder *b, int buf) {
     const ts_buffer *B = &b->p->buf[buf];
-    ts_access a = {.buf = buf, .ndim = B->ndim, .offset = ts_sym_const(0)};
-    ts_sym stride = ts_sym_const(1);
-    for (int d = B->ndim - 1; d >= 0; d--) {
-        a.axis[d] = B->axis[d];
-        a.stride[d] = stride;
-        stride = ts_sym_mul(stride, sym_axis(b, B->axis[d]));
-    }
-    return a;
+    return contiguous_over(b, buf, B->axis, B->ndim);
 }
 
 /* Sym of one view stride: concrete in both bindings, recovered as a monomial. */
@@ -883,15 +888,32 @@ static ts_access materialize(builder *b, int i) {
 }
 
 /* Writes term node `root` into output o in the output's dim order and dtype. */
+static ts_sym numel_of(const builder *b, const int32_t *axes, int n) {
+    ts_sym s = ts_sym_const(1);
+    for (int d = 0; d < n; d++) s = ts_sym_mul(s, sym_axis(b, axes[d]));
+    return s;
+}
+
+/* Whether access a reads all of its buffer, contiguously in a's own axis order: the buffer read through
+ * a reshape that merges or splits its axes (group norm's [b, g, c] read as [b, f]). */
+static bool covers_contiguously(const builder *b, const ts_access *a) {
+    const ts_buffer *B = &b->p->buf[a->buf];
+    ts_access c = contiguous_over(b, a->buf, a->axis, a->ndim);
+    ts_sym na = numel_of(b, a->axis, a->ndim), nb = numel_of(b, B->axis, B->ndim);
+    return memcmp(a, &c, sizeof *a) == 0 && memcmp(&na, &nb, sizeof na) == 0;
+}
+
 static void emit_output(builder *b, int o, int root) {
     const ts_output *out = &b->x->g->outputs[o];
     ts_access a = materialize(b, root);
     ts_buffer *B = &b->p->buf[a.buf];
     ts_access c = contiguous_access(b, a.buf);
-    bool same = B->kind == TS_BUF_TEMP && B->dtype == out->dtype && B->ndim == out->ref.view.ndim &&
-                memcmp(B->axis, out->ref.view.axis, sizeof(int32_t) * (size_t)B->ndim) == 0 &&
-                memcmp(&a, &c, sizeof a) == 0;
-    if (same) { /* the producing kernel writes the output directly */
+    bool in_order = a.ndim == out->ref.view.ndim &&
+                    memcmp(a.axis, out->ref.view.axis, sizeof(int32_t) * (size_t)a.ndim) == 0;
+    bool same = B->kind == TS_BUF_TEMP && B->dtype == out->dtype && in_order &&
+                (memcmp(&a, &c, sizeof a) == 0 || covers_contiguously(b, &a));
+    if (same) { /* the producing kernel writes the output directly (when the output is a reshape of it, B
+                   keeps the kernel's axes: the same bytes in the same order) */
         B->kind = TS_BUF_OUTPUT;
         B->index = o;
         return;
