@@ -526,7 +526,8 @@ cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t str
 //                           const float *acc, float (&y)[kVec]) const;   // stage j at k0..k0+kVec
 //     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
 //                           const float *acc) const;                     // every output at k0..k0+n
-//   };
+//     static constexpr bool kPerRow;  // outputs per row, not per position: store(b, 0, 1, x, acc) once per
+//   };                                //   row (x unused), e.g. log-sum-exp's max + log Σ exp(x - max)
 
 namespace tsw {
 
@@ -669,7 +670,11 @@ __global__ void __launch_bounds__(kThreads) row_kernel(const RowParams<Fn> p) {
             const float part = live ? stage_part<Fn, TPR, ITEMS>(p, j, b, lane, x, acc) : identity(Fn::combine(j));
             acc[j] = group_reduce<TPR>(part, Fn::combine(j), slots[j]);
         }
-        if (live) store_row<Fn, TPR, ITEMS>(p, b, lane, x, acc);
+        if constexpr (Fn::kPerRow) {
+            if (live && lane == 0) p.fn.store(b, 0, 1, x[0], acc);
+        } else if (live) {
+            store_row<Fn, TPR, ITEMS>(p, b, lane, x, acc);
+        }
         if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
     }
 }
@@ -2617,6 +2622,7 @@ struct K0 {
     __half *q0;
     int64_t qo0, qs0[2];
     static constexpr int kVec = 8, kIn = 1, kStages = 1;
+    static constexpr bool kPerRow = false;
     struct Base {
         int64_t in[2], out[1], idx[1];
     };
@@ -2830,6 +2836,7 @@ struct K6 {
     __half *q0;
     int64_t qo0, qs0[2];
     static constexpr int kVec = 8, kIn = 1, kStages = 1;
+    static constexpr bool kPerRow = false;
     struct Base {
         int64_t in[2], out[1], idx[1];
     };

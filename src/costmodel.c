@@ -207,9 +207,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         for (int o = 0; o < k->nextra; o++) {
             bytes += out * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
         }
-        double f = 0, s = 0;
+        double f = 0, s = 0, space = out * (k->per_row ? size_of(g, k->red_axis) : 1);
         for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
-        fma += f * out, sfu += s * out;
+        fma += f * space, sfu += s * space;
         break;
     }
     case TS_KERNEL_REDUCE: {

@@ -801,8 +801,9 @@ static int check_row_kernel(const emitter *e, int ki, const ts_kernel *k, char *
         *err = ts_strfmt("kernel %d: a ROW kernel needs 1 to %d stages, not %d", ki, TS_ROW_MAX_STAGES, k->nstage);
     else if (k->nextra < 0 || k->nextra > TS_KERNEL_MAX_OUTS - 1)
         *err = ts_strfmt("kernel %d: a ROW kernel writes 1 to %d outputs, not %d", ki, TS_KERNEL_MAX_OUTS, k->nextra + 1);
-    else if (!has_row_axis)
-        *err = ts_strfmt("kernel %d: the row axis is not an axis of the ROW kernel's output", ki);
+    else if (has_row_axis == k->per_row)
+        *err = ts_strfmt(k->per_row ? "kernel %d: a per-row ROW kernel's output spans its row axis"
+                                    : "kernel %d: the row axis is not an axis of the ROW kernel's output", ki);
     else
         for (int j = 0; j < k->nstage && !*err; j++)
             if (k->stage_combine[j] != TS_COMBINE_SUM && k->stage_combine[j] != TS_COMBINE_MAX)
@@ -816,6 +817,9 @@ static int check_row_kernel(const emitter *e, int ki, const ts_kernel *k, char *
     return *err ? -1 : 0;
 }
 
+/* The axes of a ROW kernel's rows besides the row axis: its output's, less the row axis unless per_row. */
+static int row_ndim(const emitter *e, const ts_kernel *k) { return e->p->buf[k->out.buf].ndim - (k->per_row ? 0 : 1); }
+
 /* The index map of a ROW functor: the row's other axes from b.idx[], the row axis as k0 + i. */
 static index_map row_index_map(const emitter *e, const ts_kernel *k) {
     static char names[TS_MAX_DIMS][32];
@@ -826,6 +830,7 @@ static index_map row_index_map(const emitter *e, const ts_kernel *k) {
         if (B->axis[d] == k->red_axis) m.expr[m.n++] = "(k0 + i)";
         else snprintf(names[r], sizeof names[r], "b.idx[%d]", r), m.expr[m.n++] = names[r++];
     }
+    if (k->per_row) m.axis[m.n] = k->red_axis, m.expr[m.n++] = "(k0 + i)"; /* stages only: outputs never read it */
     return m;
 }
 
@@ -929,7 +934,7 @@ static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, c
 
 /* The functor of a ROW kernel (the interface row.cuh documents). */
 static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
-    int ncached, *cache = row_cached(k, &ncached), nrow = e->p->buf[k->out.buf].ndim - 1;
+    int ncached, *cache = row_cached(k, &ncached), nrow = row_ndim(e, k);
     fprintf(e->f, "struct K%d {\n", ki);
     print_fields(e, k);
     for (int o = 0; o <= k->nextra; o++)
@@ -937,6 +942,7 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
                 row_out(k, o)->ndim ? row_out(k, o)->ndim : 1);
     fprintf(e->f, "    static constexpr int kVec = %d, kIn = %d, kStages = %d;\n", span_vec(e, k), ncached ? ncached : 1,
             k->nstage);
+    fprintf(e->f, "    static constexpr bool kPerRow = %s;\n", k->per_row ? "true" : "false");
     fprintf(e->f, "    struct Base {\n        int64_t in[%d], out[%d], idx[%d];\n    };\n", k->nacc ? k->nacc : 1, k->nextra + 1,
             nrow ? nrow : 1);
     emit_row_bind(e, k, nrow);
@@ -973,7 +979,7 @@ static void emit_row_launch(emitter *e, int ki, const ts_kernel *k) {
             print_assign(e, dst, a->stride[d]);
         }
     }
-    fprintf(e->f, "        p.nrowdim = %d;\n        p.rows = 1;\n", B->ndim - 1);
+    fprintf(e->f, "        p.nrowdim = %d;\n        p.rows = 1;\n", row_ndim(e, k));
     for (int d = 0, r = 0; d < B->ndim; d++) {
         if (B->axis[d] == k->red_axis) continue;
         snprintf(dst, sizeof dst, "p.rsize[%d]", r);

@@ -354,8 +354,7 @@ static bool row_stage(const builder *b, int c, uint64_t axes, int32_t k) {
 /* The stages of a ROW kernel computing region `root`: reductions along k among the region's leaves and,
  * transitively, among their operands' leaves, each used only there (a reduction also read elsewhere is
  * computed once by its own kernel and loaded). Sorted kids first, so a stage may read earlier ones. */
-static int row_stages(builder *b, int root, int32_t k, int *stage) {
-    uint64_t axes = b->t[root].axes;
+static int row_stages(builder *b, int root, int32_t k, uint64_t axes, int *stage) {
     int n = 0, cores[16], nc = 0;
     region_cores(b, root, cores, &nc, true);
     for (int q = 0; q < nc; q++) { /* cores grows as stages contribute their operands' leaves */
@@ -439,20 +438,39 @@ static int row_extra_outputs(builder *b, int root, const int *stage, int ns, int
     return n;
 }
 
+/* Whether every value the elementwise region rooted at i reads along axis k spans all of `space`: a row
+ * of one tensor, not a product of operands broadcast along different axes (Σ_d x[m,d]·w[d,n] as rows over
+ * (m, n) would recompute a GEMM on CUDA cores). Stages of per-row ROW kernels must be such rows. */
+static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space, int32_t k) {
+    const tnode *t = &b->t[i];
+    if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root)) return !((t->axes >> k) & 1) || t->axes == space;
+    for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
+        if (!reads_whole_rows(b, (int)t->e.kid[c], false, space, k)) return false;
+    return true;
+}
+
 /* Tries to cover region `root` with a ROW kernel: per row along the innermost axis of the region that its
  * reductions reduce over, the reductions in stages, then the region (and the nodes others need) written
- * over the whole row. False, building nothing, when the region has no such reduction. */
-static bool try_row(builder *b, int root) {
+ * over the whole row. per_row: the region does not span the reductions' axis (log-sum-exp: [m] from rows
+ * along n), and is written once per row; it needs two stages at least (one is a REDUCE kernel). False,
+ * building nothing, when the region has no such reductions. */
+static bool try_row(builder *b, int root, bool per_row) {
     int cores[16], nc = 0, stage[TS_ROW_MAX_STAGES], ns = -1;
     int32_t k = -1;
     region_cores(b, root, cores, &nc, true);
     for (int q = 0; q < nc && ns <= 0; q++) { /* the first reduction along an axis of the region picks k */
         const tnode *t = &b->t[cores[q]];
-        if (!is_reduction((ts_op)t->e.op) || !(b->t[root].axes & (1ull << t->e.param[0]))) continue;
+        bool along = (b->t[root].axes >> t->e.param[0]) & 1;
+        if (!is_reduction((ts_op)t->e.op) || along == per_row) continue;
         k = (int32_t)t->e.param[0];
-        ns = row_stages(b, root, k, stage);
+        ns = row_stages(b, root, k, b->t[root].axes | (1ull << k), stage);
     }
-    if (ns <= 0) return false;
+    if (ns <= 0 || (per_row && ns < 2)) return false;
+    for (int j = 0; per_row && j < ns; j++) {
+        const tnode *t = &b->t[stage[j]];
+        if (t->e.op == TS_OP_CONTRACT) return false;
+        if (!reads_whole_rows(b, (int)t->e.kid[0], true, b->t[root].axes | (1ull << k), k)) return false;
+    }
     for (int j = 0; j < ns; j++) /* a stage read elsewhere too is computed once, by its own kernel */
         if (refs_in_row(b, root, stage, ns, stage[j]) < b->t[stage[j]].uses) return false;
     int extra[TS_KERNEL_MAX_OUTS - 1];
@@ -474,7 +492,7 @@ static bool try_row(builder *b, int root) {
     }
     ts_kernel *kr = new_kernel(b, TS_KERNEL_ROW);
     kr->acc = tmp.acc, kr->nacc = tmp.nacc, kr->cap_acc = tmp.cap_acc, kr->expr = tmp.expr;
-    kr->nstage = ns, kr->nextra = nx, kr->red_axis = k;
+    kr->nstage = ns, kr->nextra = nx, kr->red_axis = k, kr->per_row = per_row;
     memcpy(kr->stage, tmp.stage, sizeof tmp.stage);
     memcpy(kr->stage_combine, tmp.stage_combine, sizeof tmp.stage_combine);
     memcpy(kr->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
@@ -801,6 +819,8 @@ static void emit_region(builder *b, int i) {
                 p->e.kid[0] == q->e.kid[0] && try_gemm(b, i, cores[x], cores[y]))
                 return;
         }
+    /* reductions in stages along one row, written once per row (the search may cut a stage off instead) */
+    if (b->fuse && nc >= 2 && try_row(b, i, true)) return;
     /* one reduction whose finish reads only tensors over the reduction's output axes; preferably one that
      * nothing else reads (a max that a sum also needs is computed once, into a buffer, and loaded) */
     for (int q = 0; q < 2 * nc; q++) {
@@ -815,7 +835,7 @@ static void emit_region(builder *b, int i) {
             return;
         }
     }
-    if (b->fuse && try_row(b, i)) return;
+    if (b->fuse && try_row(b, i, false)) return;
     emit_map(b, i);
 }
 

@@ -116,8 +116,11 @@ typedef struct {
      * read ACC i for i < j, the finished results of earlier stages) with stage_combine[j] (SUM or MAX) —
      * then every output is written at every position of the row: out ← expr, extra_out[o] ← extra_expr[o],
      * each of which may read ACC 0..nstage-1. Norms (RMSNorm, LayerNorm with its mean first), softmax and
-     * residual + norm with both tensors kept are one ROW kernel each. Every output spans the same axes. */
+     * residual + norm with both tensors kept are one ROW kernel each. Every output spans the same axes.
+     * per_row: the outputs span the row's other axes only (not red_axis) and are written once per row from
+     * the stage results — log-sum-exp (max, then Σ exp(x - max)), or a max and a mean of one row. */
     int nstage;
+    bool per_row;
     ts_expr stage[TS_ROW_MAX_STAGES];
     ts_combine stage_combine[TS_ROW_MAX_STAGES];
     int nextra;                                    /* outputs besides out/expr */

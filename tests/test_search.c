@@ -116,6 +116,24 @@ Test(search, softmax_is_one_row_kernel_with_max_then_sum) {
     free_compiled(&cg);
 }
 
+/* Log-sum-exp of a projection: the max and the sum of exponentials are stages of one ROW kernel whose
+ * output is one value per row (per_row), reading the GEMM's result once. */
+Test(search, a_logsumexp_after_a_gemm_is_a_gemm_and_one_per_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 4096, d: 4096, n: 8192}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                      "  - {name: Y, op: logsumexp, args: [H], axis: n}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm [m,n] over d; row [m] over n");
+    const ts_kernel *k = &cg.out.plans[0].k[1];
+    cr_assert(k->per_row);
+    cr_assert_eq(k->stage_combine[0], TS_COMBINE_MAX);
+    cr_assert_eq(k->stage_combine[k->nstage - 1], TS_COMBINE_SUM);
+    free(best);
+    free_compiled(&cg);
+}
+
 static const char layernorm_mlp[] = "graph: g\naxes: {m: 4096, d: 1024, f: 4096, e: 1024}\n"
                                     "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, f]}\n"
                                     "  W2: {dtype: fp16, shape: [f, e]}\n"
