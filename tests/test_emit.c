@@ -252,7 +252,7 @@ Test(emit, every_reserved_name_compiles_with_nvcc_gcc_and_gxx, .timeout = 600) {
 Test(emit, head_dim_256_attention_launches_the_wgmma_kernel_with_64_key_tiles_then_the_fallback) {
     char *h = emit_best("bench/graphs/attention_d256.yaml", "templates");
     cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<256, 2, true, 64>(p, stream);"));
-    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<256, 64, 64, 4, 32>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<256, 64, 32, 4, 32>(p, stream);"));
     free(h);
 }
 
