@@ -37,6 +37,11 @@ GRAPHS   := $(sort $(wildcard bench/graphs/*.yaml))
 EVAL_DIMS_attention        := t_q=128,t_kv=128
 EVAL_DIMS_attention_causal := t_q=128,t_kv=128
 EVAL_DIMS_attention_gqa    := t_q=128,t_kv=128
+EVAL_DIMS_attention_d64    := t_q=128,t_kv=128
+EVAL_DIMS_attention_d256   := t_q=128,t_kv=128
+EVAL_DIMS_attention_bf16   := t_q=128,t_kv=128
+EVAL_DIMS_attention_cross  := t_q=64,t_kv=256
+EVAL_DIMS_attention_softcap := t_q=128,t_kv=128
 EVAL_DIMS_decoder_layer    := t=16,d=256,f=512
 EVAL_DIMS_matmul           := m=16
 EVAL_DIMS_rmsnorm          := m=16
@@ -304,6 +309,11 @@ VALGRIND := valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kind
 VALGRIND_DIMS_attention        := t_q=8,t_kv=8
 VALGRIND_DIMS_attention_causal := t_q=8,t_kv=8
 VALGRIND_DIMS_attention_gqa    := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_d64    := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_d256   := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_bf16   := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_cross  := t_q=4,t_kv=16
+VALGRIND_DIMS_attention_softcap := t_q=8,t_kv=8
 VALGRIND_DIMS_decoder_layer    := t=4,d=256,f=64
 VALGRIND_DIMS_matmul           := m=4,d=64,n=64
 VALGRIND_DIMS_rmsnorm          := m=4,d=64,n=64

@@ -9,7 +9,7 @@ bench graph (bench/graphs/*.yaml), with one set of seeded inputs (gpu_check.make
   - anchors, timed with the same function (gpu_check.timed: median of CUDA events after warm-up, L2 flushed
     before each rep): PyTorch eager (idiomatic; for attention_gqa and decoder_layer the graph as written,
     run op by op by graphref's torch backend at the graph's own dtypes), SDPA flash and cuDNN for the
-    attention graphs, cuBLAS (torch.matmul) for matmul, and — once every graph has those — torch.compile
+    attention graphs (FlexAttention for soft-capped scores), cuBLAS (torch.matmul) for matmul, and — once every graph has those — torch.compile
     of the eager function, default mode and then mode="max-autotune-no-cudagraphs", cheapest graphs first,
     each within a time budget (else "skipped (reason)"); each anchor's output is checked against the same
     reference;
@@ -47,10 +47,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import accuracy  # noqa: E402
 
-ANCHORS = ["eager", "torch.compile", "torch.compile max-autotune", "sdpa_flash", "sdpa_cudnn", "cublas"]
+ANCHORS = ["eager", "torch.compile", "torch.compile max-autotune", "sdpa_flash", "sdpa_cudnn", "flex", "cublas"]
 AUTOTUNE_MODE = "max-autotune-no-cudagraphs"
 ANCHOR_LABELS = {"eager": "eager", "torch.compile": "compile", "torch.compile max-autotune": "max-autotune",
-                 "sdpa_flash": "SDPA flash", "sdpa_cudnn": "SDPA cuDNN", "cublas": "cuBLAS"}
+                 "sdpa_flash": "SDPA flash", "sdpa_cudnn": "SDPA cuDNN", "flex": "FlexAttention", "cublas": "cuBLAS"}
 RESERVE_S = 25        # kept back from the deadline for the accuracy report, the JSON and the chart
 MIN_COMPILE_S = 15    # a compile is not started with less than this left
 

@@ -16,7 +16,7 @@ import accuracy  # noqa: E402
 
 ANCHORS = [("eager", "PyTorch eager"), ("torch.compile", "torch.compile"),
            ("torch.compile max-autotune", "torch.compile max-autotune"), ("sdpa_flash", "SDPA flash"),
-           ("sdpa_cudnn", "SDPA cuDNN"), ("cublas", "cuBLAS")]
+           ("sdpa_cudnn", "SDPA cuDNN"), ("flex", "FlexAttention"), ("cublas", "cuBLAS")]
 
 
 def speedups(results):

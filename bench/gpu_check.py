@@ -115,6 +115,9 @@ class Library:
         self.workspace = getattr(self.lib, graph + "_workspace")
         self.workspace.restype = ctypes.c_size_t
         self.workspace.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        self.fallback = getattr(self.lib, graph + "_fallback", None)  # the last launch's fallback note, or ""
+        if self.fallback is not None:
+            self.fallback.restype = ctypes.c_char_p
 
     def bind(self, g, runtime_dims, layouts, ins):
         """Allocates NaN-poisoned outputs and the workspace; returns (call, outs): call() runs the C ABI once
@@ -202,6 +205,9 @@ def run_case(case, seed, anchors, use_compile, profile=False):
     ms = timed(ours)
     result = {"variant": case.variant, "graph": case.graph, "sizes": g.sizes, "error": worst,
               "passed": worst <= TOLERANCE, "ms": ms}
+    note = lib.fallback().decode() if lib.fallback is not None else ""
+    if note:
+        result["fallback"] = note
     if profile:
         result["kernels"] = kernel_times(ours)
     if anchors:
@@ -235,6 +241,30 @@ def graph_eager(yaml_path, sizes, x, layouts=None):
         t = tg.evaluate(be, x)[name]
         return graphref.ordered(be, t, axes) if axes else t.data
     return f
+
+
+# Attention bench graphs: (causal, scaled by 1/sqrt(d_h), tanh soft-cap of the scores or None).
+ATTENTION_GRAPHS = {"attention": (False, False, None), "attention_causal": (True, True, None),
+                    "attention_gqa": (True, True, None), "attention_d64": (True, True, None),
+                    "attention_d256": (True, True, None), "attention_bf16": (False, True, None),
+                    "attention_cross": (False, True, None), "attention_softcap": (True, True, 50.0)}
+
+
+def flex_softcap(q, k, v, scale, cap, causal, gqa):
+    """(fn, note): FlexAttention (torch.compile'd, as it is meant to run) with s = cap·tanh(s/cap) as its
+    score_mod and the causal mask as a block mask (fully masked blocks skipped)."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+
+    mask = None
+    if causal:
+        mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, None, None, q.shape[-2], k.shape[-2],
+                                 device=q.device)
+    flex = torch.compile(flex_attention)
+    return (lambda: flex(q, k, v, score_mod=softcap, block_mask=mask, scale=scale, enable_gqa=gqa),
+            "torch.compile(flex_attention), score_mod cap*tanh(s/cap)%s" % (", causal block mask" if causal else ""))
 
 
 def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
@@ -290,11 +320,11 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
         notes["sdpa_flash"] = notes["sdpa_cudnn"] = "F.rms_norm of Q and K, then SDPA on that back end"
         fns["eager"] = qk_sdpa(SDPBackend.MATH)
         notes["eager"] = "F.rms_norm of Q and K, then SDPA's math back end"
-    elif graph in ("attention", "attention_causal", "attention_gqa"):
-        causal = graph != "attention"
+    elif graph in ATTENTION_GRAPHS:
+        causal, scaled, cap = ATTENTION_GRAPHS[graph]
         d_h = x["Q"].shape[-1]
-        scale = 1.0 if not causal else 1 / math.sqrt(d_h)
-        if graph == "attention_gqa":  # Q [kv_h, grp, t_q, d_h] -> 1 batch of kv_h·grp query heads, kv-major
+        scale = 1 / math.sqrt(d_h) if scaled else 1.0
+        if x["Q"].dim() == 4:  # GQA: Q [kv_h, grp, t_q, d_h] -> 1 batch of kv_h·grp query heads, kv-major
             kv_h, grp, t_q = x["Q"].shape[:3]
             q = x["Q"].reshape(1, kv_h * grp, t_q, d_h)
         else:
@@ -308,7 +338,14 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
                 with sdpa_kernel([backend]):
                     return F.scaled_dot_product_attention(q, kk, vv, is_causal=causal, scale=scale, **kw)
             return f
+        if cap is not None:  # SDPA cannot soft-cap its scores: FlexAttention with a score_mod is the anchor
+            try:
+                fns["flex"], notes["flex"] = flex_softcap(q, k, v, scale, cap, causal, grp > 1)
+            except Exception as e:  # no FlexAttention in this PyTorch: reported, not fatal
+                notes["flex"] = "unavailable: %s" % (str(e).splitlines()[0][:80] if str(e) else type(e).__name__)
         for name, backend in (("sdpa_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION)):
+            if cap is not None:
+                break
             if grp == 1:
                 fns[name] = sdpa(backend, k, v)
                 continue
@@ -338,7 +375,10 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
 
 # The anchors gpu_check times per graph (bench.py times every one anchor_fns gives).
 CHECK_ANCHORS = {"matmul": ["cublas"], "swiglu": ["eager"], "rmsnorm": ["eager"], "rmsnorm_mlp": ["eager"],
-                 "attention": ["sdpa_flash", "sdpa_cudnn", "eager"], "attention_causal": ["sdpa_flash", "sdpa_cudnn"]}
+                 "attention": ["sdpa_flash", "sdpa_cudnn", "eager"], "attention_causal": ["sdpa_flash", "sdpa_cudnn"],
+                 "attention_gqa": ["sdpa_flash", "sdpa_cudnn"], "attention_d64": ["sdpa_flash", "sdpa_cudnn"],
+                 "attention_d256": ["sdpa_flash", "sdpa_cudnn"], "attention_bf16": ["sdpa_flash", "sdpa_cudnn"],
+                 "attention_cross": ["sdpa_flash", "sdpa_cudnn"], "attention_softcap": ["flex"]}
 
 
 def time_anchors(graph, x, use_compile):
@@ -392,8 +432,9 @@ def main():
         anchors = " ".join("%s=%s" % (k, ("%.4f" % v) if isinstance(v, float) else "n/a")
                            for k, v in r.get("anchors", {}).items())
         ms = ("%.4f" % r["ms"]) if r.get("ms") else "-"
-        print("%-8s %-18s %-10.2e %-5s %10s  %s" % (r["variant"], r["graph"], r["error"], "PASS" if r["passed"] else "FAIL",
-                                                   ms, anchors or r.get("failure", "")))
+        print("%-8s %-18s %-10.2e %-5s %10s  %s%s" % (r["variant"], r["graph"], r["error"], "PASS" if r["passed"] else "FAIL",
+                                                     ms, anchors or r.get("failure", ""),
+                                                     "  [mma.sync fallback]" if r.get("fallback") else ""))
     for r in results:
         for name, us in r.get("kernels", []):
             print("  %-18s %8.2f us  %s" % (r["graph"], us, name))

@@ -1728,10 +1728,11 @@ template <typename T, class Score> struct AttnParams {
 // Default tiles per head dim (4 warps, 32 rows per warp; registers allow two CTAs per SM).
 template <int D> struct AttnConfig;
 // BN keys per smem tile (one __syncthreads per tile), computed in chunks of KC keys. D = 128 with BN = 64
-// (KC = 32) spills a few loop-invariant registers (ptxas, CUDA 13.0), so the default is BN = KC = 32.
+// (KC = 32) spills a few loop-invariant registers (ptxas, CUDA 13.0), so the default is BN = KC = 32; so does
+// D = 256 with BN = 64 on sm_80 (28 bytes; KC = 16 no better), hence BN = KC = 32 there too (98 KB of smem).
 template <> struct AttnConfig<64> { static constexpr int BM = 128, BN = 128, KC = 64, WARPS = 4; };
 template <> struct AttnConfig<128> { static constexpr int BM = 128, BN = 32, KC = 32, WARPS = 4; };
-template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 64, KC = 32, WARPS = 4; };
+template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 32, KC = 32, WARPS = 4; };
 
 template <typename T, int D, int BM, int BN, int KC, int WARPS> struct AttnTile {
     static constexpr int THREADS = WARPS * 32;
@@ -2047,19 +2048,21 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
 // and wgmma.mma_async. Namespace tsa90; includes attention.cuh (params, functors, the mma.sync kernel it
 // falls back to) and gemm_sm90.cuh (wgmma / mbarrier / TMA helpers and the tensor-map encoder).
 //
-//   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true>(params, stream)
+//   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true, BN = DefaultBN<D>>(params, stream)
+//   D ∈ {64, 128, 256}; BN keys per K/V tile ∈ {64, 128} (128 for D ≤ 128, 64 for D = 256, as FA3).
 //
 // The kernel, per block (BM = 128 query rows of one (batch, query head); grid as attention.cuh:
 // x = head, y = query tile (reversed under causal), z = batch):
 //   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues
-//     every TMA load): Q once (its own mbarrier), then the K and V tiles of BN = 128 keys into a STAGES-deep
+//     every TMA load): Q once (its own mbarrier), then the K and V tiles of BN keys into a STAGES-deep
 //     ring (full[s]: transaction bytes of K + V; empty[s]: one arrival per consumer warp).
-//     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232), each owning 64 query rows.
-//   * Shared memory: every tile is D/64 slabs of [128 rows][64 elements] (128 bytes a row) in the
-//     128-byte-swizzle layout that TMA writes (box 64 × 128, CU_TENSOR_MAP_SWIZZLE_128B); Q and K are read
+//     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232; for D = 256, 240 with the producer at 24),
+//     each owning 64 query rows: O is D/2 fp32 registers a thread, S BN/2, P BN/4.
+//   * Shared memory: every tile is D/64 slabs of [128 or BN rows][64 elements] (128 bytes a row) in the
+//     128-byte-swizzle layout that TMA writes (box 64 × rows, CU_TENSOR_MAP_SWIZZLE_128B); Q and K are read
 //     K-major by wgmma (as gemm_sm90's A and B_NK), V N-major (as gemm_sm90's B_KN, imm-trans-b = 1, LBO =
-//     the slab stride 16 KB).
-//   * Consumer loop (intra-warpgroup overlap as FA3): for key tile j: S_j = Q·K_jᵀ (wgmma m64n128k16, Q and
+//     the K/V slab stride BN·128 bytes).
+//   * Consumer loop (intra-warpgroup overlap as FA3): for key tile j: S_j = Q·K_jᵀ (wgmma m64n{BN}k16, Q and
 //     K from smem) is issued, then O += P_{j-1}·V_{j-1} (wgmma m64nDk16, P from registers); wait for S_j
 //     only; score functor + out-of-range keys → −inf + online softmax of S_j (exp2, running max m and
 //     sum l) run while the P·V wgmma is still in flight; then wait for it, release stage j-1, rescale O by
@@ -2073,13 +2076,14 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
 // Fragment (wgmma accumulator): warp w of a consumer owns rows 16w..16w+15 of its 64; lane l holds rows
 // l/4 and l/4 + 8 (h = 0, 1) and columns 8j + 2(l%4) + e: element acc[4j + 2h + e].
 //
-// Falls back to tsa::launch_attention (mma.sync) when: D is not 64 or 128, t_kv == 0, a pointer is not
+// Falls back to tsa::launch_attention (mma.sync) when: D is not 64, 128 or 256, t_kv == 0, a pointer is not
 // 16-byte aligned or a stride not a multiple of 8 elements (TMA needs 16-byte strides), or the driver's
 // cuTensorMapEncodeTiled refuses a layout. last_path() tells which path the last call took. Returns
 // cudaErrorNotSupported on a device that is not compute capability 9.0 or when this translation unit was
 // not compiled for sm_90a (the kernel body exists only for sm_90a; elsewhere it traps).
-// Shared memory: 1 KB alignment slack + 128·D·2 (Q) + STAGES · 2 · 128·D·2 (K, V) + barriers:
-// D = 128: 161 KB (STAGES = 2), 225 KB (STAGES = 3); one CTA per SM.
+// Shared memory: 1 KB alignment slack + 128·D·2 (Q) + STAGES · 2 · BN·D·2 (K, V) + barriers:
+// D = 128, BN = 128: 161 KB (STAGES = 2), 225 KB (STAGES = 3); D = 256, BN = 64: 193 KB (STAGES = 2); one CTA
+// per SM. ptxas (CUDA 13.0, sm_90a): no spills for D = 64, 128 (BN 128) and 256 (BN 64), fp16 and bf16.
 
 namespace tsa90 {
 
@@ -2092,6 +2096,18 @@ namespace tsa90 {
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                         \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "                         \
     "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+#define TSOPT_TSA90_RS_N256(TY)                                                                                      \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"                                                              \
+    "wgmma.mma_async.sync.aligned.m64n256k16.f32." TY "." TY " {"                                              \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
+    "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
 #define TSOPT_TSA90_RS_N64(TY)                                                                                       \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                               \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {"                                               \
@@ -2103,7 +2119,16 @@ namespace tsa90 {
 template <typename T, int N>
 __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db) {
 #if TSOPT_TSG90_DEVICE_OK
-    if constexpr (N == 128) {
+    if constexpr (N == 256) {
+        if constexpr (tst::elem<T>::is_bf16)
+            asm volatile(TSOPT_TSA90_RS_N256("bf16")
+                         : TSOPT_TSG90_WGMMA_OUTS_N256(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+        else
+            asm volatile(TSOPT_TSA90_RS_N256("f16")
+                         : TSOPT_TSG90_WGMMA_OUTS_N256(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    } else if constexpr (N == 128) {
         if constexpr (tst::elem<T>::is_bf16)
             asm volatile(TSOPT_TSA90_RS_N128("bf16")
                          : TSOPT_TSG90_WGMMA_OUTS_N128(d)
@@ -2113,7 +2138,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
                          : TSOPT_TSG90_WGMMA_OUTS_N128(d)
                          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
     } else {
-        static_assert(N == 64, "wgmma_rs: N must be 64 or 128");
+        static_assert(N == 64, "wgmma_rs: N must be 64, 128 or 256");
         if constexpr (tst::elem<T>::is_bf16)
             asm volatile(TSOPT_TSA90_RS_N64("bf16")
                          : TSOPT_TSG90_WGMMA_OUTS_N64(d)
@@ -2150,32 +2175,42 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int D, int STAGES> struct Cfg {
-    static constexpr int BM = 128, BN = 128;          // query rows per CTA, keys per K/V tile
+// BN (keys per K/V tile) is a parameter: 128 for D ≤ 128; D = 256 needs 64 so that O (128 fp32 registers a
+// thread) and S (BN/2) fit the consumers' 232 registers, and 2 stages of K + V fit shared memory.
+template <int D> struct DefaultBN { static constexpr int value = D > 128 ? 64 : 128; };
+template <int D, int STAGES, int BN_> struct Cfg {
+    static constexpr int BM = 128, BN = BN_;          // query rows per CTA, keys per K/V tile
     static constexpr int NSLAB = D / 64;              // 64-element (128-byte) column slabs per row
-    static constexpr int SLAB_BYTES = 128 * 128;      // [128 rows][128 bytes]
-    static constexpr int TILE_BYTES = NSLAB * SLAB_BYTES;  // Q, K or V tile (BM = BN = 128 rows)
-    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;     // K then V
+    static constexpr int Q_SLAB = BM * 128;           // [128 rows][128 bytes]
+    static constexpr int KV_SLAB = BN * 128;          // [BN rows][128 bytes]
+    static constexpr int Q_BYTES = NSLAB * Q_SLAB;    // the Q tile
+    static constexpr int KV_BYTES = NSLAB * KV_SLAB;  // one K or V tile
+    static constexpr int STAGE_BYTES = 2 * KV_BYTES;  // K then V
     static constexpr int THREADS = 384;
-    static constexpr int SMEM = 1024 + TILE_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 1);
-    static_assert(D == 64 || D == 128, "attention_sm90: D must be 64 or 128");
+    // Register split (setmaxnreg; 128·PRODUCER_REGS + 256·CONSUMER_REGS ≤ 64 K): D = 256 needs the most a
+    // consumer can have (O alone is 128 registers a thread), so its producer keeps only 24.
+    static constexpr int PRODUCER_REGS = D > 128 ? 24 : 40, CONSUMER_REGS = D > 128 ? 240 : 232;
+    static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 1);
+    static_assert(D == 64 || D == 128 || D == 256, "attention_sm90: D must be 64, 128 or 256");
+    static_assert(BN == 64 || BN == 128, "attention_sm90: BN (keys per tile) must be 64 or 128");
+    static_assert(D / 2 + BN / 2 + BN / 4 <= 192, "attention_sm90: O, S and P would not fit the consumer registers");
     static_assert(STAGES >= 2, "attention_sm90: at least 2 stages");
     static_assert(SMEM <= 232448, "attention_sm90: shared memory above the 227 KB per-block limit");
 };
 
 // ---- the kernel -----------------------------------------------------------------------------------------
-template <typename T, int D, int STAGES, bool PINGPONG, class Score>
+template <typename T, int D, int STAGES, bool PINGPONG, int BN_, class Score>
 __global__ void __launch_bounds__(384, 1)
     attention_sm90_kernel(const __grid_constant__ tsa::AttnParams<T, Score> p, const __grid_constant__ CUtensorMap tma_q,
                           const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<D, STAGES>;
+    using C = Cfg<D, STAGES, BN_>;
     using namespace tsg90;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     constexpr int BM = C::BM, BN = C::BN;
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
-    const uint32_t sQ = base, sKV = base + C::TILE_BYTES;
+    const uint32_t sQ = base, sKV = base + C::Q_BYTES;
     const uint32_t bar_q = sKV + STAGES * C::STAGE_BYTES, bar_full = bar_q + 8, bar_empty = bar_full + 8 * STAGES;
 
     const int h = blockIdx.x, b = blockIdx.z;
@@ -2199,28 +2234,28 @@ __global__ void __launch_bounds__(384, 1)
     const int wg = static_cast<int>(threadIdx.x) / 128;
     if (wg == 0) {
         // ---- producer: one thread issues every TMA load ----
-        setmaxnreg_dec<40>();
+        setmaxnreg_dec<C::PRODUCER_REGS>();
         if (threadIdx.x == 0 && n_tiles > 0) {
             tma_prefetch_desc(&tma_q);
             tma_prefetch_desc(&tma_k);
             tma_prefetch_desc(&tma_v);
-            mbar_arrive_expect_tx(bar_q, C::TILE_BYTES);
+            mbar_arrive_expect_tx(bar_q, C::Q_BYTES);
 #pragma unroll
-            for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sQ + sl * C::SLAB_BYTES, &tma_q, sl * 64, q0, h, b, bar_q);
+            for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sQ + sl * C::Q_SLAB, &tma_q, sl * 64, q0, h, b, bar_q);
             for (int j = 0; j < n_tiles; ++j) {
                 const int s = j % STAGES;
                 mbar_wait(bar_empty + 8 * s, ((j / STAGES) & 1) ^ 1);  // first pass: passes at once
-                const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::TILE_BYTES;
+                const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::KV_BYTES;
                 mbar_arrive_expect_tx(full, C::STAGE_BYTES);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::SLAB_BYTES, &tma_k, sl * 64, j * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, j * BN, hk, b, full);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::SLAB_BYTES, &tma_v, sl * 64, j * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, j * BN, hk, b, full);
             }
         }
     } else {
         // ---- consumers: 64 query rows each ----
-        setmaxnreg_inc<232>();
+        setmaxnreg_inc<C::CONSUMER_REGS>();
         const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
         const int row0 = q0 + cw * 64 + wq * 16 + (lane >> 2);  // rows row0 (h = 0) and row0 + 8 (h = 1)
         const int col0 = 2 * (lane & 3);
@@ -2236,17 +2271,18 @@ __global__ void __launch_bounds__(384, 1)
             const uint32_t sK = sKV + st * C::STAGE_BYTES;
 #pragma unroll
             for (int kk = 0; kk < D / 16; ++kk) {
-                const uint32_t off = (kk / 4) * C::SLAB_BYTES + (kk % 4) * 32;
-                const uint64_t da = make_desc(sQ + off + cw * 64 * 128, 16, 1024);
-                const uint64_t db = make_desc(sK + off, 16, 1024);
-                wgmma_n128<T, 0>(s, da, db, kk > 0 ? 1 : 0);
+                const uint32_t in_slab = (kk % 4) * 32;  // 16 elements = 32 bytes along the row
+                const uint64_t da = make_desc(sQ + (kk / 4) * C::Q_SLAB + in_slab + cw * 64 * 128, 16, 1024);
+                const uint64_t db = make_desc(sK + (kk / 4) * C::KV_SLAB + in_slab, 16, 1024);
+                if constexpr (BN == 128) wgmma_n128<T, 0>(s, da, db, kk > 0 ? 1 : 0);
+                else wgmma_n64<T, 0>(s, da, db, kk > 0 ? 1 : 0);
             }
         };
         // O += P·V_tile for stage st (issued, not waited for).
         auto issue_pv = [&](int st) {
-            const uint32_t sV = sKV + st * C::STAGE_BYTES + C::TILE_BYTES;
+            const uint32_t sV = sKV + st * C::STAGE_BYTES + C::KV_BYTES;
 #pragma unroll
-            for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<T, D>(o, pa[kk], make_desc(sV + kk * 2048, C::SLAB_BYTES, 1024));
+            for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<T, D>(o, pa[kk], make_desc(sV + kk * 2048, C::KV_SLAB, 1024));
         };
         // s ← score(s, q, k), keys ≥ t_kv → −inf; then the online-softmax step (m, l, alpha; s → weights).
         auto softmax = [&](int k0) {
@@ -2408,7 +2444,7 @@ __global__ void __launch_bounds__(384, 1)
 // ---- host side --------------------------------------------------------------------------------------
 // Which path the last launch_attention_sm90 call on this thread took (for tests and logs; per thread, so
 // that concurrent launches neither race on it nor overwrite each other's answer):
-// 0 = wgmma kernel; 1 = fallback, D not 64/128 (or t_kv == 0); 2 = fallback, pointers/strides not
+// 0 = wgmma kernel; 1 = fallback, D not 64/128/256 (or t_kv == 0); 2 = fallback, pointers/strides not
 // TMA-describable; 3 = fallback, cuTensorMapEncodeTiled refused a layout; -1 = nothing launched (error or
 // empty problem).
 inline int &last_path() {
@@ -2429,7 +2465,7 @@ inline const char *path_name(int r) {
 // A dimension of extent 1 gets a harmless stride (it is never stepped). False when the driver refuses.
 template <typename T>
 inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int heads, int batch, int64_t seq_stride,
-                        int64_t head_stride, int64_t batch_stride) {
+                        int64_t head_stride, int64_t batch_stride, int box_rows) {
     PFN_cuTensorMapEncodeTiled_v12000 enc = tsg90::encode_tiled_fn();
     if (!enc) return false;
     const CUtensorMapDataType dt = tst::elem<T>::is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -2440,7 +2476,7 @@ inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int head
     cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(seq), static_cast<cuuint64_t>(heads),
                           static_cast<cuuint64_t>(batch)};
     cuuint64_t strides[3] = {static_cast<cuuint64_t>(ss) * 2, static_cast<cuuint64_t>(hs) * 2, static_cast<cuuint64_t>(bs) * 2};
-    cuuint32_t box[4] = {64, 128, 1, 1};
+    cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
     cuuint32_t estr[4] = {1, 1, 1, 1};
     CUresult r = enc(map, dt, 4, const_cast<T *>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -2450,7 +2486,7 @@ inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int head
 // Launch the attention forward for p on stream. Same contract as tsa::launch_attention (same validation,
 // same errors), plus cudaErrorNotSupported on a device that is not compute capability 9.0 or a translation
 // unit compiled without sm_90a. Never prints or exits.
-template <int D, int STAGES = 2, bool PINGPONG = true, typename T, class Score>
+template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::value, typename T, class Score>
 cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
     last_path() = -1;
     if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
@@ -2463,12 +2499,12 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
     if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
     if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
 
-    if constexpr (D != 64 && D != 128) {
+    if constexpr (D != 64 && D != 128 && D != 256) {
         last_path() = 1;
         return tsa::launch_attention<D>(p, stream);
     } else {
-        using C = Cfg<D, STAGES>;
-        auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, Score>;
+        using C = Cfg<D, STAGES, BN>;
+        auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, BN, Score>;
         static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once
         if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
@@ -2487,9 +2523,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
             return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
         }
         CUtensorMap tq, tk, tv;
-        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride) &&
-             make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride) &&
-             make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride);
+        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM) &&
+             make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, C::BN) &&
+             make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
         if (!ok) {
             last_path() = 3;
             return tsa::launch_attention<D>(p, stream);
@@ -2764,7 +2800,7 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
         p.t_kv = (int64_t)4096;
         p.d = (int64_t)128;
         p.c = 1.44269504f;
-        err = tsa90::launch_attention_sm90<128, 3, true>(p, stream);
+        err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 3 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
             err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);
@@ -2802,5 +2838,6 @@ extern "C" int qknorm_attention_run(void *const *buffers, const int64_t *dims, v
 #undef TSOPT_TSG90_WGMMA_ASM_N256_F16
 #undef TSOPT_TSG90_WGMMA_ASM_N256_BF16
 #undef TSOPT_TSA90_RS_N128
+#undef TSOPT_TSA90_RS_N256
 #undef TSOPT_TSA90_RS_N64
 #endif  /* TSOPT_QKNORM_ATTENTION_IMPLEMENTATION */

@@ -160,15 +160,28 @@ static bool strided(const ts_access *a, int32_t fast) {
     return false;
 }
 
+static bool op_is_special(ts_op op) {
+    return op == TS_OP_EXP2 || op == TS_OP_LOG2 || op == TS_OP_SIN || op == TS_OP_ERF || op == TS_OP_SQRT ||
+           op == TS_OP_RECIP;
+}
+
 /* Operations of an expression per evaluation: (FMA-class ops, special-function ops). */
 static void expr_ops(const ts_expr *e, double *fma, double *sfu) {
+    for (int i = 0; i < e->n; i++)
+        if (e->node[i].kind == TS_X_OP) *(op_is_special(e->node[i].op) ? sfu : fma) += 1;
+}
+
+/* The same for an attention score functor as emitted: a tanh is one tanh.approx of its argument times
+ * ln2/2 (ts_expr_tanh_arg), and the nodes only it used are not evaluated. */
+static void score_ops(const ts_expr *e, double *fma, double *sfu) {
+    bool *live = ts_xmalloc(sizeof *live * (size_t)(e->n + 1));
+    ts_expr_live(e, true, live);
     for (int i = 0; i < e->n; i++) {
-        if (e->node[i].kind != TS_X_OP) continue;
-        ts_op op = e->node[i].op;
-        bool special = op == TS_OP_EXP2 || op == TS_OP_LOG2 || op == TS_OP_SIN || op == TS_OP_ERF ||
-                       op == TS_OP_SQRT || op == TS_OP_RECIP;
-        *(special ? sfu : fma) += 1;
+        if (!live[i] || e->node[i].kind != TS_X_OP) continue;
+        if (ts_expr_tanh_arg(e, i) >= 0) *sfu += 1, *fma += 1;
+        else *(op_is_special(e->node[i].op) ? sfu : fma) += 1;
     }
+    free(live);
 }
 
 /* Operations of a GEMM epilogue per output element: every op but a cast (the store converts anyway). */
@@ -187,14 +200,14 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = buffer_numel(g, &p->buf[k->out.buf]);
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0;
+           epilogue = 0, score_sfu = 0;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
         double b = access_bytes(g, p, &k->acc[i]);
         bytes += b;
         if (fast >= 0 && strided(&k->acc[i], fast)) strided_b += b;
     }
-    expr_ops(&k->expr, &fma, &sfu);
+    if (k->kind != TS_KERNEL_ATTENTION) expr_ops(&k->expr, &fma, &sfu); /* attention: per score, below */
     fma *= out, sfu *= out;
     if (k->kind == TS_KERNEL_ROW) { /* extra outputs' expressions, counted per element like expr */
         double f = 0, s = 0;
@@ -233,15 +246,18 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     case TS_KERNEL_ATTENTION: {
         double tq = size_of(g, k->m_axis), tkv = size_of(g, k->red_axis), d = size_of(g, k->n_axis), heads = 1;
         for (int h = 0; h < k->heads_ndim; h++) heads *= size_of(g, k->head_axis[h]);
-        double frac = k->causal ? 0.5 : 1;
-        tensor = 4 * heads * tq * tkv * d * frac;
-        sfu += heads * tq * tkv * frac;
+        double frac = k->causal ? 0.5 : 1, scores = heads * tq * tkv * frac, f = 0, s = 0;
+        tensor = 4 * scores * d;
+        score_ops(&k->expr, &f, &s);
+        fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */
+        score_sfu = s * scores;
         wave = wave_efficiency(m, ceil(tq / k->cfg.tile_m) * heads);
         break;
     }
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
-                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue};
+                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
+                          .score_sfu_ops = score_sfu};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -263,6 +279,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
     t = fmax(t, bytes / (m->dram_bytes_per_s * (matrix ? 1 : eff)));
     if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
+    if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     return m->launch_s + t;
 }
 

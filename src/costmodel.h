@@ -73,6 +73,10 @@ typedef struct {
     double wave_efficiency; /* tiles / (waves × SMs): the last wave's idle share (1 for map and reduce) */
     double epilogue_ops;    /* GEMM: elementwise operations of its epilogue over the whole output (also
                                counted in fma_flops and sfu_ops), at epilogue_ops_per_s, added */
+    double score_sfu_ops;   /* attention: special-function ops of the score functor over every score (a tanh
+                               soft-cap: one tanh.approx each; also counted in sfu_ops), at sfu_ops_per_s,
+                               added: the consumer warps evaluate them between their two GEMMs of a tile,
+                               where the plain softmax's one exp2 a score is already in the fitted efficiency */
 } ts_kernel_work;
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
@@ -82,7 +86,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
 /* The predicted time of a kernel with this work:
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
- *            + epilogue_ops / epilogue_ops_per_s
+ *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
  * eff = the kind's efficiency; eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff. */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);

@@ -30,6 +30,7 @@ typedef struct {
     char macros[64][64];                   /* the templates' macros, renamed TSOPT_*, #undef'd at the end */
     int nmacros;
     const char *const *load_expr; /* when set: the C expression of each access slot's loaded value */
+    bool fast_tanh;               /* print_expr: a tanh (ts_expr_tanh_arg) as tst::fast_tanh (tanh.approx) */
 } emitter;
 
 static const char *ctype_of(ts_dtype t) {
@@ -291,9 +292,17 @@ static void print_op(FILE *f, const ts_xnode *n, const char *name, int i) {
 /* Statements computing expression x; its value is v<root>. acc[0], acc[1] name the accumulators. */
 static void print_expr(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m, const char *const *acc,
                        const char *indent) {
+    bool *live = ts_xmalloc(sizeof *live * (size_t)(x->n + 1));
+    ts_expr_live(x, e->fast_tanh, live);
     for (int i = 0; i < x->n; i++) {
         const ts_xnode *n = &x->node[i];
+        int y = e->fast_tanh ? ts_expr_tanh_arg(x, i) : -1;
+        if (e->fast_tanh && !live[i]) continue; /* inside a tanh computed below from its argument */
         fprintf(e->f, "%sconst float v%d = ", indent, i);
+        if (y >= 0) { /* 1 − 2/(2^y + 1) = tanh(y·ln2/2) */
+            fprintf(e->f, "tst::fast_tanh(v%d * 0.346573590f);\n", y);
+            continue;
+        }
         switch (n->kind) {
         case TS_X_CONST: print_float(e->f, n->value); break;
         case TS_X_ACC: fputs(acc[n->slot], e->f); break;
@@ -306,6 +315,7 @@ static void print_expr(emitter *e, const ts_kernel *k, const ts_expr *x, const i
         }
         fputs(";\n", e->f);
     }
+    free(live);
 }
 
 /* Fields of a functor: a pointer, strides and an offset per access slot. */
@@ -757,9 +767,9 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     print_float(e->f, k->c);
     const ts_kernel_config *c = &k->cfg; /* src/config.c */
     long long d = (long long)e->g->axes[k->n_axis].size;
-    fprintf(e->f, ";\n        err = tsa90::launch_attention_sm90<%lld, %d, %s>(p, stream);\n"
+    fprintf(e->f, ";\n        err = tsa90::launch_attention_sm90<%lld, %d, %s, %d>(p, stream);\n"
                   "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", d, c->stages,
-            c->pingpong ? "true" : "false");
+            c->pingpong ? "true" : "false", c->tile_n);
     print_fallback_note(e, ki, "attention");
     fprintf(e->f, "            err = tsa::launch_attention<%lld, %d, %d, %d, %d>(p, stream);\n        }\n"
                   "        if (err != cudaSuccess) return err;\n    }\n", d, c->fb_tile_m, c->fb_tile_n, c->fb_warps_m,
@@ -1215,7 +1225,9 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
     m.axis[m.n] = k->m_axis, m.expr[m.n++] = "q";
     m.axis[m.n] = k->red_axis, m.expr[m.n++] = "k";
     const char *acc[2] = {"dot", "0.f"};
+    e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
     print_expr(e, k, &k->expr, &m, acc, "        ");
+    e->fast_tanh = false;
     fprintf(e->f, "        return v%d;\n    }\n};\n\n", k->expr.n - 1);
 }
 

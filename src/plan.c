@@ -1092,3 +1092,44 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
         }
     }
 }
+
+/* ---- expression queries -------------------------------------------------------------------------- */
+
+static bool xconst_is(const ts_expr *x, int i, double v) { return x->node[i].kind == TS_X_CONST && x->node[i].value == v; }
+static bool xop_is(const ts_expr *x, int i, ts_op op) { return x->node[i].kind == TS_X_OP && x->node[i].op == op; }
+
+/* The operand of binary node i that is not the constant v; -1 when neither is. */
+static int other_than_const(const ts_expr *x, int i, double v) {
+    const ts_xnode *n = &x->node[i];
+    if (xconst_is(x, n->kid[0], v)) return n->kid[1];
+    if (xconst_is(x, n->kid[1], v)) return n->kid[0];
+    return -1;
+}
+
+int ts_expr_tanh_arg(const ts_expr *x, int i) {
+    if (!xop_is(x, i, TS_OP_ADD)) return -1;
+    int m = other_than_const(x, i, 1.0);
+    if (m < 0 || !xop_is(x, m, TS_OP_MUL)) return -1;
+    int r = other_than_const(x, m, -2.0);
+    if (r < 0 || !xop_is(x, r, TS_OP_RECIP)) return -1;
+    int a = x->node[r].kid[0];
+    if (!xop_is(x, a, TS_OP_ADD)) return -1;
+    int ex = other_than_const(x, a, 1.0);
+    if (ex < 0 || !xop_is(x, ex, TS_OP_EXP2)) return -1;
+    return x->node[ex].kid[0];
+}
+
+void ts_expr_live(const ts_expr *x, bool fast_tanh, bool *live) {
+    for (int i = 0; i < x->n; i++) live[i] = false;
+    if (x->n) live[x->n - 1] = true;
+    for (int i = x->n - 1; i >= 0; i--) { /* kids before parents: a node's users are all later */
+        if (!live[i]) continue;
+        int y = fast_tanh ? ts_expr_tanh_arg(x, i) : -1;
+        if (y >= 0) {
+            live[y] = true;
+            continue;
+        }
+        if (x->node[i].kind != TS_X_OP) continue;
+        for (int c = 0; c < ts_op_arity(x->node[i].op); c++) live[x->node[i].kid[c]] = true;
+    }
+}

@@ -82,8 +82,8 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *   GEMM, sm_90a (wgmma + TMA): tile_m x tile_n CTA tile, `stages` K-slices of 64 in flight, cluster_m CTAs
  *     per cluster along M. The mma.sync fallback (sm_80+): fb_tile_m x fb_tile_n x fb_tile_k, warps
  *     fb_warps_m x fb_warps_n, fb_stages.
- *   ATTENTION, sm_90a: tile_m query rows per CTA, `stages` K/V tiles in flight, pingpong: two consumer
- *     warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
+ *   ATTENTION, sm_90a: tile_m query rows per CTA, tile_n keys per K/V tile, `stages` K/V tiles in flight,
+ *     pingpong: two consumer warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
  *     fb_tile_k the head-dim chunk of a K/V load, fb_warps_m warps. */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
@@ -137,6 +137,17 @@ typedef struct {
     ts_kernel *k;
     double predicted_s;
 } ts_plan;
+
+/* Whether node i of x is tanh as the composite expands and the rules leave it, 1 + (−2)·1/(2^y + 1)
+ * (operands of the adds and the multiply in either order): then it equals tanh(y·ln2/2) and the node index
+ * of y is returned, else -1. Lets the score functor use the hardware tanh and the cost model count one
+ * special-function op for it. */
+int ts_expr_tanh_arg(const ts_expr *x, int i);
+
+/* live[i] = whether node i of x is needed for its root when every tanh (ts_expr_tanh_arg) is computed from
+ * its argument directly (fast_tanh), or when every node is evaluated as written (!fast_tanh: all live
+ * that the root reaches). */
+void ts_expr_live(const ts_expr *x, bool fast_tanh, bool *live);
 
 void ts_plan_free(ts_plan *p);
 /* The kernels in words, in launch order, separated by "; ", e.g. "reduce-sum [m] over d; gemm [m,n] over d".

@@ -236,6 +236,7 @@ static const num_field kernel_fields[] = {
     WORK(wave_efficiency, NUM_UNIT),
     {"strided_bytes", offsetof(ts_tune_kernel, work.strided_bytes), NUM_NONNEG, OPTIONAL, 0},
     {"epilogue_ops", offsetof(ts_tune_kernel, work.epilogue_ops), NUM_NONNEG, OPTIONAL, 0},
+    {"score_sfu_ops", offsetof(ts_tune_kernel, work.score_sfu_ops), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},
 };

@@ -89,10 +89,11 @@ template <typename T, class Score> struct AttnParams {
 // Default tiles per head dim (4 warps, 32 rows per warp; registers allow two CTAs per SM).
 template <int D> struct AttnConfig;
 // BN keys per smem tile (one __syncthreads per tile), computed in chunks of KC keys. D = 128 with BN = 64
-// (KC = 32) spills a few loop-invariant registers (ptxas, CUDA 13.0), so the default is BN = KC = 32.
+// (KC = 32) spills a few loop-invariant registers (ptxas, CUDA 13.0), so the default is BN = KC = 32; so does
+// D = 256 with BN = 64 on sm_80 (28 bytes; KC = 16 no better), hence BN = KC = 32 there too (98 KB of smem).
 template <> struct AttnConfig<64> { static constexpr int BM = 128, BN = 128, KC = 64, WARPS = 4; };
 template <> struct AttnConfig<128> { static constexpr int BM = 128, BN = 32, KC = 32, WARPS = 4; };
-template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 64, KC = 32, WARPS = 4; };
+template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 32, KC = 32, WARPS = 4; };
 
 template <typename T, int D, int BM, int BN, int KC, int WARPS> struct AttnTile {
     static constexpr int THREADS = WARPS * 32;

@@ -11,10 +11,15 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 import graphref  # noqa: E402
 
+# (attention_bf16 is not here: graphref rounds to bf16 with the torch backend only)
 CASES = {
     "attention": "h=2,t_q=8,t_kv=8,d_h=4",
     "attention_causal": "h=2,t_q=8,t_kv=8,d_h=4",
     "attention_gqa": "t_q=8,t_kv=8,d_h=4",
+    "attention_d64": "h=2,t_q=8,t_kv=8,d_h=4",
+    "attention_d256": "h=2,t_q=8,t_kv=8,d_h=4",
+    "attention_cross": "h=2,t_q=4,t_kv=12,d_h=4",
+    "attention_softcap": "t_q=8,t_kv=8,d_h=4",
     "decoder_layer": "t=5,d=16,f=8",
     "matmul": "m=3,d=8,n=5",
     "rmsnorm": "m=3,d=8,n=5",

@@ -70,8 +70,10 @@ Test(spec, directory_is_refused) {
 }
 
 Test(spec, every_bench_graph_loads_and_checks) {
-    const char *graphs[] = {"attention", "attention_causal", "attention_gqa", "decoder_layer",
-                            "matmul", "rmsnorm", "rmsnorm_mlp", "swiglu"};
+    const char *graphs[] = {"attention",       "attention_causal", "attention_gqa",  "attention_d64",
+                            "attention_d256",  "attention_bf16",   "attention_cross", "attention_softcap",
+                            "decoder_layer",   "matmul",           "rmsnorm",         "rmsnorm_mlp",
+                            "swiglu"};
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
         char *path = ts_strfmt("bench/graphs/%s.yaml", graphs[i]);
         ts_spec s;

@@ -246,3 +246,25 @@ Test(emit, every_reserved_name_compiles_with_nvcc_gcc_and_gxx, .timeout = 600) {
     free(args);
     free(yaml);
 }
+
+/* ---- the attention family ------------------------------------------------------------------------ */
+
+Test(emit, head_dim_256_attention_launches_the_wgmma_kernel_with_64_key_tiles_then_the_fallback) {
+    char *h = emit_best("bench/graphs/attention_d256.yaml", "templates");
+    cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<256, 2, true, 64>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<256, 64, 32, 4, 32>(p, stream);"));
+    free(h);
+}
+
+Test(emit, a_tanh_soft_capped_score_uses_the_hardware_tanh_and_nothing_the_composite_needed) {
+    char *h = emit_best("bench/graphs/attention_softcap.yaml", "templates");
+    const char *k0 = strstr(h, "struct K0 {\n    static constexpr bool causal = true;");
+    cr_assert_not_null(k0);
+    const char *end = strstr(k0, "};");
+    char *functor = ts_strfmt("%.*s", (int)(end - k0), k0);
+    cr_expect_not_null(strstr(functor, " = tst::fast_tanh(v"), "%s", functor);
+    cr_expect_null(strstr(functor, "fast_exp2"), "the composite's exp2 is not evaluated: %s", functor);
+    cr_expect_null(strstr(functor, "__fdividef"), "nor its reciprocal: %s", functor);
+    free(functor);
+    free(h);
+}

@@ -196,3 +196,58 @@ Test(search, is_deterministic) {
     free_compiled(&a);
     free_compiled(&b);
 }
+
+/* ---- attention ----------------------------------------------------------------------------------- */
+
+/* Scaled attention over h heads at head dim d, its scores soft-capped at 50 (cap·tanh(s/cap)) when capped. */
+static char *attention_yaml(int d, bool capped) {
+    return ts_strfmt("graph: g\naxes: {h: 16, t_q: 2048, t_kv: 2048, d_h: %d}\n"
+                     "inputs:\n  Q: {dtype: fp16, shape: [h, t_q, d_h]}\n  K: {dtype: fp16, shape: [h, t_kv, d_h]}\n"
+                     "  V: {dtype: fp16, shape: [h, t_kv, d_h]}\n"
+                     "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+                     "  - {name: S1, op: scale, args: [S], by: 0.0625}\n%s"
+                     "  - {name: P, op: softmax, args: [%s], axis: t_kv}\n"
+                     "  - {name: O, op: matmul, args: [P, V], over: t_kv}\noutputs: [O]\n",
+                     d,
+                     capped ? "  - {name: S2, op: scale, args: [S1], by: 0.02}\n  - {name: S3, op: tanh, args: [S2]}\n"
+                              "  - {name: S4, op: scale, args: [S3], by: 50.0}\n"
+                            : "",
+                     capped ? "S4" : "S1");
+}
+
+Test(search, head_dim_256_attention_is_one_attention_kernel_with_64_key_tiles_and_2_stages) {
+    const int dims[] = {64, 128, 256}, tile_n[] = {128, 128, 64}, stages[] = {3, 3, 2};
+    for (int i = 0; i < 3; i++) {
+        compiled_graph cg;
+        char *yaml = attention_yaml(dims[i], false);
+        compile_yaml(&cg, yaml);
+        char *best = best_plan(&cg);
+        cr_expect_str_eq(best, "attention [h,t_q,d_h] over t_kv", "head dim %d", dims[i]);
+        const ts_kernel *k = &cg.out.plans[0].k[0];
+        cr_expect_eq(k->cfg.tile_n, tile_n[i], "head dim %d", dims[i]);
+        cr_expect_eq(k->cfg.stages, stages[i], "head dim %d", dims[i]);
+        free(best);
+        free(yaml);
+        free_compiled(&cg);
+    }
+}
+
+Test(search, a_soft_capped_attention_is_one_kernel_predicted_slower_than_the_plain_one) {
+    double predicted[2];
+    for (int capped = 0; capped < 2; capped++) {
+        compiled_graph cg;
+        char *yaml = attention_yaml(128, capped);
+        compile_yaml(&cg, yaml);
+        char *best = best_plan(&cg);
+        cr_assert_str_eq(best, "attention [h,t_q,d_h] over t_kv");
+        const ts_expr *score = &cg.out.plans[0].k[0].expr;
+        bool tanh = false;
+        for (int n = 0; n < score->n; n++) tanh |= ts_expr_tanh_arg(score, n) >= 0;
+        cr_expect_eq(tanh, capped, "the score's tanh is recognised exactly when there is one");
+        predicted[capped] = cg.out.plans[0].predicted_s;
+        free(best);
+        free(yaml);
+        free_compiled(&cg);
+    }
+    cr_expect_gt(predicted[1], 1.1 * predicted[0], "soft-capped %g s vs plain %g s", predicted[1], predicted[0]);
+}

@@ -7,7 +7,8 @@
 // Timing: 3 warm-ups, median of 30 CUDA-event runs, L2 flushed (256 MB memset) before each run.
 // Prints one line per config: path taken (wgmma or which fallback), rel. L2 error, PASS/FAIL, sm90 time
 // and TFLOP/s, the mma.sync kernel's time and TFLOP/s, and the speedup. Exits 1 if any config fails, 2 on a
-// CUDA error (a watchdog-trapped deadlock shows as one). Not part of tsopt's build.
+// CUDA error (a watchdog-trapped deadlock shows as one). An argument runs only the configs whose name contains
+// it (`./attention_sm90_test d256`). Not part of tsopt's build.
 //
 // Build (H200):  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
 //                     bench/gpu/attention_sm90_test.cu -o attention_sm90_test && ./attention_sm90_test
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 // ---- error checking ------------------------------------------------------------------------------
@@ -123,8 +125,11 @@ static void set_strides(int64_t &sb, int64_t &sh, int64_t &ss, const Config &c, 
 
 // Runs, validates and times one config through tsa90::launch_attention_sm90<D, STAGES, PINGPONG>, and times
 // tsa::launch_attention<D> (default tiles) on the same inputs; returns true on PASS.
+static const char *g_only;  // argv[1]: run only the configs whose name contains it (none: all)
+
 template <typename T, int D, int STAGES = 2, bool PINGPONG = true, class Score, class RefScore>
 static bool run_config(const Config &c, Score score, RefScore ref_score, double flop_fraction) {
+    if (g_only && !strstr(c.name, g_only)) return true;
     const float kLog2e = 1.4426950408889634f;
     const int64_t nq = (int64_t)c.batch * c.hq * c.t_q * D, nkv = (int64_t)c.batch * c.hkv * c.t_kv * D;
     T *q, *k, *v, *o;
@@ -251,7 +256,8 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     return pass;
 }
 
-int main() {
+int main(int argc, char **argv) {
+    g_only = argc > 1 ? argv[1] : nullptr;
     int dev;
     cudaDeviceProp prop;
     CK(cudaGetDevice(&dev));
@@ -319,6 +325,21 @@ int main() {
                                 tsa::ScaleScore{s64}, 1.0);
     fails += !run_config<H, 256>({"odd d256 333x517 causal", 2, 4, 2, 333, 517, false, 1}, causal(0.0625f, 333, 517),
                                  causal(0.0625f, 333, 517), 1.0);
+    // Head dim 256 (64-key K/V tiles, 2 stages: tsa90::DefaultBN): the bench shape, bf16, GQA with odd sizes,
+    // soft-capping, the schedule without ping-pong.
+    const float s256 = 0.0625f;
+    fails += !run_config<H, 256>({"d256 causal", 1, 8, 8, 4096, 4096, false, 8}, causal(s256, 4096, 4096),
+                                 causal(s256, 4096, 4096), 0.5);
+    fails += !run_config<H, 256, 2, false>({"d256 causal no pingpong", 1, 8, 8, 4096, 4096, false, 64},
+                                           causal(s256, 4096, 4096), causal(s256, 4096, 4096), 0.5);
+    fails += !run_config<B, 256>({"d256 bf16", 1, 8, 8, 2048, 2048, false, 8}, tsa::ScaleScore{s256},
+                                 tsa::ScaleScore{s256}, 1.0);
+    fails += !run_config<H, 256>({"odd d256 1000 gqa bshd", 2, 8, 2, 1000, 1000, true, 1}, tsa::ScaleScore{s256},
+                                 tsa::ScaleScore{s256}, 1.0);
+    fails += !run_config<B, 256>({"odd d256 bf16 77x1000 c", 2, 6, 3, 77, 1000, true, 1}, causal(s256, 77, 1000),
+                                 causal(s256, 77, 1000), 1.0);
+    fails += !run_config<H, 256>({"d256 softcap 50 scaled", 1, 8, 8, 2048, 2048, false, 8},
+                                 tsa::SoftcapScore::make(s256, 50.f), SoftcapExact{s256, 50.f}, 1.0);
 
     CK(cudaFree(g_flush));
     printf("%s: %d config(s) failed\n", fails ? "FAIL" : "PASS", fails);
