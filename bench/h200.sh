@@ -21,6 +21,7 @@
 #   TUNE_TIMEOUT=100     seconds per `tsopt tune`; TUNE_BUDGET_S=240: no new tune starts after this many seconds
 #   BENCH_COMPILE=0      skip every torch.compile anchor; BENCH_AUTOTUNE=0 skip only max-autotune
 #   COMPILE_BUDGET_S=60  per graph, torch.compile default; AUTOTUNE_BUDGET_S=90 per graph, max-autotune
+#   ONLY=a,b             tune and bench only these graphs (names in bench/graphs)
 #   COMMIT_RESULTS=1     as --commit-results: copy h200.json and h200.png to bench/results/ (on the GPU
 #                        machine the tree does not come back, so by default they stay in $OUT)
 # Exit status: 0 when every graph was tuned and validated; 1 otherwise (the report is written either way).
@@ -100,7 +101,7 @@ deadline=$(( start + BUDGET_S - 10 ))
 echo "== bench.py (${left}s left)"
 PYTHONUNBUFFERED=1 BENCH_DEADLINE=$deadline timeout -s TERM -k 10 $(( left > 20 ? left - 5 : 15 )) \
   python3 bench/bench.py --records "$out/tune" --headers "$out/tuned" --out "$out" --at "$AT" \
-  --graphs-dir "$GRAPHS_DIR" "${bench_args[@]}"
+  --graphs-dir "$GRAPHS_DIR" ${ONLY:+--graphs "$ONLY"} "${bench_args[@]}"
 rc=$?
 [ $rc -eq 0 ] || { echo "bench.py exit status $rc"; status=1; }
 

@@ -7,7 +7,7 @@
 # and build/tune-cache to the GPU machine; a library missing there is built with its nvcc.
 # Environment: OUT (build/h200-out), LIST (bench | sweep), TOP (4), TUNE_TIMEOUT (100 s per graph),
 # TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt), PARALLEL (with
-# PREPARE=1: graphs built at once, default 1).
+# PREPARE=1: graphs built at once, default 1), ONLY (LIST=bench: a comma-separated list of graph names).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-build/h200-out}
@@ -23,6 +23,7 @@ case "$list_name" in
   bench) dir=$out/tune tuned=$out/tuned
          list=$(for g in bench/graphs/*.yaml; do
                   n=$(basename "$g" .yaml)
+                  [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$n,"* ]] || continue
                   if grep -q "dynamic: *true" "$g"; then echo "$n $g t=1024"; else echo "$n $g -"; fi
                 done) ;;
   sweep) dir=$out/sweep tuned=$out/sweep/tuned; list=$(grep -v '^#' bench/sweep.txt | grep .) ;;
