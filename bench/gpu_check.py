@@ -205,7 +205,7 @@ def run_case(case, seed, anchors, use_compile, profile=False):
     ms = timed(ours)
     result = {"variant": case.variant, "graph": case.graph, "sizes": g.sizes, "error": worst,
               "passed": worst <= TOLERANCE, "ms": ms}
-    note = lib.fallback().decode() if lib.fallback is not None else ""
+    note = (lib.fallback() or b"").decode() if lib.fallback is not None else ""  # NULL: every fast path ran
     if note:
         result["fallback"] = note
     if profile:
