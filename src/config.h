@@ -13,6 +13,9 @@
 /* Sets k->cfg to the default configuration for its kind and sizes (GEMM, ATTENTION; others: zeros). */
 void ts_config_choose(const ts_graph *g, ts_kernel *k);
 
+/* Whether GEMM kernel k runs its skinny (decode) form at the graph's current sizes: M ≤ cfg.skinny_m. */
+bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
+
 /* Whether the attention templates have a kernel for head dimension d. */
 bool ts_config_attention_head_dim_ok(int64_t d);
 
