@@ -55,6 +55,26 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
     return c;
 }
 
+/* The sm_90a GEMM configurations worth timing (templates/gemm_sm90.cuh: wgmma N = NB·BN ≤ 256,
+ * STAGES·(BM + NB·BN)·128 bytes ≤ 225 KB; CM = 2: a cluster of two tile rows sharing each B tile). */
+static const int single_variants[][4] = {{128, 256, 4, 1}, {128, 128, 5, 1}, {128, 64, 6, 1}, {128, 256, 4, 2}};
+static const int dual_variants[][4] = {{128, 128, 4, 1}, {128, 64, 6, 1}, {128, 128, 4, 2}};
+
+int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
+    if (k->kind != TS_KERNEL_GEMM || k->cfg.skinny_only) return 0;
+    bool dual = k->b1 >= 0;
+    const int(*v)[4] = dual ? dual_variants : single_variants;
+    int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v), n = 0;
+    for (int i = 0; i < nv && n < max; i++) {
+        ts_kernel_config c = k->cfg;
+        c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3];
+        bool same = c.tile_m == k->cfg.tile_m && c.tile_n == k->cfg.tile_n && c.stages == k->cfg.stages &&
+                    c.cluster_m == k->cfg.cluster_m;
+        if (!same) out[n++] = c;
+    }
+    return n;
+}
+
 bool ts_config_attention_head_dim_ok(int64_t d) { return d == 64 || d == 128; }
 
 void ts_config_choose(const ts_graph *g, ts_kernel *k) {

@@ -192,6 +192,28 @@ Test(search, a_dynamic_m_gemm_keeps_a_skinny_branch_and_a_large_m_gemm_has_none)
     free(yaml);
 }
 
+Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_gemm) {
+    char *yaml = swiglu_at("1024");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_kernel *k = only_gemm(&cg);
+    ts_kernel_config v[8];
+    int n = ts_config_variants(k, v, 8);
+    cr_assert_gt(n, 1);
+    for (int i = 0; i < n; i++) {
+        cr_expect(v[i].tile_n != k->cfg.tile_n || v[i].stages != k->cfg.stages || v[i].cluster_m != k->cfg.cluster_m,
+                  "variant %d is the default", i);
+        cr_expect_leq(v[i].stages * (v[i].tile_m + 2 * v[i].tile_n) * 128, 225 * 1024, "dual: within shared memory");
+    }
+    free_compiled(&cg);
+    free(yaml);
+    yaml = swiglu_at("16");
+    compile_yaml(&cg, yaml);
+    cr_assert_eq(ts_config_variants(only_gemm(&cg), v, 8), 0);
+    free_compiled(&cg);
+    free(yaml);
+}
+
 /* ---- the search itself ------------------------------------------------------------------------- */
 
 Test(search, returns_distinct_plans_best_first_with_the_baseline_among_them) {
