@@ -196,9 +196,13 @@ static bool add_candidate(tuner *t, int rank, const ts_plan *plan, ts_plan *owne
     return true;
 }
 
-static int by_prediction(const void *a, const void *b) {
-    double x = (*(ts_plan *const *)a)->predicted_s, y = (*(ts_plan *const *)b)->predicted_s;
-    return (x > y) - (x < y);
+/* v[0..n) by predicted time, stably (a tie keeps the order of config.c's list). */
+static void sort_by_prediction(ts_plan **v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j]->predicted_s < v[j - 1]->predicted_s; j--) {
+            ts_plan *x = v[j];
+            v[j] = v[j - 1], v[j - 1] = x;
+        }
 }
 
 /* The best plan again under its GEMMs' other configurations (config.h): variant v gives every GEMM its
@@ -209,7 +213,7 @@ static void add_config_variants(tuner *t) {
     ts_plan *v[TUNE_MAX_VARIANTS];
     int nv = 0;
     for (ts_plan *q; nv < TUNE_MAX_VARIANTS && (q = plan_variant(t, t->c[0].plan, nv)) != NULL;) v[nv++] = q;
-    qsort(v, (size_t)nv, sizeof *v, by_prediction);
+    sort_by_prediction(v, nv);
     for (int i = 0, added = 0; i < nv; i++) /* ranked after every plan: a tie keeps the default configuration */
         if (i < TUNE_CONFIG_VARIANTS) added += add_candidate(t, t->o->nplans + 1 + added, v[i], v[i]);
         else free_variant(v[i]);
