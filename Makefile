@@ -53,6 +53,8 @@ EVAL_DIMS_qknorm_attention := t_q=128,t_kv=128
 EVAL_DIMS_gemm_logsumexp   := m=8,d=512
 EVAL_DIMS_gemm_gelu        := m=8,d=512
 EVAL_DIMS_gemm_groupnorm   := m=8,d=512
+EVAL_DIMS_swiglu_decode    := m=16,d=512,n=1024
+EVAL_DIMS_rmsnorm_mlp_decode := m=16,d=512,n=1024
 
 .PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests install check-install
 all: $(BUILD)/tsopt
@@ -326,6 +328,8 @@ VALGRIND_DIMS_layernorm_mlp    := m=4,d=64,f=64,e=32
 VALGRIND_DIMS_lora             := m=4,d=64,n=64,r=4
 VALGRIND_DIMS_qknorm_attention := t_q=8,t_kv=8
 VALGRIND_DIMS_residual_rmsnorm := t=4,d=64
+VALGRIND_DIMS_swiglu_decode    := m=4,d=64,n=64
+VALGRIND_DIMS_rmsnorm_mlp_decode := m=4,d=64,n=64
 valgrind-cli: $(GRAPHS:bench/graphs/%.yaml=valgrind-%)
 	@echo "valgrind: check, eval and compile of every bench graph: no errors, no leaks"
 

@@ -340,7 +340,8 @@ def graph_work(spec, sizes=None):
 
 
 def roofline_floor_s(flops, nbytes, tensor_flops_per_s, dram_bytes_per_s):
-    """max(FLOPs / tensor rate, bytes / DRAM bandwidth): the time no implementation beats by much."""
+    """max(FLOPs / tensor rate, bytes / DRAM bandwidth): the time no implementation beats by much — when the
+    tensor rate is the physical peak (cost-model coefficient tensor_peak_flops_per_s), not a kernel's."""
     return max(flops / tensor_flops_per_s, nbytes / dram_bytes_per_s)
 
 

@@ -2,7 +2,7 @@
 # gpu_build.sh — builds, on the development machine (no GPU needed), everything bench/gpu_check.py runs on
 # the GPU machine: a header per case (the bench sizes, and odd sizes that no tile divides) compiled by
 # tsopt, and one shared library per header exposing its C ABI entry. Writes build/gpu/cases.txt.
-# CASES: a case table replacing the one below; EXTRA_CASES: more lines of the case table.
+# EXTRA_CASES: more lines of the case table below; CASES: a case table used instead of it.
 # Usage: bench/gpu_build.sh            (then carry build/gpu to the GPU machine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +33,6 @@ odd rmsnorm_mlp m=77,d=1000,n=1000 -
 odd decoder_layer - t=77
 CASES
 )
-# CASES: these lines instead of the table above (bench/gpu/attn_family.sh: the attention graphs only)
 [ -n "${CASES:-}" ] && cases=$CASES
 # more cases, same format (bench/robust_build.sh adds primes, sizes of 1, and t_q > t_kv)
 [ -n "${EXTRA_CASES:-}" ] && cases=$(printf '%s\n%s' "$cases" "$EXTRA_CASES")

@@ -277,11 +277,11 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
         fns["cublas"] = lambda: x["X"] @ x["W"]
         fns["eager"] = lambda: torch.matmul(x["X"], x["W"])
         notes["eager"] = "torch.matmul, as cublas"
-    elif graph == "swiglu":
+    elif graph in ("swiglu", "swiglu_decode"):
         fns["eager"] = lambda: (x["X"] @ x["W_up"]) * F.silu(x["X"] @ x["W_gate"])
     elif graph == "rmsnorm":
         fns["eager"] = lambda: F.rms_norm(x["X"], (x["X"].shape[-1],), eps=1e-6) @ x["W"]
-    elif graph == "rmsnorm_mlp":
+    elif graph in ("rmsnorm_mlp", "rmsnorm_mlp_decode"):
         def f():
             n = F.rms_norm(x["X"], (x["X"].shape[-1],), eps=1e-6)
             return (n @ x["W_up"]) * (n @ x["W_gate"])
@@ -375,6 +375,7 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
 
 # The anchors gpu_check times per graph (bench.py times every one anchor_fns gives).
 CHECK_ANCHORS = {"matmul": ["cublas"], "swiglu": ["eager"], "rmsnorm": ["eager"], "rmsnorm_mlp": ["eager"],
+                 "swiglu_decode": ["eager"], "rmsnorm_mlp_decode": ["eager"],
                  "attention": ["sdpa_flash", "sdpa_cudnn", "eager"], "attention_causal": ["sdpa_flash", "sdpa_cudnn"],
                  "attention_gqa": ["sdpa_flash", "sdpa_cudnn"], "attention_d64": ["sdpa_flash", "sdpa_cudnn"],
                  "attention_d256": ["sdpa_flash", "sdpa_cudnn"], "attention_bf16": ["sdpa_flash", "sdpa_cudnn"],

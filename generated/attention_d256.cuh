@@ -5,6 +5,7 @@
 // predicted: 0.1558 ms on NVIDIA H200 at the typical sizes (17.89x the 2.7865 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
+// config:    kernel 1 (attention): 128x64, 2 stages, ping-pong
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code

@@ -5,6 +5,11 @@
 // predicted: 0.8824 ms on NVIDIA H200 at the typical sizes (4.11x the 3.6306 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
+// config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 6 stages
+// config:    kernel 5 (attention): 128x128, 3 stages, ping-pong
+// config:    kernel 6 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 6 stages
+// config:    kernel 8 (gemm): 128x128, 4 stages; M <= 64: skinny 64x64, 4 stages
+// config:    kernel 9 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 6 stages
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
@@ -3081,10 +3086,14 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
         p.ep.o1 = 0;
         p.ep.s1[0] = (int64_t)6144;
         p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K1>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+            }
         }
         if (err != cudaSuccess) return err;
     }
@@ -3217,10 +3226,14 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K5>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 6 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K5>(p, stream);
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K5>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K5>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 6 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K5>(p, stream);
+            }
         }
         if (err != cudaSuccess) return err;
     }
@@ -3274,10 +3287,14 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)14336;
         p.ep.s2[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K7>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 8 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K7>(p, stream);
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 4, true, true, K7>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K7>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 8 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K7>(p, stream);
+            }
         }
         if (err != cudaSuccess) return err;
     }
@@ -3309,10 +3326,14 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K8>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 9 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K8>(p, stream);
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K8>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K8>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 9 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K8>(p, stream);
+            }
         }
         if (err != cudaSuccess) return err;
     }

@@ -5,6 +5,7 @@
 // predicted: 0.0618 ms on NVIDIA H200 at the typical sizes (1.00x the 0.0618 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
+// config:    kernel 1 (gemm): 128x256, 4 stages
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code

@@ -5,6 +5,7 @@
 // predicted: 0.1880 ms on NVIDIA H200 at the typical sizes (28.15x the 5.2917 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
+// config:    kernel 3 (attention): 128x128, 3 stages, ping-pong
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code

@@ -48,6 +48,7 @@ typedef struct {
     double launch_s, dram_bytes_per_s, tensor_flops_per_s, fma_flops_per_s, sfu_ops_per_s, sms, l2_bytes;
     double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency, row_efficiency;
     double epilogue_ops_per_s; /* not measured by the microbenchmarks either: kept */
+    double skinny_gemm_efficiency, tensor_peak_flops_per_s; /* not measured yet: kept (0: absent, not written) */
     char efficiencies_from[256]; /* the file the template efficiencies were kept from, or "built-in defaults" */
     /* extra measured figures recorded beside the fits */
     double empty_kernel_s, launch_gap_mean_s, occupancy_blocks_per_sm, wave_s, fractional_r2;

@@ -3,6 +3,31 @@
 
 #include <stdio.h>
 
+/* Decode-size GEMMs (M ≤ 64 rows: a few tokens against a weight) are bound by streaming B once: a 128-row
+ * wgmma tile would waste ≥ 87% of its MMA work and leave most SMs idle. They run the mma.sync template with
+ * the fewest rows that hold M (16, 32 or 64) and 64 columns per CTA (n/64 CTAs: 224 for n = 14336), with as
+ * many K-slices in flight as keep two CTAs per SM (≤ 100 KB of shared memory each): every CTA is resident
+ * at once and each SM keeps 60-200 KB of loads in flight, what DRAM latency × bandwidth asks for. A dynamic
+ * M gets the skinny form as a run-time branch beside the large-tile one. */
+enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
+
+static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
+    const ts_axis *m_ax = &g->axes[k->m_axis];
+    if (!m_ax->dynamic && m_ax->size > SKINNY_MAX_M) return;
+    int64_t m = m_ax->size; /* a dynamic axis: its typical size */
+    c->skinny_m = SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
+    c->sk_tile_m = m <= 16 ? 16 : m <= 32 ? 32 : 64, c->sk_tile_n = 64;
+    int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
+    c->sk_stages = SKINNY_SMEM_BUDGET / stage_bytes;
+    if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
+    if (c->sk_stages < 2) c->sk_stages = 2;
+}
+
+/* Whether kernel k runs its skinny form at the graph's current sizes (the cost model's question). */
+bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k) {
+    return k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0 && g->axes[k->m_axis].size <= k->cfg.skinny_m;
+}
+
 /* Hopper: the wgmma kernel, 128x256 with 4 stages; the dual form 128x128 per operand, or 128x64 with 6
  * stages for outputs narrower than 2048 (more tiles). The mma.sync fallback: 128x256 with 3 stages for
  * wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
@@ -13,6 +38,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
                           .cluster_m = 1};
     c.fb_tile_m = 128, c.fb_tile_n = wide && !dual ? 256 : 128, c.fb_tile_k = 64;
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
+    skinny_config(g, k, &c);
     return c;
 }
 
@@ -32,6 +58,26 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
     return c;
 }
 
+/* The sm_90a GEMM configurations worth timing (templates/gemm_sm90.cuh: wgmma N = NB·BN ≤ 256,
+ * STAGES·(BM + NB·BN)·128 bytes ≤ 225 KB; CM = 2: a cluster of two tile rows sharing each B tile). */
+static const int single_variants[][4] = {{128, 256, 4, 1}, {128, 128, 5, 1}, {128, 64, 6, 1}, {128, 256, 4, 2}};
+static const int dual_variants[][4] = {{128, 128, 4, 1}, {128, 64, 6, 1}, {128, 128, 4, 2}};
+
+int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
+    if (k->kind != TS_KERNEL_GEMM || k->cfg.skinny_only) return 0;
+    bool dual = k->b1 >= 0;
+    const int(*v)[4] = dual ? dual_variants : single_variants;
+    int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v), n = 0;
+    for (int i = 0; i < nv && n < max; i++) {
+        ts_kernel_config c = k->cfg;
+        c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3];
+        bool same = c.tile_m == k->cfg.tile_m && c.tile_n == k->cfg.tile_n && c.stages == k->cfg.stages &&
+                    c.cluster_m == k->cfg.cluster_m;
+        if (!same) out[n++] = c;
+    }
+    return n;
+}
+
 bool ts_config_attention_head_dim_ok(int64_t d) { return d == 64 || d == 128 || d == 256; }
 
 void ts_config_choose(const ts_graph *g, ts_kernel *k) {
@@ -41,7 +87,12 @@ void ts_config_choose(const ts_graph *g, ts_kernel *k) {
 }
 
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
-    if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION)
+    if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
+        snprintf(buf, n, "skinny %dx%d, %d stages", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
+    else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0)
+        snprintf(buf, n, "%dx%d, %d stages%s; M <= %d: skinny %dx%d, %d stages", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
+                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
+    else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION)
         snprintf(buf, n, "%dx%d, %d stages%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
                  k->cfg.cluster_m > 1 ? ", cluster" : "", k->kind == TS_KERNEL_ATTENTION && k->cfg.pingpong ? ", ping-pong" : "");
     else if (n) buf[0] = 0;

@@ -13,6 +13,14 @@
 /* Sets k->cfg to the default configuration for its kind and sizes (GEMM, ATTENTION; others: zeros). */
 void ts_config_choose(const ts_graph *g, ts_kernel *k);
 
+/* Whether GEMM kernel k runs its skinny (decode) form at the graph's current sizes: M ≤ cfg.skinny_m. */
+bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
+
+/* The configurations tune may time for kernel k besides k->cfg (GEMMs on sm_90a: other tile shapes,
+ * pipeline depths and a cluster of 2), at most max into out; returns how many (0 for other kinds and for a
+ * GEMM that runs only its skinny form). Each is k->cfg with the sm_90a fields replaced. */
+int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max);
+
 /* Whether the attention templates have a kernel for head dimension d. */
 bool ts_config_attention_head_dim_ok(int64_t d);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "spec.h"
 #include "util.h"
 
@@ -54,9 +55,11 @@ static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_d
 
 int ts_costmodel_fill_absent(ts_costmodel *m) {
     int n = 0;
-    for (int i = 0; i < NCOEF; i++)
+    for (int i = 0; i < NCOEF; i++) {
         for (int j = 0; COEF_AT(m, i) == 0 && coefficients[i].same_as && j < NCOEF; j++)
             if (!strcmp(coefficients[j].name, coefficients[i].same_as)) COEF_AT(m, i) = COEF_AT(m, j), n++;
+        if (COEF_AT(m, i) == 0 && coefficients[i].fallback > 0) COEF_AT(m, i) = coefficients[i].fallback, n++;
+    }
     return n;
 }
 
@@ -201,6 +204,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = buffer_numel(g, &p->buf[k->out.buf]);
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0;
+    bool skinny = false;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
         double b = access_bytes(g, p, &k->acc[i]);
@@ -240,7 +244,14 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
         /* operands and result move once: tiles are rasterised so that re-reads hit L2 (an L2-overflow
          * re-read factor predicted 5-20x too much for large GEMMs on the H200: bench/NOTES.md run 9) */
-        wave = wave_efficiency(m, ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch); /* config.h */
+        skinny = ts_config_gemm_skinny(g, k); /* config.h */
+        if (skinny) { /* bandwidth-bound: the share of SMs its CTAs keep streaming; MMAs over whole row tiles */
+            double rows = ceil(M / k->cfg.sk_tile_m);
+            wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch / m->sms);
+            tensor *= rows * k->cfg.sk_tile_m / fmax(M, 1);
+        } else {
+            wave = wave_efficiency(m, ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch);
+        }
         break;
     }
     case TS_KERNEL_ATTENTION: {
@@ -257,7 +268,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
-                          .score_sfu_ops = score_sfu};
+                          .score_sfu_ops = score_sfu, .skinny = skinny};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -277,7 +288,8 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
-    t = fmax(t, bytes / (m->dram_bytes_per_s * (matrix ? 1 : eff)));
+    double bw_eff = w->skinny ? m->skinny_gemm_efficiency * w->wave_efficiency : matrix ? 1 : eff;
+    t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     return m->launch_s + t;

@@ -21,7 +21,12 @@
  *   *_efficiency         the fraction of those rates each template reaches (fitted to tune records)
  *   strided_efficiency   the rate of uncoalesced reads relative to coalesced ones
  *   epilogue_ops_per_s   elementwise operations per second of a GEMM's epilogue: it runs after the main
- *                        loop, on the consumer warps alone, so its time adds to the GEMM's */
+ *                        loop, on the consumer warps alone, so its time adds to the GEMM's
+ *   skinny_gemm_efficiency  the fraction of dram_bytes_per_s a skinny (decode-size, M ≤ 64) GEMM streams
+ *                        its operands at (config.h); assumed 0.85 until fitted to tune records
+ *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
+ *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
+ *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
 #define TS_COSTMODEL_COEFFICIENTS(X)                                                                   \
     X(launch_s, NULL, 0)                                                                               \
     X(dram_bytes_per_s, NULL, 0)                                                                       \
@@ -36,7 +41,9 @@
     X(map_efficiency, NULL, 0)                                                                         \
     X(row_efficiency, "map_efficiency", 0)                                                             \
     X(strided_efficiency, NULL, 1.0)                                                                   \
-    X(epilogue_ops_per_s, "fma_flops_per_s", 0)
+    X(epilogue_ops_per_s, "fma_flops_per_s", 0)                                                     \
+    X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
+    X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
     char *path, *gpu, *source;
@@ -50,7 +57,8 @@ typedef struct {
 #undef TS_X_COEF_FIELD
 } ts_costmodel;
 
-/* Coefficients m lacks (0) that stand for another (same_as) take its value; returns how many. */
+/* Coefficients m lacks (0) take the value of the one they stand for (same_as) or their fallback; returns
+ * how many were filled. */
 int ts_costmodel_fill_absent(ts_costmodel *m);
 
 /* Loads a cost-model file; errors (file:line:col) into d, initialised here. Returns 0 or -1. Besides
@@ -77,6 +85,8 @@ typedef struct {
                                soft-cap: one tanh.approx each; also counted in sfu_ops), at sfu_ops_per_s,
                                added: the consumer warps evaluate them between their two GEMMs of a tile,
                                where the plain softmax's one exp2 a score is already in the fitted efficiency */
+    bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
+                               the DRAM rate, scaled by the share of SMs its CTAs occupy (wave_efficiency) */
 } ts_kernel_work;
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
@@ -88,7 +98,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
  *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
  * eff = the kind's efficiency; eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
- * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff. */
+ * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
+ * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight). */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);
 
 /* Predicts every kernel of p (at the graph's current sizes: dynamic axes at their typical size) and the

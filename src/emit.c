@@ -2,6 +2,8 @@
  * functors of fused expressions; the kernels themselves live in templates/ and are copied verbatim. */
 #include "emit.h"
 
+#include "config.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -12,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "spec.h"
 #include "sym.h"
 #include "util.h"
@@ -568,6 +571,14 @@ static void emit_banner_use(emitter *e) {
     if (renamed) fputc('\n', e->f);
 }
 
+/* One banner line per GEMM and attention kernel: its configuration (src/config.c), e.g. the tile tune kept. */
+static void emit_banner_configs(emitter *e) {
+    char buf[160];
+    for (int i = 0; i < e->p->nk; i++)
+        if (*ts_config_describe(&e->p->k[i], buf, sizeof buf))
+            fprintf(e->f, "// config:    kernel %d (%s): %s\n", i + 1, ts_kernel_kind_name(e->p->k[i].kind), buf);
+}
+
 static void emit_banner(emitter *e) {
     const ts_emit_opts *o = e->o;
     const char *base = strrchr(o->source_path, '/');
@@ -581,7 +592,9 @@ static void emit_banner(emitter *e) {
             e->p->predicted_s * 1e3, o->cost_model->gpu, o->baseline_s / e->p->predicted_s, o->baseline_s * 1e3);
     fprintf(e->f, "// cost model: %s (%s)\n", o->cost_model->path,
             o->cost_model->calibrated ? "calibrated" : "uncalibrated: datasheet figures");
-    fprintf(e->f, "// measured:  %s\n//\n", o->measured ? o->measured : "not tuned on a GPU");
+    fprintf(e->f, "// measured:  %s\n", o->measured ? o->measured : "not tuned on a GPU");
+    emit_banner_configs(e);
+    fputs("//\n", e->f);
     fprintf(e->f, "// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,\n"
                   "// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code\n"
                   "// serialises wgmma). %s_fallback() says when a launch fell back.\n//\n// Buffers (row-major):\n",
@@ -678,6 +691,33 @@ static void print_fallback_note(emitter *e, int ki, const char *what) {
                   "(the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)\";\n", ki + 1, what);
 }
 
+/* The GEMM's template calls with its configuration (src/config.c) as template arguments: the skinny form
+ * for M ≤ skinny_m (alone when M is static), else the wgmma kernel with the mma.sync one as fallback. */
+static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *t) {
+    const ts_kernel_config *c = &k->cfg;
+    const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
+    if (c->skinny_m > 0) {
+        const char *in = c->skinny_only ? "" : "    ";
+        if (!c->skinny_only) fprintf(e->f, "        if (p.M <= %d) { /* decode sizes: stream B at DRAM bandwidth */\n", c->skinny_m);
+        fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d>(p, stream);%s\n", in, t,
+                c->sk_tile_m, c->sk_tile_n, c->sk_stages, kn, du, ki, c->skinny_only ? " /* decode sizes: stream B at DRAM bandwidth */" : "");
+        if (c->skinny_only) {
+            fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
+            return;
+        }
+        fputs("        } else {\n", e->f);
+    }
+    const char *in = c->skinny_m > 0 ? "    " : "";
+    fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n", in, t, c->tile_m,
+            c->tile_n, c->stages, c->cluster_m, kn, du, ki);
+    fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
+    print_fallback_note(e, ki, "GEMM");
+    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n%s        }\n",
+            in, t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki, in);
+    if (c->skinny_m > 0) fputs("        }\n", e->f);
+    fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
+}
+
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
@@ -699,15 +739,7 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? stride_of(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", stride_of(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
-    const ts_kernel_config *c = &k->cfg; /* src/config.c */
-    const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
-    fprintf(e->f, "        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n", t, c->tile_m,
-            c->tile_n, c->stages, c->cluster_m, kn, du, ki);
-    fprintf(e->f, "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n");
-    print_fallback_note(e, ki, "GEMM");
-    fprintf(e->f, "            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n        }\n"
-                  "        if (err != cudaSuccess) return err;\n    }\n",
-            t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki);
+    emit_gemm_calls(e, ki, k, t);
 }
 
 static bool sym_equal(ts_sym a, ts_sym b) {

@@ -84,11 +84,17 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     fb_warps_m x fb_warps_n, fb_stages.
  *   ATTENTION, sm_90a: tile_m query rows per CTA, tile_n keys per K/V tile, `stages` K/V tiles in flight,
  *     pingpong: two consumer warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
- *     fb_tile_k the head-dim chunk of a K/V load, fb_warps_m warps. */
+ *     fb_tile_k the head-dim chunk of a K/V load, fb_warps_m warps.
+ *   GEMM, skinny (decode) form: calls with M ≤ skinny_m (0: never) run the mma.sync template with
+ *     sk_tile_m x sk_tile_n tiles (K-slices of 64, 4 warps along N) and sk_stages, sized so that two CTAs
+ *     share an SM and the weight streams at DRAM bandwidth; skinny_only: M can never exceed skinny_m (a
+ *     static size), so the other forms are not emitted. */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
     int fb_tile_m, fb_tile_n, fb_tile_k, fb_warps_m, fb_warps_n, fb_stages;
+    int skinny_m, sk_tile_m, sk_tile_n, sk_stages;
+    bool skinny_only;
 } ts_kernel_config;
 
 typedef struct {

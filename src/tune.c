@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "emit.h"
 #include "gpu.h"
 #include "interp.h"
@@ -130,38 +131,101 @@ static char *emit_to_string(const ts_tune_opts *o, const ts_plan *p, const char 
 
 static void hash_hex(unsigned long long h, char out[17]) { snprintf(out, 17, "%016llx", h); }
 
-/* The top K plans as headers, duplicates (the same header text) dropped. */
+/* ---- candidates: the top plans, and configurations of the best ------------------------------------ */
+
+enum { TUNE_CONFIG_VARIANTS = 2, TUNE_MAX_VARIANTS = 8 };
+
+static void free_variant(ts_plan *q) {
+    if (!q) return;
+    free(q->name), free(q->k), free(q);
+}
+
+/* Plan p with every GEMM's configuration replaced by its variant v (config.h) where it has one, predicted;
+ * NULL when no kernel has a variant v. A shallow copy: its kernels share operands and expressions with p. */
+static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
+    ts_plan *q = NULL;
+    for (int i = 0; i < p->nk; i++) {
+        ts_kernel_config alt[TUNE_MAX_VARIANTS];
+        if (ts_config_variants(&p->k[i], alt, TUNE_MAX_VARIANTS) <= v) continue;
+        if (!q) {
+            q = ts_xmalloc(sizeof *q);
+            *q = *p;
+            q->k = ts_xmalloc(sizeof *q->k * (size_t)p->nk);
+            memcpy(q->k, p->k, sizeof *q->k * (size_t)p->nk);
+            q->cap_k = p->nk;
+            q->name = ts_strfmt("%s, config %d", p->name, v + 2);
+        }
+        q->k[i].cfg = alt[v];
+    }
+    if (q) ts_costmodel_predict(t->o->cm, t->o->g, q);
+    return q;
+}
+
+/* Candidate t->n: plan (ranked `rank`; `owned` when it is a configuration variant) as a header, unless it
+ * cannot be emitted or its code equals a better-ranked candidate's. Returns whether it was added. */
+static bool add_candidate(tuner *t, int rank, const ts_plan *plan, ts_plan *owned) {
+    const ts_tune_opts *o = t->o;
+    ts_tune_cand *c = &t->c[t->n];
+    char *err = NULL;
+    *c = (ts_tune_cand){.rank = rank, .plan = plan, .predicted_s = plan->predicted_s, .measured_s = NAN,
+                        .rel_error = NAN, .owned = owned};
+    c->header = emit_to_string(o, c->plan, NULL, &c->header_len, &err);
+    if (!c->header) {
+        fprintf(stderr, "%s: note: plan %d (%s) cannot be emitted: %s\n", o->file, rank, c->plan->name, err);
+        free(err);
+        free_variant(owned);
+        return false;
+    }
+    /* the key is the code past the banner (whose predicted times move with the cost model) and the
+     * compiler flags; a plan whose code equals a better-ranked one's is not a new candidate */
+    const char *code = strstr(c->header, "\n#ifndef "), *flags = flags_text(t);
+    if (!code) code = c->header;
+    c->code_hash = ts_fnv1a(ts_fnv1a(TS_FNV_OFFSET, code, strlen(code)), flags, strlen(flags));
+    hash_hex(c->code_hash, c->hash);
+    bool dup = false;
+    for (int j = 0; j < t->n; j++) dup |= t->c[j].code_hash == c->code_hash;
+    if (dup) {
+        free(c->header);
+        free_variant(owned);
+        return false;
+    }
+    c->lib = ts_strfmt("%s/%s/lib%s.so", o->cache_dir, c->hash, o->g->name);
+    c->kernel_s = ts_xmalloc(sizeof(double) * (size_t)(c->plan->nk ? c->plan->nk : 1));
+    for (int k = 0; k < c->plan->nk; k++) c->kernel_s[k] = NAN;
+    t->n++;
+    return true;
+}
+
+/* v[0..n) by predicted time, stably (a tie keeps the order of config.c's list). */
+static void sort_by_prediction(ts_plan **v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j]->predicted_s < v[j - 1]->predicted_s; j--) {
+            ts_plan *x = v[j];
+            v[j] = v[j - 1], v[j - 1] = x;
+        }
+}
+
+/* The best plan again under its GEMMs' other configurations (config.h): variant v gives every GEMM its
+ * v-th alternative where it has one; the cost model ranks them and the TUNE_CONFIG_VARIANTS best become
+ * candidates, so tune times a handful of configurations, not every combination. */
+static void add_config_variants(tuner *t) {
+    if (t->n == 0) return;
+    ts_plan *v[TUNE_MAX_VARIANTS];
+    int nv = 0;
+    for (ts_plan *q; nv < TUNE_MAX_VARIANTS && (q = plan_variant(t, t->c[0].plan, nv)) != NULL;) v[nv++] = q;
+    sort_by_prediction(v, nv);
+    for (int i = 0, added = 0; i < nv; i++) /* ranked after every plan: a tie keeps the default configuration */
+        if (i < TUNE_CONFIG_VARIANTS) added += add_candidate(t, t->o->nplans + 1 + added, v[i], v[i]);
+        else free_variant(v[i]);
+}
+
+/* The top K plans as headers, duplicates (the same header text) dropped, then configuration variants of
+ * the best. */
 static void make_candidates(tuner *t) {
     const ts_tune_opts *o = t->o;
-    t->c = ts_xcalloc((size_t)o->nplans + 1, sizeof *t->c);
-    for (int i = 0; i < o->nplans && t->n < o->top; i++) {
-        ts_tune_cand *c = &t->c[t->n];
-        char *err = NULL;
-        *c = (ts_tune_cand){.rank = i + 1, .plan = &o->plans[i], .predicted_s = o->plans[i].predicted_s,
-                            .measured_s = NAN, .rel_error = NAN};
-        c->header = emit_to_string(o, c->plan, NULL, &c->header_len, &err);
-        if (!c->header) {
-            fprintf(stderr, "%s: note: plan %d (%s) cannot be emitted: %s\n", o->file, i + 1, c->plan->name, err);
-            free(err);
-            continue;
-        }
-        /* the key is the code past the banner (whose predicted times move with the cost model) and the
-         * compiler flags; a plan whose code equals a better-ranked one's is not a new candidate */
-        const char *code = strstr(c->header, "\n#ifndef "), *flags = flags_text(t);
-        if (!code) code = c->header;
-        c->code_hash = ts_fnv1a(ts_fnv1a(TS_FNV_OFFSET, code, strlen(code)), flags, strlen(flags));
-        hash_hex(c->code_hash, c->hash);
-        bool dup = false;
-        for (int j = 0; j < t->n; j++) dup |= t->c[j].code_hash == c->code_hash;
-        if (dup) {
-            free(c->header);
-            continue;
-        }
-        c->lib = ts_strfmt("%s/%s/lib%s.so", o->cache_dir, c->hash, o->g->name);
-        c->kernel_s = ts_xmalloc(sizeof(double) * (size_t)(c->plan->nk ? c->plan->nk : 1));
-        for (int k = 0; k < c->plan->nk; k++) c->kernel_s[k] = NAN;
-        t->n++;
-    }
+    t->c = ts_xcalloc((size_t)o->nplans + 1 + TUNE_CONFIG_VARIANTS, sizeof *t->c);
+    for (int i = 0; i < o->nplans && t->n < o->top; i++) add_candidate(t, i + 1, &o->plans[i], NULL);
+    add_config_variants(t);
 }
 
 /* ---- building into the cache ------------------------------------------------------------------- */
@@ -1054,7 +1118,11 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fprintf(f, "%s\n       {\"label\": ", k ? "," : "");
         json_string(f, label);
         free(label);
-        fprintf(f, ", \"kind\": \"%s\", \"tensor_flops\": ", ts_kernel_kind_name(w.kind));
+        fprintf(f, ", \"kind\": \"%s\", ", ts_kernel_kind_name(w.kind));
+        char cfg[160];
+        if (*ts_config_describe(&c->plan->k[k], cfg, sizeof cfg)) /* the configuration it ran with (config.h) */
+            fputs("\"config\": ", f), json_string(f, cfg), fputs(", ", f);
+        fputs("\"tensor_flops\": ", f);
         json_number(f, w.tensor_flops);
         fputs(", \"fma_flops\": ", f), json_number(f, w.fma_flops);
         fputs(", \"sfu_ops\": ", f), json_number(f, w.sfu_ops);
@@ -1204,6 +1272,7 @@ static void tuner_free(tuner *t) {
     free(t->tin), free(t->tout), free(t->din), free(t->dout);
     for (int i = 0; i < t->n; i++) {
         free(t->c[i].header), free(t->c[i].lib), free(t->c[i].detail), free(t->c[i].kernel_s);
+        free_variant(t->c[i].owned);
     }
     free(t->c);
     if (t->vin) ts_free_buffers(t->vin, t->vg.ninputs);
@@ -1229,9 +1298,14 @@ static int on_gpu(tuner *t) {
     run_candidates(t);
     int chosen = ts_tune_select(t->c, t->n);
     char *how = validation_text(t);
-    printf("graph %s on %s: %d candidate%s (top %d by prediction), validated %s%s, timed as the median of %d runs "
+    int variants = 0;
+    for (int i = 0; i < t->n; i++) variants += t->c[i].owned != NULL;
+    char vtext[64] = "";
+    if (variants) snprintf(vtext, sizeof vtext, " and %d configuration%s of the best", variants, variants == 1 ? "" : "s");
+    printf("graph %s on %s: %d candidate%s (top %d by prediction%s), validated %s%s, timed as the median of %d runs "
            "(L2 flushed)\n",
-           o->g->name, t->gpu_name, t->n, t->n == 1 ? "" : "s", o->top, strcmp(how, "in full") ? "at " : "", how, o->reps);
+           o->g->name, t->gpu_name, t->n, t->n == 1 ? "" : "s", o->top, vtext, strcmp(how, "in full") ? "at " : "", how,
+           o->reps);
     free(how);
     ts_tune_print_table(stdout, t->c, t->n, chosen);
     int rc = EXIT_OK;

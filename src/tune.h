@@ -45,6 +45,7 @@ typedef struct {
     char *detail;         /* why it failed, or a note */
     double predicted_s, measured_s, rel_error; /* NAN until known */
     double *kernel_s;     /* per plan kernel (CUPTI), NAN when not measured */
+    ts_plan *owned;       /* a configuration variant of a ranked plan (plan points to it; freed with it) */
 } ts_tune_cand;
 
 /* The candidate to emit: the fastest with status ok (a tie goes to the better predicted rank); -1 when

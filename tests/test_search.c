@@ -1,9 +1,11 @@
 /* test_search.c — the cost-model-guided search (search.h) through ts_compile: the shapes of the plans it
  * finds for graphs nobody tuned it for (a GEMM with any elementwise chain after it is one GEMM with the
  * chain in its epilogue; norms and softmax are one row kernel; a LayerNorm MLP keeps its centring in the
- * row kernel rather than distributing it through the contraction), that it only improves on its seeds,
+ * row kernel rather than distributing it through the contraction; a decode-size GEMM takes the skinny form
+ * and is predicted from its bytes), that it only improves on its seeds,
  * that the plans it returns are distinct, and that it is deterministic. */
 #include "compile.h"
+#include "config.h"
 #include "egir.h"
 #include "saturate.h"
 #include "testutil.h"
@@ -156,6 +158,78 @@ Test(search, a_layernorm_mlp_is_a_row_kernel_and_two_gemms_not_four) {
     cr_assert_eq(cg.out.plans[0].k[0].nstage, 2, "the mean, then the centred sum of squares");
     free(best);
     free_compiled(&cg);
+}
+
+/* ---- decode-size GEMMs ---------------------------------------------------------------------------- */
+
+/* SwiGLU against 4096×14336 weights with M rows (a size, or `{dynamic: true, typical: N}`). */
+static char *swiglu_at(const char *m) {
+    return ts_strfmt("graph: g\naxes: {m: %s, d: 4096, n: 14336}\n"
+                     "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  U: {dtype: fp16, shape: [d, n]}\n"
+                     "  V: {dtype: fp16, shape: [d, n]}\n"
+                     "ops:\n  - {name: A, op: matmul, args: [X, U], over: d}\n  - {name: B, op: matmul, args: [X, V], over: d}\n"
+                     "  - {name: S, op: silu, args: [B]}\n  - {name: Y, op: mul, args: [A, S]}\noutputs: [Y]\n", m);
+}
+
+/* The best plan's single dual GEMM. */
+static const ts_kernel *only_gemm(const compiled_graph *cg) {
+    const ts_plan *p = &cg->out.plans[0];
+    cr_assert_eq(p->nk, 1);
+    cr_assert_eq(p->k[0].kind, TS_KERNEL_GEMM);
+    return &p->k[0];
+}
+
+Test(search, a_decode_size_gemm_runs_skinny_and_is_predicted_from_its_weight_bytes) {
+    char *yaml = swiglu_at("16");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_kernel *k = only_gemm(&cg);
+    cr_assert(k->cfg.skinny_only && k->cfg.sk_tile_m == 16, "static m = 16: the skinny form alone, 16-row tiles");
+    cr_assert(ts_config_gemm_skinny(&cg.c.g, k));
+    double bytes = 2.0 * 4096 * 14336 * 2, floor_s = bytes / cg.cm.dram_bytes_per_s;
+    double want = cg.cm.launch_s + floor_s / cg.cm.skinny_gemm_efficiency;
+    cr_assert_float_eq(cg.out.plans[0].predicted_s, want, want * 0.01, "predicted %g s, the weights at %g of DRAM: %g s",
+                       cg.out.plans[0].predicted_s, cg.cm.skinny_gemm_efficiency, want);
+    free_compiled(&cg);
+    free(yaml);
+}
+
+Test(search, a_dynamic_m_gemm_keeps_a_skinny_branch_and_a_large_m_gemm_has_none) {
+    char *yaml = swiglu_at("{dynamic: true, typical: 1024}");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_kernel *k = only_gemm(&cg);
+    cr_assert(k->cfg.skinny_m == 64 && !k->cfg.skinny_only, "a run-time M ≤ 64 takes the skinny branch");
+    cr_assert(!ts_config_gemm_skinny(&cg.c.g, k), "predicted at the typical 1024 rows: the large-tile form");
+    free_compiled(&cg);
+    free(yaml);
+    yaml = swiglu_at("1024");
+    compile_yaml(&cg, yaml);
+    cr_assert_eq(only_gemm(&cg)->cfg.skinny_m, 0, "a static M of 1024 never runs skinny");
+    free_compiled(&cg);
+    free(yaml);
+}
+
+Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_gemm) {
+    char *yaml = swiglu_at("1024");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_kernel *k = only_gemm(&cg);
+    ts_kernel_config v[8];
+    int n = ts_config_variants(k, v, 8);
+    cr_assert_gt(n, 1);
+    for (int i = 0; i < n; i++) {
+        cr_expect(v[i].tile_n != k->cfg.tile_n || v[i].stages != k->cfg.stages || v[i].cluster_m != k->cfg.cluster_m,
+                  "variant %d is the default", i);
+        cr_expect_leq(v[i].stages * (v[i].tile_m + 2 * v[i].tile_n) * 128, 225 * 1024, "dual: within shared memory");
+    }
+    free_compiled(&cg);
+    free(yaml);
+    yaml = swiglu_at("16");
+    compile_yaml(&cg, yaml);
+    cr_assert_eq(ts_config_variants(only_gemm(&cg), v, 8), 0);
+    free_compiled(&cg);
+    free(yaml);
 }
 
 /* ---- the search itself ------------------------------------------------------------------------- */
