@@ -2207,7 +2207,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
 
 }  // namespace tsa90
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     static constexpr bool causal = true;
@@ -2227,33 +2229,15 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
-
-}  // namespace tsopt_attention_causal
-#pragma GCC visibility pop
-
-cudaError_t attention_causal_launch(const __half *Q, const __half *K, const __half *V, __half *O, void *workspace, cudaStream_t stream) {
-    using namespace tsopt_attention_causal;
-    fallback_note = nullptr;
-    if (!Q || !K || !V || !O) return cudaErrorInvalidValue;
-    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
-        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
-        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
-        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
-        reinterpret_cast<uintptr_t>(workspace) % 16)
-        return cudaErrorMisalignedAddress;
-    (void)workspace;
-    tst::DeviceFacts facts;
-    cudaError_t err = tst::device_facts(&facts); /* cached per device */
-    if (err != cudaSuccess) return err;
-    const int sms = facts.sms;
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
     (void)sms;
     {
         tsa::AttnParams<__half, K0> p{};
-        p.q = Q + 0;
-        p.k = K + 0;
-        p.v = V + 0;
-        p.o = O;
+        p.q = K0_b1 + 0;
+        p.k = K0_b2 + 0;
+        p.v = K0_b3 + 0;
+        p.o = K0_b0;
         p.q_batch_stride = 0;
         p.q_head_stride = (int64_t)524288;
         p.q_seq_stride = (int64_t)128;
@@ -2280,6 +2264,30 @@ cudaError_t attention_causal_launch(const __half *Q, const __half *K, const __ha
         }
         if (err != cudaSuccess) return err;
     }
+    return cudaSuccess;
+}
+
+}  // namespace tsopt_attention_causal
+#pragma GCC visibility pop
+
+cudaError_t attention_causal_launch(const __half *Q, const __half *K, const __half *V, __half *O, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_attention_causal;
+    fallback_note = nullptr;
+    if (!Q || !K || !V || !O) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
+        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
+        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
+        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
+        reinterpret_cast<uintptr_t>(workspace) % 16)
+        return cudaErrorMisalignedAddress;
+    (void)workspace;
+    tst::DeviceFacts facts;
+    cudaError_t err = tst::device_facts(&facts); /* cached per device */
+    if (err != cudaSuccess) return err;
+    const int sms = facts.sms;
+    /* kernel 1: attention [h,t_q,d_h] over t_kv */
+    err = K0_launch(O, Q, K, V, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

@@ -1339,7 +1339,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     __half *out;
@@ -1385,7 +1387,45 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K0> p{};
+        p.A = K0_b1 + 0;
+        p.B0 = K0_b2 + 0;
+        p.M = (int64_t)8192;
+        p.N = (int64_t)8192;
+        p.K = (int64_t)2048;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)2048;
+        p.ldb = (int64_t)8192;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K0_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)8192;
+        p.ep.p0 = K0_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)2048;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K0_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)8192;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K0_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_gemm_gelu
 #pragma GCC visibility pop
@@ -1405,41 +1445,9 @@ cudaError_t gemm_gelu_launch(const __half *X, const __half *W, const __half *b, 
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsg::GemmParams<__half, K0> p{};
-        p.A = X + 0;
-        p.B0 = W + 0;
-        p.M = (int64_t)8192;
-        p.N = (int64_t)8192;
-        p.K = (int64_t)2048;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)2048;
-        p.ldb = (int64_t)8192;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)8192;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)2048;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)8192;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = b;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: gemm [m,n] over d */
+    err = K0_launch(Y, X, W, b, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

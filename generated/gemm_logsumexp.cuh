@@ -1483,7 +1483,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     __half *out;
@@ -1507,6 +1509,43 @@ struct K0 {
     }
 };
 
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K0> p{};
+        p.A = K0_b1 + 0;
+        p.B0 = K0_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)8192;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)8192;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K0_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)8192;
+        p.ep.p0 = K0_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K0_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)8192;
+        p.ep.s1[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K1Inner {
     const __half *p0;
     int64_t o0, s0[2];
@@ -1526,6 +1565,33 @@ struct K1Finish {
         return v1;
     }
 };
+
+static cudaError_t K1_launch(float *K1_b0, const __half *K1_b1, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsr::ReduceParams<float, K1Inner, K1Finish> p{};
+        p.inner.p0 = K1_b1;
+        p.inner.o0 = 0;
+        p.inner.s0[0] = (int64_t)8192;
+        p.inner.s0[1] = (int64_t)1;
+        p.finish.p0 = K1_b1;
+        p.finish.o0 = 0;
+        p.finish.s0[0] = (int64_t)8192;
+        p.finish.s0[1] = (int64_t)1;
+        p.ndim = 1;
+        p.out = K1_b0;
+        p.numel = 1;
+        p.size[0] = (int64_t)4096;
+        p.out_stride[0] = (int64_t)1;
+        p.numel *= p.size[0];
+        p.len = (int64_t)8192;
+        p.c = 0.0f;
+        err = tsr::launch_reduce<float, K1Inner, K1Finish, tsr::kMax>(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K2Inner {
     const __half *p0;
@@ -1558,6 +1624,39 @@ struct K2Finish {
     }
 };
 
+static cudaError_t K2_launch(float *K2_b0, const __half *K2_b1, const float *K2_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsr::ReduceParams<float, K2Inner, K2Finish> p{};
+        p.inner.p0 = K2_b1;
+        p.inner.o0 = 0;
+        p.inner.s0[0] = (int64_t)8192;
+        p.inner.s0[1] = (int64_t)1;
+        p.inner.p1 = K2_b2;
+        p.inner.o1 = 0;
+        p.inner.s1[0] = (int64_t)1;
+        p.finish.p0 = K2_b1;
+        p.finish.o0 = 0;
+        p.finish.s0[0] = (int64_t)8192;
+        p.finish.s0[1] = (int64_t)1;
+        p.finish.p1 = K2_b2;
+        p.finish.o1 = 0;
+        p.finish.s1[0] = (int64_t)1;
+        p.ndim = 1;
+        p.out = K2_b0;
+        p.numel = 1;
+        p.size[0] = (int64_t)4096;
+        p.out_stride[0] = (int64_t)1;
+        p.numel *= p.size[0];
+        p.len = (int64_t)8192;
+        p.c = 0.0f;
+        err = tsr::launch_reduce<float, K2Inner, K2Finish, tsr::kSum>(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K3Inner {
     const __half *p0;
     int64_t o0, s0[2];
@@ -1583,7 +1682,38 @@ struct K3Finish {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K3_launch(float *K3_b0, const __half *K3_b1, const float *K3_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsr::ReduceParams<float, K3Inner, K3Finish> p{};
+        p.inner.p0 = K3_b1;
+        p.inner.o0 = 0;
+        p.inner.s0[0] = (int64_t)8192;
+        p.inner.s0[1] = (int64_t)1;
+        p.inner.p1 = K3_b2;
+        p.inner.o1 = 0;
+        p.inner.s1[0] = (int64_t)1;
+        p.finish.p0 = K3_b1;
+        p.finish.o0 = 0;
+        p.finish.s0[0] = (int64_t)8192;
+        p.finish.s0[1] = (int64_t)1;
+        p.finish.p1 = K3_b2;
+        p.finish.o1 = 0;
+        p.finish.s1[0] = (int64_t)1;
+        p.ndim = 1;
+        p.out = K3_b0;
+        p.numel = 1;
+        p.size[0] = (int64_t)4096;
+        p.out_stride[0] = (int64_t)1;
+        p.numel *= p.size[0];
+        p.len = (int64_t)8192;
+        p.c = 0.0f;
+        err = tsr::launch_reduce<float, K3Inner, K3Finish, tsr::kMax>(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_gemm_logsumexp
 #pragma GCC visibility pop
@@ -1604,118 +1734,22 @@ cudaError_t gemm_logsumexp_launch(const __half *X, const __half *W, float *Y, vo
     float *tmp1 = reinterpret_cast<float *>(ws);
     ws += (((size_t)(int64_t)16384 + 255) & ~(size_t)255);
     float *tmp2 = reinterpret_cast<float *>(ws);
-    ws += (((size_t)(int64_t)16384 + 255) & ~(size_t)255);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsg::GemmParams<__half, K0> p{};
-        p.A = X + 0;
-        p.B0 = W + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)8192;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)8192;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp0;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)8192;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)8192;
-        p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsr::ReduceParams<float, K1Inner, K1Finish> p{};
-        p.inner.p0 = tmp0;
-        p.inner.o0 = 0;
-        p.inner.s0[0] = (int64_t)8192;
-        p.inner.s0[1] = (int64_t)1;
-        p.finish.p0 = tmp0;
-        p.finish.o0 = 0;
-        p.finish.s0[0] = (int64_t)8192;
-        p.finish.s0[1] = (int64_t)1;
-        p.ndim = 1;
-        p.out = tmp1;
-        p.numel = 1;
-        p.size[0] = (int64_t)4096;
-        p.out_stride[0] = (int64_t)1;
-        p.numel *= p.size[0];
-        p.len = (int64_t)8192;
-        p.c = 0.0f;
-        err = tsr::launch_reduce<float, K1Inner, K1Finish, tsr::kMax>(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsr::ReduceParams<float, K2Inner, K2Finish> p{};
-        p.inner.p0 = tmp0;
-        p.inner.o0 = 0;
-        p.inner.s0[0] = (int64_t)8192;
-        p.inner.s0[1] = (int64_t)1;
-        p.inner.p1 = tmp1;
-        p.inner.o1 = 0;
-        p.inner.s1[0] = (int64_t)1;
-        p.finish.p0 = tmp0;
-        p.finish.o0 = 0;
-        p.finish.s0[0] = (int64_t)8192;
-        p.finish.s0[1] = (int64_t)1;
-        p.finish.p1 = tmp1;
-        p.finish.o1 = 0;
-        p.finish.s1[0] = (int64_t)1;
-        p.ndim = 1;
-        p.out = tmp2;
-        p.numel = 1;
-        p.size[0] = (int64_t)4096;
-        p.out_stride[0] = (int64_t)1;
-        p.numel *= p.size[0];
-        p.len = (int64_t)8192;
-        p.c = 0.0f;
-        err = tsr::launch_reduce<float, K2Inner, K2Finish, tsr::kSum>(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsr::ReduceParams<float, K3Inner, K3Finish> p{};
-        p.inner.p0 = tmp0;
-        p.inner.o0 = 0;
-        p.inner.s0[0] = (int64_t)8192;
-        p.inner.s0[1] = (int64_t)1;
-        p.inner.p1 = tmp2;
-        p.inner.o1 = 0;
-        p.inner.s1[0] = (int64_t)1;
-        p.finish.p0 = tmp0;
-        p.finish.o0 = 0;
-        p.finish.s0[0] = (int64_t)8192;
-        p.finish.s0[1] = (int64_t)1;
-        p.finish.p1 = tmp2;
-        p.finish.o1 = 0;
-        p.finish.s1[0] = (int64_t)1;
-        p.ndim = 1;
-        p.out = Y;
-        p.numel = 1;
-        p.size[0] = (int64_t)4096;
-        p.out_stride[0] = (int64_t)1;
-        p.numel *= p.size[0];
-        p.len = (int64_t)8192;
-        p.c = 0.0f;
-        err = tsr::launch_reduce<float, K3Inner, K3Finish, tsr::kMax>(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: gemm [m,n] over d */
+    err = K0_launch(tmp0, X, W, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: reduce-max [m] over n */
+    err = K1_launch(tmp1, tmp0, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: reduce-sum [m] over n */
+    err = K2_launch(tmp2, tmp0, tmp1, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 4: reduce-max [m] over n */
+    err = K3_launch(Y, tmp0, tmp2, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

@@ -64,8 +64,8 @@ const char *layernorm_mlp_fallback(void);
 /* Bytes of workspace layernorm_mlp_run and layernorm_mlp_launch need (0: pass NULL). */
 static inline size_t layernorm_mlp_workspace_bytes(void) {
     size_t bytes = 0;
-    bytes += (((size_t)(int64_t)8388608 + 255) & ~(size_t)255);
     bytes += (((size_t)(int64_t)33554432 + 255) & ~(size_t)255);
+    bytes += (((size_t)(int64_t)8388608 + 255) & ~(size_t)255);
     return bytes;
 }
 
@@ -1636,7 +1636,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -1727,6 +1729,36 @@ struct K0 {
     }
 };
 
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)1024;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.p1 = K0_b2;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1;
+        p.fn.p2 = K0_b3;
+        p.fn.o2 = 0;
+        p.fn.s2[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)1024;
+        p.fn.qs0[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = (int64_t)4096;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)1024;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K1 {
     __half *out;
     int64_t ob, om;
@@ -1769,6 +1801,46 @@ struct K1 {
     }
 };
 
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, const __half *K1_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)1024;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)1024;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)1024;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K1_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K2 {
     __half *out;
     int64_t ob, om;
@@ -1797,7 +1869,45 @@ struct K2 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K2_b2, const __half *K2_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K2> p{};
+        p.A = K2_b1 + 0;
+        p.B0 = K2_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)1024;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)1024;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K2_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)1024;
+        p.ep.p0 = K2_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K2_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)1024;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K2_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K2>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K2>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_layernorm_mlp
 #pragma GCC visibility pop
@@ -1818,107 +1928,22 @@ cudaError_t layernorm_mlp_launch(const __half *X, const __half *ln_g, const __ha
         return cudaErrorMisalignedAddress;
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
-    __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8388608 + 255) & ~(size_t)255);
     __half *tmp1 = reinterpret_cast<__half *>(ws);
     ws += (((size_t)(int64_t)33554432 + 255) & ~(size_t)255);
+    __half *tmp0 = reinterpret_cast<__half *>(ws);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = X;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)1024;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.p1 = ln_g;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.p2 = ln_b;
-        p.fn.o2 = 0;
-        p.fn.s2[0] = (int64_t)1;
-        p.fn.q0 = tmp0;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)1024;
-        p.fn.qs0[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)4096;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)1024;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = tmp0 + 0;
-        p.B0 = W1 + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)1024;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)1024;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp1;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = tmp0;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)1024;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W1;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = b1;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K2> p{};
-        p.A = tmp1 + 0;
-        p.B0 = W2 + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)1024;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)1024;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)1024;
-        p.ep.p0 = tmp1;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W2;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)1024;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = b2;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K2>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K2>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: row [m,d] over d */
+    err = K0_launch(tmp0, X, ln_g, ln_b, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: gemm [m,f] over d */
+    err = K1_launch(tmp1, tmp0, W1, b1, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: gemm [m,e] over f */
+    err = K2_launch(Y, tmp1, W2, b2, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

@@ -61,8 +61,8 @@ const char *lora_fallback(void);
 /* Bytes of workspace lora_run and lora_launch need (0: pass NULL). */
 static inline size_t lora_workspace_bytes(void) {
     size_t bytes = 0;
-    bytes += (((size_t)(int64_t)131072 + 255) & ~(size_t)255);
     bytes += (((size_t)(int64_t)33554432 + 255) & ~(size_t)255);
+    bytes += (((size_t)(int64_t)131072 + 255) & ~(size_t)255);
     return bytes;
 }
 
@@ -1342,7 +1342,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     __half *out;
@@ -1368,6 +1370,43 @@ struct K0 {
     }
 };
 
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K0> p{};
+        p.A = K0_b1 + 0;
+        p.B0 = K0_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)16;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)16;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K0_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)16;
+        p.ep.p0 = K0_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K0_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)16;
+        p.ep.s1[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K0>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K1 {
     __half *out;
     int64_t ob, om;
@@ -1389,6 +1428,43 @@ struct K1 {
         tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);
     }
 };
+
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K2 {
     __half *out;
@@ -1416,7 +1492,46 @@ struct K2 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K2_b2, const __half *K2_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K2> p{};
+        p.A = K2_b1 + 0;
+        p.B0 = K2_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)16;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)16;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K2_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K2_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)16;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K2_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K2_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)4096;
+        p.ep.s2[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K2>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K2>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_lora
 #pragma GCC visibility pop
@@ -1434,112 +1549,22 @@ cudaError_t lora_launch(const __half *X, const __half *W, const __half *A, const
         return cudaErrorMisalignedAddress;
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
-    __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)131072 + 255) & ~(size_t)255);
     __half *tmp1 = reinterpret_cast<__half *>(ws);
     ws += (((size_t)(int64_t)33554432 + 255) & ~(size_t)255);
+    __half *tmp0 = reinterpret_cast<__half *>(ws);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsg::GemmParams<__half, K0> p{};
-        p.A = X + 0;
-        p.B0 = A + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)16;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)16;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp0;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)16;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = A;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)16;
-        p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K0>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = X + 0;
-        p.B0 = W + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp1;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K2> p{};
-        p.A = tmp0 + 0;
-        p.B0 = B + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)16;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)16;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = tmp0;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)16;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = B;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = tmp1;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)4096;
-        p.ep.s2[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K2>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K2>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: gemm [m,r] over d */
+    err = K0_launch(tmp0, X, A, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: gemm [m,n] over d */
+    err = K1_launch(tmp1, X, W, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: gemm [m,n] over r */
+    err = K2_launch(Y, tmp0, B, tmp1, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

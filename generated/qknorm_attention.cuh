@@ -2502,7 +2502,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
 
 }  // namespace tsa90
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -2570,71 +2572,36 @@ struct K0 {
     }
 };
 
-struct K1 {
-    const __half *p0;
-    int64_t o0, s0[3];
-    const __half *p1;
-    int64_t o1, s1[1];
-    __half *q0;
-    int64_t qo0, qs0[3];
-    static constexpr int kVec = 8, kIn = 1, kStages = 1;
-    struct Base {
-        int64_t in[2], out[1], idx[2];
-    };
-    __device__ void bind(const int64_t *idx, Base &b) const {
-        (void)idx;
-        b.idx[0] = idx[0];
-        b.idx[1] = idx[1];
-        b.in[0] = o0 + idx[0] * s0[0] + idx[1] * s0[1];
-        b.in[1] = o1;
-        b.out[0] = qo0 + idx[0] * qs0[0] + idx[1] * qs0[1];
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)524288;
+        p.fn.s0[1] = (int64_t)128;
+        p.fn.s0[2] = (int64_t)1;
+        p.fn.p1 = K0_b2;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)524288;
+        p.fn.qs0[1] = (int64_t)128;
+        p.fn.qs0[2] = (int64_t)1;
+        p.nrowdim = 2;
+        p.rows = 1;
+        p.rsize[0] = (int64_t)16;
+        p.rows *= p.rsize[0];
+        p.rsize[1] = (int64_t)4096;
+        p.rows *= p.rsize[1];
+        p.len = (int64_t)128;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
     }
-    __device__ static constexpr int combine(int j) {
-        return tsw::kSum;
-    }
-    __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
-        (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
-    }
-    __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
-                          const float *acc, float (&y)[kVec]) const {
-        (void)b, (void)k0, (void)n, (void)x, (void)acc;
-        if (j == 0) {
-#pragma unroll
-            for (int i = 0; i < kVec; i++) {
-                const float v0 = x[0][i];
-                const float v1 = v0 * v0;
-                y[i] = v1;
-            }
-            return;
-        }
-        for (int i = 0; i < kVec; i++) y[i] = 0.f;
-    }
-    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
-        (void)x, (void)acc;
-        float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
-        float y0[kVec];
-#pragma unroll
-        for (int i = 0; i < kVec; i++) {
-            {
-                const float v0 = x[0][i];
-                const float v1 = acc[0];
-                const float v2 = 0.0078125f;
-                const float v3 = v1 * v2;
-                const float v4 = 1e-06f;
-                const float v5 = v3 + v4;
-                const float v6 = sqrtf(v5);
-                const float v7 = __fdividef(1.f, v6);
-                const float v8 = v0 * v7;
-                const float v9 = u1[i];
-                const float v10 = v8 * v9;
-                y0[i] = v10;
-            }
-        }
-        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
-    }
-};
+    return cudaSuccess;
+}
 
 struct K2 {
     static constexpr bool causal = true;
@@ -2654,90 +2621,15 @@ struct K2 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
-
-}  // namespace tsopt_qknorm_attention
-#pragma GCC visibility pop
-
-cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __half *V, const __half *g_q, const __half *g_k, __half *O, void *workspace, cudaStream_t stream) {
-    using namespace tsopt_qknorm_attention;
-    fallback_note = nullptr;
-    if (!Q || !K || !V || !g_q || !g_k || !O) return cudaErrorInvalidValue;
-    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
-        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
-        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
-        reinterpret_cast<uintptr_t>(g_q) % sizeof(*g_q) ||
-        reinterpret_cast<uintptr_t>(g_k) % sizeof(*g_k) ||
-        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
-        reinterpret_cast<uintptr_t>(workspace) % 16)
-        return cudaErrorMisalignedAddress;
-    if (!workspace) return cudaErrorInvalidValue;
-    char *ws = static_cast<char *>(workspace);
-    __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)16777216 + 255) & ~(size_t)255);
-    __half *tmp1 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)16777216 + 255) & ~(size_t)255);
-    tst::DeviceFacts facts;
-    cudaError_t err = tst::device_facts(&facts); /* cached per device */
-    if (err != cudaSuccess) return err;
-    const int sms = facts.sms;
+static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K2_b2, const __half *K2_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
     (void)sms;
     {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = Q;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)524288;
-        p.fn.s0[1] = (int64_t)128;
-        p.fn.s0[2] = (int64_t)1;
-        p.fn.p1 = g_q;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = tmp0;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)524288;
-        p.fn.qs0[1] = (int64_t)128;
-        p.fn.qs0[2] = (int64_t)1;
-        p.nrowdim = 2;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)16;
-        p.rows *= p.rsize[0];
-        p.rsize[1] = (int64_t)4096;
-        p.rows *= p.rsize[1];
-        p.len = (int64_t)128;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsw::RowParams<K1> p{};
-        p.fn.p0 = K;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)524288;
-        p.fn.s0[1] = (int64_t)128;
-        p.fn.s0[2] = (int64_t)1;
-        p.fn.p1 = g_k;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = tmp1;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)524288;
-        p.fn.qs0[1] = (int64_t)128;
-        p.fn.qs0[2] = (int64_t)1;
-        p.nrowdim = 2;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)16;
-        p.rows *= p.rsize[0];
-        p.rsize[1] = (int64_t)4096;
-        p.rows *= p.rsize[1];
-        p.len = (int64_t)128;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
         tsa::AttnParams<__half, K2> p{};
-        p.q = tmp0 + 0;
-        p.k = tmp1 + 0;
-        p.v = V + 0;
-        p.o = O;
+        p.q = K2_b1 + 0;
+        p.k = K2_b2 + 0;
+        p.v = K2_b3 + 0;
+        p.o = K2_b0;
         p.q_batch_stride = 0;
         p.q_head_stride = (int64_t)524288;
         p.q_seq_stride = (int64_t)128;
@@ -2764,6 +2656,42 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
         }
         if (err != cudaSuccess) return err;
     }
+    return cudaSuccess;
+}
+
+}  // namespace tsopt_qknorm_attention
+#pragma GCC visibility pop
+
+cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __half *V, const __half *g_q, const __half *g_k, __half *O, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_qknorm_attention;
+    fallback_note = nullptr;
+    if (!Q || !K || !V || !g_q || !g_k || !O) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
+        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
+        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
+        reinterpret_cast<uintptr_t>(g_q) % sizeof(*g_q) ||
+        reinterpret_cast<uintptr_t>(g_k) % sizeof(*g_k) ||
+        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
+        reinterpret_cast<uintptr_t>(workspace) % 16)
+        return cudaErrorMisalignedAddress;
+    if (!workspace) return cudaErrorInvalidValue;
+    char *ws = static_cast<char *>(workspace);
+    __half *tmp0 = reinterpret_cast<__half *>(ws);
+    ws += (((size_t)(int64_t)16777216 + 255) & ~(size_t)255);
+    __half *tmp1 = reinterpret_cast<__half *>(ws);
+    tst::DeviceFacts facts;
+    cudaError_t err = tst::device_facts(&facts); /* cached per device */
+    if (err != cudaSuccess) return err;
+    const int sms = facts.sms;
+    /* kernel 1: row [h,t_q,d_h] over d_h */
+    err = K0_launch(tmp0, Q, g_q, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: row [h,t_kv,d_h] over d_h */
+    err = K0_launch(tmp1, K, g_k, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: attention [h,t_q,d_h] over t_kv */
+    err = K2_launch(O, tmp0, tmp1, V, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

@@ -597,7 +597,9 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
 
 }  // namespace tsw
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -683,7 +685,40 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K0_launch(__half *K0_b0, __half *K0_b1, const __half *K0_b2, const __half *K0_b3, const __half *K0_b4, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b2;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)4096;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.p1 = K0_b3;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)4096;
+        p.fn.s1[1] = (int64_t)1;
+        p.fn.p2 = K0_b4;
+        p.fn.o2 = 0;
+        p.fn.s2[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)4096;
+        p.fn.qs0[1] = (int64_t)1;
+        p.fn.q1 = K0_b1;
+        p.fn.qo1 = 0;
+        p.fn.qs1[0] = (int64_t)4096;
+        p.fn.qs1[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = (int64_t)4096;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)4096;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_residual_rmsnorm
 #pragma GCC visibility pop
@@ -704,36 +739,9 @@ cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __ha
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = X;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)4096;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.p1 = R;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)4096;
-        p.fn.s1[1] = (int64_t)1;
-        p.fn.p2 = g;
-        p.fn.o2 = 0;
-        p.fn.s2[0] = (int64_t)1;
-        p.fn.q0 = Y;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)4096;
-        p.fn.qs0[1] = (int64_t)1;
-        p.fn.q1 = H;
-        p.fn.qo1 = 0;
-        p.fn.qs1[0] = (int64_t)4096;
-        p.fn.qs1[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)4096;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)4096;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: row [t,d] over d */
+    err = K0_launch(Y, H, X, R, g, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

@@ -1630,7 +1630,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -1690,6 +1692,30 @@ struct K0 {
     }
 };
 
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)4096;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)4096;
+        p.fn.qs0[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = (int64_t)1024;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)4096;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K1 {
     __half *out;
     int64_t ob, om;
@@ -1712,7 +1738,42 @@ struct K1 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.M = (int64_t)1024;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_rmsnorm
 #pragma GCC visibility pop
@@ -1729,61 +1790,16 @@ cudaError_t rmsnorm_launch(const __half *X, const __half *W, __half *Y, void *wo
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
     __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8388608 + 255) & ~(size_t)255);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = X;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)4096;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.q0 = tmp0;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)4096;
-        p.fn.qs0[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)1024;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)4096;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = tmp0 + 0;
-        p.B0 = W + 0;
-        p.M = (int64_t)1024;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = tmp0;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: row [m,d] over d */
+    err = K0_launch(tmp0, X, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: gemm [m,n] over d */
+    err = K1_launch(Y, tmp0, W, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

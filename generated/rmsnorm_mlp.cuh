@@ -1482,7 +1482,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0Inner {
     const __half *p0;
@@ -1508,6 +1510,33 @@ struct K0Finish {
         return v6;
     }
 };
+
+static cudaError_t K0_launch(float *K0_b0, const __half *K0_b1, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsr::ReduceParams<float, K0Inner, K0Finish> p{};
+        p.inner.p0 = K0_b1;
+        p.inner.o0 = 0;
+        p.inner.s0[0] = (int64_t)1024;
+        p.inner.s0[1] = (int64_t)1;
+        p.finish.p0 = K0_b1;
+        p.finish.o0 = 0;
+        p.finish.s0[0] = (int64_t)1024;
+        p.finish.s0[1] = (int64_t)1;
+        p.ndim = 1;
+        p.out = K0_b0;
+        p.numel = 1;
+        p.size[0] = (int64_t)1024;
+        p.out_stride[0] = (int64_t)1;
+        p.numel *= p.size[0];
+        p.len = (int64_t)1024;
+        p.c = 0.0f;
+        err = tsr::launch_reduce<float, K0Inner, K0Finish, tsr::kSum>(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K1 {
     __half *out;
@@ -1540,7 +1569,50 @@ struct K1 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, const __half *K1_b3, const float *K1_b4, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.B1 = K1_b3 + 0;
+        p.M = (int64_t)1024;
+        p.N = (int64_t)1024;
+        p.K = (int64_t)1024;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)1024;
+        p.ldb = (int64_t)1024;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)1024;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)1024;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)1024;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K1_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)1024;
+        p.ep.s2[1] = (int64_t)1;
+        p.ep.p3 = K1_b4;
+        p.ep.o3 = 0;
+        p.ep.s3[0] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 64, 6, 1, true, true, K1>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K1>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_rmsnorm_mlp
 #pragma GCC visibility pop
@@ -1558,72 +1630,16 @@ cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
     float *tmp0 = reinterpret_cast<float *>(ws);
-    ws += (((size_t)(int64_t)4096 + 255) & ~(size_t)255);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsr::ReduceParams<float, K0Inner, K0Finish> p{};
-        p.inner.p0 = X;
-        p.inner.o0 = 0;
-        p.inner.s0[0] = (int64_t)1024;
-        p.inner.s0[1] = (int64_t)1;
-        p.finish.p0 = X;
-        p.finish.o0 = 0;
-        p.finish.s0[0] = (int64_t)1024;
-        p.finish.s0[1] = (int64_t)1;
-        p.ndim = 1;
-        p.out = tmp0;
-        p.numel = 1;
-        p.size[0] = (int64_t)1024;
-        p.out_stride[0] = (int64_t)1;
-        p.numel *= p.size[0];
-        p.len = (int64_t)1024;
-        p.c = 0.0f;
-        err = tsr::launch_reduce<float, K0Inner, K0Finish, tsr::kSum>(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = X + 0;
-        p.B0 = W_up + 0;
-        p.B1 = W_gate + 0;
-        p.M = (int64_t)1024;
-        p.N = (int64_t)1024;
-        p.K = (int64_t)1024;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)1024;
-        p.ldb = (int64_t)1024;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)1024;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)1024;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_up;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)1024;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = W_gate;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)1024;
-        p.ep.s2[1] = (int64_t)1;
-        p.ep.p3 = tmp0;
-        p.ep.o3 = 0;
-        p.ep.s3[0] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 64, 6, 1, true, true, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K1>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: reduce-sum [m] over d */
+    err = K0_launch(tmp0, X, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: dual-gemm [m,n] over d */
+    err = K1_launch(Y, X, W_up, W_gate, tmp0, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

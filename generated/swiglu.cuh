@@ -1339,7 +1339,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     __half *out;
@@ -1375,7 +1377,47 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K0> p{};
+        p.A = K0_b1 + 0;
+        p.B0 = K0_b2 + 0;
+        p.B1 = K0_b3 + 0;
+        p.M = (int64_t)1024;
+        p.N = (int64_t)2048;
+        p.K = (int64_t)2048;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)2048;
+        p.ldb = (int64_t)2048;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K0_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)2048;
+        p.ep.p0 = K0_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)2048;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K0_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)2048;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K0_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)2048;
+        p.ep.s2[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K0>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K0>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_swiglu
 #pragma GCC visibility pop
@@ -1395,43 +1437,9 @@ cudaError_t swiglu_launch(const __half *X, const __half *W_up, const __half *W_g
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsg::GemmParams<__half, K0> p{};
-        p.A = X + 0;
-        p.B0 = W_up + 0;
-        p.B1 = W_gate + 0;
-        p.M = (int64_t)1024;
-        p.N = (int64_t)2048;
-        p.K = (int64_t)2048;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)2048;
-        p.ldb = (int64_t)2048;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)2048;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)2048;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_up;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)2048;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = W_gate;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)2048;
-        p.ep.s2[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K0>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K0>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: dual-gemm [m,n] over d */
+    err = K0_launch(Y, X, W_up, W_gate, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 

@@ -16,6 +16,7 @@
 #include "sym.h"
 #include "util.h"
 #include "version.h"
+#include "workspace.h"
 
 typedef struct {
     FILE *f;
@@ -30,6 +31,10 @@ typedef struct {
     char macros[64][64];                   /* the templates' macros, renamed TSOPT_*, #undef'd at the end */
     int nmacros;
     const char *const *load_expr; /* when set: the C expression of each access slot's loaded value */
+    ts_workspace ws;              /* where each temporary lives (workspace.h) */
+    int *code_of;                 /* per kernel: the first kernel with the same code, whose code it runs */
+    const int *param_of;          /* while printing a kernel's shared code: buffer → its parameter, else NULL */
+    int param_id;                 /* ... and the kernel whose parameters they are */
 } emitter;
 
 static const char *ctype_of(ts_dtype t) {
@@ -442,10 +447,12 @@ static void emit_reduce_functors(emitter *e, int ki, const ts_kernel *k) {
 
 static void print_sym(emitter *e, const ts_sym *s) { ts_sym_print(e->f, s, e->dyn_names); }
 
-/* The pointer variable of buffer b in the launch function. */
+/* The pointer variable of buffer b: in a kernel's launch function (K<i>_launch) its parameter K<i>_b<j>,
+ * in the graph's launch function the tensor's name or tmp<index>. */
 static void buf_ptr(emitter *e, int b, char *out, size_t n) {
     const ts_buffer *B = &e->p->buf[b];
-    if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->in_names[B->index]);
+    if (e->param_of) snprintf(out, n, "K%d_b%d", e->param_id, e->param_of[b]);
+    else if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->in_names[B->index]);
     else if (B->kind == TS_BUF_OUTPUT) snprintf(out, n, "%s", e->out_names[B->index]);
     else snprintf(out, n, "tmp%d", B->index);
 }
@@ -614,12 +621,10 @@ static void print_signature(emitter *e) {
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
 }
 
-/* Bytes of temporary b, rounded up to 256 (each temporary starts 256-byte aligned). */
-static void print_temp_bytes(emitter *e, const ts_buffer *B) {
-    ts_sym n = ts_sym_const(ts_dtype_bytes(B->dtype));
-    for (int d = 0; d < B->ndim; d++) n = ts_sym_mul(n, ts_sym_axis(e->g, &e->dyn, B->axis[d]));
+/* Bytes of a workspace slot, rounded up to 256 (each slot starts 256-byte aligned). */
+static void print_slot_bytes(emitter *e, int slot) {
     fputs("(((size_t)", e->f);
-    print_sym(e, &n);
+    print_sym(e, &e->ws.slot_bytes[slot]);
     fputs(" + 255) & ~(size_t)255)", e->f);
 }
 
@@ -631,12 +636,11 @@ static void emit_workspace_fn(emitter *e) {
     fputs(") {\n", e->f);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "    (void)%s;\n", e->dyn_names[d]);
     fputs("    size_t bytes = 0;\n", e->f);
-    for (int i = 0; i < e->p->nbuf; i++)
-        if (e->p->buf[i].kind == TS_BUF_TEMP) {
-            fputs("    bytes += ", e->f);
-            print_temp_bytes(e, &e->p->buf[i]);
-            fputs(";\n", e->f);
-        }
+    for (int s = 0; s < e->ws.nslot; s++) {
+        fputs("    bytes += ", e->f);
+        print_slot_bytes(e, s);
+        fputs(";\n", e->f);
+    }
     fputs("    return bytes;\n}\n\n", e->f);
 }
 
@@ -904,7 +908,7 @@ static void emit_row_stage(emitter *e, const ts_kernel *k, const index_map *m, c
 
 static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
     int nout = k->nextra + 1;
-    const ts_expr *xs[TS_KERNEL_MAX_OUTS];
+    const ts_expr *xs[TS_KERNEL_MAX_OUTS] = {0};
     for (int o = 0; o < nout; o++) xs[o] = row_out_expr(k, o);
     fputs("    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {\n"
           "        (void)x, (void)acc;\n", e->f);
@@ -984,16 +988,14 @@ static void emit_row_launch(emitter *e, int ki, const ts_kernel *k) {
     fputs("        err = tsw::launch_row(p, sms, stream);\n        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
-static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
-    (void)err; /* every kernel kind has a template; ROW kernels were checked before the header began */
-    switch (k->kind) {
+static void emit_kernel_launch(emitter *e, int ki, const ts_kernel *k) {
+    switch (k->kind) { /* every kernel kind has a template; ROW kernels were checked before the header began */
     case TS_KERNEL_ROW: emit_row_launch(e, ki, k); break;
     case TS_KERNEL_MAP: emit_map_launch(e, ki, k); break;
     case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); break;
     case TS_KERNEL_GEMM: emit_gemm_launch(e, ki, k); break;
     case TS_KERNEL_ATTENTION: emit_attention_launch(e, ki, k); break;
     }
-    return 0;
 }
 
 /* ---- argument checks of the launch helper (the errors the banner documents) ------------------------ */
@@ -1107,31 +1109,6 @@ static void emit_contract_note(emitter *e) {
           e->f);
 }
 
-static int emit_launch_fn(emitter *e, char **err) {
-    fprintf(e->f, "cudaError_t %s_launch(", e->name);
-    print_signature(e);
-    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n    fallback_note = nullptr;\n",
-            e->name);
-    emit_arg_checks(e);
-    bool temps = false;
-    for (int i = 0; i < e->p->nbuf; i++) temps |= e->p->buf[i].kind == TS_BUF_TEMP;
-    if (temps) fputs("    if (!workspace) return cudaErrorInvalidValue;\n    char *ws = static_cast<char *>(workspace);\n", e->f);
-    else fputs("    (void)workspace;\n", e->f);
-    for (int i = 0; i < e->p->nbuf; i++) {
-        const ts_buffer *B = &e->p->buf[i];
-        if (B->kind != TS_BUF_TEMP) continue;
-        fprintf(e->f, "    %s *tmp%d = reinterpret_cast<%s *>(ws);\n    ws += ", ctype_of(B->dtype), B->index, ctype_of(B->dtype));
-        print_temp_bytes(e, B);
-        fputs(";\n", e->f);
-    }
-    fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
-          "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n    (void)sms;\n", e->f);
-    for (int i = 0; i < e->p->nk; i++)
-        if (emit_kernel_launch(e, i, &e->p->k[i], err)) return -1;
-    fputs("    return cudaSuccess;\n}\n\n", e->f);
-    return 0;
-}
-
 /* The declarations every includer sees: the C ABI (plain C and C++), the workspace size (inline C), and
  * for nvcc the typed launch helper. */
 static void emit_declarations(emitter *e) {
@@ -1222,15 +1199,139 @@ static bool causal_skip_ok(const emitter *e, const ts_kernel *k) {
     return !q->dynamic && !kv->dynamic && kv->size >= q->size;
 }
 
-static void emit_functors(emitter *e) {
+/* ---- one code instance per distinct kernel ------------------------------------------------------ */
+/* Each kernel's functor and launch code is printed once as K<i> and K<i>_launch(<its buffers>, <dynamic
+ * sizes>, sms, stream); a kernel whose code, printed under one name, is the same as an earlier kernel's
+ * (the same kernel of another identical layer) calls that one's K<i>_launch with its own buffers. */
+
+/* Adds buffer b to a kernel's parameters (each buffer once; written if any use writes it); returns the count. */
+static int add_param(int *bufs, bool *written, int n, int b, bool w) {
+    for (int i = 0; i < n; i++)
+        if (bufs[i] == b) {
+            written[i] |= w;
+            return n;
+        }
+    bufs[n] = b, written[n] = w;
+    return n + 1;
+}
+
+/* The buffers kernel k touches, in the order of its launch function's parameters: the outputs, then the
+ * operands. bufs and written hold nacc + TS_KERNEL_MAX_OUTS entries. Returns how many. */
+static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
+    int n = add_param(bufs, written, 0, k->out.buf, true);
+    for (int o = 0; o < k->nextra; o++) n = add_param(bufs, written, n, k->extra_out[o].buf, true);
+    for (int s = 0; s < k->nacc; s++) n = add_param(bufs, written, n, k->acc[s].buf, false);
+    return n;
+}
+
+static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
+    if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, ki, k);
+    else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, ki, k);
+    else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, ki, k);
+    else if (k->kind == TS_KERNEL_ROW) emit_row_functor(e, ki, k);
+    else emit_score_functor(e, ki, k, causal_skip_ok(e, k));
+}
+
+/* Kernel k's functor and launch function, named K<id>. */
+static void emit_kernel_code(emitter *e, int id, const ts_kernel *k) {
+    size_t cap = (size_t)k->nacc + TS_KERNEL_MAX_OUTS;
+    int *bufs = ts_xmalloc(cap * sizeof *bufs), *param_of = ts_xmalloc(((size_t)e->p->nbuf + 1) * sizeof *param_of);
+    bool *written = ts_xmalloc(cap * sizeof *written);
+    int n = kernel_buffers(k, bufs, written);
+    for (int b = 0; b < e->p->nbuf; b++) param_of[b] = -1;
+    for (int j = 0; j < n; j++) param_of[bufs[j]] = j;
+    emit_functor(e, id, k);
+    fprintf(e->f, "static cudaError_t K%d_launch(", id);
+    for (int j = 0; j < n; j++)
+        fprintf(e->f, "%s%s *K%d_b%d, ", written[j] ? "" : "const ", ctype_of(e->p->buf[bufs[j]].dtype), id, j);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
+    fputs("int sms, cudaStream_t stream) {\n    cudaError_t err;\n    (void)sms;\n", e->f);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "    (void)%s;\n", e->dyn_names[d]);
+    e->param_of = param_of, e->param_id = id;
+    emit_kernel_launch(e, id, k);
+    e->param_of = NULL;
+    fputs("    return cudaSuccess;\n}\n\n", e->f);
+    free(bufs);
+    free(param_of);
+    free(written);
+}
+
+/* code_of[i]: the first kernel whose code, printed under one name, is kernel i's. */
+static void share_kernel_code(emitter *e) {
+    char **text = ts_xcalloc((size_t)e->p->nk + 1, sizeof *text);
+    FILE *out = e->f;
+    e->code_of = ts_xmalloc(((size_t)e->p->nk + 1) * sizeof *e->code_of);
     for (int i = 0; i < e->p->nk; i++) {
-        const ts_kernel *k = &e->p->k[i];
-        if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, i, k);
-        else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, i, k);
-        else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, i, k);
-        else if (k->kind == TS_KERNEL_ROW) emit_row_functor(e, i, k);
-        else emit_score_functor(e, i, k, causal_skip_ok(e, k));
+        size_t len;
+        e->f = open_memstream(&text[i], &len);
+        TS_ASSERT(e->f);
+        emit_kernel_code(e, -1, &e->p->k[i]);
+        fclose(e->f);
+        e->code_of[i] = i;
+        for (int j = 0; j < i && e->code_of[i] == i; j++)
+            if (e->code_of[j] == j && strcmp(text[j], text[i]) == 0) e->code_of[i] = j;
     }
+    e->f = out;
+    for (int i = 0; i < e->p->nk; i++) free(text[i]);
+    free(text);
+}
+
+/* Kernel i's launch in the graph's launch function: its code's K<j>_launch with its own buffers. */
+static void emit_kernel_call(emitter *e, int i) {
+    const ts_kernel *k = &e->p->k[i];
+    size_t cap = (size_t)k->nacc + TS_KERNEL_MAX_OUTS;
+    int *bufs = ts_xmalloc(cap * sizeof *bufs);
+    bool *written = ts_xmalloc(cap * sizeof *written);
+    int n = kernel_buffers(k, bufs, written);
+    char *what = ts_kernel_describe(e->p, e->g, i), ptr[160];
+    fprintf(e->f, "    /* kernel %d: %s */\n    err = K%d_launch(", i + 1, what, e->code_of[i]);
+    for (int j = 0; j < n; j++) {
+        buf_ptr(e, bufs[j], ptr, sizeof ptr);
+        fprintf(e->f, "%s, ", ptr);
+    }
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%s, ", e->dyn_names[d]);
+    fputs("sms, stream);\n    if (err != cudaSuccess) return err;\n", e->f);
+    free(what);
+    free(bufs);
+    free(written);
+}
+
+/* The code of every distinct kernel (share_kernel_code), once. */
+static void emit_kernels(emitter *e) {
+    for (int i = 0; i < e->p->nk; i++)
+        if (e->code_of[i] == i) emit_kernel_code(e, i, &e->p->k[i]);
+}
+
+/* The temporaries' pointers, slot by slot (workspace.h): every temporary of a slot starts where it does. */
+static void emit_temp_pointers(emitter *e) {
+    fputs("    if (!workspace) return cudaErrorInvalidValue;\n    char *ws = static_cast<char *>(workspace);\n", e->f);
+    for (int s = 0; s < e->ws.nslot; s++) {
+        for (int b = 0; b < e->p->nbuf; b++) {
+            const ts_buffer *B = &e->p->buf[b];
+            if (e->ws.slot_of[b] == s)
+                fprintf(e->f, "    %s *tmp%d = reinterpret_cast<%s *>(ws);\n", ctype_of(B->dtype), B->index, ctype_of(B->dtype));
+        }
+        if (s + 1 == e->ws.nslot) break;
+        fputs("    ws += ", e->f);
+        print_slot_bytes(e, s);
+        fputs(";\n", e->f);
+    }
+}
+
+static int emit_launch_fn(emitter *e, char **err) {
+    (void)err;
+    fprintf(e->f, "cudaError_t %s_launch(", e->name);
+    print_signature(e);
+    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n    fallback_note = nullptr;\n",
+            e->name);
+    emit_arg_checks(e);
+    if (e->ws.nslot) emit_temp_pointers(e);
+    else fputs("    (void)workspace;\n", e->f);
+    fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
+          "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n", e->f);
+    for (int i = 0; i < e->p->nk; i++) emit_kernel_call(e, i);
+    fputs("    return cudaSuccess;\n}\n\n", e->f);
+    return 0;
 }
 
 /* The part only the TU defining TSOPT_<NAME>_IMPLEMENTATION compiles: templates, functors, launch code. */
@@ -1252,9 +1353,9 @@ static int emit_implementation(emitter *e, char **err) {
     fprintf(out, "\n#pragma GCC visibility push(hidden)  // nothing below is shared with another library\n"
                  "namespace tsopt_%s {\n\n", e->name);
     if (embed_templates(e, err)) return -1;
-    fputs("\n// ---- fused expressions of this plan -------------------------------------------------------------\n\n", out);
-    emit_functors(e);
+    fputs("\n// ---- fused expressions and launches of this plan's distinct kernels ---------------------------\n\n", out);
     fputs("static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */\n\n", out);
+    emit_kernels(e);
     fprintf(out, "}  // namespace tsopt_%s\n#pragma GCC visibility pop\n\n", e->name);
     if (emit_launch_fn(e, err)) return -1;
     emit_c_abi(e);
@@ -1284,6 +1385,7 @@ static void free_identifiers(emitter *e) {
 static int emit_parts(emitter *e, char **err) {
     for (int ki = 0; ki < e->p->nk; ki++)
         if (e->p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(e, ki, &e->p->k[ki], err)) return -1;
+    share_kernel_code(e);
     emit_banner(e);
     emit_contract_note(e);
     emit_declarations(e);
@@ -1310,7 +1412,10 @@ int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit
     for (; e.name[i] && i + 1 < sizeof e.upper; i++) e.upper[i] = (char)toupper((unsigned char)e.name[i]);
     e.upper[i] = '\0';
     name_identifiers(&e);
+    ts_workspace_plan(p, g, &e.dyn, &e.ws);
     int rc = emit_parts(&e, err);
+    ts_workspace_free(&e.ws);
+    free(e.code_of);
     free_identifiers(&e);
     return rc;
 }

@@ -95,7 +95,9 @@ namespace tsopt_norm_softmax {
 // ---- row.cuh -----------------------------------------------------------------------------------
 // stub of templates/row.cuh for the emitter golden test: the emitter copies it verbatim
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -217,7 +219,33 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)1024;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.p1 = K0_b2;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)1024;
+        p.fn.qs0[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = t;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)1024;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_norm_softmax
 #pragma GCC visibility pop
@@ -238,28 +266,9 @@ cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = X;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)1024;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.p1 = g;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = S;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)1024;
-        p.fn.qs0[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = t;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)1024;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: row [t,d] over d */
+    err = K0_launch(S, X, g, t, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 
