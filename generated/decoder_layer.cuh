@@ -30,6 +30,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t decoder_layer_workspace(const int64_t *dims);  const char *decoder_layer_fallback(void);
+//   int decoder_layer_graph_run(<as decoder_layer_run>);  int decoder_layer_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t decoder_layer_launch(<inputs>, <outputs>, <dynamic sizes>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_DECODER_LAYER_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -56,6 +62,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int decoder_layer_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* decoder_layer_workspace_bytes with the dynamic sizes from dims. */
 size_t decoder_layer_workspace(const int64_t *dims);
+/* decoder_layer_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int decoder_layer_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next decoder_layer_graph_run captures again). Returns a cudaError_t. */
+int decoder_layer_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *decoder_layer_fallback(void);
@@ -91,6 +102,7 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -3366,6 +3378,92 @@ extern "C" const char *decoder_layer_fallback(void) { return tsopt_decoder_layer
 extern "C" int decoder_layer_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
     if (!buffers || !dims) return (int)cudaErrorInvalidValue;
     return (int)decoder_layer_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<const __half *>(buffers[3]), static_cast<const __half *>(buffers[4]), static_cast<const __half *>(buffers[5]), static_cast<const __half *>(buffers[6]), static_cast<const __half *>(buffers[7]), static_cast<__half *>(buffers[8]), dims[0], workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_decoder_layer {
+
+/* The CUDA graph decoder_layer_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[9] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 9; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    for (int i = 0; i < 1; i++)
+        if (c.dims[i] != dims[i]) return false;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(decoder_layer_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_decoder_layer
+#pragma GCC visibility pop
+
+extern "C" int decoder_layer_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_decoder_layer;
+    if (!buffers || !dims) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return decoder_layer_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(decoder_layer_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 9; i++) c.buffers[i] = buffers[i];
+    for (int i = 0; i < 1; i++) c.dims[i] = dims[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int decoder_layer_graph_reset(void) {
+    using namespace tsopt_decoder_layer;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

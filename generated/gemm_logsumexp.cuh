@@ -23,6 +23,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t gemm_logsumexp_workspace(const int64_t *dims);  const char *gemm_logsumexp_fallback(void);
+//   int gemm_logsumexp_graph_run(<as gemm_logsumexp_run>);  int gemm_logsumexp_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t gemm_logsumexp_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_GEMM_LOGSUMEXP_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -49,6 +55,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int gemm_logsumexp_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* gemm_logsumexp_workspace_bytes with the dynamic sizes from dims. */
 size_t gemm_logsumexp_workspace(const int64_t *dims);
+/* gemm_logsumexp_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int gemm_logsumexp_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next gemm_logsumexp_graph_run captures again). Returns a cudaError_t. */
+int gemm_logsumexp_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *gemm_logsumexp_fallback(void);
@@ -82,6 +93,7 @@ cudaError_t gemm_logsumexp_launch(const __half *X, const __half *W, float *Y, vo
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -1764,6 +1776,90 @@ extern "C" int gemm_logsumexp_run(void *const *buffers, const int64_t *dims, voi
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)gemm_logsumexp_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<float *>(buffers[2]), workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_gemm_logsumexp {
+
+/* The CUDA graph gemm_logsumexp_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[3] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 3; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    (void)dims;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(gemm_logsumexp_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_gemm_logsumexp
+#pragma GCC visibility pop
+
+extern "C" int gemm_logsumexp_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_gemm_logsumexp;
+    if (!buffers) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return gemm_logsumexp_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(gemm_logsumexp_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 3; i++) c.buffers[i] = buffers[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int gemm_logsumexp_graph_reset(void) {
+    using namespace tsopt_gemm_logsumexp;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

@@ -26,6 +26,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t qknorm_attention_workspace(const int64_t *dims);  const char *qknorm_attention_fallback(void);
+//   int qknorm_attention_graph_run(<as qknorm_attention_run>);  int qknorm_attention_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t qknorm_attention_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_QKNORM_ATTENTION_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -52,6 +58,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int qknorm_attention_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* qknorm_attention_workspace_bytes with the dynamic sizes from dims. */
 size_t qknorm_attention_workspace(const int64_t *dims);
+/* qknorm_attention_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int qknorm_attention_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next qknorm_attention_graph_run captures again). Returns a cudaError_t. */
+int qknorm_attention_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *qknorm_attention_fallback(void);
@@ -84,6 +95,7 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -2706,6 +2718,90 @@ extern "C" int qknorm_attention_run(void *const *buffers, const int64_t *dims, v
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)qknorm_attention_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<const __half *>(buffers[3]), static_cast<const __half *>(buffers[4]), static_cast<__half *>(buffers[5]), workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_qknorm_attention {
+
+/* The CUDA graph qknorm_attention_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[6] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 6; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    (void)dims;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(qknorm_attention_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_qknorm_attention
+#pragma GCC visibility pop
+
+extern "C" int qknorm_attention_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_qknorm_attention;
+    if (!buffers) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return qknorm_attention_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(qknorm_attention_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 6; i++) c.buffers[i] = buffers[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int qknorm_attention_graph_reset(void) {
+    using namespace tsopt_qknorm_attention;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

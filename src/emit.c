@@ -543,10 +543,16 @@ static void emit_banner_use(emitter *e) {
                   "//       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)\n"
                   "//       returns a cudaError_t value; errors are returned, never printed\n"
                   "//   size_t %s_workspace(const int64_t *dims);  const char *%s_fallback(void);\n"
+                  "//   int %s_graph_run(<as %s_run>);  int %s_graph_reset(void);\n"
+                  "//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,\n"
+                  "//       buffers, workspace and stream; replayed while they stay the same; updated or captured again\n"
+                  "//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must\n"
+                  "//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own\n"
+                  "//       stream capture it runs as _run.\n"
                   "//   cudaError_t %s_launch(<inputs>, <outputs>, %s<workspace>, stream);  /* nvcc only: typed */\n"
                   "// Exactly one .cu file compiled by nvcc defines TSOPT_%s_IMPLEMENTATION before including it: only\n"
                   "// that file compiles the kernels.\n",
-            n, e->dyn.n ? "<dynamic sizes>" : "void", n, n, n, n, e->dyn.n ? "<dynamic sizes>, " : "", e->upper);
+            n, e->dyn.n ? "<dynamic sizes>" : "void", n, n, n, n, n, n, n, e->dyn.n ? "<dynamic sizes>, " : "", e->upper);
     bool renamed = false;
     for (int i = 0; i < e->g->ninputs + e->g->noutputs; i++) {
         const char *orig = i < e->g->ninputs ? e->g->inputs[i].name : e->g->outputs[i - e->g->ninputs].name;
@@ -1120,9 +1126,14 @@ static void emit_declarations(emitter *e) {
                   " * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */\n"
                   "int %s_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);\n"
                   "/* %s_workspace_bytes with the dynamic sizes from dims. */\nsize_t %s_workspace(const int64_t *dims);\n"
+                  "/* %s_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,\n"
+                  " * replayed while they stay the same (updated or captured again when they change); see the banner. */\n"
+                  "int %s_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);\n"
+                  "/* Destroys the cached CUDA graph (the next %s_graph_run captures again). Returns a cudaError_t. */\n"
+                  "int %s_graph_reset(void);\n"
                   "/* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran\n"
                   " * its fallback and why (e.g. built without -arch=sm_90a). */\nconst char *%s_fallback(void);\n",
-            n, n, n, n);
+            n, n, n, n, n, n, n, n);
     fputs("#ifdef __cplusplus\n}\n#endif\n\n", e->f);
     emit_workspace_fn(e);
     /* the element types declared, not included: cuda_fp16.h and cuda_bf16.h cost seconds of every build */
@@ -1153,6 +1164,77 @@ static void emit_c_abi(emitter *e) {
         fprintf(e->f, "static_cast<%s *>(buffers[%d]), ", ctype_of(e->g->outputs[i].dtype), b);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "dims[%d], ", d);
     fputs("workspace, stream);\n}\n", e->f);
+}
+
+/* ---- the CUDA-graph helper ------------------------------------------------------------------------ */
+
+/* The cache of <name>_graph_run: one executable graph and the call it was captured for. */
+static void emit_graph_cache(emitter *e) {
+    int nbuf = e->g->ninputs + e->g->noutputs, ndims = e->dyn.n ? e->dyn.n : 1;
+    fprintf(e->f, "#pragma GCC visibility push(hidden)\nnamespace tsopt_%s {\n\n"
+                  "/* The CUDA graph %s_graph_run replays and the call it was captured for (device -1: none). */\n"
+                  "struct GraphCache {\n    std::mutex lock;\n    cudaGraphExec_t exec = nullptr;\n    int device = -1;\n"
+                  "    cudaStream_t stream = nullptr;\n    void *workspace = nullptr;\n    void *buffers[%d] = {};\n"
+                  "    int64_t dims[%d] = {};\n};\nstatic GraphCache graph_cache;\n\n",
+            e->name, e->name, nbuf, ndims);
+    fprintf(e->f, "static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,\n"
+                  "                               void *workspace, cudaStream_t stream) {\n"
+                  "    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;\n"
+                  "    for (int i = 0; i < %d; i++)\n        if (c.buffers[i] != buffers[i]) return false;\n", nbuf);
+    if (e->dyn.n)
+        fprintf(e->f, "    for (int i = 0; i < %d; i++)\n        if (c.dims[i] != dims[i]) return false;\n", e->dyn.n);
+    else fputs("    (void)dims;\n", e->f);
+    fputs("    return true;\n}\n\n", e->f);
+}
+
+/* Capturing <name>_run into the cache's graph: updated in place when CUDA can, else instantiated anew. */
+static void emit_graph_capture(emitter *e) {
+    fprintf(e->f, "static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,\n"
+                  "                                 cudaStream_t stream) {\n"
+                  "    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);\n"
+                  "    if (err != cudaSuccess) return err;\n"
+                  "    const cudaError_t launched = static_cast<cudaError_t>(%s_run(buffers, dims, workspace, stream));\n"
+                  "    cudaGraph_t graph = nullptr;\n    err = cudaStreamEndCapture(stream, &graph);\n"
+                  "    if (launched != cudaSuccess || err != cudaSuccess) {\n        if (graph) cudaGraphDestroy(graph);\n"
+                  "        return launched != cudaSuccess ? launched : err;\n    }\n"
+                  "    cudaGraphExecUpdateResultInfo info;\n"
+                  "    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {\n"
+                  "        (void)cudaGetLastError(); /* the refused update is no error of this call */\n"
+                  "        cudaGraphExecDestroy(c.exec);\n        c.exec = nullptr;\n    }\n"
+                  "    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);\n"
+                  "    cudaGraphDestroy(graph);\n    return err;\n}\n\n}  // namespace tsopt_%s\n#pragma GCC visibility pop\n\n",
+            e->name, e->name);
+}
+
+/* <name>_graph_run and <name>_graph_reset (the banner documents them). */
+static void emit_graph_helper(emitter *e) {
+    const char *n = e->name;
+    emit_graph_cache(e);
+    emit_graph_capture(e);
+    fprintf(e->f, "extern \"C\" int %s_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {\n"
+                  "    using namespace tsopt_%s;\n", n, n);
+    fprintf(e->f, "    if (!buffers%s) return (int)cudaErrorInvalidValue;\n", e->dyn.n ? " || !dims" : "");
+    fputs("    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;\n"
+          "    cudaStreamCaptureStatus capturing;\n    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);\n"
+          "    if (err != cudaSuccess) return (int)err;\n", e->f);
+    fprintf(e->f, "    if (capturing != cudaStreamCaptureStatusNone) return %s_run(buffers, dims, workspace, stream); /* the caller's capture */\n"
+                  "    int device;\n    err = cudaGetDevice(&device);\n    if (err != cudaSuccess) return (int)err;\n"
+                  "    GraphCache &c = graph_cache;\n    std::lock_guard<std::mutex> hold(c.lock);\n"
+                  "    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);\n"
+                  "    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */\n"
+                  "    err = static_cast<cudaError_t>(%s_run(buffers, dims, workspace, stream));\n"
+                  "    if (err != cudaSuccess) return (int)err;\n"
+                  "    c.device = -1;\n    err = graph_capture(c, buffers, dims, workspace, stream);\n"
+                  "    if (err != cudaSuccess) return (int)err;\n"
+                  "    c.device = device, c.stream = stream, c.workspace = workspace;\n"
+                  "    for (int i = 0; i < %d; i++) c.buffers[i] = buffers[i];\n",
+            n, n, e->g->ninputs + e->g->noutputs);
+    if (e->dyn.n) fprintf(e->f, "    for (int i = 0; i < %d; i++) c.dims[i] = dims[i];\n", e->dyn.n);
+    fputs("    return (int)cudaSuccess;\n}\n\n", e->f);
+    fprintf(e->f, "extern \"C\" int %s_graph_reset(void) {\n    using namespace tsopt_%s;\n"
+                  "    GraphCache &c = graph_cache;\n    std::lock_guard<std::mutex> hold(c.lock);\n"
+                  "    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;\n"
+                  "    c.exec = nullptr;\n    c.device = -1;\n    return (int)err;\n}\n", n, n);
 }
 
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair. */
@@ -1341,7 +1423,7 @@ static int emit_implementation(emitter *e, char **err) {
             e->upper, e->upper, e->upper);
     fprintf(out, "#ifndef __CUDACC__\n#error \"TSOPT_%s_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels "
                  "are CUDA); other files include the header without it\"\n#endif\n\n", e->upper);
-    fputs("#include <atomic>\n", out); /* tile.cuh's per-device caches */
+    fputs("#include <atomic>\n#include <mutex>\n", out); /* tile.cuh's per-device caches; the graph helper's lock */
     fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <math.h>\n", out);
     if (uses_kind(e->p, TS_KERNEL_GEMM) || uses_kind(e->p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
@@ -1359,6 +1441,8 @@ static int emit_implementation(emitter *e, char **err) {
     fprintf(out, "}  // namespace tsopt_%s\n#pragma GCC visibility pop\n\n", e->name);
     if (emit_launch_fn(e, err)) return -1;
     emit_c_abi(e);
+    fputc('\n', out);
+    emit_graph_helper(e);
     fputc('\n', out);
     for (int i = 0; i < e->nmacros; i++) fprintf(out, "#undef TSOPT_%s\n", e->macros[i]);
     fprintf(out, "#endif  /* TSOPT_%s_IMPLEMENTATION */\n", e->upper);
