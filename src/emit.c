@@ -1469,6 +1469,7 @@ static void free_identifiers(emitter *e) {
 static int emit_parts(emitter *e, char **err) {
     for (int ki = 0; ki < e->p->nk; ki++)
         if (e->p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(e, ki, &e->p->k[ki], err)) return -1;
+    ts_workspace_plan(e->p, e->g, &e->dyn, &e->ws);
     share_kernel_code(e);
     emit_banner(e);
     emit_contract_note(e);
@@ -1496,7 +1497,6 @@ int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit
     for (; e.name[i] && i + 1 < sizeof e.upper; i++) e.upper[i] = (char)toupper((unsigned char)e.name[i]);
     e.upper[i] = '\0';
     name_identifiers(&e);
-    ts_workspace_plan(p, g, &e.dyn, &e.ws);
     int rc = emit_parts(&e, err);
     ts_workspace_free(&e.ws);
     free(e.code_of);
