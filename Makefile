@@ -175,7 +175,8 @@ PREFIX ?= /usr/local
 SHARE   = $(DESTDIR)$(PREFIX)/share/tsopt
 install: $(BUILD)/tsopt
 	install -d $(DESTDIR)$(PREFIX)/bin $(SHARE)/rules $(SHARE)/templates $(SHARE)/costmodel $(SHARE)/calibrate \
-	  $(SHARE)/graphs $(SHARE)/examples/host $(SHARE)/examples/c $(SHARE)/examples/torch $(SHARE)/python
+	  $(SHARE)/graphs $(SHARE)/examples/host $(SHARE)/examples/c $(SHARE)/examples/graph $(SHARE)/examples/torch \
+	  $(SHARE)/python
 	install -m 755 $(BUILD)/tsopt $(DESTDIR)$(PREFIX)/bin/tsopt
 	install -m 644 rules/*.rules $(SHARE)/rules
 	install -m 644 templates/*.cuh $(SHARE)/templates
@@ -185,6 +186,7 @@ install: $(BUILD)/tsopt
 	install -m 644 examples/README.md examples/Makefile examples/CMakeLists.txt $(SHARE)/examples
 	install -m 644 examples/host/* $(SHARE)/examples/host
 	install -m 644 examples/c/* $(SHARE)/examples/c
+	install -m 644 examples/graph/* $(SHARE)/examples/graph
 	install -m 644 examples/torch/* $(SHARE)/examples/torch
 	install -m 644 python/tsopt_torch.py $(SHARE)/python
 
@@ -200,7 +202,7 @@ check-install: $(BUILD)/tsopt
 	@echo "the installed tsopt compiles every bench graph from another folder: ok"
 	@cd $(INSTALL_TEST)/work && $(MAKE) -s -C ../prefix/share/tsopt/examples TSOPT=$(INSTALL_TEST)/prefix/bin/tsopt \
 	  OUT=$(INSTALL_TEST)/work/examples > examples.log 2>&1 || { cat examples.log; exit 1; }
-	@echo "examples/ (host program with two sizes of one graph, C program through the C ABI) build against it: ok"
+	@echo "examples/ (host program with two sizes of one graph, C program through the C ABI, CUDA-graph helper from C) build against it: ok"
 	@if command -v cmake > /dev/null; then cd $(INSTALL_TEST)/work && \
 	  { cmake -S ../prefix/share/tsopt/examples -B cmake -DTSOPT=$(INSTALL_TEST)/prefix/bin/tsopt \
 	      -DGRAPHS=$(INSTALL_TEST)/prefix/share/tsopt/graphs && cmake --build cmake; } > cmake.log 2>&1 || \

@@ -25,6 +25,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t attention_gqa_workspace(const int64_t *dims);  const char *attention_gqa_fallback(void);
+//   int attention_gqa_graph_run(<as attention_gqa_run>);  int attention_gqa_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t attention_gqa_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_ATTENTION_GQA_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -51,6 +57,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int attention_gqa_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* attention_gqa_workspace_bytes with the dynamic sizes from dims. */
 size_t attention_gqa_workspace(const int64_t *dims);
+/* attention_gqa_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int attention_gqa_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next attention_gqa_graph_run captures again). Returns a cudaError_t. */
+int attention_gqa_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *attention_gqa_fallback(void);
@@ -81,6 +92,7 @@ cudaError_t attention_gqa_launch(const __half *Q, const __half *K, const __half 
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -2244,7 +2256,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
 
 }  // namespace tsa90
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     static constexpr bool causal = true;
@@ -2264,33 +2278,15 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
-
-}  // namespace tsopt_attention_gqa
-#pragma GCC visibility pop
-
-cudaError_t attention_gqa_launch(const __half *Q, const __half *K, const __half *V, __half *O, void *workspace, cudaStream_t stream) {
-    using namespace tsopt_attention_gqa;
-    fallback_note = nullptr;
-    if (!Q || !K || !V || !O) return cudaErrorInvalidValue;
-    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
-        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
-        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
-        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
-        reinterpret_cast<uintptr_t>(workspace) % 16)
-        return cudaErrorMisalignedAddress;
-    (void)workspace;
-    tst::DeviceFacts facts;
-    cudaError_t err = tst::device_facts(&facts); /* cached per device */
-    if (err != cudaSuccess) return err;
-    const int sms = facts.sms;
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
     (void)sms;
     {
         tsa::AttnParams<__half, K0> p{};
-        p.q = Q + 0;
-        p.k = K + 0;
-        p.v = V + 0;
-        p.o = O;
+        p.q = K0_b1 + 0;
+        p.k = K0_b2 + 0;
+        p.v = K0_b3 + 0;
+        p.o = K0_b0;
         p.q_batch_stride = 0;
         p.q_head_stride = (int64_t)524288;
         p.q_seq_stride = (int64_t)128;
@@ -2320,6 +2316,30 @@ cudaError_t attention_gqa_launch(const __half *Q, const __half *K, const __half 
     return cudaSuccess;
 }
 
+}  // namespace tsopt_attention_gqa
+#pragma GCC visibility pop
+
+cudaError_t attention_gqa_launch(const __half *Q, const __half *K, const __half *V, __half *O, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_attention_gqa;
+    fallback_note = nullptr;
+    if (!Q || !K || !V || !O) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
+        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
+        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
+        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
+        reinterpret_cast<uintptr_t>(workspace) % 16)
+        return cudaErrorMisalignedAddress;
+    (void)workspace;
+    tst::DeviceFacts facts;
+    cudaError_t err = tst::device_facts(&facts); /* cached per device */
+    if (err != cudaSuccess) return err;
+    const int sms = facts.sms;
+    /* kernel 1: attention [kv_h,grp,t_q,d_h] over t_kv */
+    err = K0_launch(O, Q, K, V, sms, stream);
+    if (err != cudaSuccess) return err;
+    return cudaSuccess;
+}
+
 extern "C" size_t attention_gqa_workspace(const int64_t *dims) {
     (void)dims;
     return attention_gqa_workspace_bytes();
@@ -2331,6 +2351,90 @@ extern "C" int attention_gqa_run(void *const *buffers, const int64_t *dims, void
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)attention_gqa_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<__half *>(buffers[3]), workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_attention_gqa {
+
+/* The CUDA graph attention_gqa_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[4] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 4; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    (void)dims;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(attention_gqa_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_attention_gqa
+#pragma GCC visibility pop
+
+extern "C" int attention_gqa_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_attention_gqa;
+    if (!buffers) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return attention_gqa_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(attention_gqa_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 4; i++) c.buffers[i] = buffers[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int attention_gqa_graph_reset(void) {
+    using namespace tsopt_attention_gqa;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

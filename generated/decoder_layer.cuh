@@ -35,6 +35,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t decoder_layer_workspace(const int64_t *dims);  const char *decoder_layer_fallback(void);
+//   int decoder_layer_graph_run(<as decoder_layer_run>);  int decoder_layer_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t decoder_layer_launch(<inputs>, <outputs>, <dynamic sizes>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_DECODER_LAYER_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -61,6 +67,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int decoder_layer_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* decoder_layer_workspace_bytes with the dynamic sizes from dims. */
 size_t decoder_layer_workspace(const int64_t *dims);
+/* decoder_layer_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int decoder_layer_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next decoder_layer_graph_run captures again). Returns a cudaError_t. */
+int decoder_layer_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *decoder_layer_fallback(void);
@@ -72,14 +83,10 @@ const char *decoder_layer_fallback(void);
 static inline size_t decoder_layer_workspace_bytes(int64_t t) {
     (void)t;
     size_t bytes = 0;
+    bytes += (((size_t)(int64_t)28672*t + 255) & ~(size_t)255);
     bytes += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    bytes += (((size_t)(int64_t)12288*t + 255) & ~(size_t)255);
     bytes += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
     bytes += (((size_t)(int64_t)2048*t + 255) & ~(size_t)255);
-    bytes += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    bytes += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    bytes += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    bytes += (((size_t)(int64_t)28672*t + 255) & ~(size_t)255);
     return bytes;
 }
 
@@ -100,6 +107,7 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -2653,7 +2661,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
 
 }  // namespace tsa90
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -2721,6 +2731,34 @@ struct K0 {
     }
 };
 
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)4096;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.p1 = K0_b2;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)4096;
+        p.fn.qs0[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = t;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)4096;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K1 {
     __half *out;
     int64_t ob, om;
@@ -2742,6 +2780,48 @@ struct K1 {
         tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);
     }
 };
+
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.M = t;
+        p.N = (int64_t)6144;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)6144;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)6144;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)6144;
+        p.ep.s1[1] = (int64_t)1;
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K1>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+            }
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K2 {
     const __half *p0;
@@ -2784,6 +2864,50 @@ struct K2 {
     }
 };
 
+static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsm::MapParams<__half, K2> p{};
+        p.fn.p0 = K2_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)6144;
+        p.fn.s0[1] = (int64_t)512;
+        p.fn.s0[2] = (int64_t)128;
+        p.fn.s0[3] = (int64_t)64;
+        p.fn.s0[4] = (int64_t)1;
+        p.fn.p1 = K2_b1;
+        p.fn.o1 = (int64_t)64;
+        p.fn.s1[0] = (int64_t)6144;
+        p.fn.s1[1] = (int64_t)512;
+        p.fn.s1[2] = (int64_t)128;
+        p.fn.s1[3] = (int64_t)-64;
+        p.fn.s1[4] = (int64_t)1;
+        p.ndim = 5;
+        p.out = K2_b0;
+        p.numel = 1;
+        p.size[0] = t;
+        p.out_stride[0] = (int64_t)4096;
+        p.numel *= p.size[0];
+        p.size[1] = (int64_t)8;
+        p.out_stride[1] = (int64_t)512;
+        p.numel *= p.size[1];
+        p.size[2] = (int64_t)4;
+        p.out_stride[2] = (int64_t)128;
+        p.numel *= p.size[2];
+        p.size[3] = (int64_t)2;
+        p.out_stride[3] = (int64_t)64;
+        p.numel *= p.size[3];
+        p.size[4] = (int64_t)64;
+        p.out_stride[4] = (int64_t)1;
+        p.numel *= p.size[4];
+        err = tsm::launch_map(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K3 {
     const __half *p0;
     int64_t o0, s0[4];
@@ -2825,6 +2949,45 @@ struct K3 {
     }
 };
 
+static cudaError_t K3_launch(__half *K3_b0, const __half *K3_b1, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsm::MapParams<__half, K3> p{};
+        p.fn.p0 = K3_b1;
+        p.fn.o0 = (int64_t)4096;
+        p.fn.s0[0] = (int64_t)6144;
+        p.fn.s0[1] = (int64_t)128;
+        p.fn.s0[2] = (int64_t)64;
+        p.fn.s0[3] = (int64_t)1;
+        p.fn.p1 = K3_b1;
+        p.fn.o1 = (int64_t)4160;
+        p.fn.s1[0] = (int64_t)6144;
+        p.fn.s1[1] = (int64_t)128;
+        p.fn.s1[2] = (int64_t)-64;
+        p.fn.s1[3] = (int64_t)1;
+        p.ndim = 4;
+        p.out = K3_b0;
+        p.numel = 1;
+        p.size[0] = t;
+        p.out_stride[0] = (int64_t)1024;
+        p.numel *= p.size[0];
+        p.size[1] = (int64_t)8;
+        p.out_stride[1] = (int64_t)128;
+        p.numel *= p.size[1];
+        p.size[2] = (int64_t)2;
+        p.out_stride[2] = (int64_t)64;
+        p.numel *= p.size[2];
+        p.size[3] = (int64_t)64;
+        p.out_stride[3] = (int64_t)1;
+        p.numel *= p.size[3];
+        err = tsm::launch_map(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K4 {
     static constexpr bool causal = true;
     __device__ __forceinline__ float operator()(float dot, int q, int k) const {
@@ -2842,6 +3005,45 @@ struct K4 {
         return v9;
     }
 };
+
+static cudaError_t K4_launch(__half *K4_b0, const __half *K4_b1, const __half *K4_b2, const __half *K4_b3, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsa::AttnParams<__half, K4> p{};
+        p.q = K4_b1 + 0;
+        p.k = K4_b2 + 0;
+        p.v = K4_b3 + (int64_t)5120;
+        p.o = K4_b0;
+        p.q_batch_stride = 0;
+        p.q_head_stride = (int64_t)128;
+        p.q_seq_stride = (int64_t)4096;
+        p.k_batch_stride = 0;
+        p.k_head_stride = (int64_t)128;
+        p.k_seq_stride = (int64_t)1024;
+        p.v_batch_stride = 0;
+        p.v_head_stride = (int64_t)128;
+        p.v_seq_stride = (int64_t)6144;
+        p.o_batch_stride = 0;
+        p.o_head_stride = (int64_t)128;
+        p.o_seq_stride = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.n_q_heads = (int64_t)32;
+        p.n_kv_heads = (int64_t)8;
+        p.t_q = t;
+        p.t_kv = t;
+        p.d = (int64_t)128;
+        p.c = 1.44269504f;
+        err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 5 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K5 {
     __half *out;
@@ -2868,6 +3070,52 @@ struct K5 {
         tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);
     }
 };
+
+static cudaError_t K5_launch(__half *K5_b0, const __half *K5_b1, const __half *K5_b2, const __half *K5_b3, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsg::GemmParams<__half, K5> p{};
+        p.A = K5_b1 + 0;
+        p.B0 = K5_b2 + 0;
+        p.M = t;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K5_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K5_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K5_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K5_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)4096;
+        p.ep.s2[1] = (int64_t)1;
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K5>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K5>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 6 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K5>(p, stream);
+            }
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K6 {
     const __half *p0;
@@ -2935,6 +3183,34 @@ struct K6 {
     }
 };
 
+static cudaError_t K6_launch(__half *K6_b0, const __half *K6_b1, const __half *K6_b2, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsw::RowParams<K6> p{};
+        p.fn.p0 = K6_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)4096;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.p1 = K6_b2;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1;
+        p.fn.q0 = K6_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)4096;
+        p.fn.qs0[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = t;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)4096;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K7 {
     __half *out;
     int64_t ob, om;
@@ -2969,6 +3245,53 @@ struct K7 {
     }
 };
 
+static cudaError_t K7_launch(__half *K7_b0, const __half *K7_b1, const __half *K7_b2, const __half *K7_b3, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsg::GemmParams<__half, K7> p{};
+        p.A = K7_b1 + 0;
+        p.B0 = K7_b2 + 0;
+        p.B1 = K7_b3 + 0;
+        p.M = t;
+        p.N = (int64_t)14336;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)14336;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K7_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)14336;
+        p.ep.p0 = K7_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K7_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)14336;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K7_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)14336;
+        p.ep.s2[1] = (int64_t)1;
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 4, true, true, K7>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K7>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 8 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K7>(p, stream);
+            }
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K8 {
     __half *out;
     int64_t ob, om;
@@ -2995,7 +3318,51 @@ struct K8 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K8_launch(__half *K8_b0, const __half *K8_b1, const __half *K8_b2, const __half *K8_b3, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsg::GemmParams<__half, K8> p{};
+        p.A = K8_b1 + 0;
+        p.B0 = K8_b2 + 0;
+        p.M = t;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)14336;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)14336;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K8_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K8_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)14336;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K8_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K8_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)4096;
+        p.ep.s2[1] = (int64_t)1;
+        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K8>(p, stream);
+        } else {
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K8>(p, stream);
+            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+                fallback_note = "kernel 9 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K8>(p, stream);
+            }
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_decoder_layer
 #pragma GCC visibility pop
@@ -3020,323 +3387,48 @@ cudaError_t decoder_layer_launch(const __half *x, const __half *g_attn, const __
     if ((int64_t)t > INT32_MAX) return cudaErrorInvalidValue; /* t: a 32-bit kernel parameter */
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
-    __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
     __half *tmp1 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)12288*t + 255) & ~(size_t)255);
-    __half *tmp2 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    __half *tmp3 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)2048*t + 255) & ~(size_t)255);
-    __half *tmp4 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    __half *tmp5 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
-    __half *tmp6 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
     __half *tmp7 = reinterpret_cast<__half *>(ws);
     ws += (((size_t)(int64_t)28672*t + 255) & ~(size_t)255);
+    __half *tmp0 = reinterpret_cast<__half *>(ws);
+    __half *tmp2 = reinterpret_cast<__half *>(ws);
+    __half *tmp5 = reinterpret_cast<__half *>(ws);
+    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
+    __half *tmp4 = reinterpret_cast<__half *>(ws);
+    __half *tmp6 = reinterpret_cast<__half *>(ws);
+    ws += (((size_t)(int64_t)8192*t + 255) & ~(size_t)255);
+    __half *tmp3 = reinterpret_cast<__half *>(ws);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = x;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)4096;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.p1 = g_attn;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = tmp0;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)4096;
-        p.fn.qs0[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = t;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)4096;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = tmp0 + 0;
-        p.B0 = W_qkv + 0;
-        p.M = t;
-        p.N = (int64_t)6144;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)6144;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp1;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)6144;
-        p.ep.p0 = tmp0;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_qkv;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)6144;
-        p.ep.s1[1] = (int64_t)1;
-        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K1>(p, stream);
-        } else {
-            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-                fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
-            }
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsm::MapParams<__half, K2> p{};
-        p.fn.p0 = tmp1;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)6144;
-        p.fn.s0[1] = (int64_t)512;
-        p.fn.s0[2] = (int64_t)128;
-        p.fn.s0[3] = (int64_t)64;
-        p.fn.s0[4] = (int64_t)1;
-        p.fn.p1 = tmp1;
-        p.fn.o1 = (int64_t)64;
-        p.fn.s1[0] = (int64_t)6144;
-        p.fn.s1[1] = (int64_t)512;
-        p.fn.s1[2] = (int64_t)128;
-        p.fn.s1[3] = (int64_t)-64;
-        p.fn.s1[4] = (int64_t)1;
-        p.ndim = 5;
-        p.out = tmp2;
-        p.numel = 1;
-        p.size[0] = t;
-        p.out_stride[0] = (int64_t)4096;
-        p.numel *= p.size[0];
-        p.size[1] = (int64_t)8;
-        p.out_stride[1] = (int64_t)512;
-        p.numel *= p.size[1];
-        p.size[2] = (int64_t)4;
-        p.out_stride[2] = (int64_t)128;
-        p.numel *= p.size[2];
-        p.size[3] = (int64_t)2;
-        p.out_stride[3] = (int64_t)64;
-        p.numel *= p.size[3];
-        p.size[4] = (int64_t)64;
-        p.out_stride[4] = (int64_t)1;
-        p.numel *= p.size[4];
-        err = tsm::launch_map(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsm::MapParams<__half, K3> p{};
-        p.fn.p0 = tmp1;
-        p.fn.o0 = (int64_t)4096;
-        p.fn.s0[0] = (int64_t)6144;
-        p.fn.s0[1] = (int64_t)128;
-        p.fn.s0[2] = (int64_t)64;
-        p.fn.s0[3] = (int64_t)1;
-        p.fn.p1 = tmp1;
-        p.fn.o1 = (int64_t)4160;
-        p.fn.s1[0] = (int64_t)6144;
-        p.fn.s1[1] = (int64_t)128;
-        p.fn.s1[2] = (int64_t)-64;
-        p.fn.s1[3] = (int64_t)1;
-        p.ndim = 4;
-        p.out = tmp3;
-        p.numel = 1;
-        p.size[0] = t;
-        p.out_stride[0] = (int64_t)1024;
-        p.numel *= p.size[0];
-        p.size[1] = (int64_t)8;
-        p.out_stride[1] = (int64_t)128;
-        p.numel *= p.size[1];
-        p.size[2] = (int64_t)2;
-        p.out_stride[2] = (int64_t)64;
-        p.numel *= p.size[2];
-        p.size[3] = (int64_t)64;
-        p.out_stride[3] = (int64_t)1;
-        p.numel *= p.size[3];
-        err = tsm::launch_map(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsa::AttnParams<__half, K4> p{};
-        p.q = tmp2 + 0;
-        p.k = tmp3 + 0;
-        p.v = tmp1 + (int64_t)5120;
-        p.o = tmp4;
-        p.q_batch_stride = 0;
-        p.q_head_stride = (int64_t)128;
-        p.q_seq_stride = (int64_t)4096;
-        p.k_batch_stride = 0;
-        p.k_head_stride = (int64_t)128;
-        p.k_seq_stride = (int64_t)1024;
-        p.v_batch_stride = 0;
-        p.v_head_stride = (int64_t)128;
-        p.v_seq_stride = (int64_t)6144;
-        p.o_batch_stride = 0;
-        p.o_head_stride = (int64_t)128;
-        p.o_seq_stride = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.n_q_heads = (int64_t)32;
-        p.n_kv_heads = (int64_t)8;
-        p.t_q = t;
-        p.t_kv = t;
-        p.d = (int64_t)128;
-        p.c = 1.44269504f;
-        err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 5 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K5> p{};
-        p.A = tmp4 + 0;
-        p.B0 = W_o + 0;
-        p.M = t;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp5;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = tmp4;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_o;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = x;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)4096;
-        p.ep.s2[1] = (int64_t)1;
-        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K5>(p, stream);
-        } else {
-            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K5>(p, stream);
-            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-                fallback_note = "kernel 6 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K5>(p, stream);
-            }
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsw::RowParams<K6> p{};
-        p.fn.p0 = tmp5;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)4096;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.p1 = g_mlp;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = tmp6;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)4096;
-        p.fn.qs0[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = t;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)4096;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K7> p{};
-        p.A = tmp6 + 0;
-        p.B0 = W_gate + 0;
-        p.B1 = W_up + 0;
-        p.M = t;
-        p.N = (int64_t)14336;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)14336;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp7;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)14336;
-        p.ep.p0 = tmp6;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_gate;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)14336;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = W_up;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)14336;
-        p.ep.s2[1] = (int64_t)1;
-        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 4, true, true, K7>(p, stream);
-        } else {
-            err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K7>(p, stream);
-            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-                fallback_note = "kernel 8 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-                err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K7>(p, stream);
-            }
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K8> p{};
-        p.A = tmp7 + 0;
-        p.B0 = W_down + 0;
-        p.M = t;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)14336;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)14336;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = out;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = tmp7;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)14336;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_down;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = tmp5;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)4096;
-        p.ep.s2[1] = (int64_t)1;
-        if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K8>(p, stream);
-        } else {
-            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K8>(p, stream);
-            if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-                fallback_note = "kernel 9 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-                err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K8>(p, stream);
-            }
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: row [t,d] over d */
+    err = K0_launch(tmp0, x, g_attn, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: gemm [t,qkv] over d */
+    err = K1_launch(tmp1, tmp0, W_qkv, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: map [t,kv_h,grp,two,d_half] */
+    err = K2_launch(tmp2, tmp1, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 4: map [t,kv_h,two,d_half] */
+    err = K3_launch(tmp3, tmp1, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 5: attention [t,kv_h,grp,d_h] over t_kv */
+    err = K4_launch(tmp4, tmp2, tmp3, tmp1, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 6: gemm [t,d] over q_dim */
+    err = K5_launch(tmp5, tmp4, W_o, x, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 7: row [t,d] over d */
+    err = K6_launch(tmp6, tmp5, g_mlp, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 8: dual-gemm [t,f] over d */
+    err = K7_launch(tmp7, tmp6, W_gate, W_up, t, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 9: gemm [t,d] over f */
+    err = K8_launch(out, tmp7, W_down, tmp5, t, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 
@@ -3350,6 +3442,92 @@ extern "C" const char *decoder_layer_fallback(void) { return tsopt_decoder_layer
 extern "C" int decoder_layer_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
     if (!buffers || !dims) return (int)cudaErrorInvalidValue;
     return (int)decoder_layer_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<const __half *>(buffers[3]), static_cast<const __half *>(buffers[4]), static_cast<const __half *>(buffers[5]), static_cast<const __half *>(buffers[6]), static_cast<const __half *>(buffers[7]), static_cast<__half *>(buffers[8]), dims[0], workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_decoder_layer {
+
+/* The CUDA graph decoder_layer_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[9] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 9; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    for (int i = 0; i < 1; i++)
+        if (c.dims[i] != dims[i]) return false;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(decoder_layer_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_decoder_layer
+#pragma GCC visibility pop
+
+extern "C" int decoder_layer_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_decoder_layer;
+    if (!buffers || !dims) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return decoder_layer_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(decoder_layer_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 9; i++) c.buffers[i] = buffers[i];
+    for (int i = 0; i < 1; i++) c.dims[i] = dims[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int decoder_layer_graph_reset(void) {
+    using namespace tsopt_decoder_layer;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

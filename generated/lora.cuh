@@ -28,6 +28,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t lora_workspace(const int64_t *dims);  const char *lora_fallback(void);
+//   int lora_graph_run(<as lora_run>);  int lora_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t lora_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_LORA_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -54,6 +60,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int lora_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* lora_workspace_bytes with the dynamic sizes from dims. */
 size_t lora_workspace(const int64_t *dims);
+/* lora_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int lora_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next lora_graph_run captures again). Returns a cudaError_t. */
+int lora_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *lora_fallback(void);
@@ -64,8 +75,8 @@ const char *lora_fallback(void);
 /* Bytes of workspace lora_run and lora_launch need (0: pass NULL). */
 static inline size_t lora_workspace_bytes(void) {
     size_t bytes = 0;
-    bytes += (((size_t)(int64_t)131072 + 255) & ~(size_t)255);
     bytes += (((size_t)(int64_t)33554432 + 255) & ~(size_t)255);
+    bytes += (((size_t)(int64_t)131072 + 255) & ~(size_t)255);
     return bytes;
 }
 
@@ -86,6 +97,7 @@ cudaError_t lora_launch(const __half *X, const __half *W, const __half *A, const
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -1345,7 +1357,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     __half *out;
@@ -1371,6 +1385,43 @@ struct K0 {
     }
 };
 
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K0> p{};
+        p.A = K0_b1 + 0;
+        p.B0 = K0_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)16;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)16;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K0_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)16;
+        p.ep.p0 = K0_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K0_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)16;
+        p.ep.s1[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K0>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
+
 struct K1 {
     __half *out;
     int64_t ob, om;
@@ -1392,6 +1443,43 @@ struct K1 {
         tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);
     }
 };
+
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)4096;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)4096;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)4096;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K2 {
     __half *out;
@@ -1419,7 +1507,46 @@ struct K2 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K2_b2, const __half *K2_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K2> p{};
+        p.A = K2_b1 + 0;
+        p.B0 = K2_b2 + 0;
+        p.M = (int64_t)4096;
+        p.N = (int64_t)4096;
+        p.K = (int64_t)16;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)16;
+        p.ldb = (int64_t)4096;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K2_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)4096;
+        p.ep.p0 = K2_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)16;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K2_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)4096;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K2_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)4096;
+        p.ep.s2[1] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K2>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K2>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_lora
 #pragma GCC visibility pop
@@ -1437,112 +1564,22 @@ cudaError_t lora_launch(const __half *X, const __half *W, const __half *A, const
         return cudaErrorMisalignedAddress;
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
-    __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)131072 + 255) & ~(size_t)255);
     __half *tmp1 = reinterpret_cast<__half *>(ws);
     ws += (((size_t)(int64_t)33554432 + 255) & ~(size_t)255);
+    __half *tmp0 = reinterpret_cast<__half *>(ws);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsg::GemmParams<__half, K0> p{};
-        p.A = X + 0;
-        p.B0 = A + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)16;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)16;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp0;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)16;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = A;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)16;
-        p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 4, true, false, K0>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = X + 0;
-        p.B0 = W + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)4096;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)4096;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = tmp1;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)4096;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K2> p{};
-        p.A = tmp0 + 0;
-        p.B0 = B + 0;
-        p.M = (int64_t)4096;
-        p.N = (int64_t)4096;
-        p.K = (int64_t)16;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)16;
-        p.ldb = (int64_t)4096;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)4096;
-        p.ep.p0 = tmp0;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)16;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = B;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)4096;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = tmp1;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)4096;
-        p.ep.s2[1] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K2>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K2>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: gemm [m,r] over d */
+    err = K0_launch(tmp0, X, A, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: gemm [m,n] over d */
+    err = K1_launch(tmp1, X, W, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: gemm [m,n] over r */
+    err = K2_launch(Y, tmp0, B, tmp1, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 
@@ -1557,6 +1594,90 @@ extern "C" int lora_run(void *const *buffers, const int64_t *dims, void *workspa
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)lora_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<const __half *>(buffers[3]), static_cast<__half *>(buffers[4]), workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_lora {
+
+/* The CUDA graph lora_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[5] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 5; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    (void)dims;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(lora_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_lora
+#pragma GCC visibility pop
+
+extern "C" int lora_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_lora;
+    if (!buffers) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return lora_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(lora_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 5; i++) c.buffers[i] = buffers[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int lora_graph_reset(void) {
+    using namespace tsopt_lora;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

@@ -27,6 +27,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t qknorm_attention_workspace(const int64_t *dims);  const char *qknorm_attention_fallback(void);
+//   int qknorm_attention_graph_run(<as qknorm_attention_run>);  int qknorm_attention_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t qknorm_attention_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_QKNORM_ATTENTION_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -53,6 +59,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int qknorm_attention_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* qknorm_attention_workspace_bytes with the dynamic sizes from dims. */
 size_t qknorm_attention_workspace(const int64_t *dims);
+/* qknorm_attention_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int qknorm_attention_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next qknorm_attention_graph_run captures again). Returns a cudaError_t. */
+int qknorm_attention_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *qknorm_attention_fallback(void);
@@ -85,6 +96,7 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -2544,7 +2556,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
 
 }  // namespace tsa90
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -2613,72 +2627,36 @@ struct K0 {
     }
 };
 
-struct K1 {
-    const __half *p0;
-    int64_t o0, s0[3];
-    const __half *p1;
-    int64_t o1, s1[1];
-    __half *q0;
-    int64_t qo0, qs0[3];
-    static constexpr int kVec = 8, kIn = 1, kStages = 1;
-    static constexpr bool kPerRow = false;
-    struct Base {
-        int64_t in[2], out[1], idx[2];
-    };
-    __device__ void bind(const int64_t *idx, Base &b) const {
-        (void)idx;
-        b.idx[0] = idx[0];
-        b.idx[1] = idx[1];
-        b.in[0] = o0 + idx[0] * s0[0] + idx[1] * s0[1];
-        b.in[1] = o1;
-        b.out[0] = qo0 + idx[0] * qs0[0] + idx[1] * qs0[1];
+static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b1;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)524288;
+        p.fn.s0[1] = (int64_t)128;
+        p.fn.s0[2] = (int64_t)1;
+        p.fn.p1 = K0_b2;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)524288;
+        p.fn.qs0[1] = (int64_t)128;
+        p.fn.qs0[2] = (int64_t)1;
+        p.nrowdim = 2;
+        p.rows = 1;
+        p.rsize[0] = (int64_t)16;
+        p.rows *= p.rsize[0];
+        p.rsize[1] = (int64_t)4096;
+        p.rows *= p.rsize[1];
+        p.len = (int64_t)128;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
     }
-    __device__ static constexpr int combine(int j) {
-        return tsw::kSum;
-    }
-    __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {
-        (void)b, (void)k0, (void)n;
-        tsv::load_span<kVec>(x[0], p0 + b.in[0], (int64_t)1, k0, n);
-    }
-    __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
-                          const float *acc, float (&y)[kVec]) const {
-        (void)b, (void)k0, (void)n, (void)x, (void)acc;
-        if (j == 0) {
-#pragma unroll
-            for (int i = 0; i < kVec; i++) {
-                const float v0 = x[0][i];
-                const float v1 = v0 * v0;
-                y[i] = v1;
-            }
-            return;
-        }
-        for (int i = 0; i < kVec; i++) y[i] = 0.f;
-    }
-    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {
-        (void)x, (void)acc;
-        float u1[kVec];
-        tsv::load_span<kVec>(u1, p1 + b.in[1], (int64_t)1, k0, n);
-        float y0[kVec];
-#pragma unroll
-        for (int i = 0; i < kVec; i++) {
-            {
-                const float v0 = x[0][i];
-                const float v1 = acc[0];
-                const float v2 = 0.0078125f;
-                const float v3 = v1 * v2;
-                const float v4 = 1e-06f;
-                const float v5 = v3 + v4;
-                const float v6 = sqrtf(v5);
-                const float v7 = __fdividef(1.f, v6);
-                const float v8 = v0 * v7;
-                const float v9 = u1[i];
-                const float v10 = v8 * v9;
-                y0[i] = v10;
-            }
-        }
-        tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
-    }
-};
+    return cudaSuccess;
+}
 
 struct K2 {
     static constexpr bool causal = true;
@@ -2698,90 +2676,15 @@ struct K2 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
-
-}  // namespace tsopt_qknorm_attention
-#pragma GCC visibility pop
-
-cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __half *V, const __half *g_q, const __half *g_k, __half *O, void *workspace, cudaStream_t stream) {
-    using namespace tsopt_qknorm_attention;
-    fallback_note = nullptr;
-    if (!Q || !K || !V || !g_q || !g_k || !O) return cudaErrorInvalidValue;
-    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
-        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
-        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
-        reinterpret_cast<uintptr_t>(g_q) % sizeof(*g_q) ||
-        reinterpret_cast<uintptr_t>(g_k) % sizeof(*g_k) ||
-        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
-        reinterpret_cast<uintptr_t>(workspace) % 16)
-        return cudaErrorMisalignedAddress;
-    if (!workspace) return cudaErrorInvalidValue;
-    char *ws = static_cast<char *>(workspace);
-    __half *tmp0 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)16777216 + 255) & ~(size_t)255);
-    __half *tmp1 = reinterpret_cast<__half *>(ws);
-    ws += (((size_t)(int64_t)16777216 + 255) & ~(size_t)255);
-    tst::DeviceFacts facts;
-    cudaError_t err = tst::device_facts(&facts); /* cached per device */
-    if (err != cudaSuccess) return err;
-    const int sms = facts.sms;
+static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K2_b2, const __half *K2_b3, int sms, cudaStream_t stream) {
+    cudaError_t err;
     (void)sms;
     {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = Q;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)524288;
-        p.fn.s0[1] = (int64_t)128;
-        p.fn.s0[2] = (int64_t)1;
-        p.fn.p1 = g_q;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = tmp0;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)524288;
-        p.fn.qs0[1] = (int64_t)128;
-        p.fn.qs0[2] = (int64_t)1;
-        p.nrowdim = 2;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)16;
-        p.rows *= p.rsize[0];
-        p.rsize[1] = (int64_t)4096;
-        p.rows *= p.rsize[1];
-        p.len = (int64_t)128;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsw::RowParams<K1> p{};
-        p.fn.p0 = K;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)524288;
-        p.fn.s0[1] = (int64_t)128;
-        p.fn.s0[2] = (int64_t)1;
-        p.fn.p1 = g_k;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1;
-        p.fn.q0 = tmp1;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)524288;
-        p.fn.qs0[1] = (int64_t)128;
-        p.fn.qs0[2] = (int64_t)1;
-        p.nrowdim = 2;
-        p.rows = 1;
-        p.rsize[0] = (int64_t)16;
-        p.rows *= p.rsize[0];
-        p.rsize[1] = (int64_t)4096;
-        p.rows *= p.rsize[1];
-        p.len = (int64_t)128;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
         tsa::AttnParams<__half, K2> p{};
-        p.q = tmp0 + 0;
-        p.k = tmp1 + 0;
-        p.v = V + 0;
-        p.o = O;
+        p.q = K2_b1 + 0;
+        p.k = K2_b2 + 0;
+        p.v = K2_b3 + 0;
+        p.o = K2_b0;
         p.q_batch_stride = 0;
         p.q_head_stride = (int64_t)524288;
         p.q_seq_stride = (int64_t)128;
@@ -2811,6 +2714,42 @@ cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __ha
     return cudaSuccess;
 }
 
+}  // namespace tsopt_qknorm_attention
+#pragma GCC visibility pop
+
+cudaError_t qknorm_attention_launch(const __half *Q, const __half *K, const __half *V, const __half *g_q, const __half *g_k, __half *O, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_qknorm_attention;
+    fallback_note = nullptr;
+    if (!Q || !K || !V || !g_q || !g_k || !O) return cudaErrorInvalidValue;
+    if (reinterpret_cast<uintptr_t>(Q) % sizeof(*Q) ||
+        reinterpret_cast<uintptr_t>(K) % sizeof(*K) ||
+        reinterpret_cast<uintptr_t>(V) % sizeof(*V) ||
+        reinterpret_cast<uintptr_t>(g_q) % sizeof(*g_q) ||
+        reinterpret_cast<uintptr_t>(g_k) % sizeof(*g_k) ||
+        reinterpret_cast<uintptr_t>(O) % sizeof(*O) ||
+        reinterpret_cast<uintptr_t>(workspace) % 16)
+        return cudaErrorMisalignedAddress;
+    if (!workspace) return cudaErrorInvalidValue;
+    char *ws = static_cast<char *>(workspace);
+    __half *tmp0 = reinterpret_cast<__half *>(ws);
+    ws += (((size_t)(int64_t)16777216 + 255) & ~(size_t)255);
+    __half *tmp1 = reinterpret_cast<__half *>(ws);
+    tst::DeviceFacts facts;
+    cudaError_t err = tst::device_facts(&facts); /* cached per device */
+    if (err != cudaSuccess) return err;
+    const int sms = facts.sms;
+    /* kernel 1: row [h,t_q,d_h] over d_h */
+    err = K0_launch(tmp0, Q, g_q, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: row [h,t_kv,d_h] over d_h */
+    err = K0_launch(tmp1, K, g_k, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 3: attention [h,t_q,d_h] over t_kv */
+    err = K2_launch(O, tmp0, tmp1, V, sms, stream);
+    if (err != cudaSuccess) return err;
+    return cudaSuccess;
+}
+
 extern "C" size_t qknorm_attention_workspace(const int64_t *dims) {
     (void)dims;
     return qknorm_attention_workspace_bytes();
@@ -2822,6 +2761,90 @@ extern "C" int qknorm_attention_run(void *const *buffers, const int64_t *dims, v
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)qknorm_attention_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<const __half *>(buffers[3]), static_cast<const __half *>(buffers[4]), static_cast<__half *>(buffers[5]), workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_qknorm_attention {
+
+/* The CUDA graph qknorm_attention_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[6] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 6; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    (void)dims;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(qknorm_attention_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_qknorm_attention
+#pragma GCC visibility pop
+
+extern "C" int qknorm_attention_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_qknorm_attention;
+    if (!buffers) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return qknorm_attention_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(qknorm_attention_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 6; i++) c.buffers[i] = buffers[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int qknorm_attention_graph_reset(void) {
+    using namespace tsopt_qknorm_attention;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

@@ -25,6 +25,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t rmsnorm_mlp_workspace(const int64_t *dims);  const char *rmsnorm_mlp_fallback(void);
+//   int rmsnorm_mlp_graph_run(<as rmsnorm_mlp_run>);  int rmsnorm_mlp_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t rmsnorm_mlp_launch(<inputs>, <outputs>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_RMSNORM_MLP_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -51,6 +57,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int rmsnorm_mlp_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* rmsnorm_mlp_workspace_bytes with the dynamic sizes from dims. */
 size_t rmsnorm_mlp_workspace(const int64_t *dims);
+/* rmsnorm_mlp_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int rmsnorm_mlp_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next rmsnorm_mlp_graph_run captures again). Returns a cudaError_t. */
+int rmsnorm_mlp_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *rmsnorm_mlp_fallback(void);
@@ -82,6 +93,7 @@ cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -1483,7 +1495,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 }  // namespace tsg90
 
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0Inner {
     const __half *p0;
@@ -1509,6 +1523,33 @@ struct K0Finish {
         return v6;
     }
 };
+
+static cudaError_t K0_launch(float *K0_b0, const __half *K0_b1, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsr::ReduceParams<float, K0Inner, K0Finish> p{};
+        p.inner.p0 = K0_b1;
+        p.inner.o0 = 0;
+        p.inner.s0[0] = (int64_t)1024;
+        p.inner.s0[1] = (int64_t)1;
+        p.finish.p0 = K0_b1;
+        p.finish.o0 = 0;
+        p.finish.s0[0] = (int64_t)1024;
+        p.finish.s0[1] = (int64_t)1;
+        p.ndim = 1;
+        p.out = K0_b0;
+        p.numel = 1;
+        p.size[0] = (int64_t)1024;
+        p.out_stride[0] = (int64_t)1;
+        p.numel *= p.size[0];
+        p.len = (int64_t)1024;
+        p.c = 0.0f;
+        err = tsr::launch_reduce<float, K0Inner, K0Finish, tsr::kSum>(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 struct K1 {
     __half *out;
@@ -1541,7 +1582,50 @@ struct K1 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K1_b2, const __half *K1_b3, const float *K1_b4, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    {
+        tsg::GemmParams<__half, K1> p{};
+        p.A = K1_b1 + 0;
+        p.B0 = K1_b2 + 0;
+        p.B1 = K1_b3 + 0;
+        p.M = (int64_t)1024;
+        p.N = (int64_t)1024;
+        p.K = (int64_t)1024;
+        p.batch = (int64_t)1;
+        p.lda = (int64_t)1024;
+        p.ldb = (int64_t)1024;
+        p.a_batch_stride = 0;
+        p.b_batch_stride = 0;
+        p.ep.out = K1_b0;
+        p.ep.n = p.N;
+        p.ep.ob = 0;
+        p.ep.om = (int64_t)1024;
+        p.ep.p0 = K1_b1;
+        p.ep.o0 = 0;
+        p.ep.s0[0] = (int64_t)1024;
+        p.ep.s0[1] = (int64_t)1;
+        p.ep.p1 = K1_b2;
+        p.ep.o1 = 0;
+        p.ep.s1[0] = (int64_t)1024;
+        p.ep.s1[1] = (int64_t)1;
+        p.ep.p2 = K1_b3;
+        p.ep.o2 = 0;
+        p.ep.s2[0] = (int64_t)1024;
+        p.ep.s2[1] = (int64_t)1;
+        p.ep.p3 = K1_b4;
+        p.ep.o3 = 0;
+        p.ep.s3[0] = (int64_t)1;
+        err = tsg90::launch_gemm_sm90<__half, 128, 64, 6, 1, true, true, K1>(p, stream);
+        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
+            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
+            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K1>(p, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_rmsnorm_mlp
 #pragma GCC visibility pop
@@ -1559,72 +1643,16 @@ cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
     float *tmp0 = reinterpret_cast<float *>(ws);
-    ws += (((size_t)(int64_t)4096 + 255) & ~(size_t)255);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsr::ReduceParams<float, K0Inner, K0Finish> p{};
-        p.inner.p0 = X;
-        p.inner.o0 = 0;
-        p.inner.s0[0] = (int64_t)1024;
-        p.inner.s0[1] = (int64_t)1;
-        p.finish.p0 = X;
-        p.finish.o0 = 0;
-        p.finish.s0[0] = (int64_t)1024;
-        p.finish.s0[1] = (int64_t)1;
-        p.ndim = 1;
-        p.out = tmp0;
-        p.numel = 1;
-        p.size[0] = (int64_t)1024;
-        p.out_stride[0] = (int64_t)1;
-        p.numel *= p.size[0];
-        p.len = (int64_t)1024;
-        p.c = 0.0f;
-        err = tsr::launch_reduce<float, K0Inner, K0Finish, tsr::kSum>(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
-    {
-        tsg::GemmParams<__half, K1> p{};
-        p.A = X + 0;
-        p.B0 = W_up + 0;
-        p.B1 = W_gate + 0;
-        p.M = (int64_t)1024;
-        p.N = (int64_t)1024;
-        p.K = (int64_t)1024;
-        p.batch = (int64_t)1;
-        p.lda = (int64_t)1024;
-        p.ldb = (int64_t)1024;
-        p.a_batch_stride = 0;
-        p.b_batch_stride = 0;
-        p.ep.out = Y;
-        p.ep.n = p.N;
-        p.ep.ob = 0;
-        p.ep.om = (int64_t)1024;
-        p.ep.p0 = X;
-        p.ep.o0 = 0;
-        p.ep.s0[0] = (int64_t)1024;
-        p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = W_up;
-        p.ep.o1 = 0;
-        p.ep.s1[0] = (int64_t)1024;
-        p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = W_gate;
-        p.ep.o2 = 0;
-        p.ep.s2[0] = (int64_t)1024;
-        p.ep.s2[1] = (int64_t)1;
-        p.ep.p3 = tmp0;
-        p.ep.o3 = 0;
-        p.ep.s3[0] = (int64_t)1;
-        err = tsg90::launch_gemm_sm90<__half, 128, 64, 6, 1, true, true, K1>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 128, 64, 2, 4, 3, true, true, K1>(p, stream);
-        }
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: reduce-sum [m] over d */
+    err = K0_launch(tmp0, X, sms, stream);
+    if (err != cudaSuccess) return err;
+    /* kernel 2: dual-gemm [m,n] over d */
+    err = K1_launch(Y, X, W_up, W_gate, tmp0, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 
@@ -1639,6 +1667,90 @@ extern "C" int rmsnorm_mlp_run(void *const *buffers, const int64_t *dims, void *
     if (!buffers) return (int)cudaErrorInvalidValue;
     (void)dims;
     return (int)rmsnorm_mlp_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<__half *>(buffers[3]), workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_rmsnorm_mlp {
+
+/* The CUDA graph rmsnorm_mlp_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[4] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 4; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    (void)dims;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(rmsnorm_mlp_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_rmsnorm_mlp
+#pragma GCC visibility pop
+
+extern "C" int rmsnorm_mlp_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_rmsnorm_mlp;
+    if (!buffers) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return rmsnorm_mlp_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(rmsnorm_mlp_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 4; i++) c.buffers[i] = buffers[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int rmsnorm_mlp_graph_reset(void) {
+    using namespace tsopt_rmsnorm_mlp;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #undef TSOPT_TSG90_WATCHDOG

@@ -19,6 +19,7 @@
 #include "sym.h"
 #include "util.h"
 #include "version.h"
+#include "workspace.h"
 
 typedef struct {
     FILE *f;
@@ -34,6 +35,10 @@ typedef struct {
     int nmacros;
     const char *const *load_expr; /* when set: the C expression of each access slot's loaded value */
     bool fast_tanh;               /* print_expr: a tanh (ts_expr_tanh_arg) as tst::fast_tanh (tanh.approx) */
+    ts_workspace ws;              /* where each temporary lives (workspace.h) */
+    int *code_of;                 /* per kernel: the first kernel with the same code, whose code it runs */
+    const int *param_of;          /* while printing a kernel's shared code: buffer → its parameter, else NULL */
+    int param_id;                 /* ... and the kernel whose parameters they are */
 } emitter;
 
 static const char *ctype_of(ts_dtype t) {
@@ -455,10 +460,12 @@ static void emit_reduce_functors(emitter *e, int ki, const ts_kernel *k) {
 
 static void print_sym(emitter *e, const ts_sym *s) { ts_sym_print(e->f, s, e->dyn_names); }
 
-/* The pointer variable of buffer b in the launch function. */
+/* The pointer variable of buffer b: in a kernel's launch function (K<i>_launch) its parameter K<i>_b<j>,
+ * in the graph's launch function the tensor's name or tmp<index>. */
 static void buf_ptr(emitter *e, int b, char *out, size_t n) {
     const ts_buffer *B = &e->p->buf[b];
-    if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->in_names[B->index]);
+    if (e->param_of) snprintf(out, n, "K%d_b%d", e->param_id, e->param_of[b]);
+    else if (B->kind == TS_BUF_INPUT) snprintf(out, n, "%s", e->in_names[B->index]);
     else if (B->kind == TS_BUF_OUTPUT) snprintf(out, n, "%s", e->out_names[B->index]);
     else snprintf(out, n, "tmp%d", B->index);
 }
@@ -549,10 +556,16 @@ static void emit_banner_use(emitter *e) {
                   "//       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)\n"
                   "//       returns a cudaError_t value; errors are returned, never printed\n"
                   "//   size_t %s_workspace(const int64_t *dims);  const char *%s_fallback(void);\n"
+                  "//   int %s_graph_run(<as %s_run>);  int %s_graph_reset(void);\n"
+                  "//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,\n"
+                  "//       buffers, workspace and stream; replayed while they stay the same; updated or captured again\n"
+                  "//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must\n"
+                  "//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own\n"
+                  "//       stream capture it runs as _run.\n"
                   "//   cudaError_t %s_launch(<inputs>, <outputs>, %s<workspace>, stream);  /* nvcc only: typed */\n"
                   "// Exactly one .cu file compiled by nvcc defines TSOPT_%s_IMPLEMENTATION before including it: only\n"
                   "// that file compiles the kernels.\n",
-            n, e->dyn.n ? "<dynamic sizes>" : "void", n, n, n, n, e->dyn.n ? "<dynamic sizes>, " : "", e->upper);
+            n, e->dyn.n ? "<dynamic sizes>" : "void", n, n, n, n, n, n, n, e->dyn.n ? "<dynamic sizes>, " : "", e->upper);
     bool renamed = false;
     for (int i = 0; i < e->g->ninputs + e->g->noutputs; i++) {
         const char *orig = i < e->g->ninputs ? e->g->inputs[i].name : e->g->outputs[i - e->g->ninputs].name;
@@ -637,12 +650,10 @@ static void print_signature(emitter *e) {
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
 }
 
-/* Bytes of temporary b, rounded up to 256 (each temporary starts 256-byte aligned). */
-static void print_temp_bytes(emitter *e, const ts_buffer *B) {
-    ts_sym n = ts_sym_const(ts_dtype_bytes(B->dtype));
-    for (int d = 0; d < B->ndim; d++) n = ts_sym_mul(n, ts_sym_axis(e->g, &e->dyn, B->axis[d]));
+/* Bytes of a workspace slot, rounded up to 256 (each slot starts 256-byte aligned). */
+static void print_slot_bytes(emitter *e, int slot) {
     fputs("(((size_t)", e->f);
-    print_sym(e, &n);
+    print_sym(e, &e->ws.slot_bytes[slot]);
     fputs(" + 255) & ~(size_t)255)", e->f);
 }
 
@@ -654,12 +665,11 @@ static void emit_workspace_fn(emitter *e) {
     fputs(") {\n", e->f);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "    (void)%s;\n", e->dyn_names[d]);
     fputs("    size_t bytes = 0;\n", e->f);
-    for (int i = 0; i < e->p->nbuf; i++)
-        if (e->p->buf[i].kind == TS_BUF_TEMP) {
-            fputs("    bytes += ", e->f);
-            print_temp_bytes(e, &e->p->buf[i]);
-            fputs(";\n", e->f);
-        }
+    for (int s = 0; s < e->ws.nslot; s++) {
+        fputs("    bytes += ", e->f);
+        print_slot_bytes(e, s);
+        fputs(";\n", e->f);
+    }
     fputs("    return bytes;\n}\n\n", e->f);
 }
 
@@ -951,7 +961,7 @@ static void emit_row_stage(emitter *e, const ts_kernel *k, const index_map *m, c
 
 static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
     int nout = k->nextra + 1;
-    const ts_expr *xs[TS_KERNEL_MAX_OUTS];
+    const ts_expr *xs[TS_KERNEL_MAX_OUTS] = {0};
     for (int o = 0; o < nout; o++) xs[o] = row_out_expr(k, o);
     fputs("    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {\n"
           "        (void)x, (void)acc;\n", e->f);
@@ -1032,16 +1042,14 @@ static void emit_row_launch(emitter *e, int ki, const ts_kernel *k) {
     fputs("        err = tsw::launch_row(p, sms, stream);\n        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
-static int emit_kernel_launch(emitter *e, int ki, const ts_kernel *k, char **err) {
-    (void)err; /* every kernel kind has a template; ROW kernels were checked before the header began */
-    switch (k->kind) {
+static void emit_kernel_launch(emitter *e, int ki, const ts_kernel *k) {
+    switch (k->kind) { /* every kernel kind has a template; ROW kernels were checked before the header began */
     case TS_KERNEL_ROW: emit_row_launch(e, ki, k); break;
     case TS_KERNEL_MAP: emit_map_launch(e, ki, k); break;
     case TS_KERNEL_REDUCE: emit_reduce_launch(e, ki, k); break;
     case TS_KERNEL_GEMM: emit_gemm_launch(e, ki, k); break;
     case TS_KERNEL_ATTENTION: emit_attention_launch(e, ki, k); break;
     }
-    return 0;
 }
 
 /* ---- argument checks of the launch helper (the errors the banner documents) ------------------------ */
@@ -1155,31 +1163,6 @@ static void emit_contract_note(emitter *e) {
           e->f);
 }
 
-static int emit_launch_fn(emitter *e, char **err) {
-    fprintf(e->f, "cudaError_t %s_launch(", e->name);
-    print_signature(e);
-    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n    fallback_note = nullptr;\n",
-            e->name);
-    emit_arg_checks(e);
-    bool temps = false;
-    for (int i = 0; i < e->p->nbuf; i++) temps |= e->p->buf[i].kind == TS_BUF_TEMP;
-    if (temps) fputs("    if (!workspace) return cudaErrorInvalidValue;\n    char *ws = static_cast<char *>(workspace);\n", e->f);
-    else fputs("    (void)workspace;\n", e->f);
-    for (int i = 0; i < e->p->nbuf; i++) {
-        const ts_buffer *B = &e->p->buf[i];
-        if (B->kind != TS_BUF_TEMP) continue;
-        fprintf(e->f, "    %s *tmp%d = reinterpret_cast<%s *>(ws);\n    ws += ", ctype_of(B->dtype), B->index, ctype_of(B->dtype));
-        print_temp_bytes(e, B);
-        fputs(";\n", e->f);
-    }
-    fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
-          "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n    (void)sms;\n", e->f);
-    for (int i = 0; i < e->p->nk; i++)
-        if (emit_kernel_launch(e, i, &e->p->k[i], err)) return -1;
-    fputs("    return cudaSuccess;\n}\n\n", e->f);
-    return 0;
-}
-
 /* The declarations every includer sees: the C ABI (plain C and C++), the workspace size (inline C), and
  * for nvcc the typed launch helper. */
 static void emit_declarations(emitter *e) {
@@ -1191,9 +1174,14 @@ static void emit_declarations(emitter *e) {
                   " * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */\n"
                   "int %s_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);\n"
                   "/* %s_workspace_bytes with the dynamic sizes from dims. */\nsize_t %s_workspace(const int64_t *dims);\n"
+                  "/* %s_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,\n"
+                  " * replayed while they stay the same (updated or captured again when they change); see the banner. */\n"
+                  "int %s_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);\n"
+                  "/* Destroys the cached CUDA graph (the next %s_graph_run captures again). Returns a cudaError_t. */\n"
+                  "int %s_graph_reset(void);\n"
                   "/* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran\n"
                   " * its fallback and why (e.g. built without -arch=sm_90a). */\nconst char *%s_fallback(void);\n",
-            n, n, n, n);
+            n, n, n, n, n, n, n, n);
     fputs("#ifdef __cplusplus\n}\n#endif\n\n", e->f);
     emit_workspace_fn(e);
     /* the element types declared, not included: cuda_fp16.h and cuda_bf16.h cost seconds of every build */
@@ -1224,6 +1212,77 @@ static void emit_c_abi(emitter *e) {
         fprintf(e->f, "static_cast<%s *>(buffers[%d]), ", ctype_of(e->g->outputs[i].dtype), b);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "dims[%d], ", d);
     fputs("workspace, stream);\n}\n", e->f);
+}
+
+/* ---- the CUDA-graph helper ------------------------------------------------------------------------ */
+
+/* The cache of <name>_graph_run: one executable graph and the call it was captured for. */
+static void emit_graph_cache(emitter *e) {
+    int nbuf = e->g->ninputs + e->g->noutputs, ndims = e->dyn.n ? e->dyn.n : 1;
+    fprintf(e->f, "#pragma GCC visibility push(hidden)\nnamespace tsopt_%s {\n\n"
+                  "/* The CUDA graph %s_graph_run replays and the call it was captured for (device -1: none). */\n"
+                  "struct GraphCache {\n    std::mutex lock;\n    cudaGraphExec_t exec = nullptr;\n    int device = -1;\n"
+                  "    cudaStream_t stream = nullptr;\n    void *workspace = nullptr;\n    void *buffers[%d] = {};\n"
+                  "    int64_t dims[%d] = {};\n};\nstatic GraphCache graph_cache;\n\n",
+            e->name, e->name, nbuf, ndims);
+    fprintf(e->f, "static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,\n"
+                  "                               void *workspace, cudaStream_t stream) {\n"
+                  "    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;\n"
+                  "    for (int i = 0; i < %d; i++)\n        if (c.buffers[i] != buffers[i]) return false;\n", nbuf);
+    if (e->dyn.n)
+        fprintf(e->f, "    for (int i = 0; i < %d; i++)\n        if (c.dims[i] != dims[i]) return false;\n", e->dyn.n);
+    else fputs("    (void)dims;\n", e->f);
+    fputs("    return true;\n}\n\n", e->f);
+}
+
+/* Capturing <name>_run into the cache's graph: updated in place when CUDA can, else instantiated anew. */
+static void emit_graph_capture(emitter *e) {
+    fprintf(e->f, "static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,\n"
+                  "                                 cudaStream_t stream) {\n"
+                  "    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);\n"
+                  "    if (err != cudaSuccess) return err;\n"
+                  "    const cudaError_t launched = static_cast<cudaError_t>(%s_run(buffers, dims, workspace, stream));\n"
+                  "    cudaGraph_t graph = nullptr;\n    err = cudaStreamEndCapture(stream, &graph);\n"
+                  "    if (launched != cudaSuccess || err != cudaSuccess) {\n        if (graph) cudaGraphDestroy(graph);\n"
+                  "        return launched != cudaSuccess ? launched : err;\n    }\n"
+                  "    cudaGraphExecUpdateResultInfo info;\n"
+                  "    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {\n"
+                  "        (void)cudaGetLastError(); /* the refused update is no error of this call */\n"
+                  "        cudaGraphExecDestroy(c.exec);\n        c.exec = nullptr;\n    }\n"
+                  "    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);\n"
+                  "    cudaGraphDestroy(graph);\n    return err;\n}\n\n}  // namespace tsopt_%s\n#pragma GCC visibility pop\n\n",
+            e->name, e->name);
+}
+
+/* <name>_graph_run and <name>_graph_reset (the banner documents them). */
+static void emit_graph_helper(emitter *e) {
+    const char *n = e->name;
+    emit_graph_cache(e);
+    emit_graph_capture(e);
+    fprintf(e->f, "extern \"C\" int %s_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {\n"
+                  "    using namespace tsopt_%s;\n", n, n);
+    fprintf(e->f, "    if (!buffers%s) return (int)cudaErrorInvalidValue;\n", e->dyn.n ? " || !dims" : "");
+    fputs("    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;\n"
+          "    cudaStreamCaptureStatus capturing;\n    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);\n"
+          "    if (err != cudaSuccess) return (int)err;\n", e->f);
+    fprintf(e->f, "    if (capturing != cudaStreamCaptureStatusNone) return %s_run(buffers, dims, workspace, stream); /* the caller's capture */\n"
+                  "    int device;\n    err = cudaGetDevice(&device);\n    if (err != cudaSuccess) return (int)err;\n"
+                  "    GraphCache &c = graph_cache;\n    std::lock_guard<std::mutex> hold(c.lock);\n"
+                  "    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);\n"
+                  "    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */\n"
+                  "    err = static_cast<cudaError_t>(%s_run(buffers, dims, workspace, stream));\n"
+                  "    if (err != cudaSuccess) return (int)err;\n"
+                  "    c.device = -1;\n    err = graph_capture(c, buffers, dims, workspace, stream);\n"
+                  "    if (err != cudaSuccess) return (int)err;\n"
+                  "    c.device = device, c.stream = stream, c.workspace = workspace;\n"
+                  "    for (int i = 0; i < %d; i++) c.buffers[i] = buffers[i];\n",
+            n, n, e->g->ninputs + e->g->noutputs);
+    if (e->dyn.n) fprintf(e->f, "    for (int i = 0; i < %d; i++) c.dims[i] = dims[i];\n", e->dyn.n);
+    fputs("    return (int)cudaSuccess;\n}\n\n", e->f);
+    fprintf(e->f, "extern \"C\" int %s_graph_reset(void) {\n    using namespace tsopt_%s;\n"
+                  "    GraphCache &c = graph_cache;\n    std::lock_guard<std::mutex> hold(c.lock);\n"
+                  "    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;\n"
+                  "    c.exec = nullptr;\n    c.device = -1;\n    return (int)err;\n}\n", n, n);
 }
 
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair. */
@@ -1272,15 +1331,139 @@ static bool causal_skip_ok(const emitter *e, const ts_kernel *k) {
     return !q->dynamic && !kv->dynamic && kv->size >= q->size;
 }
 
-static void emit_functors(emitter *e) {
+/* ---- one code instance per distinct kernel ------------------------------------------------------ */
+/* Each kernel's functor and launch code is printed once as K<i> and K<i>_launch(<its buffers>, <dynamic
+ * sizes>, sms, stream); a kernel whose code, printed under one name, is the same as an earlier kernel's
+ * (the same kernel of another identical layer) calls that one's K<i>_launch with its own buffers. */
+
+/* Adds buffer b to a kernel's parameters (each buffer once; written if any use writes it); returns the count. */
+static int add_param(int *bufs, bool *written, int n, int b, bool w) {
+    for (int i = 0; i < n; i++)
+        if (bufs[i] == b) {
+            written[i] |= w;
+            return n;
+        }
+    bufs[n] = b, written[n] = w;
+    return n + 1;
+}
+
+/* The buffers kernel k touches, in the order of its launch function's parameters: the outputs, then the
+ * operands. bufs and written hold nacc + TS_KERNEL_MAX_OUTS entries. Returns how many. */
+static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
+    int n = add_param(bufs, written, 0, k->out.buf, true);
+    for (int o = 0; o < k->nextra; o++) n = add_param(bufs, written, n, k->extra_out[o].buf, true);
+    for (int s = 0; s < k->nacc; s++) n = add_param(bufs, written, n, k->acc[s].buf, false);
+    return n;
+}
+
+static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
+    if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, ki, k);
+    else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, ki, k);
+    else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, ki, k);
+    else if (k->kind == TS_KERNEL_ROW) emit_row_functor(e, ki, k);
+    else emit_score_functor(e, ki, k, causal_skip_ok(e, k));
+}
+
+/* Kernel k's functor and launch function, named K<id>. */
+static void emit_kernel_code(emitter *e, int id, const ts_kernel *k) {
+    size_t cap = (size_t)k->nacc + TS_KERNEL_MAX_OUTS;
+    int *bufs = ts_xmalloc(cap * sizeof *bufs), *param_of = ts_xmalloc(((size_t)e->p->nbuf + 1) * sizeof *param_of);
+    bool *written = ts_xmalloc(cap * sizeof *written);
+    int n = kernel_buffers(k, bufs, written);
+    for (int b = 0; b < e->p->nbuf; b++) param_of[b] = -1;
+    for (int j = 0; j < n; j++) param_of[bufs[j]] = j;
+    emit_functor(e, id, k);
+    fprintf(e->f, "static cudaError_t K%d_launch(", id);
+    for (int j = 0; j < n; j++)
+        fprintf(e->f, "%s%s *K%d_b%d, ", written[j] ? "" : "const ", ctype_of(e->p->buf[bufs[j]].dtype), id, j);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
+    fputs("int sms, cudaStream_t stream) {\n    cudaError_t err;\n    (void)sms;\n", e->f);
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "    (void)%s;\n", e->dyn_names[d]);
+    e->param_of = param_of, e->param_id = id;
+    emit_kernel_launch(e, id, k);
+    e->param_of = NULL;
+    fputs("    return cudaSuccess;\n}\n\n", e->f);
+    free(bufs);
+    free(param_of);
+    free(written);
+}
+
+/* code_of[i]: the first kernel whose code, printed under one name, is kernel i's. */
+static void share_kernel_code(emitter *e) {
+    char **text = ts_xcalloc((size_t)e->p->nk + 1, sizeof *text);
+    FILE *out = e->f;
+    e->code_of = ts_xmalloc(((size_t)e->p->nk + 1) * sizeof *e->code_of);
     for (int i = 0; i < e->p->nk; i++) {
-        const ts_kernel *k = &e->p->k[i];
-        if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, i, k);
-        else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, i, k);
-        else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, i, k);
-        else if (k->kind == TS_KERNEL_ROW) emit_row_functor(e, i, k);
-        else emit_score_functor(e, i, k, causal_skip_ok(e, k));
+        size_t len;
+        e->f = open_memstream(&text[i], &len);
+        TS_ASSERT(e->f);
+        emit_kernel_code(e, -1, &e->p->k[i]);
+        fclose(e->f);
+        e->code_of[i] = i;
+        for (int j = 0; j < i && e->code_of[i] == i; j++)
+            if (e->code_of[j] == j && strcmp(text[j], text[i]) == 0) e->code_of[i] = j;
     }
+    e->f = out;
+    for (int i = 0; i < e->p->nk; i++) free(text[i]);
+    free(text);
+}
+
+/* Kernel i's launch in the graph's launch function: its code's K<j>_launch with its own buffers. */
+static void emit_kernel_call(emitter *e, int i) {
+    const ts_kernel *k = &e->p->k[i];
+    size_t cap = (size_t)k->nacc + TS_KERNEL_MAX_OUTS;
+    int *bufs = ts_xmalloc(cap * sizeof *bufs);
+    bool *written = ts_xmalloc(cap * sizeof *written);
+    int n = kernel_buffers(k, bufs, written);
+    char *what = ts_kernel_describe(e->p, e->g, i), ptr[160];
+    fprintf(e->f, "    /* kernel %d: %s */\n    err = K%d_launch(", i + 1, what, e->code_of[i]);
+    for (int j = 0; j < n; j++) {
+        buf_ptr(e, bufs[j], ptr, sizeof ptr);
+        fprintf(e->f, "%s, ", ptr);
+    }
+    for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%s, ", e->dyn_names[d]);
+    fputs("sms, stream);\n    if (err != cudaSuccess) return err;\n", e->f);
+    free(what);
+    free(bufs);
+    free(written);
+}
+
+/* The code of every distinct kernel (share_kernel_code), once. */
+static void emit_kernels(emitter *e) {
+    for (int i = 0; i < e->p->nk; i++)
+        if (e->code_of[i] == i) emit_kernel_code(e, i, &e->p->k[i]);
+}
+
+/* The temporaries' pointers, slot by slot (workspace.h): every temporary of a slot starts where it does. */
+static void emit_temp_pointers(emitter *e) {
+    fputs("    if (!workspace) return cudaErrorInvalidValue;\n    char *ws = static_cast<char *>(workspace);\n", e->f);
+    for (int s = 0; s < e->ws.nslot; s++) {
+        for (int b = 0; b < e->p->nbuf; b++) {
+            const ts_buffer *B = &e->p->buf[b];
+            if (e->ws.slot_of[b] == s)
+                fprintf(e->f, "    %s *tmp%d = reinterpret_cast<%s *>(ws);\n", ctype_of(B->dtype), B->index, ctype_of(B->dtype));
+        }
+        if (s + 1 == e->ws.nslot) break;
+        fputs("    ws += ", e->f);
+        print_slot_bytes(e, s);
+        fputs(";\n", e->f);
+    }
+}
+
+static int emit_launch_fn(emitter *e, char **err) {
+    (void)err;
+    fprintf(e->f, "cudaError_t %s_launch(", e->name);
+    print_signature(e);
+    fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n    fallback_note = nullptr;\n",
+            e->name);
+    emit_arg_checks(e);
+    if (e->ws.nslot) emit_temp_pointers(e);
+    else fputs("    (void)workspace;\n", e->f);
+    fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
+          "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n", e->f);
+    for (int i = 0; i < e->p->nk; i++) emit_kernel_call(e, i);
+    fputs("    return cudaSuccess;\n}\n\n", e->f);
+    return 0;
 }
 
 /* The part only the TU defining TSOPT_<NAME>_IMPLEMENTATION compiles: templates, functors, launch code. */
@@ -1290,7 +1473,7 @@ static int emit_implementation(emitter *e, char **err) {
             e->upper, e->upper, e->upper);
     fprintf(out, "#ifndef __CUDACC__\n#error \"TSOPT_%s_IMPLEMENTATION: define it in one .cu file compiled by nvcc (the kernels "
                  "are CUDA); other files include the header without it\"\n#endif\n\n", e->upper);
-    fputs("#include <atomic>\n", out); /* tile.cuh's per-device caches */
+    fputs("#include <atomic>\n#include <mutex>\n", out); /* tile.cuh's per-device caches; the graph helper's lock */
     fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <math.h>\n", out);
     if (uses_kind(e->p, TS_KERNEL_GEMM) || uses_kind(e->p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
@@ -1302,12 +1485,14 @@ static int emit_implementation(emitter *e, char **err) {
     fprintf(out, "\n#pragma GCC visibility push(hidden)  // nothing below is shared with another library\n"
                  "namespace tsopt_%s {\n\n", e->name);
     if (embed_templates(e, err)) return -1;
-    fputs("\n// ---- fused expressions of this plan -------------------------------------------------------------\n\n", out);
-    emit_functors(e);
+    fputs("\n// ---- fused expressions and launches of this plan's distinct kernels ---------------------------\n\n", out);
     fputs("static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */\n\n", out);
+    emit_kernels(e);
     fprintf(out, "}  // namespace tsopt_%s\n#pragma GCC visibility pop\n\n", e->name);
     if (emit_launch_fn(e, err)) return -1;
     emit_c_abi(e);
+    fputc('\n', out);
+    emit_graph_helper(e);
     fputc('\n', out);
     for (int i = 0; i < e->nmacros; i++) fprintf(out, "#undef TSOPT_%s\n", e->macros[i]);
     fprintf(out, "#endif  /* TSOPT_%s_IMPLEMENTATION */\n", e->upper);
@@ -1334,6 +1519,8 @@ static void free_identifiers(emitter *e) {
 static int emit_parts(emitter *e, char **err) {
     for (int ki = 0; ki < e->p->nk; ki++)
         if (e->p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(e, ki, &e->p->k[ki], err)) return -1;
+    ts_workspace_plan(e->p, e->g, &e->dyn, &e->ws);
+    share_kernel_code(e);
     emit_banner(e);
     emit_contract_note(e);
     emit_declarations(e);
@@ -1361,6 +1548,8 @@ int ts_emit_header(FILE *out, const ts_graph *g, const ts_plan *p, const ts_emit
     e.upper[i] = '\0';
     name_identifiers(&e);
     int rc = emit_parts(&e, err);
+    ts_workspace_free(&e.ws);
+    free(e.code_of);
     free_identifiers(&e);
     return rc;
 }

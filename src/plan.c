@@ -460,8 +460,7 @@ static bool try_row(builder *b, int root, bool per_row) {
     region_cores(b, root, cores, &nc, true);
     for (int q = 0; q < nc && ns <= 0; q++) { /* the first reduction along an axis of the region picks k */
         const tnode *t = &b->t[cores[q]];
-        bool along = (b->t[root].axes >> t->e.param[0]) & 1;
-        if (!is_reduction((ts_op)t->e.op) || along == per_row) continue;
+        if (!is_reduction((ts_op)t->e.op) || (((b->t[root].axes >> t->e.param[0]) & 1) != 0) == per_row) continue;
         k = (int32_t)t->e.param[0];
         ns = row_stages(b, root, k, b->t[root].axes | (1ull << k), stage);
     }

@@ -4,6 +4,8 @@
  * (device facts, kernel attributes, the driver entry point), records every kernel launch by its device
  * name (from nvcc's registration calls) and counts the queries, so that a test can check which calls
  * were refused before launching, which launched what, and that device facts are cached per device.
+ * CUDA graphs: a stream capture records launches (counted, not run) until it ends; instantiations,
+ * updates, graph launches and destructions are counted, so a test can check what the graph helper did.
  *
  * Link: nvcc -cudart none HEADER_TU.o test_abi.o stub_cudart.o (objects compiled with nvcc -c). */
 #include <stddef.h>
@@ -25,6 +27,14 @@ stub_state stub = {.cc_major = 9, .cc_minor = 0, .sms = 132, .ptx_version = 80};
 void stub_reset(void) {
     stub.launches = stub.attribute_queries = stub.func_attribute_sets = 0;
     stub.last_kernel = NULL;
+    stub.captures = stub.captured_launches = stub.instantiations = stub.updates = stub.graph_launches = 0;
+}
+
+/* A kernel launch: recorded into the capture when one is under way, else counted as launched. */
+static void launched(const char *name) {
+    if (stub.capturing) stub.captured_launches++;
+    else stub.launches++;
+    stub.last_kernel = name;
 }
 
 /* ---- registration (emitted by nvcc into every translation unit with kernels) --------------------- */
@@ -65,8 +75,7 @@ static const char *name_of(const void *host) {
 /* ---- the runtime API a header uses --------------------------------------------------------------- */
 int cudaLaunchKernel(const void *func, dim3_c grid, dim3_c block, void **args, size_t shmem, void *stream) {
     (void)grid, (void)block, (void)args, (void)shmem, (void)stream;
-    stub.launches++;
-    stub.last_kernel = name_of(func);
+    launched(name_of(func));
     return 0;
 }
 /* CUDA 13's launch path: the kernel handle is the host stub itself. */
@@ -83,12 +92,11 @@ int __cudaLaunchKernel(const void *kernel, dim3_c grid, dim3_c block, void **arg
 }
 int cudaLaunchKernelExC(const void *config, const void *func, void **args) {
     (void)config, (void)args;
-    stub.launches++;
-    stub.last_kernel = name_of(func);
+    launched(name_of(func));
     return 0;
 }
 int cudaGetDevice(int *dev) {
-    *dev = 0;
+    *dev = stub.device;
     return 0;
 }
 int cudaDeviceGetAttribute(int *v, int attr, int dev) {
@@ -125,4 +133,58 @@ int cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned ver, u
 }
 int cudaGetDriverEntryPoint(const char *sym, void **fn, unsigned long long flags, int *status) {
     return cudaGetDriverEntryPointByVersion(sym, fn, 0, flags, status);
+}
+
+/* ---- CUDA graphs (the graph helper) --------------------------------------------------------------- */
+static int graph_token, exec_token; /* what the handles point at; never dereferenced */
+
+int cudaStreamBeginCapture(void *stream, int mode) {
+    (void)mode;
+    if (!stream || stub.capturing) return 900; /* cudaErrorStreamCaptureUnsupported */
+    stub.capturing = 1;
+    stub.captures++;
+    return 0;
+}
+int cudaStreamEndCapture(void *stream, void **graph) {
+    (void)stream;
+    if (!stub.capturing) return 901; /* cudaErrorStreamCaptureInvalidated */
+    stub.capturing = 0;
+    stub.live_graphs++;
+    *graph = &graph_token;
+    return 0;
+}
+int cudaStreamIsCapturing(void *stream, int *status) {
+    (void)stream;
+    *status = stub.capturing || stub.caller_capturing; /* cudaStreamCaptureStatusActive = 1 */
+    return 0;
+}
+int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
+    (void)flags;
+    if (graph != &graph_token) return 1;
+    stub.instantiations++;
+    stub.live_execs++;
+    *exec = &exec_token;
+    return 0;
+}
+int cudaGraphExecUpdate(void *exec, void *graph, void *info) {
+    (void)info;
+    if (exec != &exec_token || graph != &graph_token) return 1;
+    stub.updates++;
+    return stub.update_fails ? 910 : 0; /* cudaErrorGraphExecUpdateFailure */
+}
+int cudaGraphLaunch(void *exec, void *stream) {
+    (void)stream;
+    if (exec != &exec_token) return 1;
+    stub.graph_launches++;
+    return 0;
+}
+int cudaGraphExecDestroy(void *exec) {
+    if (exec != &exec_token) return 1;
+    stub.live_execs--;
+    return 0;
+}
+int cudaGraphDestroy(void *graph) {
+    if (graph != &graph_token) return 1;
+    stub.live_graphs--;
+    return 0;
 }

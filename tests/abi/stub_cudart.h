@@ -8,6 +8,14 @@ typedef struct {
     int attribute_queries;                    /* cudaDeviceGetAttribute calls since stub_reset */
     int func_attribute_sets;                  /* cudaFuncSetAttribute calls since stub_reset */
     const char *last_kernel;                  /* device name of the last kernel launched */
+    int device;                               /* what cudaGetDevice answers */
+    /* CUDA graphs: counts since stub_reset, except the live ones */
+    int captures, captured_launches;          /* stream captures begun; launches recorded into them, not run */
+    int instantiations, updates, graph_launches;
+    int live_graphs, live_execs;              /* captured graphs and executable graphs not yet destroyed */
+    int capturing;                            /* a capture begun by the header and not yet ended */
+    int caller_capturing;                     /* set by a test: every stream reports a capture of its own */
+    int update_fails;                         /* set by a test: cudaGraphExecUpdate refuses */
 } stub_state;
 
 extern stub_state stub;

@@ -7,7 +7,12 @@
  * GEMM on its unvectorised path and are refused for attention, whose kernels need 16 bytes; dynamic sizes
  * of 0 (every output empty) succeed with no launch, negative sizes, sizes past 2^40 and past a kernel's
  * 32-bit parameters are refused with no launch; device facts and kernel attributes are queried once per
- * device, not on every launch. Exit status 0 when every check holds; each failure is printed. */
+ * device, not on every launch. The CUDA-graph helper (<name>_graph_run): the first call runs the graph and
+ * captures it, an identical call replays it without launching, a call with other sizes, pointers or device
+ * captures again and updates the executable graph in place (or instantiates a new one when the update is
+ * refused), misuse is refused before anything is launched or captured, a NULL stream is refused, inside
+ * the caller's own capture it runs as _run, _graph_reset destroys it, and no captured graph is leaked.
+ * Exit status 0 when every check holds; each failure is printed. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,8 +23,12 @@ int matmul_run(void *const *buffers, const int64_t *dims, void *workspace, void 
 int attention_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
 int decoder_layer_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
 size_t decoder_layer_workspace(const int64_t *dims);
+int decoder_layer_graph_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
+int decoder_layer_graph_reset(void);
+int matmul_graph_run(void *const *buffers, const int64_t *dims, void *workspace, void *stream);
+int matmul_graph_reset(void);
 
-enum { OK = 0, INVALID_VALUE = 1, MISALIGNED = 716 };
+enum { OK = 0, INVALID_VALUE = 1, MISALIGNED = 716, CAPTURE_UNSUPPORTED = 900 };
 
 static int failures, checks;
 
@@ -115,10 +124,70 @@ static void decoder_cases(void) {
     expect(decoder_layer_workspace(NULL) == 0, "decoder_layer, workspace bytes with dims NULL", 1, 0);
 }
 
+/* One decoder_layer_graph_run call at size t with buffer `which` NULL (-1: none) on `stream`; checks its
+ * return value and what it did: kernels launched directly, stream captures, executable graphs
+ * instantiated and updated, graph replays (-1: more than zero kernels). */
+typedef struct {
+    int rc, launches, captures, instantiations, updates, replays;
+} graph_outcome;
+
+static void graph_call(const char *what, int64_t t, int which, void *stream, graph_outcome want) {
+    void *bufs[9];
+    for (int i = 0; i < 9; i++) bufs[i] = i == which ? NULL : dev(i);
+    stub_reset();
+    int rc = decoder_layer_graph_run(bufs, &t, dev(15), stream);
+    const int got[] = {rc, stub.launches, stub.captures, stub.instantiations, stub.updates, stub.graph_launches};
+    const int wanted[] = {want.rc, want.launches, want.captures, want.instantiations, want.updates, want.replays};
+    const char *names[] = {"return value", "kernels launched", "captures", "instantiations", "updates", "replays"};
+    for (int i = 0; i < 6; i++) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "decoder_layer_graph_run, %s: %s", what, names[i]);
+        if (wanted[i] < 0) expect(got[i] > 0, msg, got[i], 1);
+        else expect(got[i] == wanted[i], msg, got[i], wanted[i]);
+    }
+    if (want.captures) expect(stub.captured_launches == stub.launches, "the capture records what the run launched",
+                              stub.captured_launches, stub.launches);
+}
+
+static void graph_cases(void) {
+    void *s1 = (void *)(uintptr_t)0x5000, *s2 = (void *)(uintptr_t)0x6000;
+    graph_call("first call (runs, then captures)", 7, -1, s1, (graph_outcome){OK, -1, 1, 1, 0, 0});
+    graph_call("the same call (replays)", 7, -1, s1, (graph_outcome){OK, 0, 0, 0, 0, 1});
+    graph_call("t = 9 (captured again, updated in place)", 9, -1, s1, (graph_outcome){OK, -1, 1, 0, 1, 0});
+    graph_call("t = 9 again (replays)", 9, -1, s1, (graph_outcome){OK, 0, 0, 0, 0, 1});
+    graph_call("another stream", 9, -1, s2, (graph_outcome){OK, -1, 1, 0, 1, 0});
+    stub.device = 1;
+    graph_call("another device", 9, -1, s2, (graph_outcome){OK, -1, 1, 0, 1, 0});
+    stub.device = 0;
+    stub.update_fails = 1;
+    graph_call("update refused (instantiated anew)", 11, -1, s2, (graph_outcome){OK, -1, 1, 1, 1, 0});
+    stub.update_fails = 0;
+    expect(stub.live_execs == 1, "one executable graph alive", stub.live_execs, 1);
+    graph_call("W_o null (refused, nothing captured)", 11, 3, s2, (graph_outcome){INVALID_VALUE, 0, 0, 0, 0, 0});
+    graph_call("t = -1 (refused)", -1, -1, s2, (graph_outcome){INVALID_VALUE, 0, 0, 0, 0, 0});
+    graph_call("after a refused call, the last good one replays", 11, -1, s2, (graph_outcome){OK, 0, 0, 0, 0, 1});
+    graph_call("stream NULL (no capture on the legacy stream)", 11, -1, NULL, (graph_outcome){CAPTURE_UNSUPPORTED, 0, 0, 0, 0, 0});
+    stub.caller_capturing = 1;
+    graph_call("inside the caller's capture (runs as _run)", 11, -1, s2, (graph_outcome){OK, -1, 0, 0, 0, 0});
+    stub.caller_capturing = 0;
+    expect(decoder_layer_graph_reset() == OK && stub.live_execs == 0, "decoder_layer_graph_reset destroys the graph",
+           stub.live_execs, 0);
+    expect(decoder_layer_graph_reset() == OK, "decoder_layer_graph_reset twice", 1, 0);
+    graph_call("after the reset (instantiated anew)", 11, -1, s2, (graph_outcome){OK, -1, 1, 1, 0, 0});
+    stub_reset();
+    expect(decoder_layer_graph_run(NULL, NULL, dev(15), s1) == INVALID_VALUE, "decoder_layer_graph_run, buffers NULL", 0, 1);
+    void *bufs[3] = {dev(0), dev(1), dev(2)};
+    expect(matmul_graph_run(bufs, NULL, NULL, s1) == OK && stub.captures == 1, "matmul_graph_run, static sizes, dims NULL",
+           stub.captures, 1);
+    expect(matmul_graph_reset() == OK && decoder_layer_graph_reset() == OK, "both graphs reset", 0, 0);
+    expect(stub.live_graphs == 0 && stub.live_execs == 0, "no captured or executable graph left", stub.live_graphs, 0);
+}
+
 int main(void) {
     matmul_cases();
     attention_cases();
     decoder_cases();
+    graph_cases();
     printf("launch helpers through the C ABI on the stub runtime: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -26,6 +26,12 @@
 //       const int64_t *dims /* the dynamic sizes in the order above */, void *workspace, cudaStream_t)
 //       returns a cudaError_t value; errors are returned, never printed
 //   size_t residual_norm_workspace(const int64_t *dims);  const char *residual_norm_fallback(void);
+//   int residual_norm_graph_run(<as residual_norm_run>);  int residual_norm_graph_reset(void);
+//       the same work as a CUDA graph: run, then captured, on the first call for a device, dims,
+//       buffers, workspace and stream; replayed while they stay the same; updated or captured again
+//       when they change. One graph is cached, under a lock; _graph_reset destroys it. The stream must
+//       not be NULL or cudaStreamLegacy (cudaErrorStreamCaptureUnsupported); inside the caller's own
+//       stream capture it runs as _run.
 //   cudaError_t residual_norm_launch(<inputs>, <outputs>, <dynamic sizes>, <workspace>, stream);  /* nvcc only: typed */
 // Exactly one .cu file compiled by nvcc defines TSOPT_RESIDUAL_NORM_IMPLEMENTATION before including it: only
 // that file compiles the kernels.
@@ -52,6 +58,11 @@ struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 int residual_norm_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* residual_norm_workspace_bytes with the dynamic sizes from dims. */
 size_t residual_norm_workspace(const int64_t *dims);
+/* residual_norm_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,
+ * replayed while they stay the same (updated or captured again when they change); see the banner. */
+int residual_norm_graph_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
+/* Destroys the cached CUDA graph (the next residual_norm_graph_run captures again). Returns a cudaError_t. */
+int residual_norm_graph_reset(void);
 /* NULL when the calling thread's last launch ran every kernel on its fast path; else which kernel ran
  * its fallback and why (e.g. built without -arch=sm_90a). */
 const char *residual_norm_fallback(void);
@@ -83,6 +94,7 @@ cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half 
 #endif
 
 #include <atomic>
+#include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
@@ -97,7 +109,9 @@ namespace tsopt_residual_norm {
 // ---- row.cuh -----------------------------------------------------------------------------------
 // stub of templates/row.cuh for the emitter golden test: the emitter copies it verbatim
 
-// ---- fused expressions of this plan -------------------------------------------------------------
+// ---- fused expressions and launches of this plan's distinct kernels ---------------------------
+
+static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
 
 struct K0 {
     const __half *p0;
@@ -202,7 +216,41 @@ struct K0 {
     }
 };
 
-static thread_local const char *fallback_note = nullptr; /* what <name>_fallback() returns */
+static cudaError_t K0_launch(__half *K0_b0, __half *K0_b1, const __half *K0_b2, const __half *K0_b3, const __half *K0_b4, int64_t t, int sms, cudaStream_t stream) {
+    cudaError_t err;
+    (void)sms;
+    (void)t;
+    {
+        tsw::RowParams<K0> p{};
+        p.fn.p0 = K0_b2;
+        p.fn.o0 = 0;
+        p.fn.s0[0] = (int64_t)1024;
+        p.fn.s0[1] = (int64_t)1;
+        p.fn.p1 = K0_b3;
+        p.fn.o1 = 0;
+        p.fn.s1[0] = (int64_t)1024;
+        p.fn.s1[1] = (int64_t)1;
+        p.fn.p2 = K0_b4;
+        p.fn.o2 = 0;
+        p.fn.s2[0] = (int64_t)1;
+        p.fn.q0 = K0_b0;
+        p.fn.qo0 = 0;
+        p.fn.qs0[0] = (int64_t)1024;
+        p.fn.qs0[1] = (int64_t)1;
+        p.fn.q1 = K0_b1;
+        p.fn.qo1 = 0;
+        p.fn.qs1[0] = (int64_t)1024;
+        p.fn.qs1[1] = (int64_t)1;
+        p.nrowdim = 1;
+        p.rows = 1;
+        p.rsize[0] = t;
+        p.rows *= p.rsize[0];
+        p.len = (int64_t)1024;
+        err = tsw::launch_row(p, sms, stream);
+        if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+}
 
 }  // namespace tsopt_residual_norm
 #pragma GCC visibility pop
@@ -225,36 +273,9 @@ cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half 
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
-    (void)sms;
-    {
-        tsw::RowParams<K0> p{};
-        p.fn.p0 = X;
-        p.fn.o0 = 0;
-        p.fn.s0[0] = (int64_t)1024;
-        p.fn.s0[1] = (int64_t)1;
-        p.fn.p1 = R;
-        p.fn.o1 = 0;
-        p.fn.s1[0] = (int64_t)1024;
-        p.fn.s1[1] = (int64_t)1;
-        p.fn.p2 = g;
-        p.fn.o2 = 0;
-        p.fn.s2[0] = (int64_t)1;
-        p.fn.q0 = H;
-        p.fn.qo0 = 0;
-        p.fn.qs0[0] = (int64_t)1024;
-        p.fn.qs0[1] = (int64_t)1;
-        p.fn.q1 = Y;
-        p.fn.qo1 = 0;
-        p.fn.qs1[0] = (int64_t)1024;
-        p.fn.qs1[1] = (int64_t)1;
-        p.nrowdim = 1;
-        p.rows = 1;
-        p.rsize[0] = t;
-        p.rows *= p.rsize[0];
-        p.len = (int64_t)1024;
-        err = tsw::launch_row(p, sms, stream);
-        if (err != cudaSuccess) return err;
-    }
+    /* kernel 1: row [t,d] over d */
+    err = K0_launch(H, Y, X, R, g, t, sms, stream);
+    if (err != cudaSuccess) return err;
     return cudaSuccess;
 }
 
@@ -268,6 +289,92 @@ extern "C" const char *residual_norm_fallback(void) { return tsopt_residual_norm
 extern "C" int residual_norm_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
     if (!buffers || !dims) return (int)cudaErrorInvalidValue;
     return (int)residual_norm_launch(static_cast<const __half *>(buffers[0]), static_cast<const __half *>(buffers[1]), static_cast<const __half *>(buffers[2]), static_cast<__half *>(buffers[3]), static_cast<__half *>(buffers[4]), dims[0], workspace, stream);
+}
+
+#pragma GCC visibility push(hidden)
+namespace tsopt_residual_norm {
+
+/* The CUDA graph residual_norm_graph_run replays and the call it was captured for (device -1: none). */
+struct GraphCache {
+    std::mutex lock;
+    cudaGraphExec_t exec = nullptr;
+    int device = -1;
+    cudaStream_t stream = nullptr;
+    void *workspace = nullptr;
+    void *buffers[5] = {};
+    int64_t dims[1] = {};
+};
+static GraphCache graph_cache;
+
+static bool graph_captured_for(const GraphCache &c, int device, void *const *buffers, const int64_t *dims,
+                               void *workspace, cudaStream_t stream) {
+    if (!c.exec || c.device != device || c.stream != stream || c.workspace != workspace) return false;
+    for (int i = 0; i < 5; i++)
+        if (c.buffers[i] != buffers[i]) return false;
+    for (int i = 0; i < 1; i++)
+        if (c.dims[i] != dims[i]) return false;
+    return true;
+}
+
+static cudaError_t graph_capture(GraphCache &c, void *const *buffers, const int64_t *dims, void *workspace,
+                                 cudaStream_t stream) {
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    const cudaError_t launched = static_cast<cudaError_t>(residual_norm_run(buffers, dims, workspace, stream));
+    cudaGraph_t graph = nullptr;
+    err = cudaStreamEndCapture(stream, &graph);
+    if (launched != cudaSuccess || err != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return launched != cudaSuccess ? launched : err;
+    }
+    cudaGraphExecUpdateResultInfo info;
+    if (c.exec && cudaGraphExecUpdate(c.exec, graph, &info) != cudaSuccess) {
+        (void)cudaGetLastError(); /* the refused update is no error of this call */
+        cudaGraphExecDestroy(c.exec);
+        c.exec = nullptr;
+    }
+    if (!c.exec) err = cudaGraphInstantiate(&c.exec, graph, 0);
+    cudaGraphDestroy(graph);
+    return err;
+}
+
+}  // namespace tsopt_residual_norm
+#pragma GCC visibility pop
+
+extern "C" int residual_norm_graph_run(void *const *buffers, const int64_t *dims, void *workspace, cudaStream_t stream) {
+    using namespace tsopt_residual_norm;
+    if (!buffers || !dims) return (int)cudaErrorInvalidValue;
+    if (!stream || stream == cudaStreamLegacy) return (int)cudaErrorStreamCaptureUnsupported;
+    cudaStreamCaptureStatus capturing;
+    cudaError_t err = cudaStreamIsCapturing(stream, &capturing);
+    if (err != cudaSuccess) return (int)err;
+    if (capturing != cudaStreamCaptureStatusNone) return residual_norm_run(buffers, dims, workspace, stream); /* the caller's capture */
+    int device;
+    err = cudaGetDevice(&device);
+    if (err != cudaSuccess) return (int)err;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    if (graph_captured_for(c, device, buffers, dims, workspace, stream)) return (int)cudaGraphLaunch(c.exec, stream);
+    /* a new call: run it (checking the arguments, filling the per-device caches), then capture it */
+    err = static_cast<cudaError_t>(residual_norm_run(buffers, dims, workspace, stream));
+    if (err != cudaSuccess) return (int)err;
+    c.device = -1;
+    err = graph_capture(c, buffers, dims, workspace, stream);
+    if (err != cudaSuccess) return (int)err;
+    c.device = device, c.stream = stream, c.workspace = workspace;
+    for (int i = 0; i < 5; i++) c.buffers[i] = buffers[i];
+    for (int i = 0; i < 1; i++) c.dims[i] = dims[i];
+    return (int)cudaSuccess;
+}
+
+extern "C" int residual_norm_graph_reset(void) {
+    using namespace tsopt_residual_norm;
+    GraphCache &c = graph_cache;
+    std::lock_guard<std::mutex> hold(c.lock);
+    cudaError_t err = c.exec ? cudaGraphExecDestroy(c.exec) : cudaSuccess;
+    c.exec = nullptr;
+    c.device = -1;
+    return (int)err;
 }
 
 #endif  /* TSOPT_RESIDUAL_NORM_IMPLEMENTATION */
