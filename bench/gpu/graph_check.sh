@@ -12,9 +12,10 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-build/gpu/graph}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: make runs in examples/
 [ -x build/tsopt ] || { echo "graph_check: build/tsopt is missing (carry it from the development machine)"; exit 1; }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
-if ! timeout 300 make -s -C examples TSOPT="$PWD/build/tsopt" OUT="$PWD/$out" "$PWD/$out/graph" > "$out/build.log" 2>&1; then
+if ! timeout 300 make -s -C examples TSOPT="$PWD/build/tsopt" OUT="$out" "$out/graph" > "$out/build.log" 2>&1; then
   tail -n 30 "$out/build.log"
   echo "graph_check: the build failed (log: $out/build.log)"
   exit 1
