@@ -426,6 +426,7 @@ def main():
                  "failure": str(e)[:200]}
         results.append(r)
         print(json.dumps(r), flush=True)
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     print("\n%-8s %-18s %-10s %-5s %10s  %s" % ("variant", "graph", "rel.err", "ok", "ms", "anchors (ms)"))

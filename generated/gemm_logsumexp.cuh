@@ -411,10 +411,10 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // Norms (RMSNorm, LayerNorm with its mean first), softmax and a residual sum with its norm (two outputs)
 // are one kernel each, reading every input once from DRAM and writing every output once.
 //
-// Work split: a group of TPR threads per row (one warp for short rows, up to a 256-thread block); each
-// thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per thread) are cached in
-// registers, so later stages and the outputs never re-read memory; longer rows take one pass per stage
-// and one for the outputs, re-reading through L2 (ITEMS = 0). Operands and outputs move through span.cuh:
+// Work split: a group of TPR threads per row (8 or 16 lanes of a warp for short rows, a warp, up to a
+// 256-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
+// thread) are cached in registers, so later stages and the outputs never re-read memory; longer rows take
+// one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0). Operands and outputs move through span.cuh:
 // 16-byte vectors where the row axis has unit stride and the row is aligned, scalars otherwise. Positions
 // inside a row are 32-bit where the cached path runs. Any sizes. Namespace tsw; depends on tile.cuh and
 // span.cuh.
@@ -558,7 +558,8 @@ template <class Fn, int TPR, int ITEMS>
 __global__ void __launch_bounds__(kThreads) row_kernel(const RowParams<Fn> p) {
     constexpr int NS = Fn::kStages, GROUPS = kThreads / TPR;
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
-    static_assert(kThreads % TPR == 0 && TPR % 32 == 0, "a row's group is whole warps of one block");
+    static_assert(kThreads % TPR == 0 && (TPR % 32 == 0 || 32 % TPR == 0),
+                  "a row's group is whole warps of one block, or an aligned part of one warp");
     __shared__ float slots[NS][kThreads / 32];
     const int lane = threadIdx.x % TPR;
     for (int64_t r0 = (int64_t)blockIdx.x * GROUPS; r0 < p.rows; r0 += (int64_t)gridDim.x * GROUPS) {
@@ -600,8 +601,11 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
     if (p.nrowdim < 0 || p.nrowdim > kMaxDims || p.len < 1 || p.len > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
     constexpr int cap = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
-    if constexpr (cap >= 1)
+    if constexpr (cap >= 1) {  // short rows (a group norm's 64 channels): 8 or 16 threads a row, not a warp
+        if (spans <= 8) return launch_row_as<Fn, 8, 1>(p, stream);
+        if (spans <= 16) return launch_row_as<Fn, 16, 1>(p, stream);
         if (spans <= 32) return launch_row_as<Fn, 32, 1>(p, stream);
+    }
     if constexpr (cap >= 4) {
         if (spans <= 32 * 4) return launch_row_as<Fn, 32, 4>(p, stream);
         if (spans <= 128 * 4) return launch_row_as<Fn, 128, 4>(p, stream);

@@ -379,7 +379,9 @@ int main() {
         {37, 4099, 0},     // odd sizes: every row but the first misaligned, partial spans
         {8192, 4096, 1},   // misaligned pointers: the scalar fallback
         {16384, 512, 0},   // short rows: a warp per row
-        {1000, 100, 0},    // very short rows: one span per lane
+        {1000, 100, 0},    // very short rows: one span per lane, 16 lanes per row
+        {65536, 64, 0},    // a group norm's 64 channels: 8 lanes per row
+        {4096, 20, 1},     // 3 spans of 8 lanes, misaligned: partial spans on the scalar path
         {64, 40000, 0},    // rows too long to cache: a pass per stage through L2
         {4096, 16384, 0},  // long rows, still cached (8 spans per thread)
     };
