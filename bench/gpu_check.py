@@ -300,6 +300,8 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
         fns["eager"] = lambda: x["X"] @ x["W"] + 2.0 * ((x["X"] @ x["A"]) @ x["B"])
     elif graph == "gemm_gelu":
         fns["eager"] = lambda: F.gelu(x["X"] @ x["W"] + x["b"], approximate="tanh")
+    elif graph == "gemm_mish":
+        fns["eager"] = lambda: F.mish(F.mish(x["X"] @ x["W"] + x["bias"]))
     elif graph == "gemm_groupnorm":
         fns["eager"] = lambda: F.silu(F.group_norm(x["X"] @ x["W"] + x["b"], 32, x["gn_g"], x["gn_b"], eps=1e-5))
     elif graph == "gemm_logsumexp":

@@ -15,6 +15,12 @@ import math
 import yaml
 
 
+def softplus(xp, d, beta, threshold):
+    """PyTorch's softplus: x where beta·x > threshold, else log(1 + exp(beta·x)) / beta (computed stably)."""
+    bx = beta * d
+    return xp.where(bx > threshold, d, (xp.maximum(bx, 0 * bx) + xp.log1p(xp.exp(-xp.abs(bx)))) / beta)
+
+
 def gelu(be, d, approximate):
     """PyTorch's GELU: the exact erf form (approximate: none, the default) or the tanh approximation."""
     if approximate == "tanh":
@@ -170,7 +176,7 @@ class Graph:
             r = elementwise(be, lambda c, a, b: xp.where(c != 0, a, b), args, True)
             r.dtype = args[1].dtype if args[1].axes else args[2].dtype
         elif kind in ("neg", "recip", "sqrt", "exp2", "log2", "sin", "exp", "rsqrt", "tanh", "silu", "gelu", "copy",
-                      "erf"):
+                      "erf", "softplus", "sigmoid", "relu", "abs", "log"):
             x = args[0]
             d = x.data
             f = {
@@ -187,6 +193,11 @@ class Graph:
                 "gelu": lambda: gelu(be, d, op.get("approximate", "none")),
                 "erf": lambda: be.erf(d),
                 "copy": lambda: d,
+                "softplus": lambda: softplus(xp, d, op.get("beta", 1.0), op.get("threshold", 20.0)),
+                "sigmoid": lambda: 1 / (1 + xp.exp(-d)),
+                "relu": lambda: xp.where(d > 0, d, 0 * d),
+                "abs": lambda: xp.abs(d),
+                "log": lambda: xp.log(d),
             }[kind]
             r = Tensor(f(), x.axes, x.dtype)
         elif kind == "scale":

@@ -11,11 +11,25 @@
  * M gets the skinny form as a run-time branch beside the large-tile one. */
 enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
 
+/* Small static GEMMs (1024 rows against a 1024×512 weight, as in GEMM-fusion suites) would give fewer
+ * wgmma tiles than half a Hopper's 132 SMs: they take the same small-tile form, 64-row tiles over M, for
+ * 8x the CTAs (GEMM + two Mish at 1024×1024×512: 0.0205 ms against 0.0995 with 128×256 wgmma tiles on the
+ * H200, bench/NOTES.md run 25). */
+enum { SMALL_GEMM_TILES = 64 };
+
+static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
+    const ts_axis *m = &g->axes[k->m_axis], *n = &g->axes[k->n_axis];
+    if (m->dynamic || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic)) return false;
+    int64_t batch = k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1;
+    return (m->size + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) * batch < SMALL_GEMM_TILES;
+}
+
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
     const ts_axis *m_ax = &g->axes[k->m_axis];
-    if (!m_ax->dynamic && m_ax->size > SKINNY_MAX_M) return;
+    bool small = small_static_gemm(g, k, c);
+    if (!m_ax->dynamic && m_ax->size > SKINNY_MAX_M && !small) return;
     int64_t m = m_ax->size; /* a dynamic axis: its typical size */
-    c->skinny_m = SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
+    c->skinny_m = small && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
     c->sk_tile_m = m <= 16 ? 16 : m <= 32 ? 32 : 64, c->sk_tile_n = 64;
     int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
     c->sk_stages = SKINNY_SMEM_BUDGET / stage_bytes;
