@@ -2,7 +2,7 @@
 //
 // graph:     attention_cross (source hash dd82ea98d7ac953e)
 // plan:      fused — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.0800 ms on NVIDIA H200 at the typical sizes (14.15x the 1.1325 ms predicted for one kernel per op)
+// predicted: 0.0838 ms on NVIDIA H200 at the typical sizes (15.33x the 1.2843 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong
@@ -53,7 +53,8 @@ extern "C" {
 #endif
 struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 /* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
- * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+ * inputs then outputs in the banner's order (no output may overlap an input, another output or the
+ * workspace); dims the dynamic sizes in its order. Returns a cudaError_t. */
 int attention_cross_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* attention_cross_workspace_bytes with the dynamic sizes from dims. */
 size_t attention_cross_workspace(const int64_t *dims);
@@ -143,6 +144,13 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
     typename elem<T>::pair p = elem<T>::pack(a, b);
     return *reinterpret_cast<uint32_t *>(&p);
 }
+
+// ---- read-only loads -------------------------------------------------------------------------------
+// A load of memory that no thread writes while the kernel runs (ld.global.nc). The compiler may then move it
+// above the kernel's stores: a GEMM epilogue's residual or bias reads for several elements are in flight at
+// once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
+// read an operand this way only when the kernel does not write that buffer.
+template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
 
 // ---- shared-memory addresses and async copies ----------------------------------------------------
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
@@ -353,8 +361,22 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 //   0 ≤ row < M, 0 ≤ col < N, col even; v0, v1 = acc[row, col], acc[row, col+1] (w: the B1 accumulators).
 // Column col+1 may be past the edge: the FUNCTOR checks `col + 1 < n` itself (v1/w1 are 0 there) and must
 // not write it. Each output element is visited exactly once; no two threads visit the same pair.
+// Optionally, a functor whose value reads memory comes in two phases as well (single form):
+//       struct In { ... };                                   // the operands of one pair
+//       __device__ In load(int batch, int row, int col) const;
+//       template <typename T>
+//       __device__ void apply_loaded(int batch, int row, int col, const In &in, float v0, float v1) const;
+// with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
+// load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
+// apply_loaded of another pair writes.
+
 
 namespace tsg {
+
+// Whether epilogue functor E has the two-phase form (a nested In, load, apply_loaded).
+template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
+template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
+template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
 
 // ---- output helpers for functors ------------------------------------------------------------------
 // Store (v0, v1) at p[0], p[1]; p[1] only when has2. One 4-byte store when both fit and p is aligned.
@@ -709,10 +731,14 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
 //   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
 //     B boxes and multicasts them to both (halves the L2→SM traffic of B).
-//   * Epilogue straight from the wgmma accumulators (fragment: warp w of a consumer owns rows 16w..16w+15
-//     of its m64 slice; lane l holds rows l/4 and l/4+8, columns 8j + 2(l%4) and +1 for each n8 block j),
-//     calling ep.apply<T>(b, row, col, v0, v1[, w0, w1]) exactly as gemm.cuh documents (col even; the
-//     functor checks col + 1 < n).
+//   * Epilogue (single form, when the tile fits the drained stage buffers): each consumer warpgroup parks
+//     its fp32 accumulators in shared memory and reads them back a row segment per warp, calling
+//     ep.apply<T>(b, row, col, v0, v1) so that a warp's stores are 128 contiguous bytes; with a two-phase
+//     functor (gemm.cuh: load / apply_loaded) an interior tile issues four rows' loads before the first
+//     store. DUAL: straight from the wgmma fragments (warp w of a consumer owns rows 16w..16w+15 of its
+//     m64 slice; lane l holds rows l/4 and l/4+8, columns 8j + 2(l%4) and +1 for each n8 block j), calling
+//     ep.apply<T>(b, row, col, v0, v1, w0, w1). Either way as gemm.cuh documents (col even; the functor
+//     checks col + 1 < n).
 // The launch helper falls back to tsg::launch_gemm (mma.sync) when TMA cannot describe the operands: a
 // pointer not 16-byte aligned, lda/ldb or a batch stride (batch > 1) not a multiple of 8 elements, K == 0,
 // or cuTensorMapEncodeTiled refusing the layout. It returns cudaErrorNotSupported on a device that is not
@@ -968,12 +994,14 @@ __device__ __forceinline__ void mbar_arrive_local(uint32_t bar) {
 #endif
 }
 // Arrive on the barrier at the same shared-memory offset in CTA `cta` of this cluster (may be this CTA).
+// Release at CTA scope (the default), as the consumers only read the stage: `.release.cluster` here made
+// every stage wait for the fence, and CM=2 ran at 0.58x of CM=1 (0.0834 vs 0.0543 ms; now 0.0510 vs 0.0504).
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
 #if TSOPT_TSG90_DEVICE_OK
     asm volatile(
         "{\n.reg .b32 ra;\n"
         "mapa.shared::cluster.u32 ra, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+        "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
         "r"(cta)
         : "memory");
 #endif
@@ -1035,6 +1063,14 @@ __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap *map) {
     (void)map;
 #endif
 }
+// bar.sync on named barrier `id` (1..15; 0 is __syncthreads) by `count` threads (a multiple of 32).
+__device__ __forceinline__ void named_barrier_sync(int id, int count) {
+#if TSOPT_TSG90_DEVICE_OK
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#else
+    (void)id, (void)count;
+#endif
+}
 __device__ __forceinline__ void cluster_sync() {
 #if TSOPT_TSG90_DEVICE_OK
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
@@ -1065,6 +1101,14 @@ template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
     static constexpr int THREADS = 384;
     static constexpr int CONSUMER_WARPS = 8;
     static constexpr int SMEM = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    // Staged epilogue: each consumer warpgroup parks its fp32 accumulators (64·MI rows × NT, rows padded by
+    // 8 floats: the fragment writes are conflict-free) in the drained stage buffers, then reads them back a
+    // row segment per warp, so every epilogue store (and residual read) of a warp is 128 contiguous bytes.
+    static constexpr int EPI_LD = NT + 8;
+    static constexpr int EPI_FLOATS = 64 * MI * EPI_LD;   // per consumer warpgroup
+    // Measured on the H200 (bench/gpu/gemm_cluster.sh): the single GEMM 1024×4096×4096 0.0539 → 0.0504 ms,
+    // 4096³ 0.2013 → 0.1926; the DUAL forms 2–10% slower (they park both products but store one): not staged.
+    static constexpr bool STAGED_EPILOGUE = !DUAL && 2 * EPI_FLOATS * 4 <= STAGES * STAGE_BYTES;
     static_assert(BM == 128 || BM == 256, "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows)");
     static_assert(BN % 64 == 0 && NT <= 256, "BN must be a multiple of 64 and NB*BN <= 256 (wgmma N)");
     static_assert(NT == 64 || NT == 128 || NT == 192 || NT == 256, "wgmma N must be 64, 128, 192 or 256");
@@ -1194,25 +1238,83 @@ __global__ void __launch_bounds__(384, 1)
             for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
 
         // Epilogue: acc[mi][4j + 2h + e] is (row wq*16 + lane/4 + 8h, col 8j + 2(lane%4) + e) of m64 slice mi.
+        if constexpr (C::STAGED_EPILOGUE) {
+            // Both consumer warpgroups are past their last wgmma (wait_group 0 above), and every TMA load landed
+            // before its full barrier completed: after this barrier no one reads or writes the stage buffers.
+            named_barrier_sync(1, 2 * 128);
+            float *park = reinterpret_cast<float *>(smem_raw + (base - tst::smem_addr(smem_raw))) + cw * C::EPI_FLOATS;
 #pragma unroll
-        for (int mi = 0; mi < C::MI; ++mi)
+            for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
-                if (row >= p.M) continue;
+                for (int h = 0; h < 2; ++h) {
+                    const int r = mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
 #pragma unroll
-                for (int j = 0; j < BN / 8; ++j) {
-                    const int col = n0 + 8 * j + 2 * (lane & 3);
-                    if (col >= p.N) continue;
-                    const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
-                    if constexpr (DUAL) {
-                        const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
-                        p.ep.template apply<T>(b, row, col, v0, v1, w0, w1);
-                    } else {
-                        p.ep.template apply<T>(b, row, col, v0, v1);
+                    for (int j = 0; j < C::NT / 8; ++j)
+                        *reinterpret_cast<float2 *>(park + r * C::EPI_LD + 8 * j + 2 * (lane & 3)) =
+                            make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+                }
+            named_barrier_sync(2 + cw, 128);
+            // Warp wq writes rows wq, wq + 4, ... of its warpgroup's 64·MI; lane l columns 2l, 2l + 1 of each
+            // 64-column segment (a warp's stores: 128 contiguous bytes).
+            const int row0 = m0 + cw * C::MI * 64;
+            constexpr int NI = BN / 64;
+            auto parked = [&](int r, int it) { return *reinterpret_cast<const float2 *>(park + r * C::EPI_LD + 64 * it + 2 * lane); };
+            if (row0 + C::MI * 64 > p.M || n0 + BN > p.N) {   // an edge tile
+                for (int r = wq; r < C::MI * 64 && row0 + r < p.M; r += 4)
+#pragma unroll
+                    for (int it = 0; it < NI; ++it) {
+                        const int col = n0 + 64 * it + 2 * lane;
+                        if (col >= p.N) break;
+                        const float2 v = parked(r, it);
+                        p.ep.template apply<T>(b, row0 + r, col, v.x, v.y);
+                    }
+            } else if constexpr (tsg::kTwoPhaseEpilogue<Epilogue>) {
+                // The functor reads memory (a bias, a residual): four rows' reads are issued before the first
+                // store, instead of each pair waiting out DRAM latency behind the previous pair's store.
+                constexpr int U = 4;
+                for (int r = wq; r < C::MI * 64; r += 4 * U) {
+                    typename Epilogue::In in[U][NI];
+#pragma unroll
+                    for (int u = 0; u < U; ++u)
+#pragma unroll
+                        for (int it = 0; it < NI; ++it) in[u][it] = p.ep.load(b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane);
+#pragma unroll
+                    for (int u = 0; u < U; ++u)
+#pragma unroll
+                        for (int it = 0; it < NI; ++it) {
+                            const float2 v = parked(r + 4 * u, it);
+                            p.ep.template apply_loaded<T>(b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane, in[u][it], v.x, v.y);
+                        }
+                }
+            } else {
+                for (int r = wq; r < C::MI * 64; r += 4)
+#pragma unroll
+                    for (int it = 0; it < NI; ++it) {
+                        const float2 v = parked(r, it);
+                        p.ep.template apply<T>(b, row0 + r, n0 + 64 * it + 2 * lane, v.x, v.y);
+                    }
+            }
+        } else {   // no room to park the tile: straight from the fragments
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
+                    if (row >= p.M) continue;
+#pragma unroll
+                    for (int j = 0; j < BN / 8; ++j) {
+                        const int col = n0 + 8 * j + 2 * (lane & 3);
+                        if (col >= p.N) continue;
+                        const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
+                        if constexpr (DUAL) {
+                            const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
+                            p.ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+                        } else {
+                            p.ep.template apply<T>(b, row, col, v0, v1);
+                        }
                     }
                 }
-            }
+        }
     }
     // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
     if constexpr (CM > 1) cluster_sync();

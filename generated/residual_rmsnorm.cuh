@@ -53,7 +53,8 @@ extern "C" {
 #endif
 struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 /* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
- * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+ * inputs then outputs in the banner's order (no output may overlap an input, another output or the
+ * workspace); dims the dynamic sizes in its order. Returns a cudaError_t. */
 int residual_rmsnorm_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* residual_rmsnorm_workspace_bytes with the dynamic sizes from dims. */
 size_t residual_rmsnorm_workspace(const int64_t *dims);
@@ -141,6 +142,13 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
     typename elem<T>::pair p = elem<T>::pack(a, b);
     return *reinterpret_cast<uint32_t *>(&p);
 }
+
+// ---- read-only loads -------------------------------------------------------------------------------
+// A load of memory that no thread writes while the kernel runs (ld.global.nc). The compiler may then move it
+// above the kernel's stores: a GEMM epilogue's residual or bias reads for several elements are in flight at
+// once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
+// read an operand this way only when the kernel does not write that buffer.
+template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
 
 // ---- shared-memory addresses and async copies ----------------------------------------------------
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {

@@ -267,11 +267,27 @@ static void print_offset(FILE *f, const ts_kernel *k, int s, const index_map *m)
     }
 }
 
+/* Whether kernel k writes buffer `buf` (then its reads stay ordered with the kernel's stores). */
+static bool kernel_writes(const ts_kernel *k, int buf) {
+    if (k->out.buf == buf) return true;
+    for (int o = 0; o < k->nextra; o++)
+        if (k->extra_out[o].buf == buf) return true;
+    return false;
+}
+
+/* A read of access slot s, as float: through the read-only path (tst::load_ro) when the kernel does not write
+ * the buffer — inputs and outputs never overlap (the header's contract; temporaries by liveness). */
 static void print_load(emitter *e, const ts_kernel *k, int s, const index_map *m) {
     const char *t = ctype_of(e->p->buf[k->acc[s].buf].dtype);
-    fprintf(e->f, "tst::elem<%s>::to_float(p%d[", t, s);
-    print_offset(e->f, k, s, m);
-    fputs("])", e->f);
+    if (kernel_writes(k, k->acc[s].buf)) {
+        fprintf(e->f, "tst::elem<%s>::to_float(p%d[", t, s);
+        print_offset(e->f, k, s, m);
+        fputs("])", e->f);
+    } else {
+        fprintf(e->f, "tst::elem<%s>::to_float(tst::load_ro(p%d + ", t, s);
+        print_offset(e->f, k, s, m);
+        fputs("))", e->f);
+    }
 }
 
 static void print_op(FILE *f, const ts_xnode *n, const char *name, int i) {
@@ -1171,7 +1187,8 @@ static void emit_declarations(emitter *e) {
                   "#ifdef __cplusplus\nextern \"C\" {\n#endif\nstruct CUstream_st; /* cudaStream_t is a struct CUstream_st * */\n",
             e->upper, e->upper);
     fprintf(e->f, "/* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,\n"
-                  " * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */\n"
+                  " * inputs then outputs in the banner's order (no output may overlap an input, another output or the\n"
+                  " * workspace); dims the dynamic sizes in its order. Returns a cudaError_t. */\n"
                   "int %s_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);\n"
                   "/* %s_workspace_bytes with the dynamic sizes from dims. */\nsize_t %s_workspace(const int64_t *dims);\n"
                   "/* %s_run as a CUDA graph: captured on the first call for a device, dims, buffers, workspace and stream,\n"
@@ -1285,27 +1302,63 @@ static void emit_graph_helper(emitter *e) {
                   "    c.exec = nullptr;\n    c.device = -1;\n    return (int)err;\n}\n", n, n);
 }
 
-/* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair. */
+/* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair.
+ * When the expression reads memory (a bias, a residual) the functor comes in two phases as well:
+ * `In load(b, row, col)` reads every operand of the pair and `apply_loaded(b, row, col, in, v0, v1[, w0, w1])`
+ * computes and stores, so that the kernel can issue the reads of several pairs before the first store
+ * (gemm_sm90.cuh's staged epilogue); `apply` is the two in a row. */
 static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     const char *tout = ctype_of(e->p->buf[k->out.buf].dtype);
     bool dual = k->b1 >= 0;
+    int nl = 0;
+    char **loads = ts_xmalloc(sizeof *loads * (size_t)(k->nacc ? k->nacc : 1));
+    for (int s = 0; s < k->nacc; s++)
+        loads[s] = expr_reads(&k->expr, s) ? ts_strfmt("ld[%d]", nl++) : NULL;
     fprintf(e->f, "struct K%d {\n    %s *out;\n    int64_t ob, om;\n    int n;\n", ki, tout);
     print_fields(e, k);
-    fprintf(e->f, "    __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1) const {\n");
-    fputs("        (void)b, (void)row, (void)cc, (void)acc1;\n", e->f);
     index_map m = {0};
     if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
     m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
     m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
+    if (nl) {
+        fprintf(e->f, "    struct In { float x[2][%d]; };   /* the operands at col and col + 1 */\n", nl);
+        fputs("    __device__ __forceinline__ In load(int b, int row, int col) const {\n        (void)b, (void)row;\n"
+              "        In in;\n        const bool two = col + 1 < n;\n", e->f);
+        for (int s = 0, i = 0; s < k->nacc; s++) {
+            if (!loads[s]) continue;
+            for (int h = 0; h < 2; h++) {
+                fprintf(e->f, "        { const int cc = col + %d; (void)cc; in.x[%d][%d] = %s", h, h, i, h ? "two ? " : "");
+                print_load(e, k, s, &m);
+                fprintf(e->f, "%s; }\n", h ? " : 0.f" : "");
+            }
+            i++;
+        }
+        fputs("        return in;\n    }\n", e->f);
+    }
+    fprintf(e->f, "    __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1%s) const {\n",
+            nl ? ", const float *ld" : "");
+    fprintf(e->f, "        (void)b, (void)row, (void)cc, (void)acc1%s;\n", nl ? ", (void)ld" : "");
     const char *acc[2] = {"acc0", "acc1"};
+    e->load_expr = nl ? (const char *const *)loads : NULL;
     print_expr(e, k, &k->expr, &m, acc, "        ");
+    e->load_expr = NULL;
     fprintf(e->f, "        return v%d;\n    }\n", k->expr.n - 1);
-    fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1%s) const {\n",
-            dual ? ", float w0, float w1" : "");
-    fprintf(e->f, "        const bool two = col + 1 < n;\n        const float r0 = at(b, row, col, v0, %s);\n"
-                  "        const float r1 = two ? at(b, row, col + 1, v1, %s) : 0.f;\n"
-                  "        tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);\n    }\n};\n\n",
-            dual ? "w0" : "0.f", dual ? "w1" : "0.f");
+    const char *wparams = dual ? ", float w0, float w1" : "", *wargs = dual ? ", w0, w1" : "";
+    if (nl) fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply_loaded(int b, int row, int col, "
+                          "const In &in, float v0, float v1%s) const {\n", wparams);
+    else fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, "
+                       "float v1%s) const {\n", wparams);
+    fprintf(e->f, "        const bool two = col + 1 < n;\n        const float r0 = at(b, row, col, v0, %s%s);\n"
+                  "        const float r1 = two ? at(b, row, col + 1, v1, %s%s) : 0.f;\n"
+                  "        tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);\n    }\n",
+            dual ? "w0" : "0.f", nl ? ", in.x[0]" : "", dual ? "w1" : "0.f", nl ? ", in.x[1]" : "");
+    if (nl)
+        fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1%s) const {\n"
+                      "        apply_loaded<T>(b, row, col, load(b, row, col), v0, v1%s);\n    }\n",
+                wparams, wargs);
+    fputs("};\n\n", e->f);
+    for (int s = 0; s < k->nacc; s++) free(loads[s]);
+    free(loads);
 }
 
 /* The attention score functor: s(dot, q, k). */

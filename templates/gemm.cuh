@@ -31,10 +31,25 @@
 //   0 ≤ row < M, 0 ≤ col < N, col even; v0, v1 = acc[row, col], acc[row, col+1] (w: the B1 accumulators).
 // Column col+1 may be past the edge: the FUNCTOR checks `col + 1 < n` itself (v1/w1 are 0 there) and must
 // not write it. Each output element is visited exactly once; no two threads visit the same pair.
+// Optionally, a functor whose value reads memory comes in two phases as well (single form):
+//       struct In { ... };                                   // the operands of one pair
+//       __device__ In load(int batch, int row, int col) const;
+//       template <typename T>
+//       __device__ void apply_loaded(int batch, int row, int col, const In &in, float v0, float v1) const;
+// with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
+// load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
+// apply_loaded of another pair writes.
 #pragma once
+#include <type_traits>
+
 #include "tile.cuh"
 
 namespace tsg {
+
+// Whether epilogue functor E has the two-phase form (a nested In, load, apply_loaded).
+template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
+template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
+template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
 
 // ---- output helpers for functors ------------------------------------------------------------------
 // Store (v0, v1) at p[0], p[1]; p[1] only when has2. One 4-byte store when both fit and p is aligned.

@@ -45,6 +45,13 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
     return *reinterpret_cast<uint32_t *>(&p);
 }
 
+// ---- read-only loads -------------------------------------------------------------------------------
+// A load of memory that no thread writes while the kernel runs (ld.global.nc). The compiler may then move it
+// above the kernel's stores: a GEMM epilogue's residual or bias reads for several elements are in flight at
+// once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
+// read an operand this way only when the kernel does not write that buffer.
+template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
+
 // ---- shared-memory addresses and async copies ----------------------------------------------------
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));

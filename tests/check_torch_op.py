@@ -13,7 +13,11 @@ import tempfile
 
 import yaml
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+# Python puts this script's folder first on the path, and tests/torch/ (the torch install script) would then
+# be imported as a namespace package named torch where torch is not installed.
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import tsopt_torch  # noqa: E402
 

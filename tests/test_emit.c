@@ -271,3 +271,29 @@ Test(emit, a_tanh_soft_capped_score_uses_the_hardware_tanh_and_nothing_the_compo
     free(functor);
     free(h);
 }
+
+/* A GEMM epilogue that reads memory (the bias) comes in two phases — load, then apply_loaded — so that the
+ * staged epilogue can issue several pairs' reads before storing; the bias, which the kernel does not write,
+ * is read through the read-only path. An epilogue that reads nothing has only apply. */
+Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
+    char *h = emit_best("bench/graphs/gemm_gelu.yaml", "templates");
+    const char *k0 = strstr(h, "struct K0 {");
+    cr_assert_not_null(k0);
+    char *functor = ts_strfmt("%.*s", (int)(strstr(k0, "\n};") - k0), k0);
+    cr_expect_not_null(strstr(functor, "struct In { float x[2][1]; };"), "%s", functor);
+    cr_expect_not_null(strstr(functor, "In load(int b, int row, int col) const"), "%s", functor);
+    cr_expect_not_null(strstr(functor, "tst::load_ro(p"), "%s", functor);
+    cr_expect_not_null(strstr(functor, "void apply_loaded(int b, int row, int col, const In &in, float v0, float v1)"),
+                       "%s", functor);
+    cr_expect_not_null(strstr(functor, "apply_loaded<T>(b, row, col, load(b, row, col), v0, v1);"), "%s", functor);
+    free(functor);
+    free(h);
+    h = emit_best("bench/graphs/matmul.yaml", "templates");
+    k0 = strstr(h, "struct K0 {");
+    cr_assert_not_null(k0);
+    functor = ts_strfmt("%.*s", (int)(strstr(k0, "\n};") - k0), k0);
+    cr_expect_null(strstr(functor, "struct In"), "%s", functor);
+    cr_expect_not_null(strstr(functor, "void apply(int b, int row, int col, float v0, float v1) const"), "%s", functor);
+    free(functor);
+    free(h);
+}

@@ -16,7 +16,8 @@
 // Build (from the repository root):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates bench/gpu/gemm_sm90_test.cu -lcublas -o gemm_sm90_test
 //   (add -Werror all-warnings -Xptxas -v to see the resource report; it builds warning-free)
-// Run: ./gemm_sm90_test          (./gemm_sm90_test quick: validation only, no timing)
+// Run: ./gemm_sm90_test          (quick: validation only, no timing; cluster: CM=1 against CM=2 on large
+//      shapes and a K sweep over one wave of tiles; one: the bench matmul alone, for ncu)
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -358,6 +359,31 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
+    if (argc > 1 && strcmp(argv[1], "one") == 0) {   // the bench matmul alone (for a profiler)
+        run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+        return g_failures ? 1 : 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "cluster") == 0) {   // clusters of 2 with multicast against one CTA, large shapes
+        run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 2, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+        run_config<h16, 256, 128, 4, 2, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
+        for (int k : {256, 1024, 8192}) {   // one wave of tiles: time = fixed cost + k · main-loop rate
+            char name[32];
+            snprintf(name, sizeof name, "1024x4096 K=%d", k);
+            run_config<h16, 128, 256, 4, 1, true, false, kStore>({name, 1024, 4096, k, 1}, seed++);
+            run_config<h16, 128, 256, 4, 2, true, false, kStore>({name, 1024, 4096, k, 1}, seed++);
+        }
+        run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 2, true, false, kStore>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 1, true, false, kStore>({"gemm_gelu shape", 8192, 8192, 2048, 1}, seed++);
+        run_config<h16, 128, 256, 4, 2, true, false, kStore>({"gemm_gelu shape", 8192, 8192, 2048, 1}, seed++);
+        run_config<h16, 128, 128, 4, 1, true, true, kSwiglu>({"swiglu", 1024, 2048, 2048, 1}, seed++);
+        run_config<h16, 128, 128, 4, 2, true, true, kSwiglu>({"swiglu", 1024, 2048, 2048, 1}, seed++);
+        run_config<h16, 128, 256, 4, 2, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 2, true, false, kStore>({"odd (odd tile rows)", 77, 1000, 1000, 1, 0, 0, 8}, seed++);
+        printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+        return g_failures ? 1 : 0;
+    }
     // Shape fields: name, M, N, K, batch, lda_pad, ldb_pad, ldc_pad, a_off, a_bs_pad, b_broadcast, expect_wgmma.
 
     // The goal shape (fp16, B = weight [d, n]): three tile shapes, the first one twice (timing noise).

@@ -52,7 +52,8 @@ extern "C" {
 #endif
 struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 /* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
- * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+ * inputs then outputs in the banner's order (no output may overlap an input, another output or the
+ * workspace); dims the dynamic sizes in its order. Returns a cudaError_t. */
 int norm_softmax_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* norm_softmax_workspace_bytes with the dynamic sizes from dims. */
 size_t norm_softmax_workspace(const int64_t *dims);

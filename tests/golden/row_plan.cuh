@@ -54,7 +54,8 @@ extern "C" {
 #endif
 struct CUstream_st; /* cudaStream_t is a struct CUstream_st * */
 /* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,
- * inputs then outputs in the banner's order; dims the dynamic sizes in its order. Returns a cudaError_t. */
+ * inputs then outputs in the banner's order (no output may overlap an input, another output or the
+ * workspace); dims the dynamic sizes in its order. Returns a cudaError_t. */
 int residual_norm_run(void *const *buffers, const int64_t *dims, void *workspace, struct CUstream_st *stream);
 /* residual_norm_workspace_bytes with the dynamic sizes from dims. */
 size_t residual_norm_workspace(const int64_t *dims);
