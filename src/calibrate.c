@@ -201,6 +201,10 @@ int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
         fprintf(out, "  skinny_gemm_efficiency: %.5g  # not measured: kept\n", r->skinny_gemm_efficiency);
     if (r->tensor_peak_flops_per_s > 0) /* the wgmma dense rate has no microbenchmark yet */
         fprintf(out, "  tensor_peak_flops_per_s: %.5g  # not measured: kept\n", r->tensor_peak_flops_per_s);
+    if (r->gemm_wave_overhead_s > 0) /* the K-sweep intercept (bench/gpu/gemm_cluster.sh), not a microbenchmark here */
+        fprintf(out, "  gemm_wave_overhead_s: %.5g  # measured apart: kept\n", r->gemm_wave_overhead_s);
+    if (r->skinny_tensor_efficiency > 0)
+        fprintf(out, "  skinny_tensor_efficiency: %.5g  # measured apart: kept\n", r->skinny_tensor_efficiency);
     fprintf(out, "# Each fit: the model, its coefficients (in the model's order), R² on the times, the residual\n");
     fprintf(out, "# spread (RMS and max of |measured - fitted| / measured; for the launch fit relative to the mean)\n");
     fprintf(out, "# and the number of samples. `measured:` holds figures read directly, not fitted.\n");
@@ -825,6 +829,7 @@ static void keep_efficiencies(const ts_calib_opts *o, ts_calib_result *r) {
         r->reduce_efficiency = m.reduce_efficiency, r->map_efficiency = m.map_efficiency;
         r->row_efficiency = m.row_efficiency, r->epilogue_ops_per_s = m.epilogue_ops_per_s;
         r->skinny_gemm_efficiency = m.skinny_gemm_efficiency, r->tensor_peak_flops_per_s = m.tensor_peak_flops_per_s;
+        r->gemm_wave_overhead_s = m.gemm_wave_overhead_s, r->skinny_tensor_efficiency = m.skinny_tensor_efficiency;
         snprintf(r->efficiencies_from, sizeof r->efficiencies_from, "%s", base);
     } else {
         fprintf(stderr, "calibrate: note: cannot load %s; the template efficiencies keep built-in defaults\n", base);

@@ -49,6 +49,7 @@ typedef struct {
     double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency, row_efficiency;
     double epilogue_ops_per_s; /* not measured by the microbenchmarks either: kept */
     double skinny_gemm_efficiency, tensor_peak_flops_per_s; /* not measured yet: kept (0: absent, not written) */
+    double gemm_wave_overhead_s, skinny_tensor_efficiency;  /* measured apart (costmodel.h): kept */
     char efficiencies_from[256]; /* the file the template efficiencies were kept from, or "built-in defaults" */
     /* extra measured figures recorded beside the fits */
     double empty_kernel_s, launch_gap_mean_s, occupancy_blocks_per_sm, wave_s, fractional_r2;

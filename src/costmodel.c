@@ -203,7 +203,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = buffer_numel(g, &p->buf[k->out.buf]);
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0;
+           epilogue = 0, score_sfu = 0, tile_waves = 0;
     bool skinny = false;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
@@ -250,7 +250,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch / m->sms);
             tensor *= rows * k->cfg.sk_tile_m / fmax(M, 1);
         } else {
-            wave = wave_efficiency(m, ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch);
+            double tiles = ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch;
+            wave = wave_efficiency(m, tiles);
+            tile_waves = ceil(tiles / m->sms);
         }
         break;
     }
@@ -268,7 +270,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
-                          .score_sfu_ops = score_sfu, .skinny = skinny};
+                          .score_sfu_ops = score_sfu, .tile_waves = tile_waves, .skinny = skinny};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -282,7 +284,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 }
 
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
-    double eff = ts_costmodel_efficiency(m, w->kind);
+    double eff = w->skinny ? m->skinny_tensor_efficiency : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
@@ -292,6 +294,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
+    t += w->tile_waves * m->gemm_wave_overhead_s;
     return m->launch_s + t;
 }
 

@@ -24,6 +24,13 @@
  *                        loop, on the consumer warps alone, so its time adds to the GEMM's
  *   skinny_gemm_efficiency  the fraction of dram_bytes_per_s a skinny (decode-size, M ≤ 64) GEMM streams
  *                        its operands at (config.h); assumed 0.85 until fitted to tune records
+ *   gemm_wave_overhead_s the wgmma GEMM's fixed time per wave of output tiles: a CTA's pipeline fill and
+ *                        its epilogue, which do not overlap its main loop (one CTA per SM), added per wave;
+ *                        measured on the H200 as the intercept of a K sweep over one wave of 128×256 tiles
+ *                        less launch_s (bench/gpu/gemm_cluster.sh, bench/NOTES.md run 26): 4.6e-6
+ *   skinny_tensor_efficiency  the fraction of tensor_flops_per_s the skinny form's mma.sync tiles reach (its
+ *                        1×4 warps stream B; gemm_efficiency is the wgmma form's): 0.3, from run 27's
+ *                        1024³ GEMMs in that form (14–17 us each)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -43,6 +50,8 @@
     X(strided_efficiency, NULL, 1.0)                                                                   \
     X(epilogue_ops_per_s, "fma_flops_per_s", 0)                                                     \
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
+    X(gemm_wave_overhead_s, NULL, 4.6e-6)                                                              \
+    X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -85,6 +94,8 @@ typedef struct {
                                soft-cap: one tanh.approx each; also counted in sfu_ops), at sfu_ops_per_s,
                                added: the consumer warps evaluate them between their two GEMMs of a tile,
                                where the plain softmax's one exp2 a score is already in the fitted efficiency */
+    double tile_waves;      /* GEMM in its wgmma tile form: waves of output tiles over the SMs, each paying
+                               gemm_wave_overhead_s (0 for other kernels and the skinny form) */
     bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
                                the DRAM rate, scaled by the share of SMs its CTAs occupy (wave_efficiency) */
 } ts_kernel_work;
@@ -97,7 +108,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
  *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
- * eff = the kind's efficiency; eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
+ *            + tile_waves · gemm_wave_overhead_s
+ * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight). */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);

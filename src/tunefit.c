@@ -237,6 +237,7 @@ static const num_field kernel_fields[] = {
     {"strided_bytes", offsetof(ts_tune_kernel, work.strided_bytes), NUM_NONNEG, OPTIONAL, 0},
     {"epilogue_ops", offsetof(ts_tune_kernel, work.epilogue_ops), NUM_NONNEG, OPTIONAL, 0},
     {"score_sfu_ops", offsetof(ts_tune_kernel, work.score_sfu_ops), NUM_NONNEG, OPTIONAL, 0},
+    {"tile_waves", offsetof(ts_tune_kernel, work.tile_waves), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},
 };
@@ -257,6 +258,13 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     int kind = get_choice(r, kn, "kind", what, kind_names, TS_NKINDS, "one of map, reduce, gemm, attention, row");
     k->work.kind = kind < 0 ? TS_KERNEL_MAP : (ts_kernel_kind)kind;
     get_numbers(r, kn, what, kernel_fields, NFIELDS(kernel_fields), k);
+    /* Whether the GEMM ran in its skinny form (config.h): "skinny": true/false; records written before the
+     * field: when the configuration, as ts_config_describe wrote it, starts "skinny" (a static skinny form). */
+    yaml_node_t *sk = ts_yaml_get(r->s, kn, "skinny"), *cfg = ts_yaml_get(r->s, kn, "config");
+    if (sk && jtype_of(sk) != J_BOOL) type_error(r, sk, what, "skinny", "true/false");
+    else if (sk) k->work.skinny = strcmp(ts_yaml_str(sk), "true") == 0;
+    else k->work.skinny = k->work.kind == TS_KERNEL_GEMM && cfg && jtype_of(cfg) == J_STRING &&
+                          strncmp(ts_yaml_str(cfg), "skinny", 6) == 0;
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,
                  k->work.bytes);
@@ -524,7 +532,7 @@ static const char *const kind_models[TS_NKINDS] = {
     [TS_KERNEL_REDUCE] = "t = launch + max(fma / (fma rate * c0), sfu / sfu rate, bytes / (dram rate * c0)); "
                          "c0 minimises sum log^2(t / measured)",
     [TS_KERNEL_GEMM] = "t = launch + max(tensor / (tensor rate * c0 * wave), fma / fma rate, sfu / sfu rate, "
-                       "bytes / dram rate); c0 minimises sum log^2(t / measured)",
+                       "bytes / dram rate) + tile waves * wave overhead; c0 minimises sum log^2(t / measured)",
     [TS_KERNEL_ATTENTION] = "t = launch + max(tensor / (tensor rate * c0 * wave), fma / (fma rate * c0), sfu / sfu "
                             "rate, bytes / dram rate); c0 minimises sum log^2(t / measured)",
     [TS_KERNEL_ROW] = "t = launch + max(fma / (fma rate * c0), sfu / sfu rate, bytes / (dram rate * c0)); "

@@ -4,6 +4,8 @@
  * row kernel rather than distributing it through the contraction; a decode-size GEMM takes the skinny form
  * and is predicted from its bytes), that it only improves on its seeds,
  * that the plans it returns are distinct, and that it is deterministic. */
+#include <math.h>
+
 #include "compile.h"
 #include "config.h"
 #include "egir.h"
@@ -221,6 +223,45 @@ Test(search, a_small_static_gemm_takes_64_row_tiles_over_m) {
     const ts_kernel *k = only_gemm(&cg);
     cr_assert(k->cfg.skinny_only && k->cfg.sk_tile_m == 64 && k->cfg.skinny_m >= 1024);
     cr_assert(ts_config_gemm_skinny(&cg.c.g, k));
+    free_compiled(&cg);
+}
+
+/* The wgmma tile form pays gemm_wave_overhead_s per wave of output tiles (pipeline fill and epilogue, not
+ * overlapped with the main loop); the skinny form has no such term and runs its MMAs at
+ * skinny_tensor_efficiency of the tensor rate instead of gemm_efficiency. */
+Test(search, a_tile_gemm_pays_an_overhead_per_wave_and_a_skinny_gemm_its_own_mma_rate) {
+    char *yaml = swiglu_at("4096");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_kernel *k = only_gemm(&cg);
+    ts_kernel_work w;
+    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+    double tiles = ceil(4096.0 / k->cfg.tile_m) * ceil(14336.0 / k->cfg.tile_n);
+    cr_assert(!w.skinny);
+    cr_assert_float_eq(w.tile_waves, ceil(tiles / cg.cm.sms), 1e-9, "%g waves of %g tiles", w.tile_waves, tiles);
+    ts_costmodel m = cg.cm;
+    double with = ts_costmodel_time(&m, &w);
+    m.gemm_wave_overhead_s = 0;
+    cr_assert_float_eq(with - ts_costmodel_time(&m, &w), w.tile_waves * cg.cm.gemm_wave_overhead_s, 1e-12);
+    m.skinny_tensor_efficiency = cg.cm.gemm_efficiency / 4;
+    cr_assert_float_eq(ts_costmodel_time(&m, &w), with - w.tile_waves * cg.cm.gemm_wave_overhead_s, 1e-12,
+                       "the tile form ignores skinny_tensor_efficiency");
+    free_compiled(&cg);
+    free(yaml);
+
+    compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 512}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [b, k]}\n  W: {dtype: fp16, shape: [k, f]}\n"
+                      "ops:\n  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n");
+    k = only_gemm(&cg);
+    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+    cr_assert(w.skinny && w.tile_waves == 0, "the small static GEMM runs skinny, without the per-wave term");
+    m = cg.cm;
+    double t = ts_costmodel_time(&m, &w);
+    m.skinny_tensor_efficiency /= 2;
+    cr_assert_gt(ts_costmodel_time(&m, &w), t, "its MMAs at skinny_tensor_efficiency");
+    m = cg.cm;
+    m.gemm_efficiency /= 2;
+    cr_assert_float_eq(ts_costmodel_time(&m, &w), t, 1e-12, "not at gemm_efficiency");
     free_compiled(&cg);
 }
 

@@ -436,6 +436,34 @@ Test(tunefit, the_mini_record_loads) {
     ts_tune_set_free(&s);
 }
 
+/* A GEMM kernel's form: "skinny": true/false when the record has it, else whether its config (as
+ * ts_config_describe writes it) starts "skinny"; tile_waves 0 when absent. */
+Test(tunefit, a_gemm_kernels_skinny_form_and_tile_waves_are_read) {
+    static const struct {
+        const char *to;
+        bool skinny;
+        double waves;
+    } cases[] = {
+        {"\"kind\": \"gemm\", \"skinny\": true, \"config\": \"128x256, 4 stages\", \"tile_waves\": 2,", true, 2},
+        {"\"kind\": \"gemm\", \"skinny\": false, \"config\": \"skinny 64x64, 6 stages\",", false, 0},
+        {"\"kind\": \"gemm\", \"config\": \"skinny 64x64, 6 stages\",", true, 0},
+        {"\"kind\": \"gemm\", \"config\": \"128x256, 4 stages; M <= 64: skinny 64x64, 6 stages\",", false, 0},
+        {"\"kind\": \"map\", \"config\": \"skinny\",", false, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *t = mini_with("\"kind\": \"map\",", cases[i].to);
+        ts_tune_set s = {0};
+        load_ok(&s, "g.json", t);
+        cr_expect_eq(s.r[0].c[0].k[0].work.skinny, cases[i].skinny, "case %zu", i);
+        cr_expect_float_eq(s.r[0].c[0].k[0].work.tile_waves, cases[i].waves, 0, "case %zu", i);
+        ts_tune_set_free(&s);
+        free(t);
+    }
+    char *t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"skinny\": \"yes\",");
+    EXPECT_LOAD_ERROR(t, strlen(t), "kernel 1 of candidate 1: 'skinny' must be true/false, not a string");
+    free(t);
+}
+
 /* Malformed variants of the mini record: replace `from` by `to`; the first error contains `error`. */
 static const struct {
     const char *from, *to, *error;
