@@ -365,7 +365,11 @@ class GraphBench:
             return
         t0 = time.time()
         try:
-            c = torch.compile(self.eager, mode=mode) if mode else torch.compile(self.eager)
+            # A fresh dynamo state per graph and mode, and static shapes: graphs whose eager version is
+            # graphref's generic backend share one code object, and a recompile of it at another graph's
+            # shapes would mark dims dynamic (slower kernels) or reach the recompile limit (eager fallback).
+            torch._dynamo.reset()
+            c = torch.compile(self.eager, mode=mode, dynamic=False) if mode else torch.compile(self.eager, dynamic=False)
             with time_limit(grant):
                 out = c()
                 gc.synchronize()

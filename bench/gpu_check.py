@@ -398,7 +398,8 @@ def time_anchors(graph, x, use_compile):
             out[name] = "unavailable: %s" % str(e).splitlines()[0][:80]
     if use_compile and "eager" in fns:
         try:
-            c = torch.compile(fns["eager"])
+            torch._dynamo.reset()   # per case, static shapes: as bench/bench.py (shared code objects recompile)
+            c = torch.compile(fns["eager"], dynamic=False)
             c()
             out["torch.compile"] = timed(c)
         except Exception as e:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # robust_build.sh — builds, on the development machine (no GPU), everything bench/robust.sh runs on the
 # H200: `make gpu-build` (a header and its C ABI library per case, the template test programs) with extra
-# cases (primes, sizes of 1, causal attention with t_q > t_kv for fully masked rows), the sanitizer driver
+# cases (primes, sizes of 1, causal attention with t_q > t_kv for fully masked rows; odd sizes of every
+# later bench graph: GEMM epilogues with interior and edge tiles, the attention family, decode m = 1 and
+# 77), the sanitizer driver
 # build/robust/abi_driver, and the planted candidates of the tune fault-isolation check: rmsnorm's plans
 # built with tests/tune/trap_nvcc.sh into build/robust/tune-cache (the best predicted plan traps, the third
 # hangs), its float64 reference cached beside them. Writes build/robust/planted.env (the planted names).
@@ -20,7 +22,24 @@ prime decoder_layer - t=13
 one matmul m=1,d=1000,n=1000 -
 one rmsnorm m=1,d=1000,n=1000 -
 one attention t_q=1,t_kv=1 -
-one decoder_layer - t=1'
+one decoder_layer - t=1
+odd gemm_gelu m=300,d=1000,n=520 -
+prime gemm_gelu m=13,d=997,n=509 -
+odd lora m=300,d=1000,n=520 -
+odd layernorm_mlp m=300,d=1000,f=520,e=1000 -
+odd residual_rmsnorm t=77,d=1000 -
+prime residual_rmsnorm t=13,d=997 -
+odd gemm_logsumexp m=300,d=1000,n=1000 -
+odd gemm_mish b=300,k=1000,f=520 -
+odd gemm_groupnorm m=77 -
+odd qknorm_attention t_q=1000,t_kv=1000 -
+odd attention_d64 t_q=1000,t_kv=1000 -
+odd attention_d256 t_q=1000,t_kv=1000 -
+odd attention_bf16 t_q=1000,t_kv=1000 -
+odd attention_cross t_q=77,t_kv=1000 -
+odd attention_softcap t_q=1000,t_kv=1000 -
+one swiglu_decode - m=1
+odd swiglu_decode - m=77'
 make -s -o build/tsopt gpu-build NVCC_ARCH="$arch"
 mkdir -p build/robust
 nvcc -O2 -std=c++17 -Werror all-warnings $arch bench/robust/abi_driver.cu -o build/robust/abi_driver -ldl

@@ -24,7 +24,9 @@ case "$list_name" in
          list=$(for g in bench/graphs/*.yaml; do
                   n=$(basename "$g" .yaml)
                   [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$n,"* ]] || continue
-                  if grep -q "dynamic: *true" "$g"; then echo "$n $g t=1024"; else echo "$n $g -"; fi
+                  # a dynamic token axis t is tuned at 1024; other dynamic axes (a decode step's m) at
+                  # their `typical` size, which tune uses when --dims does not name them
+                  if grep -Eq "^ +t: *\{ *dynamic: *true" "$g"; then echo "$n $g t=1024"; else echo "$n $g -"; fi
                 done) ;;
   sweep) dir=$out/sweep tuned=$out/sweep/tuned; list=$(grep -v '^#' bench/sweep.txt | grep .) ;;
   *) echo "tune_all: LIST is bench or sweep, not '$list_name'"; exit 2 ;;
