@@ -466,6 +466,7 @@ static void collect(const ts_tune_set *s, ts_kernel_kind kind, sample_set *ss) {
             const ts_tune_candidate *cand = &s->r[r].c[c];
             for (int k = 0; k < cand->nk && cand->ok; k++) {
                 if (cand->k[k].work.kind != kind || !(cand->k[k].measured_s > 0)) continue;
+                if (cand->k[k].work.skinny) continue; /* its MMAs run at skinny_tensor_efficiency, not the kind's */
                 TS_GROW(ss->s, ss->n, ss->cap);
                 ss->s[ss->n++] = (sample){&cand->k[k].work, &s->r[r].cm, cand->k[k].measured_s};
             }

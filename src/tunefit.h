@@ -90,7 +90,8 @@ double *ts_costmodel_efficiency_slot(ts_costmodel *m, ts_kernel_kind k);
 /* Fits each kind with at least TS_TUNE_MIN_SAMPLES timed kernels (status "ok", kernel measured_s > 0):
  * the efficiency e in [TS_TUNE_EFF_MIN, TS_TUNE_EFF_MAX] minimising Σ log²(predicted(e) / measured), a
  * kernel predicted with its record's coefficients but e for its kind's efficiency (a log-spaced scan
- * brackets the minimum, GSL's Brent minimiser refines it). `before` values come from base. */
+ * brackets the minimum, GSL's Brent minimiser refines it). `before` values come from base. GEMMs that ran
+ * in their skinny form are left out of gemm_efficiency's fit (their MMAs use skinny_tensor_efficiency). */
 void ts_tune_fit_run(const ts_tune_set *s, const ts_costmodel *base, ts_tune_fit *f);
 
 /* ---- accuracy -------------------------------------------------------------------------------------- */

@@ -462,6 +462,18 @@ Test(tunefit, a_gemm_kernels_skinny_form_and_tile_waves_are_read) {
     char *t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"skinny\": \"yes\",");
     EXPECT_LOAD_ERROR(t, strlen(t), "kernel 1 of candidate 1: 'skinny' must be true/false, not a string");
     free(t);
+    /* skinny-form GEMMs are no samples of gemm_efficiency (their MMAs use skinny_tensor_efficiency) */
+    t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"skinny\": true, \"tile_waves\": 0,");
+    ts_tune_set s = {0};
+    for (int i = 0; i < 3; i++) load_ok(&s, "g.json", t);
+    free(t);
+    ts_costmodel base = shipped_model();
+    ts_tune_fit f;
+    ts_tune_fit_run(&s, &base, &f);
+    cr_assert_eq(f.kind[TS_KERNEL_GEMM].samples, 0);
+    cr_assert(!f.kind[TS_KERNEL_GEMM].fitted);
+    ts_costmodel_free(&base);
+    ts_tune_set_free(&s);
 }
 
 /* Malformed variants of the mini record: replace `from` by `to`; the first error contains `error`. */
