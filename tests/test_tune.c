@@ -264,6 +264,19 @@ Test(tune, build_only_needs_no_gpu_and_fills_the_cache) {
     remove_dir(dir);
 }
 
+/* matmul's third plan computes the contraction as a reduce kernel, predicted 48x the best: not a candidate;
+ * the best plan (its twin "fused" has the same header) and two configurations of it are. */
+Test(tune, plans_predicted_over_ten_times_the_best_are_not_candidates) {
+    char *dir = scratch("hopeless");
+    char *args = ts_strfmt("tune --build-only --nvcc tests/tune/fake_nvcc.sh --cache %s/cache bench/graphs/matmul.yaml", dir);
+    tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
+    cr_expect_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "3 candidates built into"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "fused/2"), "%s", r.out);
+    free(r.out), free(args);
+    remove_dir(dir);
+}
+
 Test(tune, bad_options_are_usage_errors) {
     tsopt_result r = run_tsopt("tune --reps 0 bench/graphs/matmul.yaml");
     cr_expect_eq(r.code, 2, "%s", r.out);
