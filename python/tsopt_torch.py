@@ -114,15 +114,15 @@ def _size_checks(sig, b, var):
     for d, a in enumerate(b.axes):
         size = sig.sizes[sig.root(a)]
         if isinstance(size, int):
-            lines.append('    TORCH_CHECK(%s.size(%d) == %d, OP ": %s dim %d (axis %s) must be %d, the size the header was '
-                         'compiled for (tsopt compile --dims, or a dynamic axis), got ", %s.size(%d));'
+            lines.append('    TSOPT_CHECK(%s.size(%d) == %d, OP ": %s dim %d (axis %s) must be %d, the size the header was '
+                         'compiled for (tsopt compile --dims, or a dynamic axis), got %%lld", (long long)%s.size(%d));'
                          % (var, d, size, b.name, d, a, size, var, d))
         else:
             i, d0 = sig.first_input_dim(a)
             first = sig.inputs[i]
             if first is not b or d0 != d:
-                lines.append('    TORCH_CHECK(%s.size(%d) == %s.size(%d), OP ": %s dim %d (axis %s) must equal %s dim %d, got ", '
-                             '%s.size(%d), " and ", %s.size(%d));'
+                lines.append('    TSOPT_CHECK(%s.size(%d) == %s.size(%d), OP ": %s dim %d (axis %s) must equal %s dim %d, got %%lld '
+                             'and %%lld", (long long)%s.size(%d), (long long)%s.size(%d));'
                              % (var, d, first.arg, d0, b.name, d, a, first.name, d0, var, d, first.arg, d0))
     return lines
 
@@ -130,17 +130,18 @@ def _size_checks(sig, b, var):
 def _input_checks(sig, i, b):
     ndim, torch_dtype = len(b.axes), DTYPES[b.dtype][0]
     lines = [
-        '    TORCH_CHECK(%s.is_cuda(), OP ": %s must be a CUDA tensor, got one on ", %s.device());' % (b.arg, b.name, b.arg),
-        '    TORCH_CHECK(%s.scalar_type() == %s, OP ": %s must be %s, got ", %s.scalar_type());'
+        '    TSOPT_CHECK(%s.is_cuda(), OP ": %s must be a CUDA tensor, got one on %%s", %s.device().str().c_str());'
+        % (b.arg, b.name, b.arg),
+        '    TSOPT_CHECK(%s.scalar_type() == %s, OP ": %s must be %s, got %%s", c10::toString(%s.scalar_type()));'
         % (b.arg, DTYPES[b.dtype][1], b.name, torch_dtype, b.arg),
-        '    TORCH_CHECK(%s.dim() == %d, OP ": %s must have %d dim%s [%s], got sizes ", %s.sizes());'
+        '    TSOPT_CHECK(%s.dim() == %d, OP ": %s must have %d dim%s [%s], got sizes %%s", Shape(%s).text);'
         % (b.arg, ndim, b.name, ndim, "" if ndim == 1 else "s", ", ".join(b.axes), b.arg),
-        '    TORCH_CHECK(%s.is_contiguous(), OP ": %s must be contiguous (row-major): call .contiguous()");' % (b.arg, b.name),
+        '    TSOPT_CHECK(%s.is_contiguous(), OP ": %s must be contiguous (row-major): call .contiguous()");' % (b.arg, b.name),
     ]
     if i > 0:
         first = sig.inputs[0]
-        lines.append('    TORCH_CHECK(%s.device() == %s.device(), OP ": %s is on ", %s.device(), " but %s on ", %s.device());'
-                     % (b.arg, first.arg, b.name, b.arg, first.name, first.arg))
+        lines.append('    TSOPT_CHECK(%s.device() == %s.device(), OP ": %s is on %%s but %s on %%s", %s.device().str().c_str(), '
+                     '%s.device().str().c_str());' % (b.arg, first.arg, b.name, first.name, b.arg, first.arg))
     return lines + _size_checks(sig, b, b.arg)
 
 
@@ -182,7 +183,7 @@ def binding_source(sig, header_path):
              "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
                                                    ["out%d.data_ptr()" % j for j in range(len(outs))]),
              "    const int rc = %s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, at::cuda::getCurrentCUDAStream().stream());" % n,
-             '    TORCH_CHECK(rc == 0, OP ": %s_run failed: ", cudaGetErrorString((cudaError_t)rc));' % n,
+             '    TSOPT_CHECK(rc == 0, OP ": %s_run failed: %%s", cudaGetErrorString((cudaError_t)rc));' % n,
              "    return %s;" % ret, "}", "",
              "// Raw C ABI calls in a loop (what the op's overhead is measured against): microseconds per call.",
              "static double %s_raw_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
@@ -193,20 +194,45 @@ def binding_source(sig, header_path):
              "    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();",
              "    auto t0 = std::chrono::steady_clock::now();",
              "    for (int64_t i = 0; i < iters; i++)",
-             '        TORCH_CHECK(%s_run(buffers, dims, ws.data_ptr(), stream) == 0, OP ": %s_run failed");' % (n, n),
+             '        TSOPT_CHECK(%s_run(buffers, dims, ws.data_ptr(), stream) == 0, OP ": %s_run failed");' % (n, n),
+             "    auto t1 = std::chrono::steady_clock::now();",
+             "    return std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)iters;", "}", "",
+             "// The operator itself called through the dispatcher from C++ in a loop (its checks, allocations and",
+             "// dispatch, no Python): microseconds per call.",
+             "static double %s_op_us(%s, int64_t iters) {" % (n, params),
+             "    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"tsopt::%s\", \"\")" % n,
+             "        .typed<%s(%s)>();" % (ret_type, ", ".join(["const at::Tensor &"] * len(sig.inputs))),
+             "    auto t0 = std::chrono::steady_clock::now();",
+             "    for (int64_t i = 0; i < iters; i++) (void)op.call(%s);" % ", ".join(b.arg for b in sig.inputs),
              "    auto t1 = std::chrono::steady_clock::now();",
              "    return std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)iters;", "}", ""]
     schema = op_schema(sig)
-    raw_schema = "%s_raw_us(%s, Tensor[] outs, int iters) -> float" % (n, ", ".join("Tensor %s" % b.arg for b in sig.inputs))
+    errors = ["// Errors: the message is formatted here with snprintf and raised as one string (TORCH_CHECK with a",
+              "// single const char *), so no iostream code runs in this library: the operator built on the H200",
+              "// machine crashed formatting a number into a TORCH_CHECK message (std::ostream::_M_insert<long>).",
+              "[[noreturn]] __attribute__((format(printf, 1, 2))) static void fail(const char *fmt, ...) {",
+              "    char msg[1024];", "    va_list ap;", "    va_start(ap, fmt);", "    vsnprintf(msg, sizeof msg, fmt, ap);",
+              "    va_end(ap);", "    TORCH_CHECK(false, static_cast<const char *>(msg));", "}",
+              "#define TSOPT_CHECK(cond, ...) do { if (!(cond)) fail(__VA_ARGS__); } while (0)",
+              "// A tensor's sizes as text, e.g. [1024, 4096].",
+              "struct Shape {", "    char text[256];",
+              "    explicit Shape(const at::Tensor &t) {", "        int n = snprintf(text, sizeof text, \"[\");",
+              "        for (int64_t d = 0; d < t.dim() && n < (int)sizeof text; d++)",
+              "            n += snprintf(text + n, sizeof text - n, \"%s%lld\", d ? \", \" : \"\", (long long)t.size(d));",
+              "        if (n < (int)sizeof text) snprintf(text + n, sizeof text - n, \"]\");", "    }", "};", ""]
+    tensors = ", ".join("Tensor %s" % b.arg for b in sig.inputs)
+    raw_schema = "%s_raw_us(%s, Tensor[] outs, int iters) -> float" % (n, tensors)
+    op_us_schema = "%s_op_us(%s, int iters) -> float" % (n, tensors)
     head = ["// Generated by tsopt_torch.py from %s — the PyTorch operator tsopt::%s." % (os.path.basename(header_path), n),
             "#include <chrono>", "#include <tuple>", "#include <vector>",
-            "#include <ATen/ATen.h>", "#include <ATen/cuda/CUDAContext.h>", "#include <c10/cuda/CUDAGuard.h>",
-            "#include <cuda_runtime_api.h>", "#include <torch/library.h>", "",
+            "#include <ATen/ATen.h>", "#include <ATen/core/dispatch/Dispatcher.h>", "#include <ATen/cuda/CUDAContext.h>", "#include <c10/cuda/CUDAGuard.h>",
+            "#include <cstdarg>", "#include <cstdio>", "#include <cuda_runtime_api.h>", "#include <torch/library.h>", "",
             '#include "%s"  // declarations only: the kernels are in the nvcc-compiled object' % os.path.abspath(header_path), ""]
-    tail = ["TORCH_LIBRARY_FRAGMENT(tsopt, m) {", '    m.def("%s");' % schema, '    m.def("%s");' % raw_schema, "}",
+    tail = ["TORCH_LIBRARY_FRAGMENT(tsopt, m) {", '    m.def("%s");' % schema, '    m.def("%s");' % raw_schema,
+            '    m.def("%s");' % op_us_schema, "}",
             "TORCH_LIBRARY_IMPL(tsopt, CUDA, m) {", '    m.impl("%s", &%s_cuda);' % (n, n),
-            '    m.impl("%s_raw_us", &%s_raw_us);' % (n, n), "}", ""]
-    return "\n".join(head + body + tail)
+            '    m.impl("%s_raw_us", &%s_raw_us);' % (n, n), '    m.impl("%s_op_us", &%s_op_us);' % (n, n), "}", ""]
+    return "\n".join(head + errors + body + tail)
 
 
 # ---- building and registering -----------------------------------------------------------------------
@@ -271,7 +297,7 @@ def build(header_path, arch=DEFAULT_ARCH, nvcc=None, cxx=None):
         f.write(binding_source(sig, header_path))
     inc, lib = _torch_paths()
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", 1))
-    cmd = [cxx or os.environ.get("CXX", "g++"), "-O2", "-std=c++20", "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi]
+    cmd = [cxx or os.environ.get("CXX", "g++"), "-O2", "-std=" + os.environ.get("TSOPT_TORCH_CXX_STD", "c++20"), "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi]
     cmd += ["-I" + d for d in inc] + ["-I" + os.path.join(cuda, "include"), cpp, obj]
     cmd += ["-L" + d for d in lib] + ["-Wl,-rpath," + d for d in lib]
     cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-L" + os.path.join(cuda, "lib64"), "-lcudart",
@@ -282,10 +308,12 @@ def build(header_path, arch=DEFAULT_ARCH, nvcc=None, cxx=None):
 
 
 class Op:
-    """torch.ops.tsopt.<name> with its signature; call it like a function."""
+    """torch.ops.tsopt.<name> with its signature; call it like a function. raw(tensors..., outs, iters) and
+    op_us(tensors..., iters): microseconds per call of the bare C ABI and of the operator, each in a C++ loop."""
 
-    def __init__(self, sig, op, raw):
-        self.sig, self.op, self.raw = sig, op, raw
+    def __init__(self, sig, packet, raw, op_us):
+        self.sig, self.raw, self.op_us = sig, raw, op_us
+        self.op = packet.default  # the overload itself: no overload resolution per call
         self.name = sig.name
 
     def __call__(self, *tensors):
@@ -327,4 +355,5 @@ def load(header_path, arch=DEFAULT_ARCH, nvcc=None):
                            "(tsopt compile --name)" % sig.name)
     torch.ops.load_library(build(header_path, arch, nvcc))
     register_fake(sig)
-    return Op(sig, getattr(torch.ops.tsopt, sig.name), getattr(torch.ops.tsopt, sig.name + "_raw_us"))
+    ops = torch.ops.tsopt
+    return Op(sig, getattr(ops, sig.name), getattr(ops, sig.name + "_raw_us"), getattr(ops, sig.name + "_op_us"))

@@ -62,9 +62,12 @@ def dynamic_sizes_and_checks(tmp):
     check(sig.dims == ["t"] and sig.sizes == {"t": "dynamic", "d": 32}, "dims and sizes: %s %s" % (sig.dims, sig.sizes))
     check([b.name for b in sig.inputs] == ["X", "class_"], "the C name of input class")
     src = tsopt_torch.binding_source(sig, h)
-    want = ('TORCH_CHECK(class_.size(0) == 32, OP ": class_ dim 0 (axis d) must be 32, the size the header was compiled '
-            'for (tsopt compile --dims, or a dynamic axis), got ", class_.size(0));')
+    want = ('TSOPT_CHECK(class_.size(0) == 32, OP ": class_ dim 0 (axis d) must be 32, the size the header was compiled '
+            'for (tsopt compile --dims, or a dynamic axis), got %lld", (long long)class_.size(0));')
     check(want in src, "the static size check")
+    # messages are formatted with snprintf: the one TORCH_CHECK raises a single preformatted string
+    check(src.count("TORCH_CHECK(") == 1 and "TORCH_CHECK(false, static_cast<const char *>(msg));" in src,
+          "errors raised as one preformatted string, no iostream formatting")
     check("const int64_t dims[] = {X.size(0)};" in src, "t read from X")
     check("std::tuple<at::Tensor, at::Tensor>" in src, "two outputs")
     return sig

@@ -8,7 +8,8 @@
 // Prints one line per config: path taken (wgmma or which fallback), rel. L2 error, PASS/FAIL, sm90 time
 // and TFLOP/s, the mma.sync kernel's time and TFLOP/s, and the speedup. Exits 1 if any config fails, 2 on a
 // CUDA error (a watchdog-trapped deadlock shows as one). An argument runs only the configs whose name contains
-// it (`./attention_sm90_test d256`). Not part of tsopt's build.
+// it (`./attention_sm90_test d256`). `quick` first (`./attention_sm90_test quick [name]`): validation only, no
+// timing, the 4096-long configs at 512 (for compute-sanitizer). Not part of tsopt's build.
 //
 // Build (H200):  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
 //                     bench/gpu/attention_sm90_test.cu -o attention_sm90_test && ./attention_sm90_test
@@ -125,7 +126,11 @@ static void set_strides(int64_t &sb, int64_t &sh, int64_t &ss, const Config &c, 
 
 // Runs, validates and times one config through tsa90::launch_attention_sm90<D, STAGES, PINGPONG>, and times
 // tsa::launch_attention<D> (default tiles) on the same inputs; returns true on PASS.
-static const char *g_only;  // argv[1]: run only the configs whose name contains it (none: all)
+static const char *g_only;  // run only the configs whose name contains it (none: all)
+static bool g_timing = true;  // false with `quick`
+// `quick` (validation only, for compute-sanitizer): the 4096-long configs run at this length, every other
+// config as it is; the same tile paths (several K/V tiles, causal diagonal, GQA) at a sanitizer's pace.
+static const int kQuickLength = 512;
 
 template <typename T, int D, int STAGES = 2, bool PINGPONG = true, class Score, class RefScore>
 static bool run_config(const Config &c, Score score, RefScore ref_score, double flop_fraction) {
@@ -218,7 +223,8 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    auto time_it = [&](auto launch) {
+    auto time_it = [&](auto launch) {   // nan with `quick`
+        if (!g_timing) return (double)NAN;
         for (int i = 0; i < 3; i++) CK(launch());
         std::vector<float> ms;
         for (int i = 0; i < 30; i++) {
@@ -257,7 +263,9 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
 }
 
 int main(int argc, char **argv) {
-    g_only = argc > 1 ? argv[1] : nullptr;
+    const bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    g_timing = !quick;
+    g_only = argc > 1 + quick ? argv[1 + quick] : nullptr;
     int dev;
     cudaDeviceProp prop;
     CK(cudaGetDevice(&dev));
@@ -266,6 +274,7 @@ int main(int argc, char **argv) {
     printf("columns: path (wgmma = the sm90 kernel ran; fallback(...) = tsa::launch_attention ran inside the sm90 "
            "launcher) and K/V stages; error vs fp32 reference; sm90 launcher time; mma.sync time; speedup\n");
     CK(cudaMalloc(&g_flush, kFlushBytes));
+    const int big = quick ? kQuickLength : 4096;  // the long configs' sequence length
 
     using H = __half;
     using B = __nv_bfloat16;
@@ -275,30 +284,30 @@ int main(int argc, char **argv) {
     // name, batch, hq, hkv, t_q, t_kv, bshd, row_step
     // The first line runs without the ping-pong schedule (named barriers), so that a hang in the default
     // (ping-pong) kernel still leaves one result printed.
-    fails += !run_config<H, 128, 2, false>({"seed no pingpong", 1, 16, 16, 4096, 4096, false, 8},
+    fails += !run_config<H, 128, 2, false>({"seed no pingpong", 1, 16, 16, big, big, false, 8},
                                            tsa::ScaleScore{1.f}, tsa::ScaleScore{1.f}, 1.0);
-    fails += !run_config<H, 128>({"seed (unscaled)", 1, 16, 16, 4096, 4096, false, 8}, tsa::ScaleScore{1.f},
+    fails += !run_config<H, 128>({"seed (unscaled)", 1, 16, 16, big, big, false, 8}, tsa::ScaleScore{1.f},
                                  tsa::ScaleScore{1.f}, 1.0);
     // Pipeline-depth variant of the seed config (3 K/V stages: 225 KB of shared memory).
-    fails += !run_config<H, 128, 3>({"seed 3 stages", 1, 16, 16, 4096, 4096, false, 64}, tsa::ScaleScore{1.f},
+    fails += !run_config<H, 128, 3>({"seed 3 stages", 1, 16, 16, big, big, false, 64}, tsa::ScaleScore{1.f},
                                     tsa::ScaleScore{1.f}, 1.0);
-    fails += !run_config<H, 128, 2, false>({"causal no pingpong", 1, 16, 16, 4096, 4096, false, 64},
-                                           causal(s128, 4096, 4096), causal(s128, 4096, 4096), 0.5);
-    fails += !run_config<H, 128, 3>({"causal 3 stages", 1, 16, 16, 4096, 4096, false, 64},
-                                    causal(s128, 4096, 4096), causal(s128, 4096, 4096), 0.5);
-    fails += !run_config<H, 128>({"causal scaled", 1, 16, 16, 4096, 4096, false, 8}, causal(s128, 4096, 4096),
-                                 causal(s128, 4096, 4096), 0.5);
-    fails += !run_config<H, 128>({"gqa causal 32/8", 1, 32, 8, 4096, 4096, false, 8}, causal(s128, 4096, 4096),
-                                 causal(s128, 4096, 4096), 0.5);
-    fails += !run_config<B, 128>({"bf16 (unscaled)", 1, 16, 16, 4096, 4096, false, 8}, tsa::ScaleScore{1.f},
+    fails += !run_config<H, 128, 2, false>({"causal no pingpong", 1, 16, 16, big, big, false, 64},
+                                           causal(s128, big, big), causal(s128, big, big), 0.5);
+    fails += !run_config<H, 128, 3>({"causal 3 stages", 1, 16, 16, big, big, false, 64},
+                                    causal(s128, big, big), causal(s128, big, big), 0.5);
+    fails += !run_config<H, 128>({"causal scaled", 1, 16, 16, big, big, false, 8}, causal(s128, big, big),
+                                 causal(s128, big, big), 0.5);
+    fails += !run_config<H, 128>({"gqa causal 32/8", 1, 32, 8, big, big, false, 8}, causal(s128, big, big),
+                                 causal(s128, big, big), 0.5);
+    fails += !run_config<B, 128>({"bf16 (unscaled)", 1, 16, 16, big, big, false, 8}, tsa::ScaleScore{1.f},
                                  tsa::ScaleScore{1.f}, 1.0);
-    fails += !run_config<B, 128>({"bf16 causal scaled", 1, 16, 16, 4096, 4096, false, 8}, causal(s128, 4096, 4096),
-                                 causal(s128, 4096, 4096), 0.5);
-    fails += !run_config<H, 64>({"d64 scaled", 1, 16, 16, 4096, 4096, false, 8}, tsa::ScaleScore{s64},
+    fails += !run_config<B, 128>({"bf16 causal scaled", 1, 16, 16, big, big, false, 8}, causal(s128, big, big),
+                                 causal(s128, big, big), 0.5);
+    fails += !run_config<H, 64>({"d64 scaled", 1, 16, 16, big, big, false, 8}, tsa::ScaleScore{s64},
                                 tsa::ScaleScore{s64}, 1.0);
-    fails += !run_config<H, 64>({"d64 causal scaled", 1, 16, 16, 4096, 4096, false, 8}, causal(s64, 4096, 4096),
-                                causal(s64, 4096, 4096), 0.5);
-    fails += !run_config<H, 128>({"softcap 30 (unscaled)", 1, 16, 16, 4096, 4096, false, 8},
+    fails += !run_config<H, 64>({"d64 causal scaled", 1, 16, 16, big, big, false, 8}, causal(s64, big, big),
+                                causal(s64, big, big), 0.5);
+    fails += !run_config<H, 128>({"softcap 30 (unscaled)", 1, 16, 16, big, big, false, 8},
                                  tsa::SoftcapScore::make(1.f, 30.f), SoftcapExact{1.f, 30.f}, 1.0);
     fails += !run_config<H, 128>({"softcap 5 scaled", 2, 8, 2, 1000, 1000, true, 1},
                                  tsa::SoftcapScore::make(4.f * s128, 5.f), SoftcapExact{4.f * s128, 5.f}, 1.0);
@@ -328,10 +337,10 @@ int main(int argc, char **argv) {
     // Head dim 256 (64-key K/V tiles, 2 stages: tsa90::DefaultBN): the bench shape, bf16, GQA with odd sizes,
     // soft-capping, the schedule without ping-pong.
     const float s256 = 0.0625f;
-    fails += !run_config<H, 256>({"d256 causal", 1, 8, 8, 4096, 4096, false, 8}, causal(s256, 4096, 4096),
-                                 causal(s256, 4096, 4096), 0.5);
-    fails += !run_config<H, 256, 2, false>({"d256 causal no pingpong", 1, 8, 8, 4096, 4096, false, 64},
-                                           causal(s256, 4096, 4096), causal(s256, 4096, 4096), 0.5);
+    fails += !run_config<H, 256>({"d256 causal", 1, 8, 8, big, big, false, 8}, causal(s256, big, big),
+                                 causal(s256, big, big), 0.5);
+    fails += !run_config<H, 256, 2, false>({"d256 causal no pingpong", 1, 8, 8, big, big, false, 64},
+                                           causal(s256, big, big), causal(s256, big, big), 0.5);
     fails += !run_config<B, 256>({"d256 bf16", 1, 8, 8, 2048, 2048, false, 8}, tsa::ScaleScore{s256},
                                  tsa::ScaleScore{s256}, 1.0);
     fails += !run_config<H, 256>({"odd d256 1000 gqa bshd", 2, 8, 2, 1000, 1000, true, 1}, tsa::ScaleScore{s256},
