@@ -151,6 +151,24 @@ int ts_calib_parse_date(const char *s, time_t *out) {
     return 0;
 }
 
+bool ts_calib_measures(const char *coefficient) {
+    static const char *const measured[] = {"launch_s", "dram_bytes_per_s", "tensor_flops_per_s", "fma_flops_per_s",
+                                           "sfu_ops_per_s", "sms", "l2_bytes"};
+    for (size_t i = 0; i < sizeof measured / sizeof *measured; i++)
+        if (strcmp(coefficient, measured[i]) == 0) return true;
+    return false;
+}
+
+/* One `coefficients:` line: measured ones always, kept ones when present (0: absent, the loader fills it). */
+static void write_coefficient(FILE *out, const char *name, double value) {
+    if (ts_calib_measures(name)) {
+        bool count = strcmp(name, "sms") == 0 || strcmp(name, "l2_bytes") == 0;
+        fprintf(out, count ? "  %s: %.0f\n" : "  %s: %.5g\n", name, value);
+    } else if (value > 0) {
+        fprintf(out, "  %s: %.5g  # not measured: kept\n", name, value);
+    }
+}
+
 int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
     struct tm tm;
     char date[32];
@@ -182,29 +200,9 @@ int ts_calib_write_yaml(FILE *out, const ts_calib_result *r, time_t when) {
     put_quoted(out, src);
     free(src);
     fprintf(out, "\ncoefficients:\n");
-    fprintf(out, "  launch_s: %.5g\n", r->launch_s);
-    fprintf(out, "  dram_bytes_per_s: %.5g\n", r->dram_bytes_per_s);
-    fprintf(out, "  tensor_flops_per_s: %.5g\n", r->tensor_flops_per_s);
-    fprintf(out, "  fma_flops_per_s: %.5g\n", r->fma_flops_per_s);
-    fprintf(out, "  sfu_ops_per_s: %.5g\n", r->sfu_ops_per_s);
-    fprintf(out, "  sms: %.0f\n", r->sms);
-    fprintf(out, "  l2_bytes: %.0f\n", r->l2_bytes);
-    fprintf(out, "  gemm_efficiency: %.5g  # not measured: kept\n", r->gemm_efficiency);
-    fprintf(out, "  attention_efficiency: %.5g  # not measured: kept\n", r->attention_efficiency);
-    fprintf(out, "  reduce_efficiency: %.5g  # not measured: kept\n", r->reduce_efficiency);
-    fprintf(out, "  map_efficiency: %.5g  # not measured: kept\n", r->map_efficiency);
-    if (r->row_efficiency > 0) /* absent: map_efficiency stands in (costmodel.h) */
-        fprintf(out, "  row_efficiency: %.5g  # not measured: kept\n", r->row_efficiency);
-    if (r->epilogue_ops_per_s > 0) /* absent: the FMA rate stands in (costmodel.h) */
-        fprintf(out, "  epilogue_ops_per_s: %.5g  # not measured: kept\n", r->epilogue_ops_per_s);
-    if (r->skinny_gemm_efficiency > 0)
-        fprintf(out, "  skinny_gemm_efficiency: %.5g  # not measured: kept\n", r->skinny_gemm_efficiency);
-    if (r->tensor_peak_flops_per_s > 0) /* the wgmma dense rate has no microbenchmark yet */
-        fprintf(out, "  tensor_peak_flops_per_s: %.5g  # not measured: kept\n", r->tensor_peak_flops_per_s);
-    if (r->gemm_wave_overhead_s > 0) /* the K-sweep intercept (bench/gpu/gemm_cluster.sh), not a microbenchmark here */
-        fprintf(out, "  gemm_wave_overhead_s: %.5g  # measured apart: kept\n", r->gemm_wave_overhead_s);
-    if (r->skinny_tensor_efficiency > 0)
-        fprintf(out, "  skinny_tensor_efficiency: %.5g  # measured apart: kept\n", r->skinny_tensor_efficiency);
+#define TS_X_COEF_LINE(name, same_as, fallback) write_coefficient(out, #name, r->name);
+    TS_COSTMODEL_COEFFICIENTS(TS_X_COEF_LINE)
+#undef TS_X_COEF_LINE
     fprintf(out, "# Each fit: the model, its coefficients (in the model's order), R² on the times, the residual\n");
     fprintf(out, "# spread (RMS and max of |measured - fitted| / measured; for the launch fit relative to the mean)\n");
     fprintf(out, "# and the number of samples. `measured:` holds figures read directly, not fitted.\n");
@@ -820,16 +818,16 @@ static int write_result(const ts_calib_opts *o, const ts_calib_result *r) {
     return rc;
 }
 
-static void keep_efficiencies(const ts_calib_opts *o, ts_calib_result *r) {
+/* Every coefficient the microbenchmarks do not measure, from the base model (or a few built-in defaults). */
+static void keep_unmeasured(const ts_calib_opts *o, ts_calib_result *r) {
     const char *base = o->base_path ? o->base_path : "costmodel/h200.yaml";
     ts_costmodel m;
     ts_diags d;
     if (ts_costmodel_load(&m, base, &d) == 0) {
-        r->gemm_efficiency = m.gemm_efficiency, r->attention_efficiency = m.attention_efficiency;
-        r->reduce_efficiency = m.reduce_efficiency, r->map_efficiency = m.map_efficiency;
-        r->row_efficiency = m.row_efficiency, r->epilogue_ops_per_s = m.epilogue_ops_per_s;
-        r->skinny_gemm_efficiency = m.skinny_gemm_efficiency, r->tensor_peak_flops_per_s = m.tensor_peak_flops_per_s;
-        r->gemm_wave_overhead_s = m.gemm_wave_overhead_s, r->skinny_tensor_efficiency = m.skinny_tensor_efficiency;
+#define TS_X_KEEP(name, same_as, fallback) \
+    if (!ts_calib_measures(#name)) r->name = m.name;
+        TS_COSTMODEL_COEFFICIENTS(TS_X_KEEP)
+#undef TS_X_KEEP
         snprintf(r->efficiencies_from, sizeof r->efficiencies_from, "%s", base);
     } else {
         fprintf(stderr, "calibrate: note: cannot load %s; the template efficiencies keep built-in defaults\n", base);
@@ -868,7 +866,7 @@ int ts_calibrate(const ts_calib_opts *o) {
         rc = TS_CALIB_INPUT;
         goto out;
     }
-    keep_efficiencies(o, r);
+    keep_unmeasured(o, r);
 
     /* 2. timing: CUPTI if it loads and enables (tried before the context exists, as CUPTI's samples do, and
      * once more after), else CUDA events */

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "costmodel.h"
+
 #define TS_FIT_MAXP 4
 
 /* One least-squares fit: y ≈ Σ_j coef[j]·x_j over n samples. */
@@ -45,17 +47,21 @@ static inline double ts_fit_rate_of(const ts_fit *f) { return 1.0 / f->coef[1]; 
 /* What a calibration produced: coefficients in costmodel order, the fits behind them, the device. */
 typedef struct {
     char gpu[128], driver[128], timer[64], arch[16];
-    double launch_s, dram_bytes_per_s, tensor_flops_per_s, fma_flops_per_s, sfu_ops_per_s, sms, l2_bytes;
-    double gemm_efficiency, attention_efficiency, reduce_efficiency, map_efficiency, row_efficiency;
-    double epilogue_ops_per_s; /* not measured by the microbenchmarks either: kept */
-    double skinny_gemm_efficiency, tensor_peak_flops_per_s; /* not measured yet: kept (0: absent, not written) */
-    double gemm_wave_overhead_s, skinny_tensor_efficiency;  /* measured apart (costmodel.h): kept */
-    char efficiencies_from[256]; /* the file the template efficiencies were kept from, or "built-in defaults" */
+    /* Every cost-model coefficient (costmodel.h's list): those ts_calib_measures() names come from the
+     * microbenchmarks, every other one is kept from the base model (0: absent, not written). */
+#define TS_X_COEF_FIELD(name, same_as, fallback) double name;
+    TS_COSTMODEL_COEFFICIENTS(TS_X_COEF_FIELD)
+#undef TS_X_COEF_FIELD
+    char efficiencies_from[256]; /* the file the unmeasured coefficients were kept from, or "built-in defaults" */
     /* extra measured figures recorded beside the fits */
     double empty_kernel_s, launch_gap_mean_s, occupancy_blocks_per_sm, wave_s, fractional_r2;
     ts_fit fit[16];
     int nfits;
 } ts_calib_result;
+
+/* Whether `tsopt calibrate`'s microbenchmarks measure the cost-model coefficient named so (launch, DRAM,
+ * tensor, FMA and special-function rates, SMs, L2); the others are kept from the base model. */
+bool ts_calib_measures(const char *coefficient);
 
 /* Writes r in the format of costmodel/h200.yaml with `calibrated: true`, the GPU, driver, date (UTC, from
  * `when`) and a `fit:` section. Returns 0, or -1 on a write error. */

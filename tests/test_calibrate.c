@@ -132,7 +132,7 @@ static void sample_result(ts_calib_result *r) {
     r->launch_s = 4.1e-6, r->dram_bytes_per_s = 3.96e12, r->tensor_flops_per_s = 5.2e14, r->fma_flops_per_s = 6.5e13;
     r->sfu_ops_per_s = 4.1e12, r->sms = 132, r->l2_bytes = 52428800;
     r->gemm_efficiency = 0.75, r->attention_efficiency = 0.5, r->reduce_efficiency = 0.6, r->map_efficiency = 0.8;
-    r->row_efficiency = 0.85;
+    r->row_efficiency = 0.85, r->strided_efficiency = 0.5, r->gemm_wave_overhead_s = 4.6e-6;
     r->empty_kernel_s = 6e-7, r->launch_gap_mean_s = 4.4e-6, r->occupancy_blocks_per_sm = 1, r->wave_s = 3.3e-5;
     r->fractional_r2 = 0.93;
     double bytes[64], t[64];
@@ -190,6 +190,14 @@ Test(calibrate, written_file_loads_as_a_calibrated_cost_model) {
     cr_assert_float_eq(m.gemm_efficiency, 0.75, 0);
     cr_assert_float_eq(m.map_efficiency, 0.8, 0);
     cr_assert_float_eq(m.row_efficiency, 0.85, 0);
+    /* every unmeasured coefficient present is written as kept (strided_efficiency was once dropped) */
+    cr_assert_not_null(strstr(text, "\n  strided_efficiency: 0.5  # not measured: kept\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "\n  gemm_wave_overhead_s: 4.6e-06  # not measured: kept\n"), "%s", text);
+    cr_assert_null(strstr(text, "skinny_tensor_efficiency"), "an absent one (0) is not written:\n%s", text);
+    cr_assert_not_null(strstr(text, "\n  l2_bytes: 52428800\n"), "%s", text);
+    cr_assert_float_eq(m.strided_efficiency, 0.5, 0);
+    cr_assert_float_eq(m.gemm_wave_overhead_s, 4.6e-6, 1e-15);
+    cr_assert(ts_calib_measures("dram_bytes_per_s") && !ts_calib_measures("gemm_efficiency"));
     ts_diags_free(&d);
     ts_costmodel_free(&m);
     unlink(path);

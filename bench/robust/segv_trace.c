@@ -12,9 +12,9 @@ static void on_fatal_signal(int sig)
 {
     void *frames[64];
     const char *name = strsignal(sig);
-    write(2, "segv_trace: ", 12);
-    write(2, name, strlen(name));
-    write(2, "\n", 1);
+    if (write(2, "segv_trace: ", 12) < 0 || write(2, name, strlen(name)) < 0 || write(2, "\n", 1) < 0) {
+        /* nothing more can be said */
+    }
     int n = backtrace(frames, 64);
     backtrace_symbols_fd(frames, n, 2);
     signal(sig, SIG_DFL);
