@@ -8,8 +8,8 @@ For each header generated/<graph>.cuh (the bench sizes; one command on the GPU m
   - checks the error for a wrong-size input (a clear message, no launch);
   - runs it inside torch.compile(fullgraph=True) and compares with eager;
   - times, per call, the host time of the raw C ABI and of the operator through the dispatcher, each in a C++
-    loop, and from Python of the op, of an ATen op (PyTorch's own per-call cost) and of ctypes (50 calls
-    queued without synchronising, median of 20 rounds), and the GPU time (gpu_check.timed) of op and ctypes.
+    loop, and from Python of the op, of an ATen op (PyTorch's own per-call cost) and of ctypes (each call
+    with the GPU idle, the median of 200), and the GPU time (gpu_check.timed) of op and ctypes.
 Prints one line per graph and writes build/torch_op/results.json. Exit status 1 when any check fails or
 the operator's per-call overhead over the raw C ABI (both called from C++) is 5 us or more.
 
@@ -49,15 +49,16 @@ def build_ctypes(header, name):
     return so
 
 
-def host_us(fn, calls=50, rounds=20):
-    """Median host time per call (us) of `calls` calls queued without synchronising."""
+def host_us(fn, calls=200):
+    """Median host time (us) of one call with the GPU idle (synchronised before each, untimed): the call's own
+    cost, never the wait for a full launch queue (which made a GPU-bound graph's calls look as long as its
+    kernels in run 32)."""
     times = []
-    for _ in range(rounds):
+    for _ in range(calls):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - t0) * 1e6 / calls)
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
     torch.cuda.synchronize()
     return statistics.median(times)
 
@@ -136,9 +137,8 @@ def check_graph(name, header, so, seed):
         r["failures"].append("torch.compile(fullgraph=True) differs from eager")
     step(name, "raw C ABI loop and host times")
     out_list = [outs[n] for n in g.outputs]
-    r["raw_us"] = statistics.median(op.raw(*args, out_list, 50) for _ in range(20))
-    torch.cuda.synchronize()
-    r["dispatch_us"] = statistics.median(op.op_us(*args, 50) for _ in range(20))
+    r["raw_us"] = op.raw(*args, out_list, 200)
+    r["dispatch_us"] = op.op_us(*args, 200)
     torch.cuda.synchronize()
     r["op_us"] = host_us(lambda: op(*args))
     r["aten_us"] = host_us(lambda: torch.ops.aten.alias.default(args[0]))  # any ATen op's cost from Python
@@ -194,7 +194,7 @@ def main():
             print("%-16s %s" % (n, "; ".join(r["failures"])))
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": results}, f, indent=1)
-    print("%d of %d graphs ok (us: host time per call, 50 calls queued; raw: the C ABI in a C++ loop; op C++: the "
+    print("%d of %d graphs ok (us: host time of one call, GPU idle, median of 200; raw: the C ABI in a C++ loop; op C++: the "
           "operator through the dispatcher in a C++ loop; overhead: op C++ minus raw; op py: the operator called from "
           "Python; aten py: torch.ops.aten.alias from Python, PyTorch's own cost of any op call; compiled: the op "
           "inside torch.compile(fullgraph=True)); %s" % (len(names) - failed, len(names), os.path.join(OUT, "results.json")))

@@ -170,42 +170,57 @@ def binding_source(sig, header_path):
     first = sig.inputs[0].arg
     body += ["    const c10::cuda::CUDAGuard guard(%s.device());" % first,
              "    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"])]
+    # outputs and workspace straight from the CUDA caching allocator (at::detail::empty_cuda): at::empty would
+    # go through the dispatcher once more per tensor
     for j, b in enumerate(outs):
-        body.append("    at::Tensor out%d = at::empty({%s}, %s.options().dtype(%s));"
-                    % (j, ", ".join(_size_expr(sig, a) for a in b.axes), first, DTYPES[b.dtype][1]))
+        body.append("    at::Tensor out%d = at::detail::empty_cuda({%s}, %s, %s.device(), std::nullopt);"
+                    % (j, ", ".join(_size_expr(sig, a) for a in b.axes), DTYPES[b.dtype][1], first))
     results = ", ".join("out%d" % j for j in range(len(outs)))
     ret = results if len(outs) == 1 else "std::make_tuple(%s)" % results
     if sig.dims:
         body += ["    for (int64_t v : dims)",
                  "        if (v == 0) return %s; /* an empty size: nothing to compute */" % ret]
     body += ["    const size_t ws_bytes = %s_workspace(dims);" % n,
-             "    at::Tensor ws = at::empty({(int64_t)(ws_bytes ? ws_bytes : 1)}, %s.options().dtype(at::kByte));" % first,
+             "    at::Tensor ws;  // none when the graph needs no workspace",
+             "    if (ws_bytes) ws = at::detail::empty_cuda({(int64_t)ws_bytes}, at::kByte, %s.device(), std::nullopt);" % first,
              "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
                                                    ["out%d.data_ptr()" % j for j in range(len(outs))]),
              "    const int rc = %s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, at::cuda::getCurrentCUDAStream().stream());" % n,
              '    TSOPT_CHECK(rc == 0, OP ": %s_run failed: %%s", cudaGetErrorString((cudaError_t)rc));' % n,
              "    return %s;" % ret, "}", "",
-             "// Raw C ABI calls in a loop (what the op's overhead is measured against): microseconds per call.",
+             "// Host time of one call with the stream idle (synchronised before, untimed): the call's own cost, never",
+             "// the wait for a full launch queue. Median over iters calls, in microseconds.",
+             "template <class F> static double host_us(int64_t iters, cudaStream_t stream, F &&call) {",
+             "    std::vector<double> us;",
+             "    for (int64_t i = 0; i < iters; i++) {",
+             "        TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
+             "        auto t0 = std::chrono::steady_clock::now();",
+             "        call();",
+             "        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());",
+             "    }",
+             "    TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
+             "    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());",
+             "    return us.empty() ? 0.0 : us[us.size() / 2];",
+             "}", "",
+             "// The raw C ABI (what the op's overhead is measured against): microseconds per call.",
              "static double %s_raw_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
              "    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"]),
-             "    at::Tensor ws = at::empty({(int64_t)%s_workspace(dims) + 1}, %s.options().dtype(at::kByte));" % (n, first),
+             "    const size_t ws_bytes = %s_workspace(dims);" % n,
+             "    at::Tensor ws = at::detail::empty_cuda({(int64_t)ws_bytes + 1}, at::kByte, %s.device(), std::nullopt);" % first,
              "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
                                                    ["outs[%d].data_ptr()" % j for j in range(len(outs))]),
              "    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();",
-             "    auto t0 = std::chrono::steady_clock::now();",
-             "    for (int64_t i = 0; i < iters; i++)",
-             '        TSOPT_CHECK(%s_run(buffers, dims, ws.data_ptr(), stream) == 0, OP ": %s_run failed");' % (n, n),
-             "    auto t1 = std::chrono::steady_clock::now();",
-             "    return std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)iters;", "}", "",
-             "// The operator itself called through the dispatcher from C++ in a loop (its checks, allocations and",
-             "// dispatch, no Python): microseconds per call.",
+             "    return host_us(iters, stream, [&] {",
+             '        TSOPT_CHECK(%s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, stream) == 0, OP ": %s_run failed");'
+             % (n, n),
+             "    });", "}", "",
+             "// The operator itself called through the dispatcher from C++ (its checks, allocations and dispatch, no",
+             "// Python): microseconds per call.",
              "static double %s_op_us(%s, int64_t iters) {" % (n, params),
              "    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"tsopt::%s\", \"\")" % n,
              "        .typed<%s(%s)>();" % (ret_type, ", ".join(["const at::Tensor &"] * len(sig.inputs))),
-             "    auto t0 = std::chrono::steady_clock::now();",
-             "    for (int64_t i = 0; i < iters; i++) (void)op.call(%s);" % ", ".join(b.arg for b in sig.inputs),
-             "    auto t1 = std::chrono::steady_clock::now();",
-             "    return std::chrono::duration<double, std::micro>(t1 - t0).count() / (double)iters;", "}", ""]
+             "    return host_us(iters, at::cuda::getCurrentCUDAStream().stream(), [&] { (void)op.call(%s); });"
+             % ", ".join(b.arg for b in sig.inputs), "}", ""]
     schema = op_schema(sig)
     errors = ["// Errors: the message is formatted here with snprintf and raised as one string (TORCH_CHECK with a",
               "// single const char *), so no iostream code runs in this library: the operator built on the H200",
@@ -224,8 +239,9 @@ def binding_source(sig, header_path):
     raw_schema = "%s_raw_us(%s, Tensor[] outs, int iters) -> float" % (n, tensors)
     op_us_schema = "%s_op_us(%s, int iters) -> float" % (n, tensors)
     head = ["// Generated by tsopt_torch.py from %s — the PyTorch operator tsopt::%s." % (os.path.basename(header_path), n),
-            "#include <chrono>", "#include <tuple>", "#include <vector>",
-            "#include <ATen/ATen.h>", "#include <ATen/core/dispatch/Dispatcher.h>", "#include <ATen/cuda/CUDAContext.h>", "#include <c10/cuda/CUDAGuard.h>",
+            "#include <algorithm>", "#include <chrono>", "#include <tuple>", "#include <vector>",
+            "#include <ATen/ATen.h>", "#include <ATen/core/dispatch/Dispatcher.h>", "#include <ATen/cuda/CUDAContext.h>",
+            "#include <ATen/cuda/EmptyTensor.h>", "#include <c10/cuda/CUDAGuard.h>",
             "#include <cstdarg>", "#include <cstdio>", "#include <cuda_runtime_api.h>", "#include <torch/library.h>", "",
             '#include "%s"  // declarations only: the kernels are in the nvcc-compiled object' % os.path.abspath(header_path), ""]
     tail = ["TORCH_LIBRARY_FRAGMENT(tsopt, m) {", '    m.def("%s");' % schema, '    m.def("%s");' % raw_schema,
