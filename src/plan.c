@@ -309,8 +309,10 @@ static void emit_reduce(builder *b, int core, int root) {
                                                                 : TS_COMBINE_SUM;
     int32_t axes[TS_MAX_DIMS];
     int n = order_axes(b->t[root].axes, k->nacc ? &k->acc[0] : NULL, axes);
-    /* reductions keep fp32 results (norms, row scales): their consumers normalise with them */
-    new_output(b, root, axes, n, TS_FP32, k);
+    /* reductions keep fp32 results (norms, row scales): their consumers normalise with them; a graph output
+     * that nothing else reads is written in its own type (else a MAP kernel would only cast it) */
+    const tnode *r = &b->t[root];
+    new_output(b, root, axes, n, r->output && r->uses == 0 ? dtype_of(b, root) : TS_FP32, k);
 }
 
 /* References to term node `target` from the distinct nodes of the elementwise region rooted at i. */

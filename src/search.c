@@ -1,6 +1,7 @@
 /* search.c — extraction as search, guided by the cost model (see search.h): seeds from hand-weighted
- * presets, then first-improvement local search over e-node choices and kernel boundaries, every candidate
- * lowered (plan.c) and predicted (costmodel.c); the K best distinct plans are kept. */
+ * presets and the graph as written, then first-improvement local search over e-node choices and kernel
+ * boundaries, every candidate lowered (plan.c) and predicted (costmodel.c); the K best distinct plans are
+ * kept. */
 #include "search.h"
 
 #include <math.h>
@@ -107,6 +108,68 @@ static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
     return best;
 }
 
+
+/* ---- the seed as written ----------------------------------------------------------------------- */
+
+enum { UNSEEN = TS_EG_NONE - 1 };
+
+/* The node of x's class `cls` equal to m (kids canonical), or NULL. */
+static const ts_enode *node_in_class(const ts_egir *x, uint32_t cls, const ts_enode *m) {
+    for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
+        const ts_enode *n = ts_eg_class_node(x->eg, cls, i);
+        if (n->op != m->op || memcmp(n->param, m->param, sizeof n->param) != 0) continue;
+        bool same = true;
+        for (int k = 0; k < ts_op_arity((ts_op)n->op) && same; k++)
+            same = ts_eg_find(x->eg, n->kid[k]) == m->kid[k];
+        if (same) return n;
+    }
+    return NULL;
+}
+
+/* The class of saturated graph x that holds unsaturated class ucls's term (its node in ubest, kids first),
+ * choosing that node there in best; TS_EG_NONE when some node of the term is not in x. map: per unsaturated
+ * class, UNSEEN or the result. */
+static uint32_t written_class(const ts_egir *x, const ts_egir *u, const ts_enode **ubest, uint32_t *map,
+                              const ts_enode **best, uint32_t ucls) {
+    ucls = ts_eg_find(u->eg, ucls);
+    if (map[ucls] != UNSEEN) return map[ucls];
+    map[ucls] = TS_EG_NONE; /* while on the path: a cycle gives no term */
+    const ts_enode *n = ubest[ucls];
+    if (!n) return TS_EG_NONE;
+    ts_enode m = *n;
+    for (int k = 0; k < ts_op_arity((ts_op)n->op); k++)
+        if ((m.kid[k] = written_class(x, u, ubest, map, best, n->kid[k])) == TS_EG_NONE) return TS_EG_NONE;
+    uint32_t id = ts_eg_lookup(x->eg, &m);
+    if (id == TS_EG_NONE) return TS_EG_NONE;
+    uint32_t cls = ts_eg_find(x->eg, id);
+    const ts_enode *in_x = node_in_class(x, cls, &m);
+    if (!in_x) return TS_EG_NONE;
+    best[cls] = in_x;
+    return map[ucls] = cls;
+}
+
+/* The seed that keeps the graph as written: in every class its term reaches, the node the graph itself put
+ * there (found in the saturated graph), and `fill`'s choice elsewhere. The presets all prefer the fewest
+ * operations, which pulls a LayerNorm's mean through the GEMM before it (Σ_n X·W = X·Σ_n W) — a pass over W
+ * and a GEMV ahead of the GEMM — where the GEMM and one row kernel over its result are faster; no single
+ * move leads back, so the written form starts a climb of its own. NULL when the term is not found. */
+static const ts_enode **as_written(const ts_egir *x, const ts_egir *u, const cost_preset *fill) {
+    static const cost_preset plain = {"as written", 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    const ts_enode **best = choose_nodes(x, fill), **ubest = choose_nodes(u, &plain);
+    uint32_t ubound = ts_eg_id_bound(u->eg);
+    uint32_t *map = ts_xmalloc(sizeof *map * (ubound + 1));
+    for (uint32_t i = 0; i <= ubound; i++) map[i] = UNSEEN;
+    bool found = true;
+    for (int o = 0; o < u->g->noutputs && found; o++)
+        found = written_class(x, u, ubest, map, best, u->output_class[o]) != TS_EG_NONE;
+    free(map);
+    free(ubest);
+    if (!found) {
+        free(best);
+        return NULL;
+    }
+    return best;
+}
 
 /* ---- candidates -------------------------------------------------------------------------------- */
 
@@ -339,17 +402,21 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     int rc = ts_search_baseline(unsaturated, views2, g, cm, &(*plans)[0], err);
     if (rc == 0) {
         *n = 1;
-        extraction seeds[sizeof presets / sizeof *presets];
-        int nseeds = (int)(sizeof presets / sizeof *presets);
-        for (int i = 0; i < nseeds; i++) {
+        enum { NPRESETS = (int)(sizeof presets / sizeof *presets) };
+        extraction seeds[NPRESETS + 1];
+        const char *names[NPRESETS + 1];
+        int nseeds = 0;
+        for (int i = 0; i < NPRESETS; i++, nseeds++) {
             seeds[i].best = choose_nodes(x, &presets[i]);
-            seeds[i].cut = ts_xcalloc(s.bound + 1, 1);
+            names[i] = presets[i].name;
         }
+        if ((seeds[nseeds].best = as_written(x, unsaturated, &presets[0]))) names[nseeds++] = "as-written";
+        for (int i = 0; i < nseeds; i++) seeds[i].cut = ts_xcalloc(s.bound + 1, 1);
         s.max_evals = opts->max_evals > 0 ? opts->max_evals : default_budget(well_formed(&s, &seeds[0]) ? s.norder : 1);
         for (int i = 0; i < nseeds; i++) { /* each seed gets its share of what the earlier ones left */
             int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
             s.max_evals = share;
-            climb_from(&s, &seeds[i], presets[i].name);
+            climb_from(&s, &seeds[i], names[i]);
             s.max_evals = all;
         }
         s.st.classes = well_formed(&s, &seeds[0]) ? s.norder : 0;

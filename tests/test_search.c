@@ -138,6 +138,23 @@ Test(search, a_logsumexp_after_a_gemm_is_a_gemm_and_one_per_row_kernel) {
     free_compiled(&cg);
 }
 
+/* The presets all pull the mean through the GEMM (Σ_n X·W = X·Σ_n W: a pass over W and a GEMV first); the
+ * seed as written finds the GEMM and one two-stage row kernel over its result. */
+Test(search, a_layernorm_after_a_gemm_is_the_gemm_and_one_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 4096, k: 1024, n: 1024}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, k]}\n  W: {dtype: fp16, shape: [k, n]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n"
+                      "  - {name: Y, op: layernorm, args: [H], axis: n}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm [m,n] over k; row [m,n] over n");
+    cr_assert_eq(cg.out.plans[0].k[1].nstage, 2, "the mean, then the centred sum of squares");
+    for (int i = 1; i < cg.out.n; i++) /* the pulled-through form is still a candidate, predicted slower */
+        cr_assert_geq(cg.out.plans[i].predicted_s, cg.out.plans[0].predicted_s);
+    free(best);
+    free_compiled(&cg);
+}
+
 static const char layernorm_mlp[] = "graph: g\naxes: {m: 4096, d: 1024, f: 4096, e: 1024}\n"
                                     "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, f]}\n"
                                     "  W2: {dtype: fp16, shape: [f, e]}\n"
