@@ -54,6 +54,8 @@ EVAL_DIMS_gemm_logsumexp   := m=8,d=512
 EVAL_DIMS_gemm_gelu        := m=8,d=512
 EVAL_DIMS_gemm_groupnorm   := m=8,d=512
 EVAL_DIMS_gemm_mish        := b=8
+EVAL_DIMS_gemm_layernorm   := m=8,k=512
+EVAL_DIMS_linear_bf16      := b=2,t=8,d=256,n=512
 EVAL_DIMS_swiglu_decode    := m=16,d=512,n=1024
 EVAL_DIMS_rmsnorm_mlp_decode := m=16,d=512,n=1024
 
@@ -329,6 +331,8 @@ VALGRIND_DIMS_gemm_gelu        := m=4,d=64,n=64
 VALGRIND_DIMS_gemm_logsumexp   := m=4,d=64,n=64
 VALGRIND_DIMS_gemm_groupnorm   := m=4,d=64,f=128,g=4,c=32
 VALGRIND_DIMS_gemm_mish        := b=4,k=64,f=32
+VALGRIND_DIMS_gemm_layernorm   := m=4,k=64,n=64
+VALGRIND_DIMS_linear_bf16      := b=2,t=4,d=64,n=64
 VALGRIND_DIMS_layernorm_mlp    := m=4,d=64,f=64,e=32
 VALGRIND_DIMS_lora             := m=4,d=64,n=64,r=4
 VALGRIND_DIMS_qknorm_attention := t_q=8,t_kv=8

@@ -304,6 +304,11 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
         fns["eager"] = lambda: F.mish(F.mish(x["X"] @ x["W"] + x["bias"]))
     elif graph == "gemm_groupnorm":
         fns["eager"] = lambda: F.silu(F.group_norm(x["X"] @ x["W"] + x["b"], 32, x["gn_g"], x["gn_b"], eps=1e-5))
+    elif graph == "linear_bf16":
+        fns["eager"] = lambda: F.gelu(x["X"] @ x["W"] + x["c"], approximate="tanh")
+    elif graph == "gemm_layernorm":
+        fns["eager"] = lambda: F.layer_norm(x["X"] @ x["W"] + x["b"] + x["R"], (x["R"].shape[-1],), x["ln_g"], x["ln_b"],
+                                            eps=1e-12)
     elif graph == "gemm_logsumexp":
         fns["eager"] = lambda: torch.logsumexp((x["X"] @ x["W"]).float(), dim=-1)
     elif graph == "qknorm_attention":  # rms_norm of Q and K, then causal SDPA (each back end, and the math one)

@@ -273,6 +273,14 @@ static bool is_reduction(ts_op op) {
 }
 
 /* A REDUCE kernel computing `core` (a reduction) with the region rooted at `root` as its finish. */
+/* The type a REDUCE kernel writes its result (node i) in, and a ROW kernel a reduction it ends with: fp32
+ * (norms, row scales: their consumers normalise with them), except a graph output that nothing else reads,
+ * written in its own type (else a MAP kernel would only cast it). */
+static ts_dtype reduction_dtype(const builder *b, int i) {
+    const tnode *t = &b->t[i];
+    return t->output && t->uses == 0 ? dtype_of(b, i) : TS_FP32;
+}
+
 static void emit_reduce(builder *b, int core, int root) {
     const tnode node = b->t[core], *t = &node; /* a copy: materialising operands may grow b->t */
     ts_op op = (ts_op)t->e.op;
@@ -309,10 +317,7 @@ static void emit_reduce(builder *b, int core, int root) {
                                                                 : TS_COMBINE_SUM;
     int32_t axes[TS_MAX_DIMS];
     int n = order_axes(b->t[root].axes, k->nacc ? &k->acc[0] : NULL, axes);
-    /* reductions keep fp32 results (norms, row scales): their consumers normalise with them; a graph output
-     * that nothing else reads is written in its own type (else a MAP kernel would only cast it) */
-    const tnode *r = &b->t[root];
-    new_output(b, root, axes, n, r->output && r->uses == 0 ? dtype_of(b, root) : TS_FP32, k);
+    new_output(b, root, axes, n, reduction_dtype(b, root), k);
 }
 
 /* References to term node `target` from the distinct nodes of the elementwise region rooted at i. */
@@ -454,8 +459,9 @@ static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space,
 /* Tries to cover region `root` with a ROW kernel: per row along the innermost axis of the region that its
  * reductions reduce over, the reductions in stages, then the region (and the nodes others need) written
  * over the whole row. per_row: the region does not span the reductions' axis (log-sum-exp: [m] from rows
- * along n), and is written once per row; it needs two stages at least (one is a REDUCE kernel). False,
- * building nothing, when the region has no such reductions. */
+ * along n; or the root is the last stage, as Σ (x - max x)²), and is written once per row; it needs two
+ * stages at least (one is a REDUCE kernel). False, building nothing, when the region has no such
+ * reductions. */
 static bool try_row(builder *b, int root, bool per_row) {
     int cores[16], nc = 0, stage[TS_ROW_MAX_STAGES], ns = -1;
     int32_t k = -1;
@@ -506,7 +512,8 @@ static bool try_row(builder *b, int root, bool per_row) {
         b->has_mat[extra[o]] = true;
         b->mat[extra[o]] = kr->extra_out[o];
     }
-    new_output(b, root, axes, n, dtype_of(b, root), kr);
+    bool ends_reduced = is_reduction((ts_op)b->t[root].e.op); /* the root is the last stage itself */
+    new_output(b, root, axes, n, ends_reduced ? reduction_dtype(b, root) : dtype_of(b, root), kr);
     return true;
 }
 
@@ -597,17 +604,40 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     uint64_t A = b->t[opa].axes, B = b->t[opb].axes, K = 1ull << kax;
     if (!(A & K) || !(B & K)) return false;
     uint64_t batch = (A & B) & ~K, M = A & ~B & ~K, N = B & ~A & ~K;
-    int32_t m = only_axis(M), n = only_axis(N), bt = batch ? only_axis(batch) : -1;
+    /* activations with a leading axis against a weight ([b, t, k]·[k, n], as every Linear over a batch of
+     * sequences): a GEMM batched over the activations' outer free axis, the weight broadcast (batch stride
+     * 0). The operand with the two free axes is A. */
+    if (!batch && dual < 0 && __builtin_popcountll(N) == 2 && only_axis(M) >= 0) {
+        int t = opa;
+        opa = opb, opb = t;
+        uint64_t tm = M;
+        M = N, N = tm;
+    }
+    bool broadcast_b = !batch && __builtin_popcountll(M) == 2 && only_axis(N) >= 0;
+    int32_t m = broadcast_b ? (int32_t)__builtin_ctzll(M) : only_axis(M), n = only_axis(N);
+    int32_t bt = batch ? only_axis(batch) : -1;
     if (m < 0 || n < 0 || (batch && bt < 0)) return false;
     /* epilogue operands must be indexable by (batch, m, n) */
     int cores[16], nc = 0;
     region_cores(b, root, cores, &nc, true);
     for (int j = 0; j < nc; j++)
         if (cores[j] != c0 && cores[j] != c1 && (b->t[cores[j]].axes & ~(batch | M | N))) return false;
+    int32_t outer = -1, inner = -1; /* broadcast_b: A's two free axes in its layout's order */
+    if (broadcast_b) {
+        ts_access a0 = materialize(b, opa);
+        int32_t other = (int32_t)(63 - __builtin_clzll(M));
+        outer = find_dim(&a0, m) < find_dim(&a0, other) ? m : other;
+        inner = outer == m ? other : m;
+        /* the GEMM's rows run along the larger of the two (typical sizes): a batch of one-token sequences is
+         * one GEMM over the sequences, not a batch of one-row GEMMs; strides stay A's (no copy) */
+        const ts_graph *g = b->x->g;
+        m = g->axes[inner].size >= g->axes[outer].size ? inner : outer;
+        bt = m == inner ? outer : inner;
+    }
     /* a contraction commutes: take as A the operand that needs no transposing copy (a weight stored [k, n]
      * is a B operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every
      * check that can refuse the region has passed, so the operands are materialised anyway. */
-    if (dual < 0 && !k_contiguous(b, opa, kax) && k_contiguous(b, opb, kax)) {
+    if (dual < 0 && !broadcast_b && !k_contiguous(b, opa, kax) && k_contiguous(b, opb, kax)) {
         int t = opa;
         opa = opb, opb = t;
         int32_t tm = m;
@@ -658,8 +688,10 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     k->m_axis = m, k->n_axis = n, k->batch_axis = bt, k->red_axis = kax;
     int32_t out[3];
     int no = 0;
-    if (bt >= 0) out[no++] = bt;
-    out[no++] = m, out[no++] = n;
+    if (broadcast_b) out[no++] = outer, out[no++] = inner; /* the result in A's order, whichever is the batch */
+    else if (bt >= 0) out[no++] = bt;
+    if (!broadcast_b) out[no++] = m;
+    out[no++] = n;
     new_output(b, root, out, no, dtype_of(b, root), k);
     return true;
 }
@@ -820,8 +852,9 @@ static void emit_region(builder *b, int i) {
                 p->e.kid[0] == q->e.kid[0] && try_gemm(b, i, cores[x], cores[y]))
                 return;
         }
-    /* reductions in stages along one row, written once per row (the search may cut a stage off instead) */
-    if (b->fuse && nc >= 2 && try_row(b, i, true)) return;
+    /* reductions in stages along one row, written once per row (the search may cut a stage off instead):
+     * several reductions in the region, or one whose operand holds the earlier stages, as Σ (x - max x)² */
+    if (b->fuse && try_row(b, i, true)) return;
     /* one reduction whose finish reads only tensors over the reduction's output axes; preferably one that
      * nothing else reads (a max that a sum also needs is computed once, into a buffer, and loaded) */
     for (int q = 0; q < 2 * nc; q++) {

@@ -155,6 +155,55 @@ Test(search, a_layernorm_after_a_gemm_is_the_gemm_and_one_row_kernel) {
     free_compiled(&cg);
 }
 
+/* A reduction whose operand holds an earlier reduction along the same rows is the last stage of one
+ * per-row kernel (it was a REDUCE kernel reading the max from a second one: two passes over X). */
+Test(search, a_sum_over_rows_of_a_max_shifted_square_is_one_per_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 4096, o: 1024}\ninputs:\n  X: {dtype: fp16, shape: [b, o]}\n"
+                      "ops:\n  - {name: M, op: reduce_max, args: [X], axis: o}\n  - {name: D, op: sub, args: [X, M]}\n"
+                      "  - {name: Q, op: mul, args: [D, D]}\n  - {name: Y, op: reduce_sum, args: [Q], axis: o}\n"
+                      "outputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [b] over o");
+    const ts_kernel *k = &cg.out.plans[0].k[0];
+    cr_assert(k->per_row);
+    cr_assert_eq(k->nstage, 2);
+    cr_assert_eq(k->stage_combine[0], TS_COMBINE_MAX);
+    cr_assert_eq(k->stage_combine[1], TS_COMBINE_SUM);
+    cr_assert_eq(cg.out.plans[0].buf[k->out.buf].dtype, TS_FP16, "a graph output nothing else reads: its own type");
+    free(best);
+    free_compiled(&cg);
+}
+
+/* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM batched over b with the
+ * weight broadcast. It was a CUDA-core REDUCE kernel (predicted 2.4 ms against 0.079): the GEMM needed
+ * exactly one free axis per operand. With the weight first in the matmul it is the same GEMM. */
+Test(search, a_linear_over_a_batch_of_sequences_is_one_batched_gemm_with_the_weight_broadcast) {
+    const char *orders[] = {"args: [X, W]", "args: [W, X]"};
+    for (int o = 0; o < 2; o++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {b: 8, t: 512, d: 1024, n: 4096}\n"
+                               "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                               "  c: {dtype: fp16, shape: [n]}\n"
+                               "ops:\n  - {name: H, op: matmul, %s, over: d}\n  - {name: Hb, op: add, args: [H, c]}\n"
+                               "  - {name: Y, op: gelu, args: [Hb]}\noutputs: [Y]\n", orders[o]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        char *best = best_plan(&cg);
+        const ts_kernel *k = &cg.out.plans[0].k[0];
+        const ts_graph *g = &cg.c.g;
+        /* with the weight first the graph's result is [n, b, t]: one layout copy after the GEMM */
+        cr_assert_eq(cg.out.plans[0].nk, o == 0 ? 1 : 2, "%s: %s", orders[o], best);
+        cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
+        cr_assert_str_eq(g->axes[k->batch_axis].name, "b");
+        cr_assert_str_eq(g->axes[k->m_axis].name, "t");
+        cr_assert_str_eq(g->axes[k->n_axis].name, "n");
+        cr_assert_lt(cg.out.plans[0].predicted_s, 0.2e-3, "%s: %g s", best, cg.out.plans[0].predicted_s);
+        free(best);
+        free(yaml);
+        free_compiled(&cg);
+    }
+}
+
 static const char layernorm_mlp[] = "graph: g\naxes: {m: 4096, d: 1024, f: 4096, e: 1024}\n"
                                     "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, f]}\n"
                                     "  W2: {dtype: fp16, shape: [f, e]}\n"
