@@ -247,7 +247,8 @@ def graph_eager(yaml_path, sizes, x, layouts=None):
 ATTENTION_GRAPHS = {"attention": (False, False, None), "attention_causal": (True, True, None),
                     "attention_gqa": (True, True, None), "attention_d64": (True, True, None),
                     "attention_d256": (True, True, None), "attention_bf16": (False, True, None),
-                    "attention_cross": (False, True, None), "attention_softcap": (True, True, 50.0)}
+                    "attention_cross": (False, True, None), "attention_softcap": (True, True, 50.0),
+                    "attention_batch_gqa": (True, True, None)}
 
 
 def flex_softcap(q, k, v, scale, cap, causal, gqa):
@@ -331,13 +332,18 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
         causal, scaled, cap = ATTENTION_GRAPHS[graph]
         d_h = x["Q"].shape[-1]
         scale = 1 / math.sqrt(d_h) if scaled else 1.0
-        if x["Q"].dim() == 4:  # GQA: Q [kv_h, grp, t_q, d_h] -> 1 batch of kv_h·grp query heads, kv-major
+        if x["Q"].dim() == 5:  # batched GQA: Q [b, kv_h, grp, t_q, d_h] -> b batches of kv_h·grp query heads
+            nb, kv_h, grp, t_q = x["Q"].shape[:4]
+            q = x["Q"].reshape(nb, kv_h * grp, t_q, d_h)
+            k, v = x["K"], x["V"]
+        elif x["Q"].dim() == 4:  # GQA: Q [kv_h, grp, t_q, d_h] -> 1 batch of kv_h·grp query heads, kv-major
             kv_h, grp, t_q = x["Q"].shape[:3]
             q = x["Q"].reshape(1, kv_h * grp, t_q, d_h)
+            k, v = x["K"][None], x["V"][None]
         else:
             grp = 1
             q = x["Q"][None]
-        k, v = x["K"][None], x["V"][None]
+            k, v = x["K"][None], x["V"][None]
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         def sdpa(backend, kk, vv, **kw):
@@ -386,7 +392,8 @@ CHECK_ANCHORS = {"matmul": ["cublas"], "swiglu": ["eager"], "rmsnorm": ["eager"]
                  "attention": ["sdpa_flash", "sdpa_cudnn", "eager"], "attention_causal": ["sdpa_flash", "sdpa_cudnn"],
                  "attention_gqa": ["sdpa_flash", "sdpa_cudnn"], "attention_d64": ["sdpa_flash", "sdpa_cudnn"],
                  "attention_d256": ["sdpa_flash", "sdpa_cudnn"], "attention_bf16": ["sdpa_flash", "sdpa_cudnn"],
-                 "attention_cross": ["sdpa_flash", "sdpa_cudnn"], "attention_softcap": ["flex"]}
+                 "attention_cross": ["sdpa_flash", "sdpa_cudnn"], "attention_softcap": ["flex"],
+                 "attention_batch_gqa": ["sdpa_flash", "sdpa_cudnn"]}
 
 
 def time_anchors(graph, x, use_compile):

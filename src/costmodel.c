@@ -259,6 +259,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     case TS_KERNEL_ATTENTION: {
         double tq = size_of(g, k->m_axis), tkv = size_of(g, k->red_axis), d = size_of(g, k->n_axis), heads = 1;
         for (int h = 0; h < k->heads_ndim; h++) heads *= size_of(g, k->head_axis[h]);
+        if (k->batch_axis >= 0) heads *= size_of(g, k->batch_axis); /* a batch of sequences */
         double frac = k->causal ? 0.5 : 1, scores = heads * tq * tkv * frac, f = 0, s = 0;
         tensor = 4 * scores * d;
         score_ops(&k->expr, &f, &s);

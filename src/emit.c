@@ -783,16 +783,17 @@ static bool heads_nest(emitter *e, const ts_access *a, int32_t outer, int32_t in
  * of GQA do not nest under the kv heads, the kv heads become the batch instead. */
 static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access *const *acc) {
     int32_t kvh = k->group == 1 ? (k->heads_ndim ? k->head_axis[0] : -1) : (k->heads_ndim == 2 ? k->head_axis[0] : -1);
-    int32_t qh = k->group > 1 ? k->head_axis[k->heads_ndim - 1] : -1;
+    int32_t qh = k->group > 1 ? k->head_axis[k->heads_ndim - 1] : -1, bat = k->batch_axis;
     ts_sym zero = ts_sym_const(0), one = ts_sym_const(1);
     const char *nm[4] = {"q", "k", "v", "o"};
-    bool merged = qh < 0 || kvh < 0 || (heads_nest(e, acc[0], kvh, qh) && heads_nest(e, acc[3], kvh, qh));
+    /* with a batch axis of its own the heads always nest (src/plan.c copies Q where they would not) */
+    bool merged = bat >= 0 || qh < 0 || kvh < 0 || (heads_nest(e, acc[0], kvh, qh) && heads_nest(e, acc[3], kvh, qh));
     for (int i = 0; i < 4; i++) {
         char dst[32];
         bool query_side = i == 0 || i == 3;
         int32_t head = query_side ? (qh >= 0 ? qh : kvh) : kvh;
         snprintf(dst, sizeof dst, "p.%s_batch_stride", nm[i]);
-        print_assign(e, dst, !merged && kvh >= 0 ? stride_of(acc[i], kvh) : zero);
+        print_assign(e, dst, bat >= 0 ? stride_of(acc[i], bat) : !merged && kvh >= 0 ? stride_of(acc[i], kvh) : zero);
         snprintf(dst, sizeof dst, "p.%s_head_stride", nm[i]);
         bool has_head = head >= 0 && (merged || head == qh); /* unmerged: kv heads are the batch */
         print_assign(e, dst, has_head ? stride_of(acc[i], head) : zero);
@@ -801,7 +802,7 @@ static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access
     }
     ts_sym nkv = kvh >= 0 ? ts_sym_axis(e->g, &e->dyn, kvh) : one;
     ts_sym nq = qh >= 0 ? ts_sym_axis(e->g, &e->dyn, qh) : one;
-    print_assign(e, "p.batch", merged ? one : nkv);
+    print_assign(e, "p.batch", bat >= 0 ? ts_sym_axis(e->g, &e->dyn, bat) : merged ? one : nkv);
     print_assign(e, "p.n_q_heads", merged ? ts_sym_mul(nkv, nq) : nq);
     print_assign(e, "p.n_kv_heads", merged ? nkv : one);
 }

@@ -735,6 +735,14 @@ static bool sym_multiple_of_8(const ts_sym *s) {
 
 /* An attention operand as the kernel reads it: the head dim contiguous, every other stride and the
  * offset in 16-byte steps, its dims ordered outer to inner; otherwise a contiguous copy in `order`. */
+/* Whether head axes `outer` (kv heads) and `inner` (the group) nest into one head index in access a. */
+static bool heads_nest(const builder *b, const ts_access *a, int32_t outer, int32_t inner) {
+    int o = find_dim(a, outer), i = find_dim(a, inner);
+    if (o < 0 || i < 0) return false;
+    ts_sym d = ts_sym_add(a->stride[o], ts_sym_mul(ts_sym_mul(a->stride[i], sym_axis(b, inner)), ts_sym_const(-1)));
+    return d.n == 0;
+}
+
 static ts_access attention_operand(builder *b, int i, int32_t dim, const int32_t *order, int n) {
     ts_access a = typed_operand(b, i);
     bool ok = a.ndim == n && sym_multiple_of_8(&a.offset);
@@ -788,27 +796,42 @@ static bool try_attention(builder *b, int i) {
     int32_t dvax = only_axis(V & ~KB & ~kvheads);
     if (dvax < 0 || (V & ~KB & ~(1ull << dvax)) != kvheads) return false;
     if (!half_types(b, q) || b->t[q].dtype != b->t[kk].dtype || b->t[q].dtype != b->t[v].dtype) return false;
-    if (__builtin_popcountll(kvheads) > 1 || __builtin_popcountll(qheads & ~kvheads) > 1) return false;
+    if (__builtin_popcountll(qheads & ~kvheads) > 1 || __builtin_popcountll(kvheads) > 2) return false;
     int64_t D = b->x->g->axes[dax].size;
     if (D != b->x->g->axes[dvax].size || !ts_config_attention_head_dim_ok(D)) return false;
-    /* layouts: Q [heads..., t_q, d], K [kvheads..., t_kv, d], V [kvheads..., t_kv, dv], contiguous */
-    int32_t qo[TS_MAX_DIMS], ko[TS_MAX_DIMS], vo[TS_MAX_DIMS];
-    int nh = order_axes(qheads, NULL, qo), nkv = 0;
+    /* two axes shared by Q, K and V (a batch of sequences, each with its kv heads): the outer one in Q's
+     * layout is the kernel's batch, the other its kv heads */
+    int32_t bat = -1;
+    if (__builtin_popcountll(kvheads) == 2) {
+        ts_access q0 = typed_operand(b, q);
+        int32_t x = (int32_t)__builtin_ctzll(kvheads), y = (int32_t)(63 - __builtin_clzll(kvheads));
+        bat = find_dim(&q0, x) < find_dim(&q0, y) ? x : y;
+        kvheads &= ~(1ull << bat), qheads &= ~(1ull << bat);
+    }
+    /* layouts: Q [batch, heads..., t_q, d], K [batch, kvheads..., t_kv, d], V [batch, kvheads..., t_kv, dv],
+     * contiguous (when they must be copied) */
+    int32_t qo[TS_MAX_DIMS], ko[TS_MAX_DIMS], vo[TS_MAX_DIMS], hq[TS_MAX_DIMS];
+    int nh = order_axes(qheads, NULL, hq), nb = bat >= 0, nkv = nb;
+    if (bat >= 0) qo[0] = ko[0] = vo[0] = bat;
     for (int h = 0; h < nh; h++) /* kv heads first, in Q's order, then the query-only heads (the group) */
-        if (kvheads & (1ull << qo[h])) ko[nkv] = vo[nkv] = qo[h], nkv++;
+        if (kvheads & (1ull << hq[h])) ko[nkv] = vo[nkv] = hq[h], nkv++;
     int32_t heads[TS_MAX_DIMS];
     int nq = 0;
-    for (int h = 0; h < nkv; h++) heads[nq++] = ko[h];
+    for (int h = nb; h < nkv; h++) heads[nq++] = ko[h];
     int64_t group = 1;
     for (int h = 0; h < nh; h++)
-        if (!(kvheads & (1ull << qo[h]))) heads[nq++] = qo[h], group *= b->x->g->axes[qo[h]].size;
-    memcpy(qo, heads, sizeof(int32_t) * (size_t)nq);
-    qo[nq] = qax, qo[nq + 1] = dax;
+        if (!(kvheads & (1ull << hq[h]))) heads[nq++] = hq[h], group *= b->x->g->axes[hq[h]].size;
+    memcpy(qo + nb, heads, sizeof(int32_t) * (size_t)nq);
+    qo[nb + nq] = qax, qo[nb + nq + 1] = dax;
     ko[nkv] = kax, ko[nkv + 1] = dax;
     vo[nkv] = kax, vo[nkv + 1] = dvax;
     ts_kernel tmp = {0};
-    ts_access qa = attention_operand(b, q, dax, qo, nq + 2), ka = attention_operand(b, kk, dax, ko, nkv + 2),
+    ts_access qa = attention_operand(b, q, dax, qo, nb + nq + 2), ka = attention_operand(b, kk, dax, ko, nkv + 2),
               va = attention_operand(b, v, dvax, vo, nkv + 2);
+    if (bat >= 0 && group > 1 && !heads_nest(b, &qa, heads[0], heads[1])) {
+        /* with a batch, GQA's heads must form one head index (the kernel's batch is taken) */
+        qa = contiguous_as(b, q, qo, nb + nq + 2);
+    }
     region r = region_of(s, dot, -1);
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, s);
@@ -822,7 +845,7 @@ static bool try_attention(builder *b, int i) {
     k->expr = tmp.expr;
     k->a = kernel_access(k, &qa), k->b0 = kernel_access(k, &ka), k->b1 = kernel_access(k, &va);
     memcpy(&k->c, &b->t[cnode].e.param[0], sizeof k->c);
-    k->red_axis = kax, k->m_axis = qax, k->n_axis = dvax;
+    k->red_axis = kax, k->m_axis = qax, k->n_axis = dvax, k->batch_axis = bat;
     k->heads_ndim = nq;
     memcpy(k->head_axis, heads, sizeof(int32_t) * (size_t)nq);
     k->group = group;

@@ -204,6 +204,39 @@ Test(search, a_linear_over_a_batch_of_sequences_is_one_batched_gemm_with_the_wei
     }
 }
 
+/* Causal GQA over a batch of sequences (Q [b, kv_h, grp, t, d], K and V [b, kv_h, s, d], as a model
+ * exported with batch > 1 has it): one attention kernel whose batch is b and whose heads are kv_h × grp.
+ * Two axes shared by Q, K and V were refused: the scores went to CUDA cores. */
+Test(search, batched_gqa_attention_is_one_attention_kernel_with_a_batch) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 3, kv_h: 2, grp: 4, t: 512, s: 512, d_h: 128}\n"
+                      "inputs:\n  Q: {dtype: fp16, shape: [b, kv_h, grp, t, d_h]}\n"
+                      "  K: {dtype: fp16, shape: [b, kv_h, s, d_h]}\n  V: {dtype: fp16, shape: [b, kv_h, s, d_h]}\n"
+                      "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+                      "  - {name: Ss, op: scale, args: [S], by: 0.08838834764831845}\n"
+                      "  - {name: i, op: iota, axis: t, dtype: fp32}\n  - {name: j, op: iota, axis: s, dtype: fp32}\n"
+                      "  - {name: i2, op: expand, args: [i], shape: [t, s]}\n"
+                      "  - {name: future, op: less_than, args: [i2, j]}\n"
+                      "  - {name: ninf, op: constant, value: -inf, dtype: fp16}\n"
+                      "  - {name: zero, op: constant, value: 0, dtype: fp16}\n"
+                      "  - {name: M, op: where, args: [future, ninf, zero]}\n  - {name: Sm, op: add, args: [Ss, M]}\n"
+                      "  - {name: P, op: softmax, args: [Sm], axis: s}\n  - {name: O, op: matmul, args: [P, V], over: s}\n"
+                      "outputs: [O]\n");
+    char *best = best_plan(&cg);
+    const ts_kernel *k = &cg.out.plans[0].k[0];
+    const ts_graph *g = &cg.c.g;
+    cr_assert_eq(cg.out.plans[0].nk, 1, "%s", best);
+    cr_assert_eq(k->kind, TS_KERNEL_ATTENTION, "%s", best);
+    cr_assert_str_eq(g->axes[k->batch_axis].name, "b");
+    cr_assert_eq(k->heads_ndim, 2);
+    cr_assert_str_eq(g->axes[k->head_axis[0]].name, "kv_h");
+    cr_assert_str_eq(g->axes[k->head_axis[1]].name, "grp");
+    cr_assert_eq(k->group, 4);
+    cr_assert(k->causal);
+    free(best);
+    free_compiled(&cg);
+}
+
 static const char layernorm_mlp[] = "graph: g\naxes: {m: 4096, d: 1024, f: 4096, e: 1024}\n"
                                     "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, f]}\n"
                                     "  W2: {dtype: fp16, shape: [f, e]}\n"
