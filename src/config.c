@@ -19,8 +19,11 @@ enum { SMALL_GEMM_TILES = 64 };
 
 static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
     const ts_axis *m = &g->axes[k->m_axis], *n = &g->axes[k->n_axis];
-    if (m->dynamic || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic)) return false;
-    int64_t batch = k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1;
+    if (m->dynamic || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
+        (k->batch_outer >= 0 && g->axes[k->batch_outer].dynamic))
+        return false;
+    int64_t batch = (k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1) *
+                    (k->batch_outer >= 0 ? g->axes[k->batch_outer].size : 1);
     return (m->size + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) * batch < SMALL_GEMM_TILES;
 }
 

@@ -754,7 +754,9 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.M", ts_sym_axis(e->g, &e->dyn, k->m_axis));
     print_assign(e, "p.N", ts_sym_axis(e->g, &e->dyn, k->n_axis));
     print_assign(e, "p.K", ts_sym_axis(e->g, &e->dyn, k->red_axis));
-    print_assign(e, "p.batch", k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1));
+    ts_sym batch = k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1);
+    if (k->batch_outer >= 0) batch = ts_sym_mul(batch, ts_sym_axis(e->g, &e->dyn, k->batch_outer)); /* nested */
+    print_assign(e, "p.batch", batch);
     print_assign(e, "p.lda", stride_of(a, k->m_axis));
     print_assign(e, "p.ldb", stride_of(b, k->b_kn ? k->red_axis : k->n_axis));
     print_assign(e, "p.a_batch_stride", k->batch_axis >= 0 ? stride_of(a, k->batch_axis) : ts_sym_const(0));
@@ -1154,7 +1156,7 @@ static void emit_size_limits(emitter *e) {
     for (int i = 0; i < e->p->nk; i++) {
         const ts_kernel *k = &e->p->k[i];
         if (k->kind != TS_KERNEL_GEMM && k->kind != TS_KERNEL_ATTENTION) continue;
-        const int32_t axes[] = {k->m_axis, k->red_axis, k->n_axis, k->batch_axis};
+        const int32_t axes[] = {k->m_axis, k->red_axis, k->n_axis, k->batch_axis, k->batch_outer};
         for (size_t a = 0; a < sizeof axes / sizeof *axes; a++) emit_int_limit(e, axes[a], seen, &nseen);
         for (int h = 0; k->kind == TS_KERNEL_ATTENTION && h < k->heads_ndim && h < 4; h++)
             emit_int_limit(e, k->head_axis[h], seen, &nseen);

@@ -111,7 +111,7 @@ static ts_kernel *new_kernel(builder *b, ts_kernel_kind kind) {
     ts_kernel *k = &b->p->k[b->p->nk++];
     memset(k, 0, sizeof *k);
     k->kind = kind;
-    k->batch_axis = k->m_axis = k->n_axis = k->red_axis = -1;
+    k->batch_axis = k->batch_outer = k->m_axis = k->n_axis = k->red_axis = -1;
     k->b1 = -1;
     return k;
 }
@@ -585,6 +585,15 @@ static bool k_contiguous(builder *b, int i, int32_t kax) {
     return d >= 0 && sym_is_one(&a.stride[d]);
 }
 
+/* Whether axes `outer` and `inner` nest into one index in access a (outer's stride is inner's times its
+ * size): attention's kv heads over the group, a GEMM's two batch axes. */
+static bool axes_nest(const builder *b, const ts_access *a, int32_t outer, int32_t inner) {
+    int o = find_dim(a, outer), i = find_dim(a, inner);
+    if (o < 0 || i < 0) return false;
+    ts_sym d = ts_sym_add(a->stride[o], ts_sym_mul(ts_sym_mul(a->stride[i], sym_axis(b, inner)), ts_sym_const(-1)));
+    return d.n == 0;
+}
+
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
 static bool try_gemm(builder *b, int root, int c0, int c1) {
@@ -615,13 +624,21 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     bool broadcast_b = !batch && __builtin_popcountll(M) == 2 && only_axis(N) >= 0;
     int32_t m = broadcast_b ? (int32_t)__builtin_ctzll(M) : only_axis(M), n = only_axis(N);
-    int32_t bt = batch ? only_axis(batch) : -1;
+    /* two batch axes (Q·Kᵀ over a batch of sequences and their heads) are one batch index when they nest */
+    bool two_batches = __builtin_popcountll(batch) == 2 && dual < 0;
+    int32_t bt = batch ? (two_batches ? (int32_t)__builtin_ctzll(batch) : only_axis(batch)) : -1, bo = -1;
     if (m < 0 || n < 0 || (batch && bt < 0)) return false;
     /* epilogue operands must be indexable by (batch, m, n) */
     int cores[16], nc = 0;
     region_cores(b, root, cores, &nc, true);
     for (int j = 0; j < nc; j++)
         if (cores[j] != c0 && cores[j] != c1 && (b->t[cores[j]].axes & ~(batch | M | N))) return false;
+    if (two_batches) { /* the outer one in A's layout is the merged batch's outer axis */
+        ts_access a0 = materialize(b, opa);
+        int32_t other = (int32_t)(63 - __builtin_clzll(batch));
+        bo = find_dim(&a0, bt) < find_dim(&a0, other) ? bt : other;
+        bt = bo == bt ? other : bt;
+    }
     int32_t outer = -1, inner = -1; /* broadcast_b: A's two free axes in its layout's order */
     if (broadcast_b) {
         ts_access a0 = materialize(b, opa);
@@ -643,12 +660,19 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         int32_t tm = m;
         m = n, n = tm;
     }
-    int32_t aorder[3], border[3];
+    int32_t aorder[4], border[4];
     int na = 0, nb = 0;
+    if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
     if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
     aorder[na++] = m, aorder[na++] = kax;
     ts_access a = unit_stride(b, opa, kax, aorder, na);
+    if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);
+    if (bo >= 0 && !axes_nest(b, &bacc, bo, bt)) { /* [outer, inner, k, n]: nests */
+        border[nb++] = kax, border[nb++] = n;
+        bacc = contiguous_as(b, opb, border, nb);
+        nb -= 2;
+    }
     int kd = find_dim(&bacc, kax), nd = find_dim(&bacc, n);
     bool kn = sym_is_one(&bacc.stride[nd]), nk = sym_is_one(&bacc.stride[kd]);
     if (!kn && !nk) {
@@ -675,7 +699,12 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, root);
     free(memo);
-    if (b->has_mat[c0] || (c1 >= 0 && b->has_mat[c1])) {
+    bool unmerged = false; /* a merged batch: epilogue operands index it by the inner axis's stride alone */
+    for (int s = 0; bo >= 0 && s < tmp.nacc; s++) {
+        bool has_o = find_dim(&tmp.acc[s], bo) >= 0, has_i = find_dim(&tmp.acc[s], bt) >= 0;
+        unmerged |= has_o != has_i || (has_o && !axes_nest(b, &tmp.acc[s], bo, bt));
+    }
+    if (unmerged || b->has_mat[c0] || (c1 >= 0 && b->has_mat[c1])) {
         /* an epilogue operand needed the contraction itself (rmsnorm of a residual): it is in a buffer
          * now, so the region reads it instead of computing it again */
         free(tmp.acc);
@@ -685,11 +714,14 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     ts_kernel *k = new_kernel(b, TS_KERNEL_GEMM);
     k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
     k->a = ia, k->b0 = ib, k->b1 = ib1, k->b_kn = kn;
-    k->m_axis = m, k->n_axis = n, k->batch_axis = bt, k->red_axis = kax;
-    int32_t out[3];
+    k->m_axis = m, k->n_axis = n, k->batch_axis = bt, k->batch_outer = bo, k->red_axis = kax;
+    int32_t out[4];
     int no = 0;
     if (broadcast_b) out[no++] = outer, out[no++] = inner; /* the result in A's order, whichever is the batch */
-    else if (bt >= 0) out[no++] = bt;
+    else if (bt >= 0) {
+        if (bo >= 0) out[no++] = bo;
+        out[no++] = bt;
+    }
     if (!broadcast_b) out[no++] = m;
     out[no++] = n;
     new_output(b, root, out, no, dtype_of(b, root), k);
@@ -735,14 +767,6 @@ static bool sym_multiple_of_8(const ts_sym *s) {
 
 /* An attention operand as the kernel reads it: the head dim contiguous, every other stride and the
  * offset in 16-byte steps, its dims ordered outer to inner; otherwise a contiguous copy in `order`. */
-/* Whether head axes `outer` (kv heads) and `inner` (the group) nest into one head index in access a. */
-static bool heads_nest(const builder *b, const ts_access *a, int32_t outer, int32_t inner) {
-    int o = find_dim(a, outer), i = find_dim(a, inner);
-    if (o < 0 || i < 0) return false;
-    ts_sym d = ts_sym_add(a->stride[o], ts_sym_mul(ts_sym_mul(a->stride[i], sym_axis(b, inner)), ts_sym_const(-1)));
-    return d.n == 0;
-}
-
 static ts_access attention_operand(builder *b, int i, int32_t dim, const int32_t *order, int n) {
     ts_access a = typed_operand(b, i);
     bool ok = a.ndim == n && sym_multiple_of_8(&a.offset);
@@ -828,7 +852,7 @@ static bool try_attention(builder *b, int i) {
     ts_kernel tmp = {0};
     ts_access qa = attention_operand(b, q, dax, qo, nb + nq + 2), ka = attention_operand(b, kk, dax, ko, nkv + 2),
               va = attention_operand(b, v, dvax, vo, nkv + 2);
-    if (bat >= 0 && group > 1 && !heads_nest(b, &qa, heads[0], heads[1])) {
+    if (bat >= 0 && group > 1 && !axes_nest(b, &qa, heads[0], heads[1])) {
         /* with a batch, GQA's heads must form one head index (the kernel's batch is taken) */
         qa = contiguous_as(b, q, qo, nb + nq + 2);
     }

@@ -110,6 +110,8 @@ typedef struct {
     /* REDUCE, GEMM, ATTENTION: the contracted axis (attention: t_kv); GEMM/ATTENTION axes */
     int32_t red_axis;
     int32_t m_axis, n_axis, batch_axis; /* GEMM (batch_axis -1: none); ATTENTION: q axis in m_axis, head dim in n_axis */
+    int32_t batch_outer; /* GEMM: a second batch axis merged with batch_axis (-1: none): batch index b runs over
+                          * both, outer-major, at batch_axis's stride (it nests: outer stride = inner's × size) */
     int a, b0, b1;                      /* GEMM: operand accesses (b1 -1 unless dual); ATTENTION: q, k, v */
     bool b_kn;                          /* GEMM: B is [k, n] with n contiguous (else [n, k], k contiguous) */
     bool causal;                        /* ATTENTION: the score masks keys after the query (tiles skipped) */

@@ -237,6 +237,27 @@ Test(search, batched_gqa_attention_is_one_attention_kernel_with_a_batch) {
     free_compiled(&cg);
 }
 
+/* Scores over a batch of sequences and their heads, Q [b, h, t, d]·K [b, h, s, d], plus an additive mask
+ * [t, s] (attention with an explicit mask, which the attention kernel does not read): one GEMM whose batch
+ * index runs over b and h together (they nest), the mask in its epilogue. It was a CUDA-core REDUCE kernel. */
+Test(search, scores_over_two_batch_axes_are_one_gemm_with_a_merged_batch) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 2, h: 12, t: 1024, s: 512, d: 64}\n"
+                      "inputs:\n  Q: {dtype: fp16, shape: [b, h, t, d]}\n  K: {dtype: fp16, shape: [b, h, s, d]}\n"
+                      "  Mask: {dtype: fp16, shape: [t, s]}\n"
+                      "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Y, op: add, args: [S, Mask]}\n"
+                      "outputs: [Y]\n");
+    char *best = best_plan(&cg);
+    const ts_kernel *k = &cg.out.plans[0].k[0];
+    const ts_graph *g = &cg.c.g;
+    cr_assert_eq(cg.out.plans[0].nk, 1, "%s", best);
+    cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
+    cr_assert_str_eq(g->axes[k->batch_outer].name, "b");
+    cr_assert_str_eq(g->axes[k->batch_axis].name, "h");
+    free(best);
+    free_compiled(&cg);
+}
+
 static const char layernorm_mlp[] = "graph: g\naxes: {m: 4096, d: 1024, f: 4096, e: 1024}\n"
                                     "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, f]}\n"
                                     "  W2: {dtype: fp16, shape: [f, e]}\n"
