@@ -42,6 +42,18 @@ static void free_compiled(compiled_graph *cg) {
 /* The best plan's kernels in words. */
 static char *best_plan(const compiled_graph *cg) { return ts_plan_describe(&cg->out.plans[0], &cg->c.g); }
 
+/* The best plan's one kernel, which must be of `kind`. */
+static const ts_kernel *the_one_kernel(const compiled_graph *cg, ts_kernel_kind kind) {
+    char *best = best_plan(cg);
+    cr_assert_eq(cg->out.plans[0].nk, 1, "%s", best);
+    cr_assert_eq(cg->out.plans[0].k[0].kind, kind, "%s", best);
+    free(best);
+    return &cg->out.plans[0].k[0];
+}
+
+/* The name of axis a of the compiled graph. */
+static const char *axis_name(const compiled_graph *cg, int32_t a) { return cg->c.g.axes[a].name; }
+
 /* ---- GEMM epilogues ------------------------------------------------------------------------------ */
 
 #define GEMM_HEAD                                                                                      \
@@ -190,13 +202,12 @@ Test(search, a_linear_over_a_batch_of_sequences_is_one_batched_gemm_with_the_wei
         compile_yaml(&cg, yaml);
         char *best = best_plan(&cg);
         const ts_kernel *k = &cg.out.plans[0].k[0];
-        const ts_graph *g = &cg.c.g;
         /* with the weight first the graph's result is [n, b, t]: one layout copy after the GEMM */
         cr_assert_eq(cg.out.plans[0].nk, o == 0 ? 1 : 2, "%s: %s", orders[o], best);
         cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
-        cr_assert_str_eq(g->axes[k->batch_axis].name, "b");
-        cr_assert_str_eq(g->axes[k->m_axis].name, "t");
-        cr_assert_str_eq(g->axes[k->n_axis].name, "n");
+        cr_assert_str_eq(axis_name(&cg, k->batch_axis), "b");
+        cr_assert_str_eq(axis_name(&cg, k->m_axis), "t");
+        cr_assert_str_eq(axis_name(&cg, k->n_axis), "n");
         cr_assert_lt(cg.out.plans[0].predicted_s, 0.2e-3, "%s: %g s", best, cg.out.plans[0].predicted_s);
         free(best);
         free(yaml);
@@ -222,18 +233,13 @@ Test(search, batched_gqa_attention_is_one_attention_kernel_with_a_batch) {
                       "  - {name: M, op: where, args: [future, ninf, zero]}\n  - {name: Sm, op: add, args: [Ss, M]}\n"
                       "  - {name: P, op: softmax, args: [Sm], axis: s}\n  - {name: O, op: matmul, args: [P, V], over: s}\n"
                       "outputs: [O]\n");
-    char *best = best_plan(&cg);
-    const ts_kernel *k = &cg.out.plans[0].k[0];
-    const ts_graph *g = &cg.c.g;
-    cr_assert_eq(cg.out.plans[0].nk, 1, "%s", best);
-    cr_assert_eq(k->kind, TS_KERNEL_ATTENTION, "%s", best);
-    cr_assert_str_eq(g->axes[k->batch_axis].name, "b");
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
+    cr_assert_str_eq(axis_name(&cg, k->batch_axis), "b");
     cr_assert_eq(k->heads_ndim, 2);
-    cr_assert_str_eq(g->axes[k->head_axis[0]].name, "kv_h");
-    cr_assert_str_eq(g->axes[k->head_axis[1]].name, "grp");
+    cr_assert_str_eq(axis_name(&cg, k->head_axis[0]), "kv_h");
+    cr_assert_str_eq(axis_name(&cg, k->head_axis[1]), "grp");
     cr_assert_eq(k->group, 4);
     cr_assert(k->causal);
-    free(best);
     free_compiled(&cg);
 }
 
@@ -247,14 +253,9 @@ Test(search, scores_over_two_batch_axes_are_one_gemm_with_a_merged_batch) {
                       "  Mask: {dtype: fp16, shape: [t, s]}\n"
                       "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Y, op: add, args: [S, Mask]}\n"
                       "outputs: [Y]\n");
-    char *best = best_plan(&cg);
-    const ts_kernel *k = &cg.out.plans[0].k[0];
-    const ts_graph *g = &cg.c.g;
-    cr_assert_eq(cg.out.plans[0].nk, 1, "%s", best);
-    cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
-    cr_assert_str_eq(g->axes[k->batch_outer].name, "b");
-    cr_assert_str_eq(g->axes[k->batch_axis].name, "h");
-    free(best);
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+    cr_assert_str_eq(axis_name(&cg, k->batch_outer), "b");
+    cr_assert_str_eq(axis_name(&cg, k->batch_axis), "h");
     free_compiled(&cg);
 }
 
