@@ -272,7 +272,6 @@ static bool is_reduction(ts_op op) {
            op == TS_OP_TILE_MAX || op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM;
 }
 
-/* A REDUCE kernel computing `core` (a reduction) with the region rooted at `root` as its finish. */
 /* The type a REDUCE kernel writes its result (node i) in, and a ROW kernel a reduction it ends with: fp32
  * (norms, row scales: their consumers normalise with them), except a graph output that nothing else reads,
  * written in its own type (else a MAP kernel would only cast it). */
@@ -281,6 +280,7 @@ static ts_dtype reduction_dtype(const builder *b, int i) {
     return t->output && t->uses == 0 ? dtype_of(b, i) : TS_FP32;
 }
 
+/* A REDUCE kernel computing `core` (a reduction) with the region rooted at `root` as its finish. */
 static void emit_reduce(builder *b, int core, int root) {
     const tnode node = b->t[core], *t = &node; /* a copy: materialising operands may grow b->t */
     ts_op op = (ts_op)t->e.op;
