@@ -1,7 +1,8 @@
 # tsopt — build, test and run.
 #
 #   make            build build/tsopt (installs missing Debian packages first when run as root)
-#   make test       build and run every Criterion test, then the sanitizer pass (ASan + UBSan)
+#   make test       every check CI runs but the hostile-input ones: the Criterion tests (under ASan + UBSan),
+#                   verify-rules, the Python checks, generated/ and its nvcc compile, the install (see "test")
 #   make run        the main job: check, evaluate and compile every bench graph (headers in generated/)
 #   make SAN=1 ...  build into build-san/ with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make install PREFIX=DIR   DIR/bin/tsopt and its data in DIR/share/tsopt (rules, templates, cost models,
@@ -17,8 +18,13 @@ WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -
            -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Werror
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Isrc -MMD -MP
+# The sanitized build is where make test runs the tests (see "test"). Besides ASan and UBSan it makes two
+# kinds of undefined behaviour that neither reports, and whose effect can depend on the optimisation
+# level, show up: a read of an uninitialised local reads a 0xfe pattern (ASan fills new heap blocks with
+# 0xbe already), and type-based alias analysis, on at -O2 but not at -O1, is on.
 ifeq ($(SAN),1)
-CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+           -ftrivial-auto-var-init=pattern -fstrict-aliasing
 LDFLAGS += -fsanitize=address,undefined
 endif
 # OpenBLAS (the serial library; the interpreter runs its own threads) computes the float64 reference's
@@ -27,10 +33,16 @@ OPENBLAS_A  := /usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.a
 STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl $(OPENBLAS_A) -lgslcblas -Wl,-Bdynamic
 LDLIBS  := $(STATIC_LIBS) -lm -pthread
 
+# Parallel jobs where make test runs independent single-threaded steps side by side (CI: 2 cores).
+ifndef JOBS
+JOBS    := $(shell nproc 2>/dev/null || echo 2)
+endif
+
 LIB_SRC  := $(filter-out src/main.c $(EXCLUDE),$(wildcard src/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 GRAPHS   := $(sort $(wildcard bench/graphs/*.yaml))
 
 # Sizes at which `make run` evaluates graphs whose full size is beyond a CPU float64 reference.
@@ -57,7 +69,7 @@ EVAL_DIMS_gemm_mish        := b=8
 EVAL_DIMS_swiglu_decode    := m=16,d=512,n=1024
 EVAL_DIMS_rmsnorm_mlp_decode := m=16,d=512,n=1024
 
-.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests install check-install
+.PHONY: all test run deps clean unit-tests compile-tests generated gpu-build gpu-check check-generated torch-tests install check-install
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
@@ -89,6 +101,11 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libtsopt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $< $(BUILD)/libtsopt.a $(LDFLAGS) $(LDLIBS) -lcriterion -o $@
 
+# The test sources compiled, not linked (compile-tests): their -O2 warnings, as errors, in the plain build.
+$(BUILD)/tests/%.o: tests/%.c tests/testutil.h | build/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -c $< -o $@
+
 # The simulated CUDA driver and CUPTI that test_tune runs `tsopt tune` on (never instrumented: it is
 # dlopened into the sanitized binary like the real driver would be).
 $(BUILD)/tests/libmockcuda.so: calibrate/mock_cuda.c
@@ -96,9 +113,16 @@ $(BUILD)/tests/libmockcuda.so: calibrate/mock_cuda.c
 	cc -O1 -shared -fPIC -o $@ $< -lm
 
 # ---- test ------------------------------------------------------------------------------------------
-# unit-tests runs this build's tests; test runs them plain, then again under the sanitizers.
+# unit-tests runs this build's tests: the Criterion binaries JOBS at a time (each runs 2 tests at a time;
+# the slow ones first, so that no core idles at the end: test_tune mostly waits on its 15 s watchdog),
+# each one's output kept in its .log and shown when it fails, then verify-rules and the Python checks.
+SLOW_TESTS := test_tune test_row test_hostile test_emit test_search test_models
 unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
-	@set -e; for t in $(TEST_BIN); do TSOPT=$(BUILD)/tsopt MOCKCUDA=$(BUILD)/tests/libmockcuda.so $$t --jobs 2 --short-filename; done
+	@printf '%s\n' $(filter $(SLOW_TESTS:%=$(BUILD)/tests/%),$(TEST_BIN)) \
+	  $(filter-out $(SLOW_TESTS:%=$(BUILD)/tests/%),$(TEST_BIN)) | \
+	  xargs -P $(JOBS) -I{} sh -c 'TSOPT=$(BUILD)/tsopt MOCKCUDA=$(BUILD)/tests/libmockcuda.so {} --jobs 2 \
+	    --short-filename > {}.log 2>&1 || { cat {}.log; echo "{} FAILED"; exit 1; }'; rc=$$?; \
+	  for t in $(TEST_BIN); do printf '%-18s %s\n' $${t##*/} "$$(tail -n 1 $$t.log)"; done; exit $$rc
 	@echo "verify-rules rules/ (every shipped rule must pass):"
 	@$(BUILD)/tsopt verify-rules --trials 200 rules > $(BUILD)/verify-rules.log || { cat $(BUILD)/verify-rules.log; exit 1; }
 	@tail -n 1 $(BUILD)/verify-rules.log
@@ -118,12 +142,27 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
 	  echo "bench/accuracy.py, chart.py: $$(tail -n 1 $(BUILD)/accuracy-tests.log)"; \
 	else echo "bench/test_accuracy.py skipped: no python3"; fi
 
+# Every check but the hostile-input ones (fuzz-smoke, valgrind-cli: .ci/run), in three steps that each keep
+# JOBS cores busy. Why nothing is lost:
+#  1. The plain build (-O2, warnings as errors) of build/tsopt, and of the tests compiled but not linked.
+#     The plain tests are not run: they ran again what step 2 runs, the same sources built differently
+#     only in -O2 against -O1 with the sanitizers. -O2's own compile-time findings are warnings, kept here
+#     (GCC warns differently at -O2 than at -O1 with the sanitizers). No source depends on the build (no
+#     __SANITIZE_ADDRESS__, __OPTIMIZE__ or NDEBUG in src/ or tests/), so at run time -O2 can only change
+#     the effect of undefined behaviour: what UBSan and ASan report, and the two kinds they do not
+#     (uninitialised reads, aliasing) that the sanitized build's flags above make show up. build/tsopt
+#     itself still runs in step 3 (every bench graph compiled and diffed, the install, the importer) and
+#     under valgrind in .ci/run.
+#  2. The tests, verify-rules and the Python checks under ASan + UBSan (build-san/).
+#  3. check-generated, torch-tests and check-install side by side (independent: each writes its own files
+#     under build/; --output-sync keeps each one's output together).
 test: build/.deps
-	$(MAKE) unit-tests
-	$(MAKE) SAN=1 unit-tests
-	$(MAKE) check-generated
-	$(MAKE) torch-tests
-	$(MAKE) check-install
+	$(MAKE) -j$(JOBS) all compile-tests
+	$(MAKE) -j$(JOBS) SAN=1 unit-tests
+	$(MAKE) -j$(JOBS) --output-sync=target --no-print-directory check-generated torch-tests check-install
+
+# The test sources at this build's flags, without linking or running them (make test's -O2 warning check).
+compile-tests: $(TEST_OBJ)
 
 # The PyTorch importer (tsopt_torch/) round-trips its test modules through tsopt eval; skipped, saying why,
 # where python3 has no torch (tests/torch/install_torch.sh installs it from PyPI).
