@@ -310,7 +310,7 @@ clean:
 # libFuzzer targets built with clang into build-fuzz/ (library and targets with ASan + UBSan).
 #   make fuzz             each target for FUZZ_SECONDS (default 600) over its corpus, with the dictionary
 #   make fuzz-smoke       what CI runs: replays tests/fuzz/regressions/<target>/, then fuzzes each target
-#                         for 60 s; fails when a target finds a crash (the reproducer is left in build-fuzz/)
+#                         for 45 s; fails when a target finds a crash (the reproducer is left in build-fuzz/)
 #   make fuzz-regressions only the replay, no fuzzing
 #   make valgrind-cli     check, eval and compile every bench graph under valgrind: no errors, no leaks
 FUZZ_CC      ?= clang
