@@ -149,10 +149,11 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
 #     only in -O2 against -O1 with the sanitizers. -O2's own compile-time findings are warnings, kept here
 #     (GCC warns differently at -O2 than at -O1 with the sanitizers). No source depends on the build (no
 #     __SANITIZE_ADDRESS__, __OPTIMIZE__ or NDEBUG in src/ or tests/), so at run time -O2 can only change
-#     the effect of undefined behaviour: what UBSan and ASan report, and the two kinds they do not
-#     (uninitialised reads, aliasing) that the sanitized build's flags above make show up. build/tsopt
-#     itself still runs in step 3 (every bench graph compiled and diffed, the install, the importer) and
-#     under valgrind in .ci/run.
+#     the effect of undefined behaviour: what UBSan and ASan report, and the two kinds they do not,
+#     uninitialised reads and aliasing violations, which the sanitized build's flags above expose as far
+#     as a build can (uninitialised memory holds a pattern, not what -O1 happens to leave there; alias
+#     analysis is type-based, as at -O2). build/tsopt itself still runs in step 3 (every bench graph
+#     compiled and diffed, the install, the importer) and under valgrind in .ci/run.
 #  2. The tests, verify-rules and the Python checks under ASan + UBSan (build-san/).
 #  3. check-generated, torch-tests and check-install side by side (independent: each writes its own files
 #     under build/; --output-sync keeps each one's output together).
