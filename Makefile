@@ -1,7 +1,8 @@
 # tsopt — build, test and run.
 #
 #   make            build build/tsopt (installs missing Debian packages first when run as root)
-#   make test       build and run every Criterion test, then the sanitizer pass (ASan + UBSan)
+#   make test       every check CI runs but the hostile-input ones: the Criterion tests (under ASan + UBSan),
+#                   verify-rules, the Python checks, generated/ and its nvcc compile, the install (see "test")
 #   make run        the main job: check, evaluate and compile every bench graph (headers in generated/)
 #   make SAN=1 ...  build into build-san/ with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make install PREFIX=DIR   DIR/bin/tsopt and its data in DIR/share/tsopt (rules, templates, cost models,
@@ -17,8 +18,13 @@ WARN    := -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion -
            -Wmissing-prototypes -Wformat=2 -Wundef -Wvla -Werror
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_DEFAULT_SOURCE $(WARN) -Isrc -MMD -MP
+# The sanitized build is where make test runs the tests (see "test"). Besides ASan and UBSan it makes two
+# kinds of undefined behaviour that neither reports, and whose effect can depend on the optimisation
+# level, show up: a read of an uninitialised local reads a 0xfe pattern (ASan fills new heap blocks with
+# 0xbe already), and type-based alias analysis, on at -O2 but not at -O1, is on.
 ifeq ($(SAN),1)
-CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+CFLAGS  += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+           -ftrivial-auto-var-init=pattern -fstrict-aliasing
 LDFLAGS += -fsanitize=address,undefined
 endif
 # OpenBLAS (the serial library; the interpreter runs its own threads) computes the float64 reference's
@@ -27,10 +33,16 @@ OPENBLAS_A  := /usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.a
 STATIC_LIBS := -Wl,-Bstatic -lyaml -lgsl $(OPENBLAS_A) -lgslcblas -Wl,-Bdynamic
 LDLIBS  := $(STATIC_LIBS) -lm -pthread
 
+# Parallel jobs where make test runs independent single-threaded steps side by side (CI: 2 cores).
+ifndef JOBS
+JOBS    := $(shell nproc 2>/dev/null || echo 2)
+endif
+
 LIB_SRC  := $(filter-out src/main.c $(EXCLUDE),$(wildcard src/*.c))
 LIB_OBJ  := $(LIB_SRC:src/%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_OBJ := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%.o)
 GRAPHS   := $(sort $(wildcard bench/graphs/*.yaml))
 
 # Sizes at which `make run` evaluates graphs whose full size is beyond a CPU float64 reference.
@@ -60,7 +72,7 @@ EVAL_DIMS_attention_batch_gqa := t_q=64,t_kv=64
 EVAL_DIMS_swiglu_decode    := m=16,d=512,n=1024
 EVAL_DIMS_rmsnorm_mlp_decode := m=16,d=512,n=1024
 
-.PHONY: all test run deps clean unit-tests generated gpu-build gpu-check check-generated torch-tests install check-install
+.PHONY: all test run deps clean unit-tests compile-tests generated gpu-build gpu-check check-generated torch-tests install check-install
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
@@ -92,6 +104,11 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libtsopt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests $< $(BUILD)/libtsopt.a $(LDFLAGS) $(LDLIBS) -lcriterion -o $@
 
+# The test sources compiled, not linked (compile-tests): their -O2 warnings, as errors, in the plain build.
+$(BUILD)/tests/%.o: tests/%.c tests/testutil.h | build/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -c $< -o $@
+
 # The simulated CUDA driver and CUPTI that test_tune runs `tsopt tune` on (never instrumented: it is
 # dlopened into the sanitized binary like the real driver would be).
 $(BUILD)/tests/libmockcuda.so: calibrate/mock_cuda.c
@@ -99,9 +116,16 @@ $(BUILD)/tests/libmockcuda.so: calibrate/mock_cuda.c
 	cc -O1 -shared -fPIC -o $@ $< -lm
 
 # ---- test ------------------------------------------------------------------------------------------
-# unit-tests runs this build's tests; test runs them plain, then again under the sanitizers.
+# unit-tests runs this build's tests: the Criterion binaries JOBS at a time (each runs 2 tests at a time;
+# the slow ones first, so that no core idles at the end: test_tune mostly waits on its 15 s watchdog),
+# each one's output kept in its .log and shown when it fails, then verify-rules and the Python checks.
+SLOW_TESTS := test_tune test_row test_hostile test_emit test_search test_models
 unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
-	@set -e; for t in $(TEST_BIN); do TSOPT=$(BUILD)/tsopt MOCKCUDA=$(BUILD)/tests/libmockcuda.so $$t --jobs 2 --short-filename; done
+	@printf '%s\n' $(filter $(SLOW_TESTS:%=$(BUILD)/tests/%),$(TEST_BIN)) \
+	  $(filter-out $(SLOW_TESTS:%=$(BUILD)/tests/%),$(TEST_BIN)) | \
+	  xargs -P $(JOBS) -I{} sh -c 'TSOPT=$(BUILD)/tsopt MOCKCUDA=$(BUILD)/tests/libmockcuda.so {} --jobs 2 \
+	    --short-filename > {}.log 2>&1 || { cat {}.log; echo "{} FAILED"; exit 1; }'; rc=$$?; \
+	  for t in $(TEST_BIN); do printf '%-18s %s\n' $${t##*/} "$$(tail -n 1 $$t.log)"; done; exit $$rc
 	@echo "verify-rules rules/ (every shipped rule must pass):"
 	@$(BUILD)/tsopt verify-rules --trials 200 rules > $(BUILD)/verify-rules.log || { cat $(BUILD)/verify-rules.log; exit 1; }
 	@tail -n 1 $(BUILD)/verify-rules.log
@@ -121,12 +145,28 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
 	  echo "bench/accuracy.py, chart.py: $$(tail -n 1 $(BUILD)/accuracy-tests.log)"; \
 	else echo "bench/test_accuracy.py skipped: no python3"; fi
 
+# Every check but the hostile-input ones (fuzz-smoke, valgrind-cli: .ci/run), in three steps that each keep
+# JOBS cores busy. Why nothing is lost:
+#  1. The plain build (-O2, warnings as errors) of build/tsopt, and of the tests compiled but not linked.
+#     The plain tests are not run: they ran again what step 2 runs, the same sources built differently
+#     only in -O2 against -O1 with the sanitizers. -O2's own compile-time findings are warnings, kept here
+#     (GCC warns differently at -O2 than at -O1 with the sanitizers). No source depends on the build (no
+#     __SANITIZE_ADDRESS__, __OPTIMIZE__ or NDEBUG in src/ or tests/), so at run time -O2 can only change
+#     the effect of undefined behaviour: what UBSan and ASan report, and the two kinds they do not,
+#     uninitialised reads and aliasing violations, which the sanitized build's flags above expose as far
+#     as a build can (uninitialised memory holds a pattern, not what -O1 happens to leave there; alias
+#     analysis is type-based, as at -O2). build/tsopt itself still runs in step 3 (every bench graph
+#     compiled and diffed, the install, the importer) and under valgrind in .ci/run.
+#  2. The tests, verify-rules and the Python checks under ASan + UBSan (build-san/).
+#  3. check-generated, torch-tests and check-install side by side (independent: each writes its own files
+#     under build/; --output-sync keeps each one's output together).
 test: build/.deps
-	$(MAKE) unit-tests
-	$(MAKE) SAN=1 unit-tests
-	$(MAKE) check-generated
-	$(MAKE) torch-tests
-	$(MAKE) check-install
+	$(MAKE) -j$(JOBS) all compile-tests
+	$(MAKE) -j$(JOBS) SAN=1 unit-tests
+	$(MAKE) -j$(JOBS) --output-sync=target --no-print-directory check-generated torch-tests check-install
+
+# The test sources at this build's flags, without linking or running them (make test's -O2 warning check).
+compile-tests: $(TEST_OBJ)
 
 # The PyTorch importer (tsopt_torch/) round-trips its test modules through tsopt eval; skipped, saying why,
 # where python3 has no torch (tests/torch/install_torch.sh installs it from PyPI).
@@ -137,8 +177,19 @@ torch-tests: $(BUILD)/tsopt
 	else echo "tsopt_torch round trips skipped: python3 has no torch (bash tests/torch/install_torch.sh installs it)"; fi
 
 # generated/ must match what tsopt writes now, and every header and template must compile (sm_80 and
-# sm_90, warnings as errors); one header included in two translation units must link.
+# sm_90a, warnings as errors: -Werror all-warnings also hands ptxas --warning-as-error, so ptxas's
+# warnings, the wgmma serialisation ones on sm_90a among them, fail the check); one header included in two
+# translation units must link.
+# The sm_90a compile is of the device code only (-cubin: the device preprocessing, cicc and ptxas with the
+# same command lines as in nvcc -c), not of the host code, which the sm_80 compile (nvcc -c, whose
+# objects abi-check links) compiles already: nvcc's host preprocessing, cudafe++ and gcc -c see the same
+# code for both, their command lines differing only in __CUDA_ARCH_LIST__ (800 or 900; nvcc --dryrun).
+# A header or template that mentions __CUDA_ARCH_LIST__ gets the whole nvcc -c for sm_90a as well (the
+# grep below); none does, and the CUDA headers they include do not read it (with CUDA 13.0 the
+# host-preprocessed translation units of all 32 are byte-identical for the two). That saves cudafe++ and
+# gcc -c (~3 s a file, a fifth of the check). The 64 compilations run JOBS at a time, largest file first.
 NVCC_CHECK = nvcc -std=c++17 -Werror all-warnings
+NVCC_SM90A = -gencode=arch=compute_90a,code=sm_90a
 check-generated: $(BUILD)/tsopt
 	@rm -rf $(BUILD)/regen $(BUILD)/nvcc && mkdir -p $(BUILD)/regen $(BUILD)/nvcc
 	@for f in $(GRAPHS); do $(BUILD)/tsopt compile -o $(BUILD)/regen $$f > /dev/null || exit 1; done
@@ -148,8 +199,15 @@ check-generated: $(BUILD)/tsopt
 	@for h in generated/*.cuh; do n=$$(basename $$h .cuh); u=$$(echo $$n | tr a-z A-Z); \
 	  printf '#define TSOPT_%s_IMPLEMENTATION\n#include "%s"\n' $$u ../../$$h > $(BUILD)/nvcc/$$n.cu; done
 	@for t in templates/*.cuh; do printf '#include "%s"\n' ../../$$t > $(BUILD)/nvcc/tpl_$$(basename $$t .cuh).cu; done
-	@ls $(BUILD)/nvcc/*.cu | xargs -P 2 -I{} sh -c '$(NVCC_CHECK) -arch=sm_80 -c {} -o {}.80.o && \
-	  $(NVCC_CHECK) -gencode=arch=compute_90a,code=sm_90a -c {} -o {}.90.o || { echo "nvcc failed on {}"; exit 255; }'
+	@for h in generated/*.cuh templates/*.cuh; do \
+	  case $$h in generated/*) cu=$(BUILD)/nvcc/$$(basename $$h .cuh).cu;; *) cu=$(BUILD)/nvcc/tpl_$$(basename $$h .cuh).cu;; esac; \
+	  if grep -q __CUDA_ARCH_LIST__ $$h; then a90=90-host; else a90=90; fi; \
+	  echo "$$(wc -c < $$h) 80 $$cu"; echo "$$(wc -c < $$h) $$a90 $$cu"; done | sort -rn | cut -d' ' -f2- | \
+	  xargs -P $(JOBS) -n 2 sh -c 'case $$0 in \
+	    80) $(NVCC_CHECK) -arch=sm_80 -c $$1 -o $$1.80.o;; \
+	    90) $(NVCC_CHECK) $(NVCC_SM90A) -cubin $$1 -o $$1.90.cubin;; \
+	    *) $(NVCC_CHECK) $(NVCC_SM90A) -c $$1 -o $$1.90.o;; \
+	  esac || { echo "nvcc failed on $$1 (sm_$$0)"; exit 255; }'
 	@echo "every generated header and template compiles for sm_80 and sm_90a: ok"
 	@printf '#include "../../generated/swiglu.cuh"\nint other(void) { return (int)swiglu_workspace_bytes(); }\n' > $(BUILD)/nvcc/tu2.cu
 	@printf '#include "../../generated/swiglu.cuh"\nint other(void);\nint main(void) { return other(); }\n' > $(BUILD)/nvcc/tu1.cu
@@ -256,7 +314,7 @@ clean:
 # libFuzzer targets built with clang into build-fuzz/ (library and targets with ASan + UBSan).
 #   make fuzz             each target for FUZZ_SECONDS (default 600) over its corpus, with the dictionary
 #   make fuzz-smoke       what CI runs: replays tests/fuzz/regressions/<target>/, then fuzzes each target
-#                         for 60 s; fails when a target finds a crash (the reproducer is left in build-fuzz/)
+#                         for 45 s; fails when a target finds a crash (the reproducer is left in build-fuzz/)
 #   make fuzz-regressions only the replay, no fuzzing
 #   make valgrind-cli     check, eval and compile every bench graph under valgrind: no errors, no leaks
 FUZZ_CC      ?= clang
