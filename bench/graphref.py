@@ -107,6 +107,21 @@ def elementwise(be, f, ts, order_first=False):
     return Tensor(f(*[aligned(be, t, axes) for t in ts]), axes, dtype)
 
 
+def number(a, env, ops):
+    """The value of an operand written as a number (0, 0.5, -inf, 1e-05: YAML reads the last two as strings),
+    or None when it names a tensor."""
+    if isinstance(a, bool):
+        return None
+    if isinstance(a, (int, float)):
+        return float(a)
+    if a in env or a in ops:
+        return None
+    try:
+        return float(str(a).replace(".inf", "inf"))
+    except ValueError:
+        return None
+
+
 class Graph:
     def __init__(self, path, dims=None):
         with open(path) as f:
@@ -142,7 +157,12 @@ class Graph:
 
         def get(name):
             if name not in env:
-                self.run(be, ops[name], [get(a) for a in ops[name].get("args", [])], env)
+                raw = ops[name].get("args", [])
+                args = [None if number(a, env, ops) is not None else get(a) for a in raw]
+                # an operand written as a number is a constant of the op's first tensor operand's dtype
+                dtype = next((t.dtype for t in args if t is not None), "fp32")
+                args = [t if t is not None else Tensor(be.const(number(a, env, ops)), [], dtype) for a, t in zip(raw, args)]
+                self.run(be, ops[name], args, env)
             return env[name]
 
         return {o: get(o) for o in self.outputs}
