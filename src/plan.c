@@ -149,6 +149,20 @@ static int order_axes(uint64_t axes, const ts_access *like, int32_t *out) {
     return n;
 }
 
+/* The operand whose layout a kernel's output over `axes` copies: the one spanning most of those axes (the
+ * first of them on a tie), so that a broadcast operand loaded first (a [t, s] mask added to [b, h, t, s]
+ * scores) does not make the result [t, s, b, h], strided for every reader. NULL when there is none. */
+static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t axes) {
+    const ts_access *best = NULL;
+    int most = 0;
+    for (int i = 0; i < nacc; i++) {
+        int n = 0;
+        for (int d = 0; d < acc[i].ndim; d++) n += (int)((axes >> acc[i].axis[d]) & 1);
+        if (n > most) best = &acc[i], most = n;
+    }
+    return best;
+}
+
 /* Expression of term node i inside a kernel: elementwise nodes are inlined (when fusing, or when i is the
  * root), constants and iotas become constants and indices, `cores` (accumulators) map to ACC slots, and
  * anything else is materialized and loaded. memo: term node → expression node (-1). */
@@ -259,7 +273,7 @@ static void emit_map(builder *b, int i) {
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, i); /* materialises operands (may add kernels) */
     free(memo);
-    if (n > 0 && tmp.nacc > 0) n = order_axes(b->t[i].axes, &tmp.acc[0], axes);
+    if (n > 0 && tmp.nacc > 0) n = order_axes(b->t[i].axes, widest_operand(tmp.acc, tmp.nacc, b->t[i].axes), axes);
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
     k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
     new_output(b, i, axes, n, dtype_of(b, i), k);
@@ -316,7 +330,7 @@ static void emit_reduce(builder *b, int core, int root) {
                  : op == TS_OP_WSUM || op == TS_OP_ONLINE_WSUM  ? TS_COMBINE_WSUM
                                                                 : TS_COMBINE_SUM;
     int32_t axes[TS_MAX_DIMS];
-    int n = order_axes(b->t[root].axes, k->nacc ? &k->acc[0] : NULL, axes);
+    int n = order_axes(b->t[root].axes, widest_operand(k->acc, k->nacc, b->t[root].axes), axes);
     new_output(b, root, axes, n, reduction_dtype(b, root), k);
 }
 
@@ -504,7 +518,7 @@ static bool try_row(builder *b, int root, bool per_row) {
     memcpy(kr->stage_combine, tmp.stage_combine, sizeof tmp.stage_combine);
     memcpy(kr->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
     int32_t axes[TS_MAX_DIMS];
-    int n = order_axes(b->t[root].axes, kr->nacc ? &kr->acc[0] : NULL, axes);
+    int n = order_axes(b->t[root].axes, widest_operand(kr->acc, kr->nacc, b->t[root].axes), axes);
     for (int o = 0; o < nx; o++) {
         int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype_of(b, extra[o]), axes, n);
         kr = &b->p->k[b->p->nk - 1];
@@ -594,6 +608,18 @@ static bool axes_nest(const builder *b, const ts_access *a, int32_t outer, int32
     return d.n == 0;
 }
 
+/* Of the axes in mask m, the one of largest typical size; ties go to the one innermost in access a. */
+static int32_t largest_axis(const ts_graph *g, uint64_t m, const ts_access *a) {
+    int32_t best = -1;
+    for (uint64_t r = m; r; r &= r - 1) {
+        int32_t x = (int32_t)__builtin_ctzll(r);
+        if (best < 0 || g->axes[x].size > g->axes[best].size ||
+            (g->axes[x].size == g->axes[best].size && find_dim(a, x) > find_dim(a, best)))
+            best = x;
+    }
+    return best;
+}
+
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
 static bool try_gemm(builder *b, int root, int c0, int c1) {
@@ -613,16 +639,19 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     uint64_t A = b->t[opa].axes, B = b->t[opb].axes, K = 1ull << kax;
     if (!(A & K) || !(B & K)) return false;
     uint64_t batch = (A & B) & ~K, M = A & ~B & ~K, N = B & ~A & ~K;
-    /* activations with a leading axis against a weight ([b, t, k]·[k, n], as every Linear over a batch of
-     * sequences): a GEMM batched over the activations' outer free axis, the weight broadcast (batch stride
-     * 0). The operand with the two free axes is A. */
-    if (!batch && dual < 0 && __builtin_popcountll(N) == 2 && only_axis(M) >= 0) {
+    /* activations with leading axes against a weight ([b, t, k]·[k, n], as every Linear over a batch of
+     * sequences; [b, h, t, k]·[k, n] per head): a GEMM batched over the activations' other free axes (two
+     * merge into one batch index when they nest), the weight broadcast (batch stride 0). The operand with
+     * the several free axes is A. */
+    int nfree_a = __builtin_popcountll(A & ~B & ~K), nfree_b = __builtin_popcountll(B & ~A & ~K);
+    if (!batch && dual < 0 && (nfree_b == 2 || nfree_b == 3) && nfree_a == 1) {
         int t = opa;
         opa = opb, opb = t;
         uint64_t tm = M;
         M = N, N = tm;
     }
-    bool broadcast_b = !batch && __builtin_popcountll(M) == 2 && only_axis(N) >= 0;
+    int nfree = __builtin_popcountll(M);
+    bool broadcast_b = !batch && (nfree == 2 || nfree == 3) && only_axis(N) >= 0;
     int32_t m = broadcast_b ? (int32_t)__builtin_ctzll(M) : only_axis(M), n = only_axis(N);
     /* two batch axes (Q·Kᵀ over a batch of sequences and their heads) are one batch index when they nest */
     bool two_batches = __builtin_popcountll(batch) == 2 && dual < 0;
@@ -639,8 +668,9 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         bo = find_dim(&a0, bt) < find_dim(&a0, other) ? bt : other;
         bt = bo == bt ? other : bt;
     }
-    int32_t outer = -1, inner = -1; /* broadcast_b: A's two free axes in its layout's order */
-    if (broadcast_b) {
+    int32_t outer = -1, inner = -1; /* broadcast_b, two free axes: A's in its layout's order */
+    int32_t a_order[3] = {-1, -1, -1}; /* broadcast_b, three free axes: the result's order when A's nests */
+    if (broadcast_b && nfree == 2) {
         ts_access a0 = materialize(b, opa);
         int32_t other = (int32_t)(63 - __builtin_clzll(M));
         outer = find_dim(&a0, m) < find_dim(&a0, other) ? m : other;
@@ -650,6 +680,23 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         const ts_graph *g = b->x->g;
         m = g->axes[inner].size >= g->axes[outer].size ? inner : outer;
         bt = m == inner ? outer : inner;
+    } else if (broadcast_b) { /* three: rows along the largest, the other two the merged batch */
+        ts_access a0 = materialize(b, opa);
+        m = largest_axis(b->x->g, M, &a0);
+        uint64_t rest = M & ~(1ull << m);
+        int32_t x = (int32_t)__builtin_ctzll(rest), y = (int32_t)(63 - __builtin_clzll(rest));
+        bo = find_dim(&a0, x) < find_dim(&a0, y) ? x : y; /* A is copied so that they nest if they do not */
+        bt = bo == x ? y : x;
+        if (axes_nest(b, &a0, bo, bt)) { /* then the result keeps A's order: [t, b, h]·W stays [t, b, h, n] */
+            int32_t f[3] = {m, bo, bt};
+            for (int i = 0; i < 3; i++)
+                for (int j = i + 1; j < 3; j++)
+                    if (find_dim(&a0, f[j]) < find_dim(&a0, f[i])) {
+                        int32_t t = f[i];
+                        f[i] = f[j], f[j] = t;
+                    }
+            memcpy(a_order, f, sizeof f);
+        }
     }
     /* a contraction commutes: take as A the operand that needs no transposing copy (a weight stored [k, n]
      * is a B operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every
@@ -668,7 +715,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     ts_access a = unit_stride(b, opa, kax, aorder, na);
     if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);
-    if (bo >= 0 && !axes_nest(b, &bacc, bo, bt)) { /* [outer, inner, k, n]: nests */
+    if (bo >= 0 && !broadcast_b && !axes_nest(b, &bacc, bo, bt)) { /* [outer, inner, k, n]: nests */
         border[nb++] = kax, border[nb++] = n;
         bacc = contiguous_as(b, opb, border, nb);
         nb -= 2;
@@ -717,12 +764,13 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     k->m_axis = m, k->n_axis = n, k->batch_axis = bt, k->batch_outer = bo, k->red_axis = kax;
     int32_t out[4];
     int no = 0;
-    if (broadcast_b) out[no++] = outer, out[no++] = inner; /* the result in A's order, whichever is the batch */
+    if (broadcast_b && nfree == 2) out[no++] = outer, out[no++] = inner; /* A's order, whichever is the batch */
+    else if (broadcast_b && a_order[0] >= 0) memcpy(out, a_order, sizeof a_order), no = 3;
     else if (bt >= 0) {
         if (bo >= 0) out[no++] = bo;
         out[no++] = bt;
     }
-    if (!broadcast_b) out[no++] = m;
+    if (!broadcast_b || (nfree == 3 && a_order[0] < 0)) out[no++] = m;
     out[no++] = n;
     new_output(b, root, out, no, dtype_of(b, root), k);
     return true;
