@@ -21,7 +21,7 @@
 #   TUNE_TIMEOUT=100     seconds per `tsopt tune`; TUNE_BUDGET_S=240: no new tune starts after this many seconds
 #   BENCH_COMPILE=0      skip every torch.compile anchor; BENCH_AUTOTUNE=0 skip only max-autotune
 #   COMPILE_BUDGET_S=60  per graph, torch.compile default; AUTOTUNE_BUDGET_S=90 per graph, max-autotune
-#   ONLY=a,b             tune and bench only these graphs (names in bench/graphs)
+#   ONLY=a,b             tune and bench only these graphs (names in $GRAPHS_DIR)
 #   COMMIT_RESULTS=1     as --commit-results: copy h200.json and h200.png to bench/results/ (on the GPU
 #                        machine the tree does not come back, so by default they stay in $OUT)
 # Exit status: 0 when every graph was tuned and validated; 1 otherwise (the report is written either way).
@@ -79,7 +79,7 @@ fi
 #      (PREPARE_PARALLEL, default 4; 0 skips this and leaves the builds to tune, one graph at a time)
 if [ $status -eq 0 ] && [ "${PREPARE_PARALLEL:-4}" -gt 0 ]; then
   echo "== building the candidates' libraries (${PREPARE_PARALLEL:-4} graphs at once)"
-  OUT=$out TOP=$TOP TSOPT=$tsopt PREPARE=1 PARALLEL=${PREPARE_PARALLEL:-4} LIST=bench bash bench/tune_all.sh ||
+  GRAPHS_DIR=$GRAPHS_DIR OUT=$out TOP=$TOP TSOPT=$tsopt PREPARE=1 PARALLEL=${PREPARE_PARALLEL:-4} LIST=bench bash bench/tune_all.sh ||
     echo "   (some candidates failed to build: tune reports them)"
   echo "   built at $(elapsed)s"
 fi
@@ -87,7 +87,7 @@ fi
 # (b) tune every bench graph, then (SWEEP=1, the default) the extra sizes of bench/sweep.txt for the
 #     efficiency fit, within the tuning budget
 if [ $status -eq 0 ]; then
-  OUT=$out TOP=$TOP TSOPT=$tsopt TUNE_TIMEOUT=$TUNE_TIMEOUT LIST=bench bash bench/tune_all.sh || status=1
+  GRAPHS_DIR=$GRAPHS_DIR OUT=$out TOP=$TOP TSOPT=$tsopt TUNE_TIMEOUT=$TUNE_TIMEOUT LIST=bench bash bench/tune_all.sh || status=1
   if [ "${SWEEP:-1}" = 1 ]; then
     OUT=$out TOP=$TOP TSOPT=$tsopt TUNE_TIMEOUT=$TUNE_TIMEOUT TUNE_BUDGET_S=$(( TUNE_BUDGET_S > $(elapsed) ? TUNE_BUDGET_S - $(elapsed) : 1 )) \
       LIST=sweep bash bench/tune_all.sh || echo "   (the sweep is incomplete: the fit uses what there is)"

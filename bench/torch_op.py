@@ -13,7 +13,9 @@ For each header generated/<graph>.cuh (the bench sizes; one command on the GPU m
 Prints one line per graph and writes build/torch_op/results.json. Exit status 1 when any check fails or
 the operator's per-call overhead over the raw C ABI (both called from C++) is 5 us or more.
 
-Usage: python3 bench/torch_op.py [--headers generated] [--graphs a,b,...] [--jobs N]
+Usage: python3 bench/torch_op.py [--headers generated] [--graphs a,b,...] [--jobs N] [--prepare]
+--prepare (no GPU needed): only the nvcc builds — every header's kernels object and ctypes library into
+build/torch_op — so the GPU machine, given build/torch_op, compiles just the C++ bindings.
 """
 
 import argparse
@@ -158,6 +160,7 @@ def main():
     ap.add_argument("--graphs", help="comma-separated (default: every bench/graphs/*.yaml with a header)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count())
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--prepare", action="store_true", help="only the nvcc builds (no GPU): kernels and ctypes libraries")
     a = ap.parse_args()
     faulthandler.enable()
     os.makedirs(OUT, exist_ok=True)
@@ -167,6 +170,14 @@ def main():
         if f.endswith(".yaml") and os.path.exists(os.path.join(a.headers, f[:-5] + ".cuh")))
     headers = {n: os.path.join(a.headers, n + ".cuh") for n in names}
     t0 = time.time()
+    if a.prepare:
+        with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:
+            for f in [ex.submit(tsopt_torch.build_kernels, headers[n]) for n in names]:
+                f.result()
+            for f in [ex.submit(build_ctypes, headers[n], n) for n in names]:
+                f.result()
+        print("prepared %d kernels objects and ctypes libraries in %.0f s (%s)" % (len(names), time.time() - t0, OUT))
+        return 0
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as ex:  # subprocesses only: nvcc and g++
         ops = {n: ex.submit(tsopt_torch.build, headers[n]) for n in names}
         for n in names:

@@ -7,7 +7,8 @@
 # and build/tune-cache to the GPU machine; a library missing there is built with its nvcc.
 # Environment: OUT (build/h200-out), LIST (bench | sweep), TOP (4), TUNE_TIMEOUT (100 s per graph),
 # TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt), PARALLEL (with
-# PREPARE=1: graphs built at once, default 1), ONLY (LIST=bench: a comma-separated list of graph names).
+# PREPARE=1: graphs built at once, default 1), ONLY (LIST=bench: a comma-separated list of graph names),
+# GRAPHS_DIR (LIST=bench: the folder of graphs, default bench/graphs).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-build/h200-out}
@@ -21,7 +22,7 @@ start=$SECONDS
 
 case "$list_name" in
   bench) dir=$out/tune tuned=$out/tuned
-         list=$(for g in bench/graphs/*.yaml; do
+         list=$(for g in "${GRAPHS_DIR:-bench/graphs}"/*.yaml; do
                   n=$(basename "$g" .yaml)
                   [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$n,"* ]] || continue
                   # a dynamic token axis t is tuned at 1024; other dynamic axes (a decode step's m) at

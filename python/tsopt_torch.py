@@ -271,6 +271,16 @@ def kernels_object(header_path, arch=DEFAULT_ARCH):
     return os.path.join(_build_dir(header_path, arch), parse_header(header_path).name + "_kernels.o")
 
 
+def build_kernels(header_path, arch=DEFAULT_ARCH, nvcc=None):
+    """Only the nvcc half of build(): the header's kernels object, where build() will find it. Needs no GPU
+    and no torch, so a development machine can prepare the cache a GPU machine then links against."""
+    out = _build_dir(header_path, arch)
+    os.makedirs(out, exist_ok=True)
+    cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    nvcc = nvcc or os.environ.get("TSOPT_NVCC") or os.path.join(cuda, "bin", "nvcc")
+    return _compile_kernels(parse_header(header_path), header_path, out, arch, nvcc)
+
+
 def _compile_kernels(sig, header_path, build, arch, nvcc):
     """The header's implementation TU compiled by nvcc into build/<name>_kernels.o (position independent)."""
     obj = os.path.join(build, sig.name + "_kernels.o")
@@ -304,10 +314,8 @@ def build(header_path, arch=DEFAULT_ARCH, nvcc=None, cxx=None):
     so = os.path.join(out, "tsopt_%s_op.so" % sig.name)
     if os.path.exists(so):
         return so
-    os.makedirs(out, exist_ok=True)
+    obj = build_kernels(header_path, arch, nvcc)
     cuda = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    nvcc = nvcc or os.environ.get("TSOPT_NVCC") or os.path.join(cuda, "bin", "nvcc")
-    obj = _compile_kernels(sig, header_path, out, arch, nvcc)
     cpp = os.path.join(out, sig.name + "_op.cpp")
     with open(cpp, "w") as f:
         f.write(binding_source(sig, header_path))
