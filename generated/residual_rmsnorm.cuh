@@ -443,7 +443,8 @@ namespace tsw {
 
 constexpr int kMaxDims = 8;
 constexpr int kThreads = 256;     // threads per block
-constexpr int kCacheFloats = 64;  // registers per thread a row's cached operands may take
+constexpr int kCacheFloats = 32;  // registers per thread a row's cached operands may take
+constexpr int kMinBlocks = 4;     // blocks per SM the registers must allow: 64 registers a thread
 enum Combine { kSum = 0, kMax = 1 };
 
 template <class Fn> struct RowParams {
@@ -560,8 +561,9 @@ __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename
     }
 }
 
-template <class Fn, int TPR, int ITEMS>
-__global__ void __launch_bounds__(kThreads) row_kernel(const RowParams<Fn> p) {
+// MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument).
+template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks>
+__global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn> p) {
     constexpr int NS = Fn::kStages, GROUPS = kThreads / TPR;
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
     static_assert(kThreads % TPR == 0 && (TPR % 32 == 0 || 32 % TPR == 0),
@@ -592,32 +594,33 @@ __global__ void __launch_bounds__(kThreads) row_kernel(const RowParams<Fn> p) {
 
 // ---- launch ----------------------------------------------------------------------------------------
 
-template <class Fn, int TPR, int ITEMS> cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
+template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks> cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
     constexpr int64_t kMaxBlocks = (int64_t)1 << 30;
     int64_t blocks = (p.rows + kThreads / TPR - 1) / (kThreads / TPR);
-    row_kernel<Fn, TPR, ITEMS><<<(unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, stream>>>(p);
+    row_kernel<Fn, TPR, ITEMS, MINB><<<(unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, stream>>>(p);
     return cudaGetLastError();
 }
 
-// The smallest group whose threads cache the row within kCacheFloats registers each; a warp per row for
-// short rows; rows longer than a block can cache take several passes. Returns the launch error.
+// The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,
+// 4 where that fits), so that no thread idles; 8 or 16 lanes or a warp for short rows; rows longer than a
+// block can cache take several passes. Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most
+// 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
+// RMSNorm over 4096, RMSNorm over 1024). Returns the launch error.
 template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     (void)sm_count;
     if (p.rows == 0) return cudaSuccess;
     if (p.nrowdim < 0 || p.nrowdim > kMaxDims || p.len < 1 || p.len > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
     constexpr int cap = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
-    if constexpr (cap >= 1) {  // short rows (a group norm's 64 channels): 8 or 16 threads a row, not a warp
-        if (spans <= 8) return launch_row_as<Fn, 8, 1>(p, stream);
+    if constexpr (cap >= 1) {
+        constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;
+        if (spans <= 8) return launch_row_as<Fn, 8, 1>(p, stream);  // a group norm's 64 channels: not a warp
         if (spans <= 16) return launch_row_as<Fn, 16, 1>(p, stream);
         if (spans <= 32) return launch_row_as<Fn, 32, 1>(p, stream);
-    }
-    if constexpr (cap >= 4) {
-        if (spans <= 32 * 4) return launch_row_as<Fn, 32, 4>(p, stream);
-        if (spans <= 128 * 4) return launch_row_as<Fn, 128, 4>(p, stream);
-        if (spans <= 256 * 4) return launch_row_as<Fn, 256, 4>(p, stream);
-    } else if constexpr (cap >= 2) {
-        if (spans <= 256 * 2) return launch_row_as<Fn, 256, 2>(p, stream);
+        if (spans <= 32 * I) return launch_row_as<Fn, 32, I>(p, stream);
+        if (spans <= 64 * I) return launch_row_as<Fn, 64, I>(p, stream);
+        if (spans <= 128 * I) return launch_row_as<Fn, 128, I>(p, stream);
+        if (spans <= 256 * I) return launch_row_as<Fn, 256, I>(p, stream);
     }
     if constexpr (cap >= 8)
         if (spans <= 256 * 8) return launch_row_as<Fn, 256, 8>(p, stream);

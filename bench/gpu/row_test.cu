@@ -6,7 +6,8 @@
 // outputs poisoned with NaN, a float64 CPU reference over every element, then the median of 20 runs timed
 // with CUDA events with L2 flushed before each, as GB/s (bytes read + written once) and % of 4.3 TB/s.
 // The functors are written the way src/emit.c writes them. Every CUDA call is checked. Exit status 1 when
-// any case fails. Build: make gpu-build (build/gpu/row_test); run on the GPU: build/gpu/row_test
+// any case fails. Build: make gpu-build (build/gpu/row_test); run on the GPU: build/gpu/row_test, or
+// build/gpu/row_test sweep for the launch shapes compared on the bandwidth-bound cases only.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -241,15 +242,34 @@ static double time_us(const std::function<cudaError_t()> &launch) {
     return 1e3 * ms[ms.size() / 2];
 }
 
-static void record(const char *name, int64_t rows, int64_t len, int shift, double bytes, double us, double err) {
+static std::string g_label;  // `sweep`: the launch shape, appended to each case's name
+
+static void record(const char *case_name, int64_t rows, int64_t len, int shift, double bytes, double us, double err) {
     char shape[64];
     snprintf(shape, sizeof shape, "%lldx%lld%s", (long long)rows, (long long)len, shift ? " +1 elem" : "");
+    const std::string full = case_name + g_label;
+    const char *name = full.c_str();
     Result r{name, shape, us, bytes / (us * 1e-6) / 1e9, err, err <= 1};
-    printf("%-22s %-18s %9.2f us %8.1f GB/s %6.1f%% of 4.3 TB/s  max err %.3f (<= 1)  %s\n", name, shape, us, r.gbs,
+    printf("%-36s %-18s %9.2f us %8.1f GB/s %6.1f%% of 4.3 TB/s  max err %.3f (<= 1)  %s\n", name, shape, us, r.gbs,
            100 * r.gbs * 1e9 / kPeakBytesPerS, err, r.ok ? "ok" : "FAILED");
     fflush(stdout);
     g_results.push_back(r);
 }
+
+// `row_test sweep`: the launch shapes (threads per row, cached spans per thread, blocks per SM the
+// registers must allow) timed against each other on the bandwidth-bound cases; 0 is launch_row's choice.
+static const struct {
+    const char *name;
+    int tpr, items, minb;
+} kVariants[] = {{"launch_row", 0, 0, 0},     {"128x4", 128, 4, 1},      {"128x4 min2", 128, 4, 2},
+                 {"128x4 min3", 128, 4, 3},   {"256x2", 256, 2, 1},      {"256x2 min3", 256, 2, 3},
+                 {"256x2 min4", 256, 2, 4},   {"256x0", 256, 0, 1},      {"256x0 min4", 256, 0, 4},
+                 {"128x0 min4", 128, 0, 4},   {"64x8", 64, 8, 1},        {"32x4", 32, 4, 1},
+                 {"32x4 min4", 32, 4, 4},     {"64x2", 64, 2, 1},        {"64x2 min4", 64, 2, 4},
+                 {"128x1 min4", 128, 1, 4},   {"32x0 min4", 32, 0, 4},   {"128x4 min4", 128, 4, 4}};
+// the ones `sweep` times (run 34 timed them all: these were the best or are the default's neighbours)
+static const int kSwept[] = {0, 1, 5, 6, 9, 11, 12, 14, 17};
+static int g_variant = 0;
 
 template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_t len, int sms) {
     tsw::RowParams<Fn> p{};
@@ -258,7 +278,26 @@ template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_
     p.rows = rows;
     p.len = len;
     p.fn = fn;
-    return tsw::launch_row(p, sms, 0);
+    switch (g_variant) {
+    case 1: return tsw::launch_row_as<Fn, 128, 4, 1>(p, 0);
+    case 2: return tsw::launch_row_as<Fn, 128, 4, 2>(p, 0);
+    case 3: return tsw::launch_row_as<Fn, 128, 4, 3>(p, 0);
+    case 4: return tsw::launch_row_as<Fn, 256, 2, 1>(p, 0);
+    case 5: return tsw::launch_row_as<Fn, 256, 2, 3>(p, 0);
+    case 6: return tsw::launch_row_as<Fn, 256, 2, 4>(p, 0);
+    case 7: return tsw::launch_row_as<Fn, 256, 0, 1>(p, 0);
+    case 8: return tsw::launch_row_as<Fn, 256, 0, 4>(p, 0);
+    case 9: return tsw::launch_row_as<Fn, 128, 0, 4>(p, 0);
+    case 10: return tsw::launch_row_as<Fn, 64, 8, 1>(p, 0);
+    case 11: return tsw::launch_row_as<Fn, 32, 4, 1>(p, 0);
+    case 12: return tsw::launch_row_as<Fn, 32, 4, 4>(p, 0);
+    case 13: return tsw::launch_row_as<Fn, 64, 2, 1>(p, 0);
+    case 14: return tsw::launch_row_as<Fn, 64, 2, 4>(p, 0);
+    case 15: return tsw::launch_row_as<Fn, 128, 1, 4>(p, 0);
+    case 16: return tsw::launch_row_as<Fn, 32, 0, 4>(p, 0);
+    case 17: return tsw::launch_row_as<Fn, 128, 4, 4>(p, 0);
+    default: return tsw::launch_row(p, sms, 0);
+    }
 }
 
 // ---- the cases -------------------------------------------------------------------------------------
@@ -364,7 +403,28 @@ static void copy_case(int64_t rows, int64_t len, int sms) {
            }), err);
 }
 
-int main() {
+static void sweep(int sms) {
+    const struct {
+        void (*run)(int64_t, int64_t, int, int);
+        int64_t rows, len;
+    } cases[] = {{residual_case, 4096, 4096},  {residual_case, 8192, 4096}, {rmsnorm_case, 8192, 4096},
+                 {softmax_case, 8192, 4096},   {layernorm_case, 8192, 4096}, {layernorm_case, 4096, 1024},
+                 {rmsnorm_case, 16384, 1024},  {residual_case, 16384, 1024}};
+    for (const auto &c : cases)
+        for (int v : kSwept) {
+            const int64_t cached = (int64_t)kVariants[v].tpr * kVariants[v].items * 8;  // kVec 8
+            if (v > 0 && kVariants[v].items > 0 && (cached < c.len || cached >= 4 * c.len)) continue;
+            if (v > 0 && kVariants[v].items == 0 && kVariants[v].tpr * 8 > c.len) continue;
+            g_variant = v;
+            g_label = std::string(" [") + kVariants[v].name + "]";
+            c.run(c.rows, c.len, 0, sms);
+        }
+    g_variant = 0;
+    g_label.clear();
+}
+
+int main(int argc, char **argv) {
+    const bool sweep_only = argc > 1 && std::string(argv[1]) == "sweep";
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -385,7 +445,9 @@ int main() {
         {64, 40000, 0},    // rows too long to cache: a pass per stage through L2
         {4096, 16384, 0},  // long rows, still cached (8 spans per thread)
     };
+    if (sweep_only) sweep(sms);
     for (const auto &s : shapes) {
+        if (sweep_only) break;
         rmsnorm_case(s.rows, s.len, s.shift, sms);
         layernorm_case(s.rows, s.len, s.shift, sms);
         softmax_case(s.rows, s.len, s.shift, sms);
@@ -393,11 +455,12 @@ int main() {
         map_case(s.rows, s.len, s.shift, sms);
     }
     copy_case(8192, 4096, sms);
+    if (sweep_only) copy_case(4096, 4096 * 2, sms);
 
-    printf("\n%-26s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
+    printf("\n%-40s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
     int failed = 0;
     for (const auto &r : g_results) {
-        printf("%-26s %-18s %10.2f %10.1f %7.1f%%  %s\n", r.name.c_str(), r.shape.c_str(), r.us, r.gbs,
+        printf("%-40s %-18s %10.2f %10.1f %7.1f%%  %s\n", r.name.c_str(), r.shape.c_str(), r.us, r.gbs,
                100 * r.gbs * 1e9 / kPeakBytesPerS, r.ok ? "ok" : "FAILED");
         failed += !r.ok;
     }
