@@ -18,7 +18,8 @@
 //   (add -Werror all-warnings -Xptxas -v to see the resource report; it builds warning-free)
 // Run: ./gemm_sm90_test          (quick: validation only, no timing, shapes at most 256x1024x1024; cluster:
 //      CM=1 against CM=2 on large shapes and a K sweep over one wave of tiles; one: the bench matmul alone,
-//      for ncu)
+//      for ncu; quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share
+//      the work)
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -53,6 +54,7 @@ static cublasHandle_t g_blas;
 static void *g_flush;                       // 256 MB, written before each timed run
 static const size_t kFlushBytes = 256u << 20;
 static bool g_timing = true;
+static int g_part = 0, g_parts = 1, g_config = 0;  // `quick K/N`: run config i only when i % N == K
 static const int kQuickM = 256, kQuickN = 1024, kQuickK = 1024;  // `quick`: the largest shape run (see run_config)
 static int g_failures = 0;
 
@@ -189,6 +191,7 @@ static const char *path_name(int r) { return r == 0 ? "wgmma" : r == 1 ? "fallba
 
 template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND>
 static void run_config(const Shape &s, uint64_t seed) {
+    if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
     static_assert(DUAL == (KIND == kSwiglu || KIND == kGated), "DUAL epilogues go with DUAL configs");
     // `quick` (validation only, for compute-sanitizer): large shapes shrink to at most kQuickM×kQuickN×kQuickK,
@@ -357,6 +360,11 @@ using tsg::StoreEpilogue;
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
+    if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
+                                  g_part >= g_parts)) {
+        fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
+        return 2;
+    }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, cc %d.%d, %d SMs, %zu KB smem/block opt-in, L2 %d MB\n", prop.name, prop.major, prop.minor,

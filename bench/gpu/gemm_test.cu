@@ -11,7 +11,8 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Werror all-warnings -I templates \
 //        bench/gpu/gemm_test.cu -lcublas -o gemm_test
 //   (sm_80 build: replace the -gencode with -arch=sm_80)
-// Run: ./gemm_test            (./gemm_test quick: validation only, no timing, shapes at most 256x1024x1024)
+// Run: ./gemm_test            (./gemm_test quick: validation only, no timing, shapes at most 256x1024x1024;
+//      quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share the work)
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -45,6 +46,7 @@ static cublasHandle_t g_blas;
 static void *g_flush;                       // 256 MB, written before each timed run
 static const size_t kFlushBytes = 256u << 20;
 static bool g_timing = true;
+static int g_part = 0, g_parts = 1, g_config = 0;  // `quick K/N`: run config i only when i % N == K
 static const int kQuickM = 256, kQuickN = 1024, kQuickK = 1024;  // `quick`: the largest shape run (see run_config)
 static int g_failures = 0;
 
@@ -177,6 +179,7 @@ struct Check {
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN, bool DUAL, int KIND>
 static void run_config(const Shape &s, uint64_t seed) {
+    if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
     static_assert(DUAL == (KIND == kSwiglu || KIND == kGated), "DUAL epilogues go with DUAL configs");
     // `quick` (validation only, for compute-sanitizer): large shapes shrink to at most kQuickM×kQuickN×kQuickK,
@@ -315,6 +318,11 @@ using b16 = __nv_bfloat16;
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
+    if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
+                                  g_part >= g_parts)) {
+        fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
+        return 2;
+    }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs, %zu KB smem/block opt-in\n", prop.name, prop.multiProcessorCount,
