@@ -14,6 +14,8 @@ Usage: import accuracy; see each function's docstring. `python3 bench/test_accur
 import math
 import statistics
 
+import graphref
+
 # Goals printed beside the measured figures.
 GOALS = {"median_ape": 0.20, "spearman": 0.8, "top1_within": 0.10, "top1_share": 0.8}
 
@@ -209,8 +211,11 @@ def _prod(sizes, axes):
 def track_axes(spec):
     """name -> (axes, dtype) for every input and op, by graphref's rules (the axis sets; order not kept)."""
     env = {n: (list(v["shape"]), v["dtype"]) for n, v in spec["inputs"].items()}
+    names = {op["name"] for op in spec["ops"]}
     for op in spec["ops"]:
-        kind, args = op["op"], [env[a] for a in op.get("args", [])]
+        # an operand written as a number (graphref.number) is a 0-dim constant: no axes, the op's dtype
+        kind, args = op["op"], [([], None) if graphref.number(a, env, names) is not None else env[a]
+                                for a in op.get("args", [])]
         if kind == "matmul":
             over = op["over"]
             ka, kb = (over, over) if isinstance(over, str) else over
@@ -223,7 +228,7 @@ def track_axes(spec):
             r = ([op["axis"]], op.get("dtype", "fp32"))
         elif kind == "cast":
             r = (args[0][0], op["dtype"])
-        elif kind in ("reduce_sum", "reduce_max", "mean"):
+        elif kind in ("reduce_sum", "reduce_max", "mean", "var", "logsumexp"):
             r = ([a for a in args[0][0] if a != op["axis"]], args[0][1])
         elif kind in ("permute",):
             r = (list(op["order"]), args[0][1])

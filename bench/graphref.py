@@ -220,6 +220,20 @@ class Graph:
                 "log": lambda: xp.log(d),
             }[kind]
             r = Tensor(f(), x.axes, x.dtype)
+        elif kind == "min":
+            r = ew(xp.minimum)
+        elif kind == "clamp":
+            d = args[0].data
+            if "lo" in op:
+                d = xp.maximum(d, be.const(float(op["lo"])))
+            if "hi" in op:
+                d = xp.minimum(d, be.const(float(op["hi"])))
+            r = Tensor(d, args[0].axes, args[0].dtype)
+        elif kind == "leaky_relu":
+            d, slope = args[0].data, float(op.get("slope", 0.01))
+            r = Tensor(xp.where(d > 0, d, slope * d), args[0].axes, args[0].dtype)
+        elif kind == "pow":
+            r = Tensor(args[0].data ** float(op["exponent"]), args[0].axes, args[0].dtype)
         elif kind == "scale":
             r = Tensor(args[0].data * op["by"], args[0].axes, args[0].dtype)
         elif kind == "cast":
@@ -230,7 +244,7 @@ class Graph:
             r = Tensor(be.const(v), [], op.get("dtype", "fp32"))
         elif kind == "iota":
             r = Tensor(be.arange(self.sizes[op["axis"]]), [op["axis"]], op.get("dtype", "fp32"))
-        elif kind in ("reduce_sum", "reduce_max", "mean", "softmax", "rmsnorm"):
+        elif kind in ("reduce_sum", "reduce_max", "mean", "softmax", "rmsnorm", "logsumexp", "var", "layernorm"):
             r = self.reduction(be, kind, op, args)
         else:
             r = self.view(be, kind, op, args[0])
@@ -255,6 +269,19 @@ class Graph:
             m = be.amax(d, i).reshape(keep)
             e = xp.exp(d - m)
             return Tensor(e / be.sum(e, i).reshape(keep), x.axes, x.dtype)
+        if kind == "logsumexp":  # m = max(max x, -FLT_MAX): a row of -inf gives -inf, not NaN
+            m = xp.maximum(be.amax(d, i), be.const(-3.4028234663852886e38))
+            return Tensor(m + xp.log(be.sum(xp.exp(d - m.reshape(keep)), i)), rest, x.dtype)
+        if kind in ("var", "layernorm"):
+            c = d - (be.sum(d, i) / d.shape[i]).reshape(keep)
+            if kind == "var":
+                return Tensor(be.sum(c * c, i) / (d.shape[i] - float(op.get("correction", 1))), rest, x.dtype)
+            y = c / xp.sqrt(be.sum(c * c, i).reshape(keep) / d.shape[i] + float(op.get("eps", 1e-5)))
+            if len(args) >= 2:
+                y = y * aligned(be, args[1], x.axes)
+            if len(args) == 3:
+                y = y + aligned(be, args[2], x.axes)
+            return Tensor(y, x.axes, x.dtype)
         eps = float(op.get("eps", 1e-6))
         ms = be.sum(d * d, i).reshape(keep) / d.shape[i]
         y = d / xp.sqrt(ms + eps)

@@ -26,6 +26,7 @@ CASES = {
     "rmsnorm_mlp": "m=3,d=8,n=5",
     "swiglu": "m=3,d=8,n=5",
     "tests/fixtures/literal_operands.yaml": "m=6",
+    "tests/fixtures/composites.yaml": "m=5",
 }
 
 
