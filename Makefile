@@ -69,6 +69,7 @@ EVAL_DIMS_gemm_mish        := b=8
 EVAL_DIMS_gemm_layernorm   := m=8,k=512
 EVAL_DIMS_linear_bf16      := b=2,t=8,d=256,n=512
 EVAL_DIMS_attention_batch_gqa := t_q=64,t_kv=64
+EVAL_DIMS_attention_mask   := t_q=64,t_kv=96
 EVAL_DIMS_swiglu_decode    := m=16,d=512,n=1024
 EVAL_DIMS_rmsnorm_mlp_decode := m=16,d=512,n=1024
 
@@ -393,6 +394,7 @@ VALGRIND_DIMS_gemm_mish        := b=4,k=64,f=32
 VALGRIND_DIMS_gemm_layernorm   := m=4,k=64,n=64
 VALGRIND_DIMS_linear_bf16      := b=2,t=4,d=64,n=64
 VALGRIND_DIMS_attention_batch_gqa := t_q=8,t_kv=8
+VALGRIND_DIMS_attention_mask := t_q=8,t_kv=12
 VALGRIND_DIMS_layernorm_mlp    := m=4,d=64,f=64,e=32
 VALGRIND_DIMS_lora             := m=4,d=64,n=64,r=4
 VALGRIND_DIMS_qknorm_attention := t_q=8,t_kv=8

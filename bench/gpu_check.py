@@ -248,7 +248,10 @@ ATTENTION_GRAPHS = {"attention": (False, False, None), "attention_causal": (True
                     "attention_gqa": (True, True, None), "attention_d64": (True, True, None),
                     "attention_d256": (True, True, None), "attention_bf16": (False, True, None),
                     "attention_cross": (False, True, None), "attention_softcap": (True, True, 50.0),
-                    "attention_batch_gqa": (True, True, None)}
+                    "attention_batch_gqa": (True, True, None), "attention_mask": (False, True, None)}
+# Attention graphs with a mask input (its name): SDPA's attn_mask; flash takes none, so the memory-efficient
+# back end stands in for it
+ATTENTION_MASKS = {"attention_mask": "M"}
 
 
 def flex_softcap(q, k, v, scale, cap, causal, gqa):
@@ -346,11 +349,20 @@ def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
             k, v = x["K"][None], x["V"][None]
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
+        mask = x[ATTENTION_MASKS[graph]] if graph in ATTENTION_MASKS else None
+
         def sdpa(backend, kk, vv, **kw):
+            if mask is not None:
+                kw["attn_mask"] = mask
+                if backend == SDPBackend.FLASH_ATTENTION:
+                    backend = SDPBackend.EFFICIENT_ATTENTION
+
             def f():
                 with sdpa_kernel([backend]):
                     return F.scaled_dot_product_attention(q, kk, vv, is_causal=causal, scale=scale, **kw)
             return f
+        if mask is not None:
+            notes["sdpa_flash"] = "attn_mask: SDPA's memory-efficient back end (flash takes no mask)"
         if cap is not None:  # SDPA cannot soft-cap its scores: FlexAttention with a score_mod is the anchor
             try:
                 fns["flex"], notes["flex"] = flex_softcap(q, k, v, scale, cap, causal, grp > 1)
@@ -393,7 +405,7 @@ CHECK_ANCHORS = {"matmul": ["cublas"], "swiglu": ["eager"], "rmsnorm": ["eager"]
                  "attention_gqa": ["sdpa_flash", "sdpa_cudnn"], "attention_d64": ["sdpa_flash", "sdpa_cudnn"],
                  "attention_d256": ["sdpa_flash", "sdpa_cudnn"], "attention_bf16": ["sdpa_flash", "sdpa_cudnn"],
                  "attention_cross": ["sdpa_flash", "sdpa_cudnn"], "attention_softcap": ["flex"],
-                 "attention_batch_gqa": ["sdpa_flash", "sdpa_cudnn"]}
+                 "attention_batch_gqa": ["sdpa_flash", "sdpa_cudnn"], "attention_mask": ["sdpa_flash", "sdpa_cudnn"]}
 
 
 def time_anchors(graph, x, use_compile):

@@ -35,6 +35,7 @@ odd gemm_groupnorm m=77 -
 odd gemm_layernorm m=300,k=1000,n=520 -
 odd linear_bf16 b=3,t=77,d=1000,n=520 -
 odd attention_batch_gqa t_q=300,t_kv=300 -
+odd attention_mask t_q=300,t_kv=257 -
 odd qknorm_attention t_q=1000,t_kv=1000 -
 odd attention_d64 t_q=1000,t_kv=1000 -
 odd attention_d256 t_q=1000,t_kv=1000 -

@@ -380,6 +380,13 @@ static bool expr_reads(const ts_expr *x, int s) {
     return false;
 }
 
+/* Whether the score reads tensors (a mask over [t_q, t_kv]): an attention kernel's access slots before Q's. */
+static bool score_loads(const ts_kernel *k) {
+    for (int s = 0; s < k->nacc; s++)
+        if (expr_reads(&k->expr, s)) return true;
+    return false;
+}
+
 /* The stride of an access along `axis` as printed in a functor: a constant when it is one (so that the
  * compiler keeps only the vector, broadcast or gather path that applies), else its field; 0 when the
  * access does not vary along the axis. */
@@ -487,20 +494,23 @@ static void buf_ptr(emitter *e, int b, char *out, size_t n) {
 }
 
 /* Fills the fields of functor variable `var` for every access. */
-static void fill_fields(emitter *e, const ts_kernel *k, const char *var) {
+/* The pointer, offset and strides of access slot s into functor `var`'s fields (print_fields). */
+static void fill_slot(emitter *e, const ts_kernel *k, const char *var, int s) {
     char ptr[160];
-    for (int s = 0; s < k->nacc; s++) {
-        const ts_access *a = &k->acc[s];
-        buf_ptr(e, a->buf, ptr, sizeof ptr);
-        fprintf(e->f, "        %s.p%d = %s;\n        %s.o%d = ", var, s, ptr, var, s);
-        print_sym(e, &a->offset);
+    const ts_access *a = &k->acc[s];
+    buf_ptr(e, a->buf, ptr, sizeof ptr);
+    fprintf(e->f, "        %s.p%d = %s;\n        %s.o%d = ", var, s, ptr, var, s);
+    print_sym(e, &a->offset);
+    fputs(";\n", e->f);
+    for (int d = 0; d < a->ndim; d++) {
+        fprintf(e->f, "        %s.s%d[%d] = ", var, s, d);
+        print_sym(e, &a->stride[d]);
         fputs(";\n", e->f);
-        for (int d = 0; d < a->ndim; d++) {
-            fprintf(e->f, "        %s.s%d[%d] = ", var, s, d);
-            print_sym(e, &a->stride[d]);
-            fputs(";\n", e->f);
-        }
     }
+}
+
+static void fill_fields(emitter *e, const ts_kernel *k, const char *var) {
+    for (int s = 0; s < k->nacc; s++) fill_slot(e, k, var, s);
 }
 
 /* size[], out pointer, out strides and numel of a MAP or REDUCE params struct. */
@@ -824,6 +834,12 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.t_q", ts_sym_axis(e->g, &e->dyn, k->m_axis));
     print_assign(e, "p.t_kv", ts_sym_axis(e->g, &e->dyn, k->red_axis));
     print_assign(e, "p.d", ts_sym_axis(e->g, &e->dyn, k->n_axis));
+    if (score_loads(k)) { /* the mask the score functor reads */
+        for (int s = 0; s < k->nacc; s++)
+            if (expr_reads(&k->expr, s)) fill_slot(e, k, "p.score", s);
+        print_assign(e, "p.score.nq", ts_sym_axis(e->g, &e->dyn, k->m_axis));
+        print_assign(e, "p.score.nk", ts_sym_axis(e->g, &e->dyn, k->red_axis));
+    }
     fputs("        p.c = ", e->f);
     print_float(e->f, k->c);
     const ts_kernel_config *c = &k->cfg; /* src/config.c */
@@ -1364,13 +1380,22 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     free(loads);
 }
 
-/* The attention score functor: s(dot, q, k). */
+/* The attention score functor: s(dot, q, k). A mask it reads is loaded at (q, k) clamped into the tensor
+ * (nq × nk): the kernels call it on the padding rows and keys of their last tiles too, whose scores they
+ * discard. */
 static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool causal) {
     fprintf(e->f, "struct K%d {\n    static constexpr bool causal = %s;\n", ki, causal ? "true" : "false");
+    bool loads = score_loads(k);
+    for (int s = 0; s < k->nacc && loads; s++)
+        if (expr_reads(&k->expr, s))
+            fprintf(e->f, "    const %s *p%d;\n    int64_t o%d, s%d[%d];\n", ctype_of(e->p->buf[k->acc[s].buf].dtype), s, s,
+                    s, k->acc[s].ndim ? k->acc[s].ndim : 1);
+    if (loads) fputs("    int64_t nq, nk;  // the mask's extent: t_q, t_kv\n", e->f);
     fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
+    if (loads) fputs("        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;\n", e->f);
     index_map m = {0};
-    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "q";
-    m.axis[m.n] = k->red_axis, m.expr[m.n++] = "k";
+    m.axis[m.n] = k->m_axis, m.expr[m.n++] = loads ? "qc" : "q";
+    m.axis[m.n] = k->red_axis, m.expr[m.n++] = loads ? "kc" : "k";
     const char *acc[2] = {"dot", "0.f"};
     e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
     print_expr(e, k, &k->expr, &m, acc, "        ");

@@ -778,12 +778,25 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
 
 /* ---- ATTENTION --------------------------------------------------------------------------------- */
 
-/* The score region's leaves: exactly one contraction over the head dim, iotas, constants. */
+/* The score region's leaves: exactly one contraction over the head dim, iotas, constants, and tensors that
+ * are no reductions (a mask; try_attention checks that they vary only with the query and key). */
 static bool score_fits(builder *b, int s, int *dot) {
+    int cores[16], nc = 0, ndot = 0;
+    region_cores(b, s, cores, &nc, true);
+    for (int j = 0; j < nc; j++) {
+        if (b->t[cores[j]].e.op == TS_OP_CONTRACT) *dot = cores[j], ndot++;
+        else if (is_reduction((ts_op)b->t[cores[j]].e.op)) return false;
+    }
+    return ndot == 1;
+}
+
+/* Whether every tensor the score reads besides the contraction varies only with the query and the key
+ * axes (a [t_q, t_kv] mask broadcast over batch and heads): the score functor sees only (q, k). */
+static bool score_tensors_fit(builder *b, int s, int dot, int32_t qax, int32_t kax) {
     int cores[16], nc = 0;
     region_cores(b, s, cores, &nc, true);
-    if (nc != 1 || b->t[cores[0]].e.op != TS_OP_CONTRACT) return false;
-    *dot = cores[0];
+    for (int j = 0; j < nc; j++)
+        if (cores[j] != dot && (b->t[cores[j]].axes & ~((1ull << qax) | (1ull << kax)))) return false;
     return true;
 }
 
@@ -852,7 +865,7 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
 static bool try_attention(builder *b, int i) {
     const tnode node = b->t[i], *t = &node; /* a copy: materialising operands may grow b->t */
     int32_t kax = (int32_t)t->e.param[0];
-    int s = (int)t->e.kid[0], v = (int)t->e.kid[1], cnode = (int)t->e.kid[2], dot;
+    int s = (int)t->e.kid[0], v = (int)t->e.kid[1], cnode = (int)t->e.kid[2], dot = -1;
     if (b->t[cnode].e.op != TS_OP_CONSTANT || !score_fits(b, s, &dot)) return false;
     const tnode *d = &b->t[dot];
     int32_t dax = (int32_t)d->e.param[0];
@@ -862,7 +875,7 @@ static bool try_attention(builder *b, int i) {
     if (!(K & KB) || (Q & KB) || !(Q & DB) || !(K & DB)) return false;
     uint64_t kvheads = K & ~KB & ~DB;
     int32_t qax = query_axis(b, s, q, Q & ~K & ~DB, kax);
-    if (qax < 0) return false;
+    if (qax < 0 || !score_tensors_fit(b, s, dot, qax, kax)) return false;
     uint64_t qheads = Q & ~(1ull << qax) & ~DB;
     if ((kvheads & ~qheads) || !(V & KB)) return false;
     int32_t dvax = only_axis(V & ~KB & ~kvheads);
@@ -906,15 +919,10 @@ static bool try_attention(builder *b, int i) {
     }
     region r = region_of(s, dot, -1);
     int *memo = fresh_memo(b);
-    region_expr(b, &tmp, &tmp.expr, &r, memo, s);
+    region_expr(b, &tmp, &tmp.expr, &r, memo, s); /* a mask the score reads: its first access slots */
     free(memo);
-    if (tmp.nacc > 0) { /* the score reads tensors: the score functor cannot */
-        free(tmp.acc);
-        free(tmp.expr.node);
-        return false;
-    }
     ts_kernel *k = new_kernel(b, TS_KERNEL_ATTENTION);
-    k->expr = tmp.expr;
+    k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
     k->a = kernel_access(k, &qa), k->b0 = kernel_access(k, &ka), k->b1 = kernel_access(k, &va);
     memcpy(&k->c, &b->t[cnode].e.param[0], sizeof k->c);
     k->red_axis = kax, k->m_axis = qax, k->n_axis = dvax, k->batch_axis = bat;

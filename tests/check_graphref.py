@@ -20,6 +20,7 @@ CASES = {
     "attention_d256": "h=2,t_q=8,t_kv=8,d_h=4",
     "attention_cross": "h=2,t_q=4,t_kv=12,d_h=4",
     "attention_softcap": "t_q=8,t_kv=8,d_h=4",
+    "attention_mask": "h=2,t_q=8,t_kv=12,d_h=4",
     "decoder_layer": "t=5,d=16,f=8",
     "matmul": "m=3,d=8,n=5",
     "rmsnorm": "m=3,d=8,n=5",
