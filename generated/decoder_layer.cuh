@@ -244,6 +244,13 @@ __device__ __forceinline__ float warp_max(float x) {
     return x;
 }
 
+// An attention score functor for one (batch, query head): its at(b, h) where it has one (a generated
+// functor whose operands vary with the batch or the heads keeps them), else the functor itself.
+template <class S>
+__device__ __forceinline__ auto score_at_(const S &s, int b, int h, int) -> decltype(s.at(b, h)) { return s.at(b, h); }
+template <class S> __device__ __forceinline__ S score_at_(const S &s, int, int, long) { return s; }
+template <class S> __device__ __forceinline__ S score_at(const S &s, int b, int h) { return score_at_(s, b, h, 0); }
+
 }  // namespace tst
 
 // ---- appended helpers ----------------------------------------------------------------------------
@@ -1880,7 +1887,8 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 //   struct Score {
 //       static constexpr bool causal;   // true: promises s = −inf whenever k > q + (t_kv − t_q)
 //       __device__ float operator()(float dot, int q, int k) const;   // dot = Q[q]·K[k] in fp32
-//   };
+//       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
+//   };                                             // (tst::score_at; without it the functor serves all)
 // q and k are positions in [0, t_q) and [0, t_kv) (the kernel also calls it for padding positions past the
 // ends and discards those results). Causal convention: BOTTOM-RIGHT alignment, as FlashAttention ≥ 2.1
 // and PyTorch's causal_lower_right: query q sees keys k ≤ q + t_kv − t_q, so the last query sees every key;
@@ -2138,6 +2146,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
     const int h = blockIdx.x, b = blockIdx.z;
     const int q0 = (Score::causal ? gridDim.y - 1 - blockIdx.y : blockIdx.y) * BM;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const Score score = tst::score_at(p.score, b, h);
     const T *gQ = p.q + b * p.q_batch_stride + h * p.q_head_stride + q0 * p.q_seq_stride;
     const T *gK = p.k + b * p.k_batch_stride + hk * p.k_head_stride;
     const T *gV = p.v + b * p.v_batch_stride + hk * p.v_head_stride;
@@ -2185,8 +2194,8 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
             const int k0 = j * BN + ch * KC;
             float s[MT][NC][4];
             qk_tile<T, D, MT, NC>(s, q_s, k_t + ch * KC * D * 2, lane);
-            if (k0 + KC > p.t_kv) score_tile<true>(s, p.score, qw0, k0, p.t_kv, lane);
-            else score_tile<false>(s, p.score, qw0, k0, p.t_kv, lane);
+            if (k0 + KC > p.t_kv) score_tile<true>(s, score, qw0, k0, p.t_kv, lane);
+            else score_tile<false>(s, score, qw0, k0, p.t_kv, lane);
             softmax_tile(s, o, m, l, p.c);
             uint32_t pa[MT][NC / 2][4];
             pack_p<T>(pa, s);
@@ -2443,6 +2452,7 @@ __global__ void __launch_bounds__(384, 1)
     const int h = blockIdx.x, b = blockIdx.z;
     const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const Score score = tst::score_at(p.score, b, h);
     int kv_end = p.t_kv;  // keys this tile can see
     if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
     const int n_tiles = (kv_end + BN - 1) / BN;
@@ -2521,7 +2531,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
                         const int k = k0 + 8 * j + col0 + e;
-                        float x = p.score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                        float x = score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
                         if (check_kv && k >= p.t_kv) x = -INFINITY;
                         s[4 * j + 2 * hh + e] = x;
                     }

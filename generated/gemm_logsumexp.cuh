@@ -229,6 +229,13 @@ __device__ __forceinline__ float warp_max(float x) {
     return x;
 }
 
+// An attention score functor for one (batch, query head): its at(b, h) where it has one (a generated
+// functor whose operands vary with the batch or the heads keeps them), else the functor itself.
+template <class S>
+__device__ __forceinline__ auto score_at_(const S &s, int b, int h, int) -> decltype(s.at(b, h)) { return s.at(b, h); }
+template <class S> __device__ __forceinline__ S score_at_(const S &s, int, int, long) { return s; }
+template <class S> __device__ __forceinline__ S score_at(const S &s, int b, int h) { return score_at_(s, b, h, 0); }
+
 }  // namespace tst
 
 // ---- appended helpers ----------------------------------------------------------------------------

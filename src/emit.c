@@ -793,13 +793,20 @@ static bool heads_nest(emitter *e, const ts_access *a, int32_t outer, int32_t in
 /* Heads as the kernel's head index (n_q_heads query heads over n_kv_heads kv heads): every head in one
  * grid dimension, so that causal rows of all heads are scheduled longest first. When the query-only heads
  * of GQA do not nest under the kv heads, the kv heads become the batch instead. */
+/* Whether kernel k's kv heads and group form one head index (else the kv heads are its batch); kvh, qh:
+ * its head axes (ts_attention_head_axes). With a batch axis of its own the heads always nest (src/plan.c
+ * copies Q where they would not). */
+static bool attention_heads_merged(emitter *e, const ts_kernel *k, int32_t *kvh, int32_t *qh) {
+    ts_attention_head_axes(k->heads_ndim, k->head_axis, k->group, kvh, qh);
+    return k->batch_axis >= 0 || *qh < 0 || *kvh < 0 ||
+           (heads_nest(e, &k->acc[k->a], *kvh, *qh) && heads_nest(e, &k->out, *kvh, *qh));
+}
+
 static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access *const *acc) {
-    int32_t kvh = k->group == 1 ? (k->heads_ndim ? k->head_axis[0] : -1) : (k->heads_ndim == 2 ? k->head_axis[0] : -1);
-    int32_t qh = k->group > 1 ? k->head_axis[k->heads_ndim - 1] : -1, bat = k->batch_axis;
+    int32_t kvh, qh, bat = k->batch_axis;
+    bool merged = attention_heads_merged(e, k, &kvh, &qh);
     ts_sym zero = ts_sym_const(0), one = ts_sym_const(1);
     const char *nm[4] = {"q", "k", "v", "o"};
-    /* with a batch axis of its own the heads always nest (src/plan.c copies Q where they would not) */
-    bool merged = bat >= 0 || qh < 0 || kvh < 0 || (heads_nest(e, acc[0], kvh, qh) && heads_nest(e, acc[3], kvh, qh));
     for (int i = 0; i < 4; i++) {
         char dst[32];
         bool query_side = i == 0 || i == 3;
@@ -1386,16 +1393,33 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
 static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool causal) {
     fprintf(e->f, "struct K%d {\n    static constexpr bool causal = %s;\n", ki, causal ? "true" : "false");
     bool loads = score_loads(k);
-    for (int s = 0; s < k->nacc && loads; s++)
-        if (expr_reads(&k->expr, s))
-            fprintf(e->f, "    const %s *p%d;\n    int64_t o%d, s%d[%d];\n", ctype_of(e->p->buf[k->acc[s].buf].dtype), s, s,
-                    s, k->acc[s].ndim ? k->acc[s].ndim : 1);
-    if (loads) fputs("    int64_t nq, nk;  // the mask's extent: t_q, t_kv\n", e->f);
-    fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
-    if (loads) fputs("        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;\n", e->f);
     index_map m = {0};
     m.axis[m.n] = k->m_axis, m.expr[m.n++] = loads ? "qc" : "q";
     m.axis[m.n] = k->red_axis, m.expr[m.n++] = loads ? "kc" : "k";
+    /* the batch and head axes (ALiBi's slope per head, a padding mask per sequence): from at(b, h) */
+    int32_t kvh, qh;
+    bool merged = attention_heads_merged(e, k, &kvh, &qh);
+    static char kv_ix[48], q_ix[48];
+    snprintf(kv_ix, sizeof kv_ix, k->group > 1 ? "(h_ / %lld)" : "h_", (long long)k->group);
+    snprintf(q_ix, sizeof q_ix, "(h_ %% %lld)", (long long)k->group);
+    if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b_";
+    if (kvh >= 0) m.axis[m.n] = kvh, m.expr[m.n++] = merged ? kv_ix : "b_";
+    if (qh >= 0) m.axis[m.n] = qh, m.expr[m.n++] = merged ? q_ix : "h_";
+    bool per_head = false;
+    for (int s = 0; s < k->nacc && loads; s++) {
+        if (!expr_reads(&k->expr, s)) continue;
+        fprintf(e->f, "    const %s *p%d;\n    int64_t o%d, s%d[%d];\n", ctype_of(e->p->buf[k->acc[s].buf].dtype), s, s, s,
+                k->acc[s].ndim ? k->acc[s].ndim : 1);
+        for (int d = 0; d < k->acc[s].ndim; d++)
+            per_head |= k->acc[s].axis[d] != k->m_axis && k->acc[s].axis[d] != k->red_axis;
+    }
+    if (loads) fputs("    int64_t nq, nk;  // t_q, t_kv: q and k are clamped into them for loads\n", e->f);
+    if (per_head)
+        fprintf(e->f, "    int b_, h_;  // the kernel's batch and query head (tst::score_at)\n"
+                      "    __device__ __forceinline__ K%d at(int b, int h) const {\n        K%d r = *this;\n"
+                      "        r.b_ = b, r.h_ = h;\n        return r;\n    }\n", ki, ki);
+    fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
+    if (loads) fputs("        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;\n", e->f);
     const char *acc[2] = {"dot", "0.f"};
     e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
     print_expr(e, k, &k->expr, &m, acc, "        ");

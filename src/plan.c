@@ -790,13 +790,14 @@ static bool score_fits(builder *b, int s, int *dot) {
     return ndot == 1;
 }
 
-/* Whether every tensor the score reads besides the contraction varies only with the query and the key
- * axes (a [t_q, t_kv] mask broadcast over batch and heads): the score functor sees only (q, k). */
-static bool score_tensors_fit(builder *b, int s, int dot, int32_t qax, int32_t kax) {
+/* Whether every tensor the score reads besides the contraction varies only with axes in `allowed` (the
+ * query, the key, the batch and the head axes the kernel indexes: a [t_q, t_kv] mask, ALiBi's slope per
+ * head, a padding mask per sequence), which the score functor can index. */
+static bool score_tensors_fit(builder *b, int s, int dot, uint64_t allowed) {
     int cores[16], nc = 0;
     region_cores(b, s, cores, &nc, true);
     for (int j = 0; j < nc; j++)
-        if (cores[j] != dot && (b->t[cores[j]].axes & ~((1ull << qax) | (1ull << kax)))) return false;
+        if (cores[j] != dot && (b->t[cores[j]].axes & ~allowed)) return false;
     return true;
 }
 
@@ -875,7 +876,7 @@ static bool try_attention(builder *b, int i) {
     if (!(K & KB) || (Q & KB) || !(Q & DB) || !(K & DB)) return false;
     uint64_t kvheads = K & ~KB & ~DB;
     int32_t qax = query_axis(b, s, q, Q & ~K & ~DB, kax);
-    if (qax < 0 || !score_tensors_fit(b, s, dot, qax, kax)) return false;
+    if (qax < 0) return false;
     uint64_t qheads = Q & ~(1ull << qax) & ~DB;
     if ((kvheads & ~qheads) || !(V & KB)) return false;
     int32_t dvax = only_axis(V & ~KB & ~kvheads);
@@ -906,6 +907,11 @@ static bool try_attention(builder *b, int i) {
     int64_t group = 1;
     for (int h = 0; h < nh; h++)
         if (!(kvheads & (1ull << hq[h]))) heads[nq++] = hq[h], group *= b->x->g->axes[hq[h]].size;
+    int32_t kvh, qh; /* the axes the kernel's (batch, head) index: what the score functor can read along */
+    ts_attention_head_axes(nq, heads, group, &kvh, &qh);
+    uint64_t allowed = (1ull << qax) | KB | (bat >= 0 ? 1ull << bat : 0) | (kvh >= 0 ? 1ull << kvh : 0) |
+                       (qh >= 0 ? 1ull << qh : 0);
+    if (!score_tensors_fit(b, s, dot, allowed)) return false;
     memcpy(qo + nb, heads, sizeof(int32_t) * (size_t)nq);
     qo[nb + nq] = qax, qo[nb + nq + 1] = dax;
     ko[nkv] = kax, ko[nkv + 1] = dax;

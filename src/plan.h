@@ -146,6 +146,15 @@ typedef struct {
     double predicted_s;
 } ts_plan;
 
+/* ATTENTION: the kernel's kv-head axis and its query-only head axis (GQA's group), -1 where there is none.
+ * The kernel's head index runs over kv heads × group (query head = kv head · group + g), unless the two do
+ * not nest in Q and O: then the kv heads are the kernel's batch (src/emit.c). */
+static inline void ts_attention_head_axes(int heads_ndim, const int32_t *head_axis, int64_t group, int32_t *kvh,
+                                          int32_t *qh) {
+    *kvh = group == 1 ? (heads_ndim ? head_axis[0] : -1) : (heads_ndim == 2 ? head_axis[0] : -1);
+    *qh = group > 1 ? head_axis[heads_ndim - 1] : -1;
+}
+
 /* Whether node i of x is tanh as the composite expands and the rules leave it, 1 + (−2)·1/(2^y + 1)
  * (operands of the adds and the multiply in either order): then it equals tanh(y·ln2/2) and the node index
  * of y is returned, else -1. Lets the score functor use the hardware tanh and the cost model count one

@@ -12,7 +12,8 @@
 //   struct Score {
 //       static constexpr bool causal;   // true: promises s = −inf whenever k > q + (t_kv − t_q)
 //       __device__ float operator()(float dot, int q, int k) const;   // dot = Q[q]·K[k] in fp32
-//   };
+//       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
+//   };                                             // (tst::score_at; without it the functor serves all)
 // q and k are positions in [0, t_q) and [0, t_kv) (the kernel also calls it for padding positions past the
 // ends and discards those results). Causal convention: BOTTOM-RIGHT alignment, as FlashAttention ≥ 2.1
 // and PyTorch's causal_lower_right: query q sees keys k ≤ q + t_kv − t_q, so the last query sees every key;
@@ -272,6 +273,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
     const int h = blockIdx.x, b = blockIdx.z;
     const int q0 = (Score::causal ? gridDim.y - 1 - blockIdx.y : blockIdx.y) * BM;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const Score score = tst::score_at(p.score, b, h);
     const T *gQ = p.q + b * p.q_batch_stride + h * p.q_head_stride + q0 * p.q_seq_stride;
     const T *gK = p.k + b * p.k_batch_stride + hk * p.k_head_stride;
     const T *gV = p.v + b * p.v_batch_stride + hk * p.v_head_stride;
@@ -319,8 +321,8 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
             const int k0 = j * BN + ch * KC;
             float s[MT][NC][4];
             qk_tile<T, D, MT, NC>(s, q_s, k_t + ch * KC * D * 2, lane);
-            if (k0 + KC > p.t_kv) score_tile<true>(s, p.score, qw0, k0, p.t_kv, lane);
-            else score_tile<false>(s, p.score, qw0, k0, p.t_kv, lane);
+            if (k0 + KC > p.t_kv) score_tile<true>(s, score, qw0, k0, p.t_kv, lane);
+            else score_tile<false>(s, score, qw0, k0, p.t_kv, lane);
             softmax_tile(s, o, m, l, p.c);
             uint32_t pa[MT][NC / 2][4];
             pack_p<T>(pa, s);

@@ -175,6 +175,7 @@ __global__ void __launch_bounds__(384, 1)
     const int h = blockIdx.x, b = blockIdx.z;
     const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const Score score = tst::score_at(p.score, b, h);
     int kv_end = p.t_kv;  // keys this tile can see
     if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
     const int n_tiles = (kv_end + BN - 1) / BN;
@@ -253,7 +254,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
                         const int k = k0 + 8 * j + col0 + e;
-                        float x = p.score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                        float x = score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
                         if (check_kv && k >= p.t_kv) x = -INFINITY;
                         s[4 * j + 2 * hh + e] = x;
                     }
