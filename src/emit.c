@@ -1399,7 +1399,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
     /* the batch and head axes (ALiBi's slope per head, a padding mask per sequence): from at(b, h) */
     int32_t kvh, qh;
     bool merged = attention_heads_merged(e, k, &kvh, &qh);
-    static char kv_ix[48], q_ix[48];
+    char kv_ix[48], q_ix[48];
     snprintf(kv_ix, sizeof kv_ix, k->group > 1 ? "(h_ / %lld)" : "h_", (long long)k->group);
     snprintf(q_ix, sizeof q_ix, "(h_ %% %lld)", (long long)k->group);
     if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b_";
