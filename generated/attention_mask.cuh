@@ -2381,6 +2381,7 @@ struct K0 {
     __device__ __forceinline__ float operator()(float dot, int q, int k) const {
         (void)q, (void)k;
         const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;
+        (void)qc, (void)kc;
         const float v0 = dot;
         const float v1 = 0.0883883476f;
         const float v2 = v0 * v1;

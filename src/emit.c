@@ -1419,7 +1419,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
                       "    __device__ __forceinline__ K%d at(int b, int h) const {\n        K%d r = *this;\n"
                       "        r.b_ = b, r.h_ = h;\n        return r;\n    }\n", ki, ki);
     fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
-    if (loads) fputs("        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;\n", e->f);
+    if (loads) fputs("        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;\n        (void)qc, (void)kc;\n", e->f);
     const char *acc[2] = {"dot", "0.f"};
     e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
     print_expr(e, k, &k->expr, &m, acc, "        ");

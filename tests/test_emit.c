@@ -297,3 +297,32 @@ Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
     free(functor);
     free(h);
 }
+
+/* Attention scores that read tensors along the batch, the heads and the keys only (a padding mask per
+ * sequence, ALiBi-style slopes per head): the score functor gets at(b, h), and the header compiles with
+ * every warning an error (the query index it does not use once warned). */
+Test(emit, attention_scores_reading_batch_and_head_tensors_compile_with_nvcc, .timeout = 600) {
+    const char *dir = "build/score-tensors-test";
+    cr_assert_eq(shell("rm -rf build/score-tensors-test && mkdir -p build/score-tensors-test"), 0);
+    FILE *f = fopen("build/score-tensors-test/st.yaml", "w");
+    fputs("graph: st\naxes: {b: 2, h: 4, t: 64, s: 80, d: 64}\n"
+          "inputs:\n  Q: {dtype: fp16, shape: [b, h, t, d]}\n  K: {dtype: fp16, shape: [b, h, s, d]}\n"
+          "  V: {dtype: fp16, shape: [b, h, s, d]}\n  Pad: {dtype: fp16, shape: [b, s]}\n"
+          "  Slope: {dtype: fp16, shape: [h]}\n"
+          "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: S1, op: add, args: [S, Pad]}\n"
+          "  - {name: S2, op: add, args: [S1, Slope]}\n  - {name: P, op: softmax, args: [S2], axis: s}\n"
+          "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n", f);
+    fclose(f);
+    char *args = ts_strfmt("compile -o %s %s/st.yaml", dir, dir);
+    tsopt_result r = run_tsopt(args);
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    char *h = read_text("build/score-tensors-test/st.cuh");
+    cr_assert_not_null(strstr(h, "attention"), "one attention kernel");
+    cr_assert_not_null(strstr(h, " at(int b, int h) const {"), "the functor keeps the kernel's batch and head");
+    cr_assert_not_null(strstr(h, "(int64_t)(b_) * s"), "the padding mask indexed by the batch");
+    cr_assert_eq(shell("cd build/score-tensors-test && printf '#define TSOPT_ST_IMPLEMENTATION\\n#include \"st.cuh\"\\n' > impl.cu && "
+                       "nvcc -std=c++17 -Werror all-warnings -arch=sm_80 -c impl.cu -o impl.o"), 0, "nvcc failed");
+    free(h);
+    free(r.out);
+    free(args);
+}

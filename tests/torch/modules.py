@@ -144,6 +144,49 @@ class ManualAttention(nn.Module):
         return F.softmax(s, dim=-1) @ v
 
 
+class BertLayer(nn.Module):
+    """Post-LN BERT layer: fused qkv, attention with an additive padding mask per sequence ([b, s],
+    broadcast over heads and queries), erf GELU MLP, residuals."""
+
+    def __init__(self, d=32, heads=4, ffn=48):
+        super().__init__()
+        self.h = heads
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
+
+    def forward(self, x, pad):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).split(d, dim=2)
+        q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=pad[:, None, None, :])
+        x = self.ln1(x + self.o(a.transpose(1, 2).reshape(b, t, d)))
+        return self.ln2(x + self.fc2(F.gelu(self.fc1(x))))
+
+
+class BiasAttention(nn.Module):
+    """T5-style: unscaled scores plus a relative-position bias per head [h, t, s]."""
+
+    def forward(self, q, k, v, bias):
+        return F.softmax(q @ k.transpose(-2, -1) + bias, dim=-1) @ v
+
+
+class MultiQuery(nn.Module):
+    """Multi-query attention: one K/V head expanded to every query head, causal."""
+
+    def forward(self, q, k, v):
+        h = q.shape[1]
+        return F.scaled_dot_product_attention(q, k.expand(-1, h, -1, -1), v.expand(-1, h, -1, -1), is_causal=True)
+
+
+class UpcastAttention(nn.Module):
+    """Attention as Hugging Face's eager code writes it: the softmax in fp32, cast back to the input type."""
+
+    def forward(self, q, k, v):
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+        return F.softmax(s, dim=-1, dtype=torch.float32).to(q.dtype) @ v
+
+
 def seq(*layers):
     return lambda: nn.Sequential(*layers)
 
@@ -270,6 +313,13 @@ CASES = [
     ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
     ("stats", Stats, X3, AX3),
     ("bmm_softmax", lambda: Lambda(lambda x: torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x), X3, AX3),
+    ("bert_layer", BertLayer, [[2, 5, 32], [2, 5]], {"b": 2, "t": 5, "d": 32}),
+    ("bias_attention", BiasAttention, [[3, 7, 8], [3, 9, 8], [3, 9, 8], [3, 7, 9]], {"h": 3, "t": 7, "s": 9, "e": 8}),
+    ("multi_query", MultiQuery, [[2, 3, 7, 8], [2, 1, 7, 8], [2, 1, 7, 8]], {"b": 2, "h": 3, "t": 7, "e": 8}),
+    # the module rounds its softmax to fp32 (dtype=float32); the importer writes a softmax at the input's
+    # type (tsopt's kernels compute it in fp32 and round the result), which in this float64 round trip
+    # leaves out that rounding (~5e-8)
+    ("upcast_attention", UpcastAttention, QKV, AXQ, {"tol": 1e-6}),
 ]
 
 REFUSED = ("cumsum", Cumsum, [[5, 4]], {"t": 5, "d": 4})
