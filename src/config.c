@@ -22,9 +22,8 @@ static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_ke
     if (m->dynamic || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
         (k->batch_outer >= 0 && g->axes[k->batch_outer].dynamic))
         return false;
-    int64_t batch = (k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1) *
-                    (k->batch_outer >= 0 ? g->axes[k->batch_outer].size : 1);
-    return (m->size + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) * batch < SMALL_GEMM_TILES;
+    return (m->size + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) * ts_gemm_batch(g, k) <
+           SMALL_GEMM_TILES;
 }
 
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {

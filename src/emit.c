@@ -493,7 +493,6 @@ static void buf_ptr(emitter *e, int b, char *out, size_t n) {
     else snprintf(out, n, "tmp%d", B->index);
 }
 
-/* Fills the fields of functor variable `var` for every access. */
 /* The pointer, offset and strides of access slot s into functor `var`'s fields (print_fields). */
 static void fill_slot(emitter *e, const ts_kernel *k, const char *var, int s) {
     char ptr[160];
@@ -509,6 +508,7 @@ static void fill_slot(emitter *e, const ts_kernel *k, const char *var, int s) {
     }
 }
 
+/* Fills the fields of functor variable `var` for every access. */
 static void fill_fields(emitter *e, const ts_kernel *k, const char *var) {
     for (int s = 0; s < k->nacc; s++) fill_slot(e, k, var, s);
 }
@@ -790,9 +790,6 @@ static bool heads_nest(emitter *e, const ts_access *a, int32_t outer, int32_t in
     return sym_equal(stride_of(a, outer), ts_sym_mul(stride_of(a, inner), ts_sym_axis(e->g, &e->dyn, inner)));
 }
 
-/* Heads as the kernel's head index (n_q_heads query heads over n_kv_heads kv heads): every head in one
- * grid dimension, so that causal rows of all heads are scheduled longest first. When the query-only heads
- * of GQA do not nest under the kv heads, the kv heads become the batch instead. */
 /* Whether kernel k's kv heads and group form one head index (else the kv heads are its batch); kvh, qh:
  * its head axes (ts_attention_head_axes). With a batch axis of its own the heads always nest (src/plan.c
  * copies Q where they would not). */
@@ -802,6 +799,9 @@ static bool attention_heads_merged(emitter *e, const ts_kernel *k, int32_t *kvh,
            (heads_nest(e, &k->acc[k->a], *kvh, *qh) && heads_nest(e, &k->out, *kvh, *qh));
 }
 
+/* Heads as the kernel's head index (n_q_heads query heads over n_kv_heads kv heads): every head in one
+ * grid dimension, so that causal rows of all heads are scheduled longest first. When the query-only heads
+ * of GQA do not nest under the kv heads, the kv heads become the batch instead. */
 static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access *const *acc) {
     int32_t kvh, qh, bat = k->batch_axis;
     bool merged = attention_heads_merged(e, k, &kvh, &qh);

@@ -608,6 +608,13 @@ static bool axes_nest(const builder *b, const ts_access *a, int32_t outer, int32
     return d.n == 0;
 }
 
+/* The two axes of mask two, outer (earlier in access a's layout) first. */
+static void split_by_layout(const ts_access *a, uint64_t two, int32_t *outer, int32_t *inner) {
+    int32_t x = (int32_t)__builtin_ctzll(two), y = (int32_t)(63 - __builtin_clzll(two));
+    *outer = find_dim(a, x) < find_dim(a, y) ? x : y;
+    *inner = *outer == x ? y : x;
+}
+
 /* Of the axes in mask m, the one of largest typical size; ties go to the one innermost in access a. */
 static int32_t largest_axis(const ts_graph *g, uint64_t m, const ts_access *a) {
     int32_t best = -1;
@@ -664,17 +671,13 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         if (cores[j] != c0 && cores[j] != c1 && (b->t[cores[j]].axes & ~(batch | M | N))) return false;
     if (two_batches) { /* the outer one in A's layout is the merged batch's outer axis */
         ts_access a0 = materialize(b, opa);
-        int32_t other = (int32_t)(63 - __builtin_clzll(batch));
-        bo = find_dim(&a0, bt) < find_dim(&a0, other) ? bt : other;
-        bt = bo == bt ? other : bt;
+        split_by_layout(&a0, batch, &bo, &bt);
     }
     int32_t outer = -1, inner = -1; /* broadcast_b, two free axes: A's in its layout's order */
     int32_t a_order[3] = {-1, -1, -1}; /* broadcast_b, three free axes: the result's order when A's nests */
     if (broadcast_b && nfree == 2) {
         ts_access a0 = materialize(b, opa);
-        int32_t other = (int32_t)(63 - __builtin_clzll(M));
-        outer = find_dim(&a0, m) < find_dim(&a0, other) ? m : other;
-        inner = outer == m ? other : m;
+        split_by_layout(&a0, M, &outer, &inner);
         /* the GEMM's rows run along the larger of the two (typical sizes): a batch of one-token sequences is
          * one GEMM over the sequences, not a batch of one-row GEMMs; strides stay A's (no copy) */
         const ts_graph *g = b->x->g;
@@ -683,20 +686,8 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     } else if (broadcast_b) { /* three: rows along the largest, the other two the merged batch */
         ts_access a0 = materialize(b, opa);
         m = largest_axis(b->x->g, M, &a0);
-        uint64_t rest = M & ~(1ull << m);
-        int32_t x = (int32_t)__builtin_ctzll(rest), y = (int32_t)(63 - __builtin_clzll(rest));
-        bo = find_dim(&a0, x) < find_dim(&a0, y) ? x : y; /* A is copied so that they nest if they do not */
-        bt = bo == x ? y : x;
-        if (axes_nest(b, &a0, bo, bt)) { /* then the result keeps A's order: [t, b, h]·W stays [t, b, h, n] */
-            int32_t f[3] = {m, bo, bt};
-            for (int i = 0; i < 3; i++)
-                for (int j = i + 1; j < 3; j++)
-                    if (find_dim(&a0, f[j]) < find_dim(&a0, f[i])) {
-                        int32_t t = f[i];
-                        f[i] = f[j], f[j] = t;
-                    }
-            memcpy(a_order, f, sizeof f);
-        }
+        split_by_layout(&a0, M & ~(1ull << m), &bo, &bt); /* A is copied so that they nest if they do not */
+        if (axes_nest(b, &a0, bo, bt)) order_axes(M, &a0, a_order); /* then the result keeps A's order */
     }
     /* a contraction commutes: take as A the operand that needs no transposing copy (a weight stored [k, n]
      * is a B operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every
@@ -779,26 +770,18 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
 /* ---- ATTENTION --------------------------------------------------------------------------------- */
 
 /* The score region's leaves: exactly one contraction over the head dim, iotas, constants, and tensors that
- * are no reductions (a mask; try_attention checks that they vary only with the query and key). */
-static bool score_fits(builder *b, int s, int *dot) {
+ * are no reductions (a [t_q, t_kv] mask, ALiBi's slope per head, a padding mask per sequence); *tensor_axes:
+ * the axes those tensors vary along (try_attention checks that the score functor can index them all). */
+static bool score_fits(builder *b, int s, int *dot, uint64_t *tensor_axes) {
     int cores[16], nc = 0, ndot = 0;
     region_cores(b, s, cores, &nc, true);
+    *tensor_axes = 0;
     for (int j = 0; j < nc; j++) {
         if (b->t[cores[j]].e.op == TS_OP_CONTRACT) *dot = cores[j], ndot++;
         else if (is_reduction((ts_op)b->t[cores[j]].e.op)) return false;
+        else *tensor_axes |= b->t[cores[j]].axes;
     }
     return ndot == 1;
-}
-
-/* Whether every tensor the score reads besides the contraction varies only with axes in `allowed` (the
- * query, the key, the batch and the head axes the kernel indexes: a [t_q, t_kv] mask, ALiBi's slope per
- * head, a padding mask per sequence), which the score functor can index. */
-static bool score_tensors_fit(builder *b, int s, int dot, uint64_t allowed) {
-    int cores[16], nc = 0;
-    region_cores(b, s, cores, &nc, true);
-    for (int j = 0; j < nc; j++)
-        if (cores[j] != dot && (b->t[cores[j]].axes & ~allowed)) return false;
-    return true;
 }
 
 /* Whether the score expression contains where(less_than(iota q, iota k), -inf, ·): a causal mask. */
@@ -867,7 +850,8 @@ static bool try_attention(builder *b, int i) {
     const tnode node = b->t[i], *t = &node; /* a copy: materialising operands may grow b->t */
     int32_t kax = (int32_t)t->e.param[0];
     int s = (int)t->e.kid[0], v = (int)t->e.kid[1], cnode = (int)t->e.kid[2], dot = -1;
-    if (b->t[cnode].e.op != TS_OP_CONSTANT || !score_fits(b, s, &dot)) return false;
+    uint64_t tensor_axes;
+    if (b->t[cnode].e.op != TS_OP_CONSTANT || !score_fits(b, s, &dot, &tensor_axes)) return false;
     const tnode *d = &b->t[dot];
     int32_t dax = (int32_t)d->e.param[0];
     int q = (int)d->e.kid[0], kk = (int)d->e.kid[1];
@@ -890,8 +874,8 @@ static bool try_attention(builder *b, int i) {
     int32_t bat = -1;
     if (__builtin_popcountll(kvheads) == 2) {
         ts_access q0 = typed_operand(b, q);
-        int32_t x = (int32_t)__builtin_ctzll(kvheads), y = (int32_t)(63 - __builtin_clzll(kvheads));
-        bat = find_dim(&q0, x) < find_dim(&q0, y) ? x : y;
+        int32_t kv;
+        split_by_layout(&q0, kvheads, &bat, &kv);
         kvheads &= ~(1ull << bat), qheads &= ~(1ull << bat);
     }
     /* layouts: Q [batch, heads..., t_q, d], K [batch, kvheads..., t_kv, d], V [batch, kvheads..., t_kv, dv],
@@ -909,9 +893,9 @@ static bool try_attention(builder *b, int i) {
         if (!(kvheads & (1ull << hq[h]))) heads[nq++] = hq[h], group *= b->x->g->axes[hq[h]].size;
     int32_t kvh, qh; /* the axes the kernel's (batch, head) index: what the score functor can read along */
     ts_attention_head_axes(nq, heads, group, &kvh, &qh);
-    uint64_t allowed = (1ull << qax) | KB | (bat >= 0 ? 1ull << bat : 0) | (kvh >= 0 ? 1ull << kvh : 0) |
+    uint64_t indexed = (1ull << qax) | KB | (bat >= 0 ? 1ull << bat : 0) | (kvh >= 0 ? 1ull << kvh : 0) |
                        (qh >= 0 ? 1ull << qh : 0);
-    if (!score_tensors_fit(b, s, dot, allowed)) return false;
+    if (tensor_axes & ~indexed) return false;
     memcpy(qo + nb, heads, sizeof(int32_t) * (size_t)nq);
     qo[nb + nq] = qax, qo[nb + nq + 1] = dax;
     ko[nkv] = kax, ko[nkv + 1] = dax;

@@ -146,6 +146,12 @@ typedef struct {
     double predicted_s;
 } ts_plan;
 
+/* GEMM: how many matrices it multiplies at the typical sizes (batch_axis × batch_outer). */
+static inline int64_t ts_gemm_batch(const ts_graph *g, const ts_kernel *k) {
+    return (k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1) *
+           (k->batch_outer >= 0 ? g->axes[k->batch_outer].size : 1);
+}
+
 /* ATTENTION: the kernel's kv-head axis and its query-only head axis (GQA's group), -1 where there is none.
  * The kernel's head index runs over kv heads × group (query head = kv head · group + g), unless the two do
  * not nest in Q and O: then the kv heads are the kernel's batch (src/emit.c). */

@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "map.cuh"
@@ -256,20 +258,30 @@ static void record(const char *case_name, int64_t rows, int64_t len, int shift, 
     g_results.push_back(r);
 }
 
-// `row_test sweep`: the launch shapes (threads per row, cached spans per thread, blocks per SM the
-// registers must allow) timed against each other on the bandwidth-bound cases; 0 is launch_row's choice.
-static const struct {
-    const char *name;
-    int tpr, items, minb;
-} kVariants[] = {{"launch_row", 0, 0, 0},     {"128x4", 128, 4, 1},      {"128x4 min2", 128, 4, 2},
-                 {"128x4 min3", 128, 4, 3},   {"256x2", 256, 2, 1},      {"256x2 min3", 256, 2, 3},
-                 {"256x2 min4", 256, 2, 4},   {"256x0", 256, 0, 1},      {"256x0 min4", 256, 0, 4},
-                 {"128x0 min4", 128, 0, 4},   {"64x8", 64, 8, 1},        {"32x4", 32, 4, 1},
-                 {"32x4 min4", 32, 4, 4},     {"64x2", 64, 2, 1},        {"64x2 min4", 64, 2, 4},
-                 {"128x1 min4", 128, 1, 4},   {"32x0 min4", 32, 0, 4},   {"128x4 min4", 128, 4, 4}};
-// the ones `sweep` times (run 34 timed them all: these were the best or are the default's neighbours)
-static const int kSwept[] = {0, 1, 5, 6, 9, 11, 12, 14, 17};
-static int g_variant = 0;
+// `row_test sweep`: launch shapes (threads per row, cached spans per thread, blocks per SM the registers
+// must allow) timed against each other on the bandwidth-bound cases; tpr 0 is launch_row's own choice. Run
+// 34 timed 17 shapes (bench/results/row-sweep-34.log); these are the best of them and the default's
+// neighbours.
+template <int TPR, int ITEMS, int MINB> struct LaunchShape {
+    static constexpr int tpr = TPR, items = ITEMS, minb = MINB;
+};
+using SweptShapes = std::tuple<LaunchShape<0, 0, 0>, LaunchShape<128, 4, 1>, LaunchShape<256, 2, 3>, LaunchShape<256, 2, 4>,
+                               LaunchShape<128, 0, 4>, LaunchShape<32, 4, 1>, LaunchShape<32, 4, 4>, LaunchShape<64, 2, 4>,
+                               LaunchShape<128, 4, 4>>;
+constexpr size_t kShapes = std::tuple_size_v<SweptShapes>;
+static size_t g_shape = 0;  // the shape `launch` uses: an index into SweptShapes
+
+template <class Fn, class S> static cudaError_t launch_as(const tsw::RowParams<Fn> &p, int sms) {
+    if constexpr (S::tpr == 0) return tsw::launch_row(p, sms, 0);
+    else return tsw::launch_row_as<Fn, S::tpr, S::items, S::minb>(p, 0);
+}
+
+template <class Fn, size_t... I>
+static cudaError_t launch_shape(const tsw::RowParams<Fn> &p, int sms, std::index_sequence<I...>) {
+    cudaError_t err = cudaErrorInvalidValue;
+    (void)((g_shape == I && (err = launch_as<Fn, std::tuple_element_t<I, SweptShapes>>(p, sms), true)) || ...);
+    return err;
+}
 
 template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_t len, int sms) {
     tsw::RowParams<Fn> p{};
@@ -278,26 +290,7 @@ template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_
     p.rows = rows;
     p.len = len;
     p.fn = fn;
-    switch (g_variant) {
-    case 1: return tsw::launch_row_as<Fn, 128, 4, 1>(p, 0);
-    case 2: return tsw::launch_row_as<Fn, 128, 4, 2>(p, 0);
-    case 3: return tsw::launch_row_as<Fn, 128, 4, 3>(p, 0);
-    case 4: return tsw::launch_row_as<Fn, 256, 2, 1>(p, 0);
-    case 5: return tsw::launch_row_as<Fn, 256, 2, 3>(p, 0);
-    case 6: return tsw::launch_row_as<Fn, 256, 2, 4>(p, 0);
-    case 7: return tsw::launch_row_as<Fn, 256, 0, 1>(p, 0);
-    case 8: return tsw::launch_row_as<Fn, 256, 0, 4>(p, 0);
-    case 9: return tsw::launch_row_as<Fn, 128, 0, 4>(p, 0);
-    case 10: return tsw::launch_row_as<Fn, 64, 8, 1>(p, 0);
-    case 11: return tsw::launch_row_as<Fn, 32, 4, 1>(p, 0);
-    case 12: return tsw::launch_row_as<Fn, 32, 4, 4>(p, 0);
-    case 13: return tsw::launch_row_as<Fn, 64, 2, 1>(p, 0);
-    case 14: return tsw::launch_row_as<Fn, 64, 2, 4>(p, 0);
-    case 15: return tsw::launch_row_as<Fn, 128, 1, 4>(p, 0);
-    case 16: return tsw::launch_row_as<Fn, 32, 0, 4>(p, 0);
-    case 17: return tsw::launch_row_as<Fn, 128, 4, 4>(p, 0);
-    default: return tsw::launch_row(p, sms, 0);
-    }
+    return launch_shape(p, sms, std::make_index_sequence<kShapes>{});
 }
 
 // ---- the cases -------------------------------------------------------------------------------------
@@ -403,6 +396,14 @@ static void copy_case(int64_t rows, int64_t len, int sms) {
            }), err);
 }
 
+struct ShapeInfo {
+    int tpr, items, minb;
+};
+template <size_t... I> static std::vector<ShapeInfo> shape_infos(std::index_sequence<I...>) {
+    using S = SweptShapes;
+    return {ShapeInfo{std::tuple_element_t<I, S>::tpr, std::tuple_element_t<I, S>::items, std::tuple_element_t<I, S>::minb}...};
+}
+
 static void sweep(int sms) {
     const struct {
         void (*run)(int64_t, int64_t, int, int);
@@ -410,16 +411,22 @@ static void sweep(int sms) {
     } cases[] = {{residual_case, 4096, 4096},  {residual_case, 8192, 4096}, {rmsnorm_case, 8192, 4096},
                  {softmax_case, 8192, 4096},   {layernorm_case, 8192, 4096}, {layernorm_case, 4096, 1024},
                  {rmsnorm_case, 16384, 1024},  {residual_case, 16384, 1024}};
+    const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
     for (const auto &c : cases)
-        for (int v : kSwept) {
-            const int64_t cached = (int64_t)kVariants[v].tpr * kVariants[v].items * 8;  // kVec 8
-            if (v > 0 && kVariants[v].items > 0 && (cached < c.len || cached >= 4 * c.len)) continue;
-            if (v > 0 && kVariants[v].items == 0 && kVariants[v].tpr * 8 > c.len) continue;
-            g_variant = v;
-            g_label = std::string(" [") + kVariants[v].name + "]";
+        for (size_t v = 0; v < kShapes; v++) {
+            const ShapeInfo &sh = shapes[v];
+            const int64_t cached = (int64_t)sh.tpr * sh.items * 8;  // kVec 8
+            if (sh.tpr > 0 && sh.items > 0 && (cached < c.len || cached >= 4 * c.len)) continue;
+            if (sh.tpr > 0 && sh.items == 0 && sh.tpr * 8 > c.len) continue;
+            char label[48];
+            if (sh.tpr == 0) snprintf(label, sizeof label, " [launch_row]");
+            else if (sh.minb > 1) snprintf(label, sizeof label, " [%dx%d min%d]", sh.tpr, sh.items, sh.minb);
+            else snprintf(label, sizeof label, " [%dx%d]", sh.tpr, sh.items);
+            g_shape = v;
+            g_label = label;
             c.run(c.rows, c.len, 0, sms);
         }
-    g_variant = 0;
+    g_shape = 0;
     g_label.clear();
 }
 
