@@ -20,6 +20,7 @@ typedef struct {
     uint64_t axes;
     int8_t dtype;
     bool cut;    /* the search put a kernel boundary here: computed into a buffer, never inlined */
+    bool as_row; /* the search asks for a lone reduction here as a ROW kernel (TS_MARK_ROW) */
     bool output; /* the root of a graph output */
     int uses;
 } tnode;
@@ -27,7 +28,7 @@ typedef struct {
 typedef struct {
     const ts_egir *x;
     const ts_egir_view *views2;
-    const uint8_t *cut; /* per e-class: a kernel boundary (NULL: none) */
+    const uint8_t *mark; /* per e-class: the search's TS_MARK_* bits (NULL: none) */
     ts_dyn dyn;
     int64_t b1[TS_SYM_MAX_DYN];
     bool fuse;
@@ -63,7 +64,8 @@ static int build_term(builder *b, const ts_enode **best, int *memo, uint32_t cls
     }
     const ts_egir_data *d = cdata(x, cls);
     memo[cls] = add_tnode(b, &e, d->axes, d->dtype);
-    b->t[memo[cls]].cut = b->cut && b->cut[cls];
+    b->t[memo[cls]].cut = b->mark && (b->mark[cls] & TS_MARK_CUT);
+    b->t[memo[cls]].as_row = b->mark && (b->mark[cls] & TS_MARK_ROW);
     return memo[cls];
 }
 
@@ -473,10 +475,10 @@ static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space,
 /* Tries to cover region `root` with a ROW kernel: per row along the innermost axis of the region that its
  * reductions reduce over, the reductions in stages, then the region (and the nodes others need) written
  * over the whole row. per_row: the region does not span the reductions' axis (log-sum-exp: [m] from rows
- * along n; or the root is the last stage, as Σ (x - max x)²), and is written once per row; it needs two
- * stages at least (one is a REDUCE kernel). False, building nothing, when the region has no such
- * reductions. */
-static bool try_row(builder *b, int root, bool per_row) {
+ * along n; or the root is the last stage, as Σ (x - max x)²), and is written once per row; it needs
+ * min_stages stages at least (a lone reduction is a REDUCE kernel unless the search marks it TS_MARK_ROW).
+ * False, building nothing, when the region has no such reductions. */
+static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     int cores[16], nc = 0, stage[TS_ROW_MAX_STAGES], ns = -1;
     int32_t k = -1;
     region_cores(b, root, cores, &nc, true);
@@ -486,11 +488,11 @@ static bool try_row(builder *b, int root, bool per_row) {
         k = (int32_t)t->e.param[0];
         ns = row_stages(b, root, k, b->t[root].axes | (1ull << k), stage);
     }
-    if (ns <= 0 || (per_row && ns < 2)) return false;
-    for (int j = 0; per_row && j < ns; j++) {
+    if (ns <= 0 || ns < min_stages) return false;
+    for (int j = 0; per_row && j < ns; j++) { /* Σ x·x of one row, never a product broadcast as a GEMM's */
         const tnode *t = &b->t[stage[j]];
-        if (t->e.op == TS_OP_CONTRACT) return false;
-        if (!reads_whole_rows(b, (int)t->e.kid[0], true, b->t[root].axes | (1ull << k), k)) return false;
+        for (int a = 0; a < ts_op_arity((ts_op)t->e.op); a++)
+            if (!reads_whole_rows(b, (int)t->e.kid[a], true, b->t[root].axes | (1ull << k), k)) return false;
     }
     for (int j = 0; j < ns; j++) /* a stage read elsewhere too is computed once, by its own kernel */
         if (refs_in_row(b, root, stage, ns, stage[j]) < b->t[stage[j]].uses) return false;
@@ -947,7 +949,7 @@ static void emit_region(builder *b, int i) {
         }
     /* reductions in stages along one row, written once per row (the search may cut a stage off instead):
      * several reductions in the region, or one whose operand holds the earlier stages, as Σ (x - max x)² */
-    if (b->fuse && try_row(b, i, true)) return;
+    if (b->fuse && try_row(b, i, true, 2)) return;
     /* one reduction whose finish reads only tensors over the reduction's output axes; preferably one that
      * nothing else reads (a max that a sum also needs is computed once, into a buffer, and loaded) */
     for (int q = 0; q < 2 * nc; q++) {
@@ -958,11 +960,12 @@ static void emit_region(builder *b, int i) {
             fits = o == j || !(b->t[cores[o]].axes & ~b->t[cores[j]].axes);
         if (fits && (i == cores[j] || b->fuse)) {
             if (i == cores[j] && b->t[i].e.op == TS_OP_CONTRACT && try_gemm(b, i, i, -1)) return;
+            if (b->fuse && b->t[cores[j]].as_row && try_row(b, i, true, 1)) return;
             emit_reduce(b, cores[j], i);
             return;
         }
     }
-    if (b->fuse && try_row(b, i, false)) return;
+    if (b->fuse && try_row(b, i, false, 1)) return;
     emit_map(b, i);
 }
 
@@ -1089,9 +1092,9 @@ static void contractions_of_products(builder *b) {
     }
 }
 
-int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *cut, bool fuse,
+int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err) {
-    builder b = {.x = x, .views2 = views2, .cut = cut, .fuse = fuse, .p = p};
+    builder b = {.x = x, .views2 = views2, .mark = mark, .fuse = fuse, .p = p};
     if (ts_dyn_of(x->g, &b.dyn) != 0) {
         *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
         return -1;

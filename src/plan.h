@@ -181,12 +181,16 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 
 /* Lowers an extraction of x into plan p (initialised by the caller to zeros): best[cls] is the e-node that
  * computes e-class cls (every class reachable from the outputs needs one, and they must not form a cycle);
- * cut[cls] != 0 (cut may be NULL) puts a kernel boundary at that class: its value is computed into a buffer
- * and loaded by its consumers rather than inlined into them. With fuse false every primitive op is a
+ * mark[cls] (mark may be NULL: no marks) holds the search's decisions at that class, TS_MARK_* bits:
+ * TS_MARK_CUT puts a kernel boundary there (its value is computed into a buffer and loaded by its consumers
+ * rather than inlined into them); TS_MARK_ROW lowers a lone reduction there along contiguous rows as a ROW
+ * kernel (a block per row, 16-byte vectors, the finish written once per row) rather than a REDUCE kernel.
+ * With fuse false every primitive op is a
  * kernel of its own (the baseline), Σ_k a·b read as a contraction. `views2` is the view table of the same
  * graph checked with every dynamic axis multiplied by its ts_sym_primes entry (NULL when the graph has no
  * dynamic axes). Returns 0, or -1 with *err when a construct has no kernel (p is then to be freed). */
-int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *cut, bool fuse,
+enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
+int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
 
 /* Adds a buffer to p (a temporary takes the next workspace slot) and returns its index. */

@@ -173,10 +173,10 @@ static const ts_enode **as_written(const ts_egir *x, const ts_egir *u, const cos
 
 /* ---- candidates -------------------------------------------------------------------------------- */
 
-/* An extraction: an e-node per class and the kernel boundaries (per class). */
+/* An extraction: an e-node per class and the lowering decisions per class (TS_MARK_* bits, plan.h). */
 typedef struct {
     const ts_enode **best;
-    uint8_t *cut;
+    uint8_t *mark;
 } extraction;
 
 typedef struct {
@@ -199,13 +199,13 @@ typedef struct {
 static extraction extraction_copy(const search *s, const extraction *e) {
     extraction c = {ts_xmalloc(sizeof *c.best * (s->bound + 1)), ts_xmalloc(s->bound + 1)};
     memcpy(c.best, e->best, sizeof *c.best * s->bound);
-    memcpy(c.cut, e->cut, s->bound);
+    memcpy(c.mark, e->mark, s->bound);
     return c;
 }
 
 static void extraction_free(extraction *e) {
     free(e->best);
-    free(e->cut);
+    free(e->mark);
 }
 
 /* Post-order walk from class cls: false on a cycle (a class reached again while on the path) or a class
@@ -272,7 +272,7 @@ static double evaluate(search *s, const extraction *e, const char *name) {
     s->st.evals++;
     ts_plan p = {0};
     char *err = NULL;
-    if (ts_plan_lower(s->x, s->views2, e->best, e->cut, true, &p, &err) != 0) {
+    if (ts_plan_lower(s->x, s->views2, e->best, e->mark, true, &p, &err) != 0) {
         free(err);
         ts_plan_free(&p);
         return INFINITY;
@@ -329,8 +329,22 @@ static bool try_move(search *s, climb *c) {
     return true;
 }
 
+/* Whether a reduction at a class computed by n may be lowered either way (REDUCE or ROW kernel). */
+static bool row_markable(const ts_enode *n) {
+    return n->op == TS_OP_REDUCE_SUM || n->op == TS_OP_REDUCE_MAX || n->op == TS_OP_CONTRACT;
+}
+
+/* Toggles the decision bit at class cls as a move; keeps it when the prediction improves. */
+static bool try_mark(search *s, climb *c, uint32_t cls, uint8_t bit) {
+    c->cur.mark[cls] ^= bit;
+    if (try_move(s, c)) return true;
+    c->cur.mark[cls] ^= bit;
+    return false;
+}
+
 /* One pass over the classes the current term reaches, in post-order: every other e-node of each class,
- * then a boundary toggled there. Returns whether anything improved. */
+ * then a boundary toggled there, then (a reduction) the other lowering of it. Returns whether anything
+ * improved. */
 static bool climb_pass(search *s, climb *c) {
     if (!well_formed(s, &c->cur)) return false;
     int n = s->norder;
@@ -346,11 +360,9 @@ static bool climb_pass(search *s, climb *c) {
             if (try_move(s, c)) improved = true;
             else c->cur.best[cls] = was;
         }
-        if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals) {
-            c->cur.cut[cls] ^= 1;
-            if (try_move(s, c)) improved = true;
-            else c->cur.cut[cls] ^= 1;
-        }
+        if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals)
+            improved |= try_mark(s, c, cls, TS_MARK_CUT);
+        if (row_markable(c->cur.best[cls]) && s->st.evals < s->max_evals) improved |= try_mark(s, c, cls, TS_MARK_ROW);
     }
     free(classes);
     return improved;
@@ -411,7 +423,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
             names[i] = presets[i].name;
         }
         if ((seeds[nseeds].best = as_written(x, unsaturated, &presets[0]))) names[nseeds++] = "as-written";
-        for (int i = 0; i < nseeds; i++) seeds[i].cut = ts_xcalloc(s.bound + 1, 1);
+        for (int i = 0; i < nseeds; i++) seeds[i].mark = ts_xcalloc(s.bound + 1, 1);
         s.max_evals = opts->max_evals > 0 ? opts->max_evals : default_budget(well_formed(&s, &seeds[0]) ? s.norder : 1);
         for (int i = 0; i < nseeds; i++) { /* each seed gets its share of what the earlier ones left */
             int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
