@@ -33,6 +33,7 @@ odd gemm_logsumexp m=300,d=1000,n=1000 -
 odd gemm_mish b=300,k=1000,f=520 -
 odd gemm_groupnorm m=77 -
 odd gemm_layernorm m=300,k=1000,n=520 -
+odd gemm_batchnorm b=300,k=1000,f=520 -
 odd linear_bf16 b=3,t=77,d=1000,n=520 -
 odd attention_batch_gqa t_q=300,t_kv=300 -
 odd attention_mask t_q=300,t_kv=257 -

@@ -141,15 +141,14 @@ static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access 
     return access_numel(g, a) * ts_dtype_bytes(p->buf[a->buf].dtype);
 }
 
-/* The axis a kernel's neighbouring threads step along: a map's innermost output axis, a reduction's
- * reduced axis (its threads cooperate along it); -1 for GEMM and attention (their tiles are loaded whole). */
+/* The axis a kernel's neighbouring threads step along: a map's innermost output axis (as a ROW kernel's
+ * down columns, whose neighbouring threads take neighbouring rows), a reduction's reduced axis (its
+ * threads cooperate along it); -1 for GEMM and attention (their tiles are loaded whole). */
 static int32_t fast_axis(const ts_kernel *k) {
-    if (k->kind == TS_KERNEL_REDUCE || k->kind == TS_KERNEL_ROW) return k->red_axis;
-    if (k->kind != TS_KERNEL_MAP) return -1;
-    for (int d = 0; d < k->out.ndim; d++)
-        if (ts_sym_is_const(&k->out.stride[d]) && k->out.stride[d].n == 1 && k->out.stride[d].t[0].coef == 1)
-            return k->out.axis[d];
-    return k->out.ndim ? k->out.axis[k->out.ndim - 1] : -1;
+    if (k->kind == TS_KERNEL_REDUCE || (k->kind == TS_KERNEL_ROW && !k->columns)) return k->red_axis;
+    if (k->kind != TS_KERNEL_MAP && k->kind != TS_KERNEL_ROW) return -1;
+    int32_t unit = ts_access_unit_axis(&k->out);
+    return unit >= 0 ? unit : k->out.ndim ? k->out.axis[k->out.ndim - 1] : -1;
 }
 
 /* Does access a read with a stride other than 0 or 1 along the fast axis (each thread of a warp in its own

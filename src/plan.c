@@ -165,6 +165,21 @@ static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t 
     return best;
 }
 
+int32_t ts_access_unit_axis(const ts_access *a) {
+    for (int d = 0; d < a->ndim; d++)
+        if (ts_sym_is_const(&a->stride[d]) && a->stride[d].n == 1 && a->stride[d].t[0].coef == 1) return a->axis[d];
+    return -1;
+}
+
+/* Whether a ROW kernel over rows along axis k reads its widest operand down columns: k strided, and the
+ * unit-stride axis another of the row space's axes (the innermost, as the output copies its order). */
+static bool rows_are_columns(const ts_kernel *kr, uint64_t axes, int32_t k) {
+    const ts_access *w = widest_operand(kr->acc, kr->nacc, axes | (1ull << k));
+    if (!w) return false;
+    int32_t unit = ts_access_unit_axis(w);
+    return unit >= 0 && unit != k && ((axes >> unit) & 1);
+}
+
 /* Expression of term node i inside a kernel: elementwise nodes are inlined (when fusing, or when i is the
  * root), constants and iotas become constants and indices, `cores` (accumulators) map to ACC slots, and
  * anything else is materialized and loaded. memo: term node → expression node (-1). */
@@ -516,6 +531,7 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     ts_kernel *kr = new_kernel(b, TS_KERNEL_ROW);
     kr->acc = tmp.acc, kr->nacc = tmp.nacc, kr->cap_acc = tmp.cap_acc, kr->expr = tmp.expr;
     kr->nstage = ns, kr->nextra = nx, kr->red_axis = k, kr->per_row = per_row;
+    kr->columns = rows_are_columns(kr, b->t[root].axes & ~(1ull << k), k);
     memcpy(kr->stage, tmp.stage, sizeof tmp.stage);
     memcpy(kr->stage_combine, tmp.stage_combine, sizeof tmp.stage_combine);
     memcpy(kr->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
@@ -1156,6 +1172,7 @@ static const char *kind_name(const ts_kernel *k) {
     if (k->kind == TS_KERNEL_REDUCE)
         return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
     if (k->kind == TS_KERNEL_GEMM && k->b1 >= 0) return "dual-gemm";
+    if (k->kind == TS_KERNEL_ROW && k->columns) return "row-columns";
     return ts_kernel_kind_name(k->kind);
 }
 

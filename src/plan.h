@@ -129,6 +129,9 @@ typedef struct {
      * the stage results — log-sum-exp (max, then Σ exp(x - max)), or a max and a mean of one row. */
     int nstage;
     bool per_row;
+    bool columns; /* the row axis is strided and a neighbouring row is the next element (statistics down the
+                   * columns of [b, f] over b): neighbouring threads take neighbouring rows (row.cuh's
+                   * launch_row_columns) rather than a group of threads one row */
     ts_expr stage[TS_ROW_MAX_STAGES];
     ts_combine stage_combine[TS_ROW_MAX_STAGES];
     int nextra;                                    /* outputs besides out/expr */
@@ -192,6 +195,9 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
+
+/* The axis along which access a has unit stride (a constant 1), or -1. */
+int32_t ts_access_unit_axis(const ts_access *a);
 
 /* Adds a buffer to p (a temporary takes the next workspace slot) and returns its index. */
 int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n);

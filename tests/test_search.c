@@ -217,6 +217,33 @@ Test(search, a_lone_reduction_along_rows_is_a_one_stage_per_row_kernel_when_pred
     free_compiled(&cg);
 }
 
+/* Statistics down columns — BatchNorm in training after a GEMM, over the batch b of its [b, f] result —
+ * are one ROW kernel whose neighbouring threads take neighbouring columns (row-columns: coalesced), not a
+ * group of threads per column reading one element per memory sector. A lone column sum is one too. */
+Test(search, statistics_down_columns_are_a_row_columns_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 4096, k: 1024, f: 2048}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [b, k]}\n  W: {dtype: fp16, shape: [k, f]}\n"
+                      "  g: {dtype: fp16, shape: [f]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n"
+                      "  - {name: N, op: layernorm, args: [H], axis: b}\n  - {name: Y, op: mul, args: [N, g]}\n"
+                      "outputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm [b,f] over k; row-columns [b,f] over b");
+    const ts_kernel *k = &cg.out.plans[0].k[1];
+    cr_assert(k->columns && !k->per_row);
+    cr_assert_eq(k->nstage, 2, "the mean, then the centred sum of squares");
+    free(best);
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: g\naxes: {m: 8192, d: 4096}\ninputs:\n  X: {dtype: fp16, shape: [m, d]}\n"
+                      "ops:\n  - {name: Y, op: reduce_sum, args: [X], axis: m}\noutputs: [Y]\n");
+    best = best_plan(&cg);
+    cr_assert_str_eq(best, "row-columns [d] over m");
+    cr_assert(cg.out.plans[0].k[0].per_row && cg.out.plans[0].k[0].columns);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM batched over b with the
  * weight broadcast. It was a CUDA-core REDUCE kernel (predicted 2.4 ms against 0.079): the GEMM needed
  * exactly one free axis per operand. With the weight first in the matmul it is the same GEMM. */

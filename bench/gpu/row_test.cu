@@ -2,7 +2,8 @@
 // templates/map.cuh on the GPU: RMSNorm with a gain, LayerNorm (gain and bias), softmax, and a residual
 // sum with its RMSNorm (two outputs) at 8192x4096 fp16, at odd sizes (37x4099), with misaligned pointers
 // (scalar fallback), with short rows (a warp per row) and with rows too long to cache (several passes),
-// plus an elementwise map with a broadcast gain and a per-row bias. Each case: fresh random inputs,
+// plus an elementwise map with a broadcast gain and a per-row bias, and statistics down columns
+// (launch_row_columns: a column LayerNorm as BatchNorm computes it, column sums). Each case: fresh random inputs,
 // outputs poisoned with NaN, a float64 CPU reference over every element, then the median of 20 runs timed
 // with CUDA events with L2 flushed before each, as GB/s (bytes read + written once) and % of 4.3 TB/s.
 // The functors are written the way src/emit.c writes them. Every CUDA call is checked. Exit status 1 when
@@ -146,6 +147,47 @@ struct ResidualRmsNorm {
         for (int i = 0; i < kVec; i++) o0[i] = v[0][i] + v[1][i], o1[i] = o0[i] * s * gv[i];
         tsv::store_span<kVec>(h + b.off, 1, k0, n, o0);
         tsv::store_span<kVec>(y + b.off, 1, k0, n, o1);
+    }
+};
+
+// Down the columns of x [n, f] (rows of the functor are the columns f, positions along n, f apart): BatchNorm's
+// statistics. y = (x − mean) · rsqrt(var + eps) · g[f] + beta[f] (per_row false), or the column sums
+// (kPerRow: s[f] = Σ_n x[n, f]).
+template <bool PER_ROW> struct ColumnNorm {
+    static constexpr int kVec = 8, kIn = 1, kStages = PER_ROW ? 1 : 2;
+    static constexpr bool kPerRow = PER_ROW;
+    const __half *x, *g, *beta;
+    __half *y;
+    int64_t ld;  // f: the stride along the row axis
+    float inv_len;
+    struct Base {
+        int64_t off;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0]; }
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
+    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
+        tsv::load_span<kVec>(v[0], x + b.off, ld, k0, n);
+    }
+    __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
+                          float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) {
+            const float c = v[0][i] - acc[0] * inv_len;
+            s[i] = j == 0 ? v[0][i] : c * c;
+        }
+    }
+    __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
+        if constexpr (PER_ROW) {
+            y[b.off] = __float2half(acc[0]);
+        } else {
+            float gv[kVec], bv[kVec], o[kVec];
+            tsv::load_span<kVec>(gv, g + b.off, 0, k0, n);
+            tsv::load_span<kVec>(bv, beta + b.off, 0, k0, n);
+            const float r = 1.f / sqrtf(acc[1] * inv_len + kEps);
+#pragma unroll
+            for (int i = 0; i < kVec; i++) o[i] = (v[0][i] - acc[0] * inv_len) * r * gv[i] + bv[i];
+            tsv::store_span<kVec>(y + b.off, ld, k0, n, o);
+        }
     }
 };
 
@@ -386,6 +428,37 @@ static void map_case(int64_t rows, int64_t len, int shift, int sms) {
            time_us([&] { return tsm::launch_map(p, sms, 0); }), err);
 }
 
+// Statistics down the columns of x [n, f]: a column LayerNorm (BatchNorm in training) or the column sums,
+// through launch_row_columns (neighbouring threads on neighbouring columns).
+template <bool PER_ROW> static void column_case(int64_t n, int64_t f, int shift, int sms) {
+    Tensor x(n * f, shift, true), g(f, 0, true), beta(f, 0, true), y(PER_ROW ? f : n * f, shift, false);
+    ColumnNorm<PER_ROW> fn{x.d, g.d, beta.d, y.d, f, 1.f / (float)n};
+    tsw::RowParams<ColumnNorm<PER_ROW>> p{};
+    p.nrowdim = 1;
+    p.rsize[0] = p.rows = f;
+    p.len = n;
+    p.fn = fn;
+    CK(tsw::launch_row_columns(p, sms, 0));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)(PER_ROW ? f : n * f));
+    for (int64_t c = 0; c < f; c++) {
+        double m = 0, v = 0;
+        for (int64_t k = 0; k < n; k++) m += x.h[k * f + c];
+        if (PER_ROW) {
+            want[c] = m;
+            continue;
+        }
+        m /= n;
+        for (int64_t k = 0; k < n; k++) v += (x.h[k * f + c] - m) * (x.h[k * f + c] - m);
+        double s = 1 / std::sqrt(v / n + kEps);
+        for (int64_t k = 0; k < n; k++) want[k * f + c] = (x.h[k * f + c] - m) * s * g.h[c] + beta.h[c];
+    }
+    double err = score(y.fetch(), want, PER_ROW ? 2e-2 : 4e-3, 4e-3);
+    record(PER_ROW ? "column sums" : "column layernorm (batchnorm)", n, f, shift,
+           PER_ROW ? 2.0 * n * f + f * 2 : 2.0 * n * f * 2 + f * 4,
+           time_us([&] { return tsw::launch_row_columns(p, sms, 0); }), err);
+}
+
 static void copy_case(int64_t rows, int64_t len, int sms) {
     (void)sms;
     Tensor x(rows * len, 0, true), y(rows * len, 0, false);
@@ -460,6 +533,22 @@ int main(int argc, char **argv) {
         softmax_case(s.rows, s.len, s.shift, sms);
         residual_case(s.rows, s.len, s.shift, sms);
         map_case(s.rows, s.len, s.shift, sms);
+    }
+    const struct {
+        int64_t n, f;
+        int shift;
+    } columns[] = {
+        {1024, 2048, 0},  // a GEMM's [b, f] output: 16 columns a block
+        {8192, 4096, 0},  // the bandwidth target: 32 columns a block
+        {128, 512, 0},    // KernelBench's batch of 128: 8 columns a block
+        {37, 4099, 1},    // odd sizes, misaligned
+        {1, 1000, 0},     // a single position per column
+        {100000, 3, 0},   // long and few columns: most threads of a block idle
+    };
+    for (const auto &c : columns) {
+        if (sweep_only) break;
+        column_case<false>(c.n, c.f, c.shift, sms);
+        column_case<true>(c.n, c.f, c.shift, sms);
     }
     copy_case(8192, 4096, sms);
     if (sweep_only) copy_case(4096, 4096 * 2, sms);
