@@ -186,6 +186,22 @@ static void score_ops(const ts_expr *e, double *fma, double *sfu) {
     free(live);
 }
 
+/* Tensors a score expression loads (distinct operand slots among its live nodes), each once per score. */
+static double score_tensor_loads(const ts_expr *e) {
+    bool *live = ts_xmalloc(sizeof *live * (size_t)(e->n + 1));
+    ts_expr_live(e, true, live);
+    double n = 0;
+    for (int i = 0; i < e->n; i++) {
+        if (!live[i] || e->node[i].kind != TS_X_LOAD) continue;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = live[j] && e->node[j].kind == TS_X_LOAD && e->node[j].slot == e->node[i].slot;
+        n += !seen;
+    }
+    free(live);
+    return n;
+}
+
 /* Operations of a GEMM epilogue per output element: every op but a cast (the store converts anyway). */
 static double epilogue_ops(const ts_expr *e) {
     double n = 0;
@@ -202,7 +218,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = buffer_numel(g, &p->buf[k->out.buf]);
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0, tile_waves = 0;
+           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0;
     bool skinny = false;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
@@ -264,13 +280,14 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         score_ops(&k->expr, &f, &s);
         fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */
         score_sfu = s * scores;
+        score_loads = score_tensor_loads(&k->expr) * scores;
         wave = wave_efficiency(m, ceil(tq / k->cfg.tile_m) * heads);
         break;
     }
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
-                          .score_sfu_ops = score_sfu, .tile_waves = tile_waves, .skinny = skinny};
+                          .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -294,6 +311,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
+    if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
     t += w->tile_waves * m->gemm_wave_overhead_s;
     return m->launch_s + t;
 }

@@ -31,6 +31,11 @@
  *   skinny_tensor_efficiency  the fraction of tensor_flops_per_s the skinny form's mma.sync tiles reach (its
  *                        1×4 warps stream B; gemm_efficiency is the wgmma form's): 0.3, from run 27's
  *                        1024³ GEMMs in that form (14–17 us each)
+ *   score_loads_per_s    elements of score tensors (a mask, a bias per head) an attention kernel's score
+ *                        functor loads per second, each score loading its own: the loads sit in the consumer
+ *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 7e11 from
+ *                        run 38's four attention kernels reading masks and biases (0.65–0.9e12 each:
+ *                        bench/NOTES.md)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -52,6 +57,7 @@
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 4.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
+    X(score_loads_per_s, NULL, 7e11)                                                                   \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -94,6 +100,8 @@ typedef struct {
                                soft-cap: one tanh.approx each; also counted in sfu_ops), at sfu_ops_per_s,
                                added: the consumer warps evaluate them between their two GEMMs of a tile,
                                where the plain softmax's one exp2 a score is already in the fitted efficiency */
+    double score_loads;     /* attention: elements of score tensors loaded, one per tensor the score reads per
+                               score computed, at score_loads_per_s, added */
     double tile_waves;      /* GEMM in its wgmma tile form: waves of output tiles over the SMs, each paying
                                gemm_wave_overhead_s (0 for other kernels and the skinny form) */
     bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
@@ -108,7 +116,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
  *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
- *            + tile_waves · gemm_wave_overhead_s
+ *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight). */

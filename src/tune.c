@@ -1138,6 +1138,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"wave_efficiency\": ", f), json_number(f, w.wave_efficiency);
         fputs(", \"epilogue_ops\": ", f), json_number(f, w.epilogue_ops);
         fputs(", \"score_sfu_ops\": ", f), json_number(f, w.score_sfu_ops);
+        fputs(", \"score_loads\": ", f), json_number(f, w.score_loads);
         fputs(", \"tile_waves\": ", f), json_number(f, w.tile_waves);
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);

@@ -237,6 +237,7 @@ static const num_field kernel_fields[] = {
     {"strided_bytes", offsetof(ts_tune_kernel, work.strided_bytes), NUM_NONNEG, OPTIONAL, 0},
     {"epilogue_ops", offsetof(ts_tune_kernel, work.epilogue_ops), NUM_NONNEG, OPTIONAL, 0},
     {"score_sfu_ops", offsetof(ts_tune_kernel, work.score_sfu_ops), NUM_NONNEG, OPTIONAL, 0},
+    {"score_loads", offsetof(ts_tune_kernel, work.score_loads), NUM_NONNEG, OPTIONAL, 0},
     {"tile_waves", offsetof(ts_tune_kernel, work.tile_waves), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},

@@ -408,6 +408,11 @@ Test(search, attention_with_a_query_by_key_mask_is_one_attention_kernel) {
             }
         cr_assert_eq(mask_slots, 1, "mask %d", m);
         cr_assert(!k->causal);
+        /* the cost model charges the functor's load of the mask once per score (run 38: masked kernels ran
+         * 2-3x their prediction without it) */
+        ts_kernel_work w;
+        ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+        cr_assert_float_eq(w.score_loads, 2.0 * 12 * 1024 * 1000, 1, "one mask element a score");
         free(yaml);
         free_compiled(&cg);
     }
