@@ -2380,12 +2380,12 @@ struct K0 {
     int64_t nq, nk;  // t_q, t_kv: q and k are clamped into them for loads
     __device__ __forceinline__ float operator()(float dot, int q, int k) const {
         (void)q, (void)k;
-        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;
+        const int qc = q < nq ? q : (int)nq - 1, kc = k < nk ? k : (int)nk - 1;
         (void)qc, (void)kc;
         const float v0 = dot;
         const float v1 = 0.0883883476f;
         const float v2 = v0 * v1;
-        const float v3 = tst::elem<__half>::to_float(tst::load_ro(p0 + o0 + (int64_t)(qc) * s0[0] + (int64_t)(kc) * s0[1]));
+        const float v3 = tst::elem<__half>::to_float(tst::load_ro(p0 + o0 + (int64_t)(qc) * 2048 + (int64_t)(kc)));
         const float v4 = v2 + v3;
         return v4;
     }

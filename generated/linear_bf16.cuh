@@ -1480,8 +1480,8 @@ struct K0 {
         (void)b, (void)row;
         In in;
         const bool two = col + 1 < n;
-        { const int cc = col + 0; (void)cc; in.x[0][0] = tst::elem<__nv_bfloat16>::to_float(tst::load_ro(p2 + o2 + (int64_t)(cc) * s2[0])); }
-        { const int cc = col + 1; (void)cc; in.x[1][0] = two ? tst::elem<__nv_bfloat16>::to_float(tst::load_ro(p2 + o2 + (int64_t)(cc) * s2[0])) : 0.f; }
+        { const int cc = col + 0; (void)cc; in.x[0][0] = tst::elem<__nv_bfloat16>::to_float(tst::load_ro(p2 + o2 + (int64_t)(cc))); }
+        { const int cc = col + 1; (void)cc; in.x[1][0] = two ? tst::elem<__nv_bfloat16>::to_float(tst::load_ro(p2 + o2 + (int64_t)(cc))) : 0.f; }
         return in;
     }
     __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1, const float *ld) const {

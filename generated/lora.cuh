@@ -1601,8 +1601,8 @@ struct K2 {
         (void)b, (void)row;
         In in;
         const bool two = col + 1 < n;
-        { const int cc = col + 0; (void)cc; in.x[0][0] = tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(row) * s2[0] + (int64_t)(cc) * s2[1])); }
-        { const int cc = col + 1; (void)cc; in.x[1][0] = two ? tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(row) * s2[0] + (int64_t)(cc) * s2[1])) : 0.f; }
+        { const int cc = col + 0; (void)cc; in.x[0][0] = tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(row) * 4096 + (int64_t)(cc))); }
+        { const int cc = col + 1; (void)cc; in.x[1][0] = two ? tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(row) * 4096 + (int64_t)(cc))) : 0.f; }
         return in;
     }
     __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1, const float *ld) const {

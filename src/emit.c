@@ -257,13 +257,23 @@ static const char *index_of(const index_map *m, int32_t axis) {
     return NULL;
 }
 
-/* The element offset of access slot `s` at the indices of m. */
+/* The element offset of access slot `s` at the indices of m. A stride known when the header is written is
+ * printed as a number (0: no term, 1: no multiply), so the compiler folds it: an attention score functor
+ * loading a mask per score spent more on 64-bit index products than on the softmax itself (run 38). */
 static void print_offset(FILE *f, const ts_kernel *k, int s, const index_map *m) {
     const ts_access *a = &k->acc[s];
     fprintf(f, "o%d", s);
     for (int d = 0; d < a->ndim; d++) {
         const char *ix = index_of(m, a->axis[d]);
-        if (ix) fprintf(f, " + (int64_t)(%s) * s%d[%d]", ix, s, d);
+        const ts_sym *st = &a->stride[d];
+        if (!ix) continue;
+        if (!ts_sym_is_const(st)) {
+            fprintf(f, " + (int64_t)(%s) * s%d[%d]", ix, s, d);
+            continue;
+        }
+        int64_t v = st->n ? st->t[0].coef : 0;
+        if (v == 1) fprintf(f, " + (int64_t)(%s)", ix);
+        else if (v != 0) fprintf(f, " + (int64_t)(%s) * %lld", ix, (long long)v);
     }
 }
 
@@ -1420,7 +1430,8 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
                       "    __device__ __forceinline__ K%d at(int b, int h) const {\n        K%d r = *this;\n"
                       "        r.b_ = b, r.h_ = h;\n        return r;\n    }\n", ki, ki);
     fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
-    if (loads) fputs("        const int64_t qc = q < nq ? q : nq - 1, kc = k < nk ? k : nk - 1;\n        (void)qc, (void)kc;\n", e->f);
+    if (loads) /* 32-bit: t_q and t_kv are int in the kernels */
+        fputs("        const int qc = q < nq ? q : (int)nq - 1, kc = k < nk ? k : (int)nk - 1;\n        (void)qc, (void)kc;\n", e->f);
     const char *acc[2] = {"dot", "0.f"};
     e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
     print_expr(e, k, &k->expr, &m, acc, "        ");
