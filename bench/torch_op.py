@@ -141,7 +141,8 @@ def check_graph(name, header, so, seed):
     out_list = [outs[n] for n in g.outputs]
     r["raw_us"] = op.raw(*args, out_list, 200)
     r["dispatch_us"] = op.op_us(*args, 200)
-    r["prep_us"] = op.prep_us(*args, 200)  # the op's checks and allocations alone: the rest is the dispatcher
+    r["prep_us"] = op.prep_us(*args, 200)  # the op's checks and allocations alone
+    r["noop_us"] = op.noop_us(*args, 200)  # the dispatcher alone, for the same arguments
     r["raw_again_us"] = op.raw(*args, out_list, 200)  # the raw loop once more: how much the figures move
     torch.cuda.synchronize()
     r["op_us"] = host_us(lambda: op(*args))
@@ -188,8 +189,8 @@ def main():
         for n in names:
             libs[n].result()
     print("built %d operators and %d ctypes libraries in %.0f s" % (len(names), len(names), time.time() - t0))
-    print("%-18s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s  %s" % (
-        "graph", "rel err", "raw us", "raw 2nd", "op C++", "prep", "overhead", "op py", "aten py", "ctypes", "compiled", "op ms", "ctypes ms",
+    print("%-18s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s  %s" % (
+        "graph", "rel err", "raw us", "raw 2nd", "op C++", "prep", "dispatch", "overhead", "op py", "aten py", "ctypes", "compiled", "op ms", "ctypes ms",
         "status"))
     results, failed = [], 0
     for n in names:
@@ -200,8 +201,9 @@ def main():
         results.append(r)
         failed += bool(r["failures"])
         if "op_ms" in r:
-            print("%-18s %8.2e %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.4f %8.4f  %s"
-                  % (n, r["rel_err"], r["raw_us"], r["raw_again_us"], r["dispatch_us"], r["prep_us"], r["overhead_us"],
+            print("%-18s %8.2e %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.4f %8.4f  %s"
+                  % (n, r["rel_err"], r["raw_us"], r["raw_again_us"], r["dispatch_us"], r["prep_us"], r["noop_us"],
+                     r["overhead_us"],
                      r["op_us"], r["aten_us"],
                      r["ctypes_us"], r["compiled_us"], r["op_ms"], r["ctypes_ms"], "; ".join(r["failures"]) or "ok"))
         else:
@@ -209,7 +211,7 @@ def main():
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": results}, f, indent=1)
     print("%d of %d graphs ok (us: host time of one call, GPU idle, median of 200; raw: the C ABI in a C++ loop; op C++: the "
-          "operator through the dispatcher in a C++ loop; prep: its checks and allocations alone; overhead: op C++ minus raw; op py: the operator called from "
+          "operator through the dispatcher in a C++ loop; prep: its checks and allocations alone; dispatch: an op that does nothing, through the dispatcher; overhead: op C++ minus raw; op py: the operator called from "
           "Python; aten py: torch.ops.aten.alias from Python, PyTorch's own cost of any op call; compiled: the op "
           "inside torch.compile(fullgraph=True)); %s" % (len(names) - failed, len(names), os.path.join(OUT, "results.json")))
     return 1 if failed else 0
