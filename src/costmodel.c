@@ -242,6 +242,11 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         double f = 0, s = 0, space = out * (k->per_row ? size_of(g, k->red_axis) : 1);
         for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
         fma += f * space, sfu += s * space;
+        if (k->columns) { /* down columns: nothing cached, a pass over the operands per stage and for the outputs */
+            double in = 0;
+            for (int i = 0; i < k->nacc; i++) in += access_bytes(g, p, &k->acc[i]);
+            bytes += in * (k->nstage + (k->per_row ? 0 : 1) - 1);
+        }
         break;
     }
     case TS_KERNEL_REDUCE: {
@@ -287,7 +292,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
-                          .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny};
+                          .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
+                          .columns = k->kind == TS_KERNEL_ROW && k->columns};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -301,7 +307,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 }
 
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
-    double eff = w->skinny ? m->skinny_tensor_efficiency : ts_costmodel_efficiency(m, w->kind);
+    double eff = w->skinny ? m->skinny_tensor_efficiency : w->columns ? m->columns_efficiency : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));

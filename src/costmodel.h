@@ -31,6 +31,9 @@
  *   skinny_tensor_efficiency  the fraction of tensor_flops_per_s the skinny form's mma.sync tiles reach (its
  *                        1×4 warps stream B; gemm_efficiency is the wgmma form's): 0.3, from run 27's
  *                        1024³ GEMMs in that form (14–17 us each)
+ *   columns_efficiency   the fraction of dram_bytes_per_s a ROW kernel down columns (row.cuh's
+ *                        launch_row_columns: scalar loads, a pass over its operands per stage, the later ones
+ *                        from L2) moves its bytes at, each pass counted: 0.35 from run 38's four (0.26-0.43)
  *   score_loads_per_s    elements of score tensors (a mask, a bias per head) an attention kernel's score
  *                        functor loads per second, each score loading its own: the loads sit in the consumer
  *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 7e11 from
@@ -58,6 +61,7 @@
     X(gemm_wave_overhead_s, NULL, 4.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
     X(score_loads_per_s, NULL, 7e11)                                                                   \
+    X(columns_efficiency, NULL, 0.35)                                                                  \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -106,6 +110,8 @@ typedef struct {
                                gemm_wave_overhead_s (0 for other kernels and the skinny form) */
     bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
                                the DRAM rate, scaled by the share of SMs its CTAs occupy (wave_efficiency) */
+    bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
+                               then the outputs' pass unless per_row) and moves at columns_efficiency */
 } ts_kernel_work;
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
@@ -117,7 +123,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
  *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
- * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
+ * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; a ROW kernel down columns:
+ * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight). */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);

@@ -1141,6 +1141,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"score_loads\": ", f), json_number(f, w.score_loads);
         fputs(", \"tile_waves\": ", f), json_number(f, w.tile_waves);
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
+        if (w.columns) fputs(", \"columns\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

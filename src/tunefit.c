@@ -266,6 +266,9 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     else if (sk) k->work.skinny = strcmp(ts_yaml_str(sk), "true") == 0;
     else k->work.skinny = k->work.kind == TS_KERNEL_GEMM && cfg && jtype_of(cfg) == J_STRING &&
                           strncmp(ts_yaml_str(cfg), "skinny", 6) == 0;
+    yaml_node_t *co = ts_yaml_get(r->s, kn, "columns"); /* a ROW kernel down columns (absent: false) */
+    if (co && jtype_of(co) != J_BOOL) type_error(r, co, what, "columns", "true/false");
+    else k->work.columns = co && strcmp(ts_yaml_str(co), "true") == 0;
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,
                  k->work.bytes);
@@ -468,6 +471,7 @@ static void collect(const ts_tune_set *s, ts_kernel_kind kind, sample_set *ss) {
             for (int k = 0; k < cand->nk && cand->ok; k++) {
                 if (cand->k[k].work.kind != kind || !(cand->k[k].measured_s > 0)) continue;
                 if (cand->k[k].work.skinny) continue; /* its MMAs run at skinny_tensor_efficiency, not the kind's */
+                if (cand->k[k].work.columns) continue; /* its bytes move at columns_efficiency */
                 TS_GROW(ss->s, ss->n, ss->cap);
                 ss->s[ss->n++] = (sample){&cand->k[k].work, &s->r[r].cm, cand->k[k].measured_s};
             }
