@@ -169,6 +169,17 @@ def binding_source(sig, header_path):
     for i, b in enumerate(sig.inputs):
         body += _input_checks(sig, i, b)
     first = sig.inputs[0].arg
+    # what the timing functions share: the raw C ABI's arguments (outputs given, a workspace of its own) and
+    # the operator's handle in the dispatcher
+    raw_setup = ["    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"]),
+                 "    const size_t ws_bytes = %s_workspace(dims);" % n,
+                 "    at::Tensor ws = at::detail::empty_cuda({(int64_t)ws_bytes + 1}, at::kByte, %s.device(), std::nullopt);"
+                 % first,
+                 "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
+                                                       ["outs[%d].data_ptr()" % j for j in range(len(outs))]),
+                 "    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();"]
+    op_lookup = ["    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"tsopt::%s\", \"\")" % n,
+                 "        .typed<%s(%s)>();" % (ret_type, ", ".join(["const at::Tensor &"] * len(sig.inputs)))]
     body += ["    const c10::cuda::CUDAGuard guard(%s.device());" % first,
              "    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"])]
     # outputs and workspace straight from the CUDA caching allocator (at::detail::empty_cuda): at::empty would
@@ -192,28 +203,28 @@ def binding_source(sig, header_path):
              "    }",
              "    return %s;" % ret, "}", "",
              "static %s %s_cuda(%s) { return %s_impl(%s, true); }" % (ret_type, n, params, n, ", ".join(b.arg for b in sig.inputs)), "",
+             "// The median of v (reorders v).",
+             "static double median(std::vector<double> &v) {",
+             "    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());",
+             "    return v.empty() ? 0.0 : v[v.size() / 2];",
+             "}",
              "// Host time of one call with the stream idle (synchronised before, untimed): the call's own cost, never",
-             "// the wait for a full launch queue. Median over iters calls, in microseconds.",
+             "// the wait for a full launch queue; host_us: the median over iters calls, in microseconds.",
+             "template <class F> static double once_us(cudaStream_t stream, F &&call) {",
+             "    TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
+             "    auto t0 = std::chrono::steady_clock::now();",
+             "    call();",
+             "    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();",
+             "}",
              "template <class F> static double host_us(int64_t iters, cudaStream_t stream, F &&call) {",
              "    std::vector<double> us;",
-             "    for (int64_t i = 0; i < iters; i++) {",
-             "        TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
-             "        auto t0 = std::chrono::steady_clock::now();",
-             "        call();",
-             "        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());",
-             "    }",
+             "    for (int64_t i = 0; i < iters; i++) us.push_back(once_us(stream, call));",
              "    TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
-             "    std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());",
-             "    return us.empty() ? 0.0 : us[us.size() / 2];",
+             "    return median(us);",
              "}", "",
              "// The raw C ABI (what the op's overhead is measured against): microseconds per call.",
              "static double %s_raw_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
-             "    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"]),
-             "    const size_t ws_bytes = %s_workspace(dims);" % n,
-             "    at::Tensor ws = at::detail::empty_cuda({(int64_t)ws_bytes + 1}, at::kByte, %s.device(), std::nullopt);" % first,
-             "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
-                                                   ["outs[%d].data_ptr()" % j for j in range(len(outs))]),
-             "    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();",
+             ] + raw_setup + [
              "    return host_us(iters, stream, [&] {",
              '        TSOPT_CHECK(%s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, stream) == 0, OP ": %s_run failed");'
              % (n, n),
@@ -221,28 +232,15 @@ def binding_source(sig, header_path):
              "// The operator itself called through the dispatcher from C++ (its checks, allocations and dispatch, no",
              "// Python): microseconds per call.",
              "static double %s_op_us(%s, int64_t iters) {" % (n, params),
-             "    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"tsopt::%s\", \"\")" % n,
-             "        .typed<%s(%s)>();" % (ret_type, ", ".join(["const at::Tensor &"] * len(sig.inputs))),
+             ] + op_lookup + [
              "    return host_us(iters, at::cuda::getCurrentCUDAStream().stream(), [&] { (void)op.call(%s); });"
              % ", ".join(b.arg for b in sig.inputs), "}", "",
              "// The op's cost over the raw C ABI, paired: each iteration times one call of each (in alternating order,",
              "// the stream idle before each) and keeps op - raw; the median of those differences. Two loops timed",
              "// apart moved by 2x between runs (host clock and cache state drift), more than the overhead itself.",
              "static double %s_overhead_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
-             "    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"tsopt::%s\", \"\")" % n,
-             "        .typed<%s(%s)>();" % (ret_type, ", ".join(["const at::Tensor &"] * len(sig.inputs))),
-             "    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"]),
-             "    const size_t ws_bytes = %s_workspace(dims);" % n,
-             "    at::Tensor ws = at::detail::empty_cuda({(int64_t)ws_bytes + 1}, at::kByte, %s.device(), std::nullopt);" % first,
-             "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
-                                                   ["outs[%d].data_ptr()" % j for j in range(len(outs))]),
-             "    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();",
-             "    auto once = [&](auto &&call) {",
-             "        TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
-             "        auto t0 = std::chrono::steady_clock::now();",
-             "        call();",
-             "        return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();",
-             "    };",
+             ] + op_lookup + [
+             ] + raw_setup + [
              "    auto raw = [&] {",
              '        TSOPT_CHECK(%s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, stream) == 0, OP ": %s_run failed");'
              % (n, n),
@@ -250,12 +248,12 @@ def binding_source(sig, header_path):
              "    auto call = [&] { (void)op.call(%s); };" % ", ".join(b.arg for b in sig.inputs),
              "    std::vector<double> d;",
              "    for (int64_t i = 0; i < iters; i++) {",
-             "        const double r0 = i % 2 ? 0.0 : once(raw), o = once(call), r1 = i % 2 ? once(raw) : 0.0;",
+             "        const double r0 = i % 2 ? 0.0 : once_us(stream, raw), o = once_us(stream, call),",
+             "                     r1 = i % 2 ? once_us(stream, raw) : 0.0;",
              "        d.push_back(o - (i % 2 ? r1 : r0));",
              "    }",
              "    TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
-             "    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());",
-             "    return d.empty() ? 0.0 : d[d.size() / 2];",
+             "    return median(d);",
              "}", "",
              "// The operator's own work without the dispatcher and without the launch (its checks, device guard,",
              "// output and workspace allocations and their frees): microseconds per call.",

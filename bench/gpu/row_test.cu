@@ -72,6 +72,17 @@ struct RmsNormGain : OneOperandRows {
     }
 };
 
+// LayerNorm's two stages over a span: stage 0 Σx, stage 1 Σ(x − acc0/n)².
+template <int VEC>
+__device__ __forceinline__ void mean_then_centred_squares(int j, const float (&x)[VEC], const float *acc, float inv_len,
+                                                          float (&s)[VEC]) {
+#pragma unroll
+    for (int i = 0; i < VEC; i++) {
+        const float c = x[i] - acc[0] * inv_len;
+        s[i] = j == 0 ? x[i] : c * c;
+    }
+}
+
 // y = (x − mean) · rsqrt(var + eps) · g + beta; stage 0 Σx, stage 1 Σ(x − acc0/n)²
 struct LayerNorm : OneOperandRows {
     static constexpr int kStages = 2;
@@ -82,11 +93,7 @@ struct LayerNorm : OneOperandRows {
     __device__ static constexpr int combine(int) { return tsw::kSum; }
     __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
                           float (&s)[kVec]) const {
-#pragma unroll
-        for (int i = 0; i < kVec; i++) {
-            const float c = v[0][i] - acc[0] * inv_len;
-            s[i] = j == 0 ? v[0][i] : c * c;
-        }
+        mean_then_centred_squares(j, v[0], acc, inv_len, s);
     }
     __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
         float gv[kVec], bv[kVec], o[kVec];
@@ -170,11 +177,7 @@ template <bool PER_ROW> struct ColumnNorm {
     }
     __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
                           float (&s)[kVec]) const {
-#pragma unroll
-        for (int i = 0; i < kVec; i++) {
-            const float c = v[0][i] - acc[0] * inv_len;
-            s[i] = j == 0 ? v[0][i] : c * c;
-        }
+        mean_then_centred_squares(j, v[0], acc, inv_len, s);
     }
     __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
         if constexpr (PER_ROW) {
