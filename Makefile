@@ -392,6 +392,7 @@ VALGRIND_DIMS_gemm_logsumexp   := m=4,d=64,n=64
 VALGRIND_DIMS_gemm_groupnorm   := m=4,d=64,f=128,g=4,c=32
 VALGRIND_DIMS_gemm_mish        := b=4,k=64,f=32
 VALGRIND_DIMS_gemm_layernorm   := m=4,k=64,n=64
+VALGRIND_DIMS_gemm_batchnorm   := b=8,k=64,f=64
 VALGRIND_DIMS_linear_bf16      := b=2,t=4,d=64,n=64
 VALGRIND_DIMS_attention_batch_gqa := t_q=8,t_kv=8
 VALGRIND_DIMS_attention_mask := t_q=8,t_kv=12
@@ -407,6 +408,7 @@ valgrind-cli: $(GRAPHS:bench/graphs/%.yaml=valgrind-%)
 valgrind-%: build/tsopt
 	@rm -rf build/valgrind/$* && mkdir -p build/valgrind/$*
 	@echo "== valgrind bench/graphs/$*.yaml"
+	@test -n "$(VALGRIND_DIMS_$*)" || { echo "valgrind-$*: the Makefile has no VALGRIND_DIMS_$* (small sizes for bench/graphs/$*.yaml)"; exit 1; }
 	@$(VALGRIND) build/tsopt check bench/graphs/$*.yaml > build/valgrind/$*/check.log
 	@$(VALGRIND) build/tsopt eval --dims $(VALGRIND_DIMS_$*) bench/graphs/$*.yaml > build/valgrind/$*/eval.log
 	@$(VALGRIND) build/tsopt compile -o build/valgrind/$* bench/graphs/$*.yaml > build/valgrind/$*/compile.log
