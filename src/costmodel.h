@@ -36,9 +36,9 @@
  *                        from L2) moves its bytes at, each pass counted: 0.35 from run 38's four (0.26-0.43)
  *   score_loads_per_s    elements of score tensors (a mask, a bias per head) an attention kernel's score
  *                        functor loads per second, each score loading its own: the loads sit in the consumer
- *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 7e11 from
- *                        run 38's four attention kernels reading masks and biases (0.65–0.9e12 each:
- *                        bench/NOTES.md)
+ *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 9e11 from
+ *                        runs 39–40's four attention kernels reading masks and biases (0.70–1.16e12 each,
+ *                        after the functors' strides became numbers; 7e11 before: bench/NOTES.md)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -60,7 +60,7 @@
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 4.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
-    X(score_loads_per_s, NULL, 7e11)                                                                   \
+    X(score_loads_per_s, NULL, 9e11)                                                                   \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
