@@ -2,7 +2,7 @@
 //
 // graph:     rmsnorm_mlp_decode (source hash 32041b2a986651b2)
 // plan:      fused — 2 kernels: row [m,d] over d; dual-gemm [m,n] over d
-// predicted: 0.0796 ms on NVIDIA H200 at the typical sizes (1.39x the 0.1108 ms predicted for one kernel per op)
+// predicted: 0.0796 ms on NVIDIA H200 at the typical sizes (1.42x the 0.1131 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 5 stages

@@ -246,6 +246,12 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             double in = 0;
             for (int i = 0; i < k->nacc; i++) in += access_bytes(g, p, &k->acc[i]);
             bytes += in * (k->nstage + (k->per_row ? 0 : 1) - 1);
+            /* launch_row_columns (row.cuh) gives a block 32, 16 or 8 rows and wants two blocks an SM: with
+             * fewer rows the SMs it leaves idle do not stream (run 40: 3 columns of 100,000, one block,
+             * 116 us for 600 KB) */
+            double rows = k->per_row ? out : out / size_of(g, k->red_axis);
+            double cols = rows >= 64.0 * m->sms ? 32 : rows >= 32.0 * m->sms ? 16 : 8;
+            wave = fmin(1, ceil(rows / cols) / (2.0 * m->sms));
         }
         break;
     }
@@ -255,6 +261,10 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         expr_ops(&k->inner_weighted, &f, &s);
         if (k->combine == TS_COMBINE_WSUM) s += 1, f += 4;
         fma += f * out * len, sfu += s * out * len;
+        /* launch_reduce (reduce.cuh): a block per output for few long rows, else 8 outputs a block; as for
+         * rows down columns, fewer than two blocks an SM leave SMs idle (not measured for this kernel) */
+        double blocks = len >= 1024 && out <= 64.0 * m->sms ? out : ceil(out / 8);
+        wave = fmin(1, blocks / (2.0 * m->sms));
         break;
     }
     case TS_KERNEL_GEMM: {
@@ -313,7 +323,10 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
-    double bw_eff = w->skinny ? m->skinny_gemm_efficiency * w->wave_efficiency : matrix ? 1 : eff;
+    double bw_eff = w->skinny    ? m->skinny_gemm_efficiency * w->wave_efficiency
+                    : w->columns || w->kind == TS_KERNEL_REDUCE ? eff * w->wave_efficiency
+                    : matrix     ? 1
+                                 : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;

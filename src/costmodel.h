@@ -97,7 +97,8 @@ typedef struct {
     double strided_bytes;   /* the part of bytes read with a stride other than 0 or 1 along the axis that
                                neighbouring threads step along (map: innermost output axis; reduce: the
                                reduced axis): uncoalesced, moved at strided_efficiency of the rate */
-    double wave_efficiency; /* tiles / (waves × SMs): the last wave's idle share (1 for map and reduce) */
+    double wave_efficiency; /* GEMM, attention: tiles / (waves × SMs), the last wave's idle share; REDUCE and ROW
+                               down columns: the share of two blocks an SM their launch fills; 1 otherwise */
     double epilogue_ops;    /* GEMM: elementwise operations of its epilogue over the whole output (also
                                counted in fma_flops and sfu_ops), at epilogue_ops_per_s, added */
     double score_sfu_ops;   /* attention: special-function ops of the score functor over every score (a tanh
@@ -111,7 +112,8 @@ typedef struct {
     bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
                                the DRAM rate, scaled by the share of SMs its CTAs occupy (wave_efficiency) */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
-                               then the outputs' pass unless per_row) and moves at columns_efficiency */
+                               then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
+                               by wave_efficiency: the share of two blocks an SM its rows fill */
 } ts_kernel_work;
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
@@ -126,7 +128,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
- * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight). */
+ * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight); a ROW kernel
+ * down columns and a REDUCE kernel: eff'' = eff · wave, wave the share of two blocks an SM their launch fills. */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);
 
 /* Predicts every kernel of p (at the graph's current sizes: dynamic axes at their typical size) and the
