@@ -602,6 +602,19 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
     }
 }
 
+// ---- what both launchers share -----------------------------------------------------------------------
+
+// Whether p's row description is one the kernels accept (its row count may be 0: nothing is launched).
+template <class Fn> inline bool row_params_ok(const RowParams<Fn> &p) {
+    return p.nrowdim >= 0 && p.nrowdim <= kMaxDims && p.len >= 1 && p.len <= ((int64_t)1 << 40);
+}
+
+// A grid of `blocks` blocks, capped at 2^30 (the kernels stride over the rows past it).
+inline unsigned row_grid(int64_t blocks) {
+    constexpr int64_t kMaxBlocks = (int64_t)1 << 30;
+    return (unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
 // ---- rows along a strided axis (columns) ---------------------------------------------------------------
 // When the row axis is not the contiguous one (statistics down the columns of [b, f] over b: BatchNorm's),
 // a group per row would read one element per memory sector. Here neighbouring threads take neighbouring
@@ -612,6 +625,20 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
 // shared memory; then a pass writes the outputs. Measured (run 38, 256-thread blocks, one span a step):
 // 12% of DRAM bandwidth on column sums of 8192×4096 — too few loads in flight per SM.
 constexpr int kColumnThreads = 512;
+
+// One pass of a column thread over its row: spans first, first + step, ..., two at a time (both loaded,
+// then use(k0, n, x) on each), so that 2·kVec loads are in flight.
+template <class Fn, class Use>
+__device__ __forceinline__ void column_pass(const RowParams<Fn> &p, const typename Fn::Base &b, int64_t first, int64_t step,
+                                            float (&x)[Fn::kIn][Fn::kVec], float (&x2)[Fn::kIn][Fn::kVec], Use &&use) {
+    for (int64_t k0 = first; k0 < p.len; k0 += 2 * step) {
+        const int n = tsv::span_len<Fn::kVec>(k0, p.len), n2 = tsv::span_len<Fn::kVec>(k0 + step, p.len);
+        p.fn.load(b, k0, n, x);
+        if (n2 > 0) p.fn.load(b, k0 + step, n2, x2);
+        use(k0, n, x);
+        if (n2 > 0) use(k0 + step, n2, x2);
+    }
+}
 
 template <class Fn, int COLS>
 __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const RowParams<Fn> p) {
@@ -632,13 +659,9 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
         for (int j = 0; j < NS; j++) {
             float part = identity(Fn::combine(j));
             if (live)
-                for (int64_t k0 = (int64_t)split * VEC; k0 < p.len; k0 += 2 * STEP) {
-                    const int n = tsv::span_len<VEC>(k0, p.len), n2 = tsv::span_len<VEC>(k0 + STEP, p.len);
-                    p.fn.load(b, k0, n, x);
-                    if (n2 > 0) p.fn.load(b, k0 + STEP, n2, x2);
-                    part = fold_span(p.fn, j, b, k0, n, x, acc, part);
-                    if (n2 > 0) part = fold_span(p.fn, j, b, k0 + STEP, n2, x2, acc, part);
-                }
+                column_pass(p, b, (int64_t)split * VEC, STEP, x, x2, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+                    part = fold_span(p.fn, j, b, k0, n, v, acc, part);
+                });
             part_of[split][col] = part;
             __syncthreads();
             float a = part_of[0][col];
@@ -650,21 +673,15 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
         if constexpr (Fn::kPerRow) {
             if (live && split == 0) p.fn.store(b, 0, 1, x, acc);
         } else if (live) {
-            for (int64_t k0 = (int64_t)split * VEC; k0 < p.len; k0 += 2 * STEP) {
-                const int n = tsv::span_len<VEC>(k0, p.len), n2 = tsv::span_len<VEC>(k0 + STEP, p.len);
-                p.fn.load(b, k0, n, x);
-                if (n2 > 0) p.fn.load(b, k0 + STEP, n2, x2);
-                p.fn.store(b, k0, n, x, acc);
-                if (n2 > 0) p.fn.store(b, k0 + STEP, n2, x2, acc);
-            }
+            column_pass(p, b, (int64_t)split * VEC, STEP, x, x2, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+                p.fn.store(b, k0, n, v, acc);
+            });
         }
     }
 }
 
 template <class Fn, int COLS> cudaError_t launch_row_columns_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    constexpr int64_t kMaxBlocks = (int64_t)1 << 30;
-    const int64_t blocks = (p.rows + COLS - 1) / COLS;
-    row_columns_kernel<Fn, COLS><<<(unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks), kColumnThreads, 0, stream>>>(p);
+    row_columns_kernel<Fn, COLS><<<row_grid((p.rows + COLS - 1) / COLS), kColumnThreads, 0, stream>>>(p);
     return cudaGetLastError();
 }
 
@@ -673,7 +690,7 @@ template <class Fn, int COLS> cudaError_t launch_row_columns_as(const RowParams<
 // threads share each row.
 template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.rows == 0) return cudaSuccess;
-    if (p.nrowdim < 0 || p.nrowdim > kMaxDims || p.len < 1 || p.len > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
+    if (!row_params_ok(p)) return cudaErrorInvalidValue;
     const int64_t blocks = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
     if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32>(p, stream);
     if (p.rows >= 16 * blocks) return launch_row_columns_as<Fn, 16>(p, stream);
@@ -683,9 +700,7 @@ template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int s
 // ---- launch ----------------------------------------------------------------------------------------
 
 template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks> cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    constexpr int64_t kMaxBlocks = (int64_t)1 << 30;
-    int64_t blocks = (p.rows + kThreads / TPR - 1) / (kThreads / TPR);
-    row_kernel<Fn, TPR, ITEMS, MINB><<<(unsigned)(blocks < kMaxBlocks ? blocks : kMaxBlocks), kThreads, 0, stream>>>(p);
+    row_kernel<Fn, TPR, ITEMS, MINB><<<row_grid((p.rows + kThreads / TPR - 1) / (kThreads / TPR)), kThreads, 0, stream>>>(p);
     return cudaGetLastError();
 }
 
@@ -697,7 +712,7 @@ template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks> cudaError_t launc
 template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     (void)sm_count;
     if (p.rows == 0) return cudaSuccess;
-    if (p.nrowdim < 0 || p.nrowdim > kMaxDims || p.len < 1 || p.len > ((int64_t)1 << 40)) return cudaErrorInvalidValue;
+    if (!row_params_ok(p)) return cudaErrorInvalidValue;
     constexpr int cap = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
     if constexpr (cap >= 1) {

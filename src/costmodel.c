@@ -156,8 +156,8 @@ static int32_t fast_axis(const ts_kernel *k) {
 static bool strided(const ts_access *a, int32_t fast) {
     for (int d = 0; d < a->ndim; d++)
         if (a->axis[d] == fast) {
-            const ts_sym *s = &a->stride[d];
-            return !(s->n == 0 || (ts_sym_is_const(s) && s->n == 1 && (s->t[0].coef == 1 || s->t[0].coef == 0)));
+            int64_t v;
+            return !(ts_sym_const_value(&a->stride[d], &v) && (v == 0 || v == 1));
         }
     return false;
 }

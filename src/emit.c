@@ -265,14 +265,10 @@ static void print_offset(FILE *f, const ts_kernel *k, int s, const index_map *m)
     fprintf(f, "o%d", s);
     for (int d = 0; d < a->ndim; d++) {
         const char *ix = index_of(m, a->axis[d]);
-        const ts_sym *st = &a->stride[d];
+        int64_t v;
         if (!ix) continue;
-        if (!ts_sym_is_const(st)) {
-            fprintf(f, " + (int64_t)(%s) * s%d[%d]", ix, s, d);
-            continue;
-        }
-        int64_t v = st->n ? st->t[0].coef : 0;
-        if (v == 1) fprintf(f, " + (int64_t)(%s)", ix);
+        if (!ts_sym_const_value(&a->stride[d], &v)) fprintf(f, " + (int64_t)(%s) * s%d[%d]", ix, s, d);
+        else if (v == 1) fprintf(f, " + (int64_t)(%s)", ix);
         else if (v != 0) fprintf(f, " + (int64_t)(%s) * %lld", ix, (long long)v);
     }
 }
@@ -1417,7 +1413,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
     if (kvh >= 0) m.axis[m.n] = kvh, m.expr[m.n++] = merged ? kv_ix : "b_";
     if (qh >= 0) m.axis[m.n] = qh, m.expr[m.n++] = merged ? q_ix : "h_";
     bool per_head = false;
-    for (int s = 0; s < k->nacc && loads; s++) {
+    for (int s = 0; s < k->nacc; s++) { /* the tensors the score reads (none: loads false) */
         if (!expr_reads(&k->expr, s)) continue;
         fprintf(e->f, "    const %s *p%d;\n    int64_t o%d, s%d[%d];\n", ctype_of(e->p->buf[k->acc[s].buf].dtype), s, s, s,
                 k->acc[s].ndim ? k->acc[s].ndim : 1);

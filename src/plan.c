@@ -167,7 +167,7 @@ static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t 
 
 int32_t ts_access_unit_axis(const ts_access *a) {
     for (int d = 0; d < a->ndim; d++)
-        if (ts_sym_is_const(&a->stride[d]) && a->stride[d].n == 1 && a->stride[d].t[0].coef == 1) return a->axis[d];
+        if (ts_sym_is_one(&a->stride[d])) return a->axis[d];
     return -1;
 }
 
@@ -551,8 +551,6 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
 
 /* ---- GEMM -------------------------------------------------------------------------------------- */
 
-static bool sym_is_one(const ts_sym *s) { return ts_sym_is_const(s) && s->n == 1 && s->t[0].coef == 1; }
-
 /* The tensor-core templates take fp16 and bf16 operands. */
 static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
 
@@ -600,7 +598,7 @@ static ts_access contiguous_as(builder *b, int i, const int32_t *order, int n) {
 static ts_access unit_stride(builder *b, int i, int32_t axis, const int32_t *order, int n) {
     ts_access a = typed_operand(b, i);
     int d = find_dim(&a, axis);
-    if (d >= 0 && sym_is_one(&a.stride[d])) return a;
+    if (d >= 0 && ts_sym_is_one(&a.stride[d])) return a;
     return contiguous_as(b, i, order, n);
 }
 
@@ -614,7 +612,7 @@ static int32_t only_axis(uint64_t m) {
 static bool k_contiguous(builder *b, int i, int32_t kax) {
     ts_access a = materialize(b, i); /* every operand is materialised anyway */
     int d = find_dim(&a, kax);
-    return d >= 0 && sym_is_one(&a.stride[d]);
+    return d >= 0 && ts_sym_is_one(&a.stride[d]);
 }
 
 /* Whether axes `outer` and `inner` nest into one index in access a (outer's stride is inner's times its
@@ -730,7 +728,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         nb -= 2;
     }
     int kd = find_dim(&bacc, kax), nd = find_dim(&bacc, n);
-    bool kn = sym_is_one(&bacc.stride[nd]), nk = sym_is_one(&bacc.stride[kd]);
+    bool kn = ts_sym_is_one(&bacc.stride[nd]), nk = ts_sym_is_one(&bacc.stride[kd]);
     if (!kn && !nk) {
         border[nb++] = kax, border[nb++] = n;
         bacc = contiguous_as(b, opb, border, nb);
@@ -834,7 +832,7 @@ static ts_access attention_operand(builder *b, int i, int32_t dim, const int32_t
     ts_access a = typed_operand(b, i);
     bool ok = a.ndim == n && sym_multiple_of_8(&a.offset);
     for (int d = 0; ok && d < a.ndim; d++)
-        ok = a.axis[d] == dim ? sym_is_one(&a.stride[d]) : sym_multiple_of_8(&a.stride[d]);
+        ok = a.axis[d] == dim ? ts_sym_is_one(&a.stride[d]) : sym_multiple_of_8(&a.stride[d]);
     return ok ? a : contiguous_as(b, i, order, n);
 }
 

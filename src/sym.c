@@ -63,6 +63,17 @@ ts_sym ts_sym_mul(ts_sym a, ts_sym b) {
     return r;
 }
 
+bool ts_sym_const_value(const ts_sym *s, int64_t *v) {
+    if (!ts_sym_is_const(s)) return false;
+    *v = s->n ? s->t[0].coef : 0;
+    return true;
+}
+
+bool ts_sym_is_one(const ts_sym *s) {
+    int64_t v;
+    return ts_sym_const_value(s, &v) && v == 1;
+}
+
 bool ts_sym_is_const(const ts_sym *s) {
     for (int i = 0; i < s->n; i++)
         for (int d = 0; d < TS_SYM_MAX_DYN; d++)

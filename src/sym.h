@@ -39,6 +39,10 @@ ts_sym ts_sym_axis(const ts_graph *g, const ts_dyn *dyn, int32_t axis);
 ts_sym ts_sym_add(ts_sym a, ts_sym b);
 ts_sym ts_sym_mul(ts_sym a, ts_sym b);
 bool ts_sym_is_const(const ts_sym *s);
+/* Whether s is a constant, and then its value in *v (terms are merged: a constant has at most one). */
+bool ts_sym_const_value(const ts_sym *s, int64_t *v);
+/* Whether s is the constant 1 (a unit stride). */
+bool ts_sym_is_one(const ts_sym *s);
 /* Value with the dynamic axes at sizes[i] (indexed like dyn->axis). */
 int64_t ts_sym_eval(const ts_sym *s, const int64_t *sizes);
 /* Recovers a monomial from its value at two bindings: v1 with dynamic root i at size b1[i], v2 at
