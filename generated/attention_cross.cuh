@@ -376,6 +376,15 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, statistics of A's rows (prologue fusion: an RMSNorm's Σ_k x² computed while the kernel reads
+// A for the contraction anyway, instead of by a kernel of its own):
+//       static constexpr int kRowStats = S;     // 1..4 reductions over k of a term of one element A[m, k]
+//       static constexpr int kRowOuts = O;      // 1..4 values per row, from the S results
+//       static constexpr bool row_max(int j);   // reduction j is a maximum (else a sum)
+//       __device__ float row_term(int j, float a) const;                       // a = A[m, k] (k < K only)
+//       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
+// and then apply and apply_loaded take this row's O values as a last parameter `const float *rs`. Both
+// kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
 
 
 namespace tsg {
@@ -384,6 +393,56 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Row statistics of A an epilogue functor asks for (S reductions, O values per row; 0 and 0: none).
+template <class E, class = void> struct RowStatsOf {
+    static constexpr int S = 0, O = 0;
+};
+template <class E> struct RowStatsOf<E, std::void_t<decltype(E::kRowStats)>> {
+    static constexpr int S = E::kRowStats, O = E::kRowOuts;
+    static_assert(S >= 1 && S <= 4 && O >= 1 && O <= 4, "kRowStats and kRowOuts must be 1..4");
+};
+template <class E> constexpr int kRowStats = RowStatsOf<E>::S;
+template <class E> constexpr int kRowOuts = RowStatsOf<E>::O;
+
+// The epilogue call, with this row's statistics when the functor has them (rs: its O values).
+template <typename T, class E>
+__device__ __forceinline__ void epi_apply(const E &ep, int b, int row, int col, float v0, float v1, const float *rs) {
+    if constexpr (kRowStats<E> > 0) ep.template apply<T>(b, row, col, v0, v1, rs);
+    else (void)rs, ep.template apply<T>(b, row, col, v0, v1);
+}
+template <typename T, class E>
+__device__ __forceinline__ void epi_apply(const E &ep, int b, int row, int col, float v0, float v1, float w0, float w1,
+                                          const float *rs) {
+    if constexpr (kRowStats<E> > 0) ep.template apply<T>(b, row, col, v0, v1, w0, w1, rs);
+    else (void)rs, ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+}
+template <typename T, class E, class In>
+__device__ __forceinline__ void epi_apply_loaded(const E &ep, int b, int row, int col, const In &in, float v0, float v1,
+                                                 const float *rs) {
+    if constexpr (kRowStats<E> > 0) ep.template apply_loaded<T>(b, row, col, in, v0, v1, rs);
+    else (void)rs, ep.template apply_loaded<T>(b, row, col, in, v0, v1);
+}
+
+// Row-statistic accumulators: start, fold one element of A in, merge two partial results.
+template <class E, int S> __device__ __forceinline__ void row_start(float (&s)[S]) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) s[j] = E::row_max(j) ? -INFINITY : 0.f;
+}
+template <class E, int S> __device__ __forceinline__ void row_fold(const E &ep, float (&s)[S], float a) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const float t = ep.row_term(j, a);
+        s[j] = E::row_max(j) ? fmaxf(s[j], t) : s[j] + t;
+    }
+}
+// The finished values of one row → rs[0..O).
+template <class E, int S> __device__ __forceinline__ void row_store(const E &ep, const float (&s)[S], float *rs) {
+    float o[kRowOuts<E>];
+    ep.row_finish(s, o);
+#pragma unroll
+    for (int i = 0; i < kRowOuts<E>; ++i) rs[i] = o[i];
+}
 
 // ---- output helpers for functors ------------------------------------------------------------------
 // Store (v0, v1) at p[0], p[1]; p[1] only when has2. One 4-byte store when both fit and p is aligned.
@@ -451,6 +510,43 @@ template <typename TOut> struct GatedEpilogue {
     __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
         float s = rs ? rs[b * rs_batch_stride + row] : 1.f;
         store2(out + b * batch_stride + row * ldc + col, (v0 * s) * (w0 * s), (v1 * s) * (w1 * s), col + 1 < n);
+    }
+};
+
+// out = acc · rsqrt(mean_k A[row, k]² + eps) + max_k A[row, k], both statistics of A's row folded inside the
+// GEMM (kRowStats: a sum and a maximum, two values per row) — RMSNorm's scale without a kernel of its own
+template <typename TOut> struct RowStatEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    float inv_k, eps;
+    static constexpr int kRowStats = 2, kRowOuts = 2;
+    __host__ __device__ static constexpr bool row_max(int j) { return j == 1; }
+    __device__ __forceinline__ float row_term(int j, float a) const { return j == 0 ? a * a : a; }
+    __device__ __forceinline__ void row_finish(const float (&s)[2], float (&o)[2]) const {
+        o[0] = rsqrtf(s[0] * inv_k + eps);
+        o[1] = s[1];
+    }
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, const float *rs) const {
+        store2(out + b * batch_stride + row * ldc + col, v0 * rs[0] + rs[1], v1 * rs[0] + rs[1], col + 1 < n);
+    }
+};
+
+// DUAL: out = (v · r) · (w · r), r = rsqrt(mean_k A[row, k]² + eps) folded inside the GEMM (rmsnorm_mlp)
+template <typename TOut> struct GatedStatEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    float inv_k, eps;
+    static constexpr int kRowStats = 1, kRowOuts = 1;
+    __host__ __device__ static constexpr bool row_max(int) { return false; }
+    __device__ __forceinline__ float row_term(int, float a) const { return a * a; }
+    __device__ __forceinline__ void row_finish(const float (&s)[1], float (&o)[1]) const { o[0] = rsqrtf(s[0] * inv_k + eps); }
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1, const float *rs) const {
+        const float r = rs[0];
+        store2(out + b * batch_stride + row * ldc + col, (v0 * r) * (w0 * r), (v1 * r) * (w1 * r), col + 1 < n);
     }
 };
 
@@ -553,9 +649,80 @@ __device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t
 }
 
 // Shared memory one block needs (bytes).
-template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL> constexpr int gemm_smem_bytes() {
-    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T));
+// (+ the row statistics' values and scratch: BM·O and BM·8·S floats, with O values and S reductions)
+template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0>
+constexpr int gemm_smem_bytes() {
+    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T)) + BM * ROW_OUTS * 4 +
+           BM * 8 * ROW_STATS * 4;
 }
+
+// Row statistics folded from the shared-memory A tiles as a main loop passes them (both kernels): each of
+// THREADS threads keeps the partial results of ROWS = BM·8/THREADS rows of the tile — rows t/8 + (THREADS/8)·i,
+// always the same 16-byte chunk t % 8 of the row's 64 k — so a stage costs it ROWS 16-byte shared loads,
+// and the 8 lanes of one row (a quarter warp: 8 different bank groups whatever the swizzle) merge at the
+// end. The partials live in shared memory (SCRATCH floats, each thread its own), not in registers: in the
+// wgmma kernel a dozen more live registers beside the accumulators serialized the wgmmas (ptxas C7515).
+// Only k < K is folded: tiles are zero-filled past K, and a term of 0 need not be 0.
+template <class E, int BM, int THREADS> struct RowFold {
+    static constexpr int S = kRowStats<E> > 0 ? kRowStats<E> : 1, ROWS = kRowStats<E> > 0 ? BM * 8 / THREADS : 1;
+    static constexpr int SCRATCH = kRowStats<E> > 0 ? ROWS * S * THREADS : 0;   // floats
+    static_assert(kRowStats<E> == 0 || (BM * 8) % THREADS == 0, "row statistics need BM·8 a multiple of the threads");
+    float *part;   // part[(i·S + j)·THREADS + t]: thread t's partial of statistic j for its row i
+    // scratch: SCRATCH floats of shared memory, or nullptr for a thread that folds nothing
+    __device__ __forceinline__ RowFold(float *scratch, int t) : part(scratch) {
+        if constexpr (kRowStats<E> > 0)
+            if (scratch)
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+                for (int j = 0; j < S; ++j) part[(i * S + j) * THREADS + t] = E::row_max(j) ? -INFINITY : 0.f;
+    }
+    __device__ __forceinline__ static int row(int t, int i) { return t / 8 + (THREADS / 8) * i; }
+    // One stage: the tile's row r chunk (t % 8) at chunk_at(r, t % 8) (a 16-byte aligned address), k0 the
+    // tile's first k.
+    template <typename T, class At>
+    __device__ __forceinline__ void fold(const E &ep, int t, int k0, int K, At chunk_at) {
+        const int ch = t % 8, k = k0 + 8 * ch;
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            const uint4 w = *reinterpret_cast<const uint4 *>(chunk_at(row(t, i), ch));
+            const T *e = reinterpret_cast<const T *>(&w);
+            float s[S];
+            row_start<E>(s);
+            if (k + 8 <= K) {
+#pragma unroll
+                for (int q = 0; q < 8; ++q) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+            } else {
+#pragma unroll
+                for (int q = 0; q < 8; ++q)
+                    if (k + q < K) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+            }
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                float &pj = part[(i * S + j) * THREADS + t];
+                pj = E::row_max(j) ? fmaxf(pj, s[j]) : pj + s[j];
+            }
+        }
+    }
+    // After the last stage: merge the 8 lanes of each row, finish, and write its O values to rs[row·O + o]
+    // (tile rows; the caller syncs before the epilogue reads them).
+    __device__ __forceinline__ void finish(const E &ep, int t, float *rs) {
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            float s[S];
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                s[j] = part[(i * S + j) * THREADS + t];
+#pragma unroll
+                for (int o = 4; o > 0; o /= 2) {
+                    const float v = __shfl_xor_sync(0xffffffffu, s[j], o);
+                    s[j] = E::row_max(j) ? fmaxf(s[j], v) : s[j] + v;
+                }
+            }
+            if (t % 8 == 0) row_store(ep, s, rs + row(t, i) * kRowOuts<E>);
+        }
+    }
+};
 
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
@@ -574,6 +741,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(BK % 64 == 0, "BK must be a multiple of 64 (128-byte swizzled shared-memory rows)");
     static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
+    static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
@@ -623,6 +791,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
         if (s < KT) load_stage(s, s);
         tst::cp_async_commit();
     }
+    float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
+    RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));
     for (int kt = 0; kt < KT; ++kt) {
         tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
         __syncthreads();                    // ... everyone's part; stage (kt-1)%STAGES is free again
@@ -643,8 +813,15 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                 mma_tile<T>(acc[j], af, bf);
             }
         }
+        if constexpr (kRowStats<Epilogue> > 0)   // from the A tile just multiplied (BK = 64: one chunk a lane)
+            rows.template fold<T>(p.ep, static_cast<int>(threadIdx.x), kt * BK, p.K,
+                                  [&](int r, int ch) { return st + swz<BK>(r, ch); });
     }
     tst::cp_async_wait<0>();
+    if constexpr (kRowStats<Epilogue> > 0) {
+        rows.finish(p.ep, static_cast<int>(threadIdx.x), rs);
+        __syncthreads();
+    }
 
     // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1).
 #pragma unroll
@@ -657,12 +834,12 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             for (int ni = 0; ni < NI; ++ni) {
                 const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
                 if (col >= p.N) continue;
-                const float *v = &acc[0][mi][ni][2 * h];
+                const float *v = &acc[0][mi][ni][2 * h], *r = rs + (row - m0) * kRowOuts<Epilogue>;
                 if constexpr (DUAL) {
                     const float *w = &acc[NB - 1][mi][ni][2 * h];
-                    p.ep.template apply<T>(b, row, col, v[0], v[1], w[0], w[1]);
+                    epi_apply<T>(p.ep, b, row, col, v[0], v[1], w[0], w[1], r);
                 } else {
-                    p.ep.template apply<T>(b, row, col, v[0], v[1]);
+                    epi_apply<T>(p.ep, b, row, col, v[0], v[1], r);
                 }
             }
         }
@@ -683,7 +860,7 @@ template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAG
           class Epilogue, bool VEC>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
-    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL>();
+    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
     cudaError_t e = tst::device_facts(&f);
@@ -738,6 +915,13 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
 //   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
 //     B boxes and multicasts them to both (halves the L2→SM traffic of B).
+//   * Row statistics of A (a functor with kRowStats, gemm.cuh): each consumer warpgroup folds its own rows of
+//     each stage's A tile (tsg::RowFold: 4·MI 16-byte shared loads a thread) after releasing the previous
+//     stage; after the last stage each row's O finished values go to shared memory for the epilogue. It is
+//     not free: the main loop already moves about as many shared-memory bytes a cycle as the SM serves
+//     (wgmma's operand reads and TMA's writes), and the extra reads slow it by 28-44% (bench/NOTES.md runs
+//     43-44; two producer-side warps folding every row instead: 70-140%). The cost model charges that
+//     (rowstat_tensor_share), so the search folds statistics into a wgmma GEMM only where it pays.
 //   * Epilogue (single form, when the tile fits the drained stage buffers): each consumer warpgroup parks
 //     its fp32 accumulators in shared memory and reads them back a row segment per warp, calling
 //     ep.apply<T>(b, row, col, v0, v1) so that a warp's stores are 128 contiguous bytes; with a two-phase
@@ -1095,7 +1279,7 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0> struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
     static constexpr int MI = BM / 128;                 // m64 slices per consumer warpgroup
@@ -1107,7 +1291,9 @@ template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int THREADS = 384;
     static constexpr int CONSUMER_WARPS = 8;
-    static constexpr int SMEM = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    // Row statistics of A: BM × ROW_OUTS finished values, then tsg::RowFold's partials (BM·8·ROW_STATS floats)
+    static constexpr int STATS_OFFSET = STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    static constexpr int SMEM = 1024 /* alignment slack */ + STATS_OFFSET + BM * ROW_OUTS * 4 + BM * 8 * ROW_STATS * 4;
     // Staged epilogue: each consumer warpgroup parks its fp32 accumulators (64·MI rows × NT, rows padded by
     // 8 floats: the fragment writes are conflict-free) in the drained stage buffers, then reads them back a
     // row segment per warp, so every epilogue store (and residual read) of a warp is 128 contiguous bytes.
@@ -1133,10 +1319,12 @@ __global__ void __launch_bounds__(384, 1)
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const int batch_flags) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
+    unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
+    float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
 
     // Block → tile. Clusters of CM blocks take CM adjacent tile rows of one tile column; clusters are ordered
@@ -1196,6 +1384,8 @@ __global__ void __launch_bounds__(384, 1)
         setmaxnreg_inc<232>();
         const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
         float acc[C::MI][C::NT / 2];
+        using Fold = tsg::RowFold<Epilogue, 64 * C::MI, 128>;   // row statistics of this warpgroup's rows, if any
+        Fold rows(rs + BM * tsg::kRowOuts<Epilogue> + cw * Fold::SCRATCH, t);
 #pragma unroll
         for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
@@ -1237,19 +1427,30 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int r = 0; r < CM; ++r) mbar_arrive_cluster(e, static_cast<uint32_t>(r));
             }
+            if constexpr (tsg::kRowStats<Epilogue> > 0)   // this warpgroup's rows of the A tile
+                rows.template fold<T>(p.ep, t, kt * C::BK, p.K, [&](int r, int ch) {
+                    const int rr = cw * C::MI * 64 + r;   // 128-byte swizzle: chunk ch of row rr at slot ch ^ (rr & 7)
+                    return stage0 + s * C::STAGE_BYTES + rr * 128 + ((ch ^ (rr & 7)) << 4);
+                });
         }
         wgmma_wait<0>();
 #pragma unroll
         for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
             for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+        // The row statistics are parked, and their warps are done reading the stage buffers.
+        constexpr int RO = tsg::kRowOuts<Epilogue>;
+        if constexpr (RO > 0) {   // this warpgroup's rows, then its own barrier: the epilogue reads any of them
+            rows.finish(p.ep, t, rs + cw * C::MI * 64 * RO);
+            named_barrier_sync(2 + cw, 128);
+        }
 
         // Epilogue: acc[mi][4j + 2h + e] is (row wq*16 + lane/4 + 8h, col 8j + 2(lane%4) + e) of m64 slice mi.
         if constexpr (C::STAGED_EPILOGUE) {
             // Both consumer warpgroups are past their last wgmma (wait_group 0 above), and every TMA load landed
             // before its full barrier completed: after this barrier no one reads or writes the stage buffers.
             named_barrier_sync(1, 2 * 128);
-            float *park = reinterpret_cast<float *>(smem_raw + (base - tst::smem_addr(smem_raw))) + cw * C::EPI_FLOATS;
+            float *park = reinterpret_cast<float *>(stage0) + cw * C::EPI_FLOATS;
 #pragma unroll
             for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
@@ -1264,6 +1465,7 @@ __global__ void __launch_bounds__(384, 1)
             // Warp wq writes rows wq, wq + 4, ... of its warpgroup's 64·MI; lane l columns 2l, 2l + 1 of each
             // 64-column segment (a warp's stores: 128 contiguous bytes).
             const int row0 = m0 + cw * C::MI * 64;
+            const float *rs0 = rs + cw * C::MI * 64 * RO;   // this warpgroup's rows' statistics
             constexpr int NI = BN / 64;
             auto parked = [&](int r, int it) { return *reinterpret_cast<const float2 *>(park + r * C::EPI_LD + 64 * it + 2 * lane); };
             if (row0 + C::MI * 64 > p.M || n0 + BN > p.N) {   // an edge tile
@@ -1273,7 +1475,7 @@ __global__ void __launch_bounds__(384, 1)
                         const int col = n0 + 64 * it + 2 * lane;
                         if (col >= p.N) break;
                         const float2 v = parked(r, it);
-                        p.ep.template apply<T>(b, row0 + r, col, v.x, v.y);
+                        tsg::epi_apply<T>(p.ep, b, row0 + r, col, v.x, v.y, rs0 + r * RO);
                     }
             } else if constexpr (tsg::kTwoPhaseEpilogue<Epilogue>) {
                 // The functor reads memory (a bias, a residual): four rows' reads are issued before the first
@@ -1290,7 +1492,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int it = 0; it < NI; ++it) {
                             const float2 v = parked(r + 4 * u, it);
-                            p.ep.template apply_loaded<T>(b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane, in[u][it], v.x, v.y);
+                            tsg::epi_apply_loaded<T>(p.ep, b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane, in[u][it], v.x, v.y,
+                                                     rs0 + (r + 4 * u) * RO);
                         }
                 }
             } else {
@@ -1298,7 +1501,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int it = 0; it < NI; ++it) {
                         const float2 v = parked(r, it);
-                        p.ep.template apply<T>(b, row0 + r, n0 + 64 * it + 2 * lane, v.x, v.y);
+                        tsg::epi_apply<T>(p.ep, b, row0 + r, n0 + 64 * it + 2 * lane, v.x, v.y, rs0 + r * RO);
                     }
             }
         } else {   // no room to park the tile: straight from the fragments
@@ -1308,6 +1511,7 @@ __global__ void __launch_bounds__(384, 1)
                 for (int h = 0; h < 2; ++h) {
                     const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
                     if (row >= p.M) continue;
+                    const float *rr = rs + (row - m0) * RO;
 #pragma unroll
                     for (int j = 0; j < BN / 8; ++j) {
                         const int col = n0 + 8 * j + 2 * (lane & 3);
@@ -1315,9 +1519,9 @@ __global__ void __launch_bounds__(384, 1)
                         const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
                         if constexpr (DUAL) {
                             const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
-                            p.ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+                            tsg::epi_apply<T>(p.ep, b, row, col, v0, v1, w0, w1, rr);
                         } else {
-                            p.ep.template apply<T>(b, row, col, v0, v1);
+                            tsg::epi_apply<T>(p.ep, b, row, col, v0, v1, rr);
                         }
                     }
                 }
@@ -1393,7 +1597,7 @@ inline int &last_fallback_reason() {
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
           class Epilogue = tsg::StoreEpilogue<T>>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>>;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     tst::DeviceFacts f;

@@ -218,7 +218,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = buffer_numel(g, &p->buf[k->out.buf]);
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0;
+           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0;
     bool skinny = false;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
@@ -284,6 +284,12 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             wave = wave_efficiency(m, tiles);
             tile_waves = ceil(tiles / m->sms);
         }
+        if (k->nstage > 0) { /* row statistics of A (rowstat.h): every CTA along N folds its rows' terms */
+            double terms = 0, s = 0, copies = ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
+            for (int j = 0; j < k->nstage; j++) terms += 1, expr_ops(&k->stage[j], &terms, &s);
+            fma += terms * M * K * batch * copies, sfu += s * M * K * batch * copies;
+            if (!skinny) rowstat_stages = ceil(K / 64) * tile_waves;
+        }
         break;
     }
     case TS_KERNEL_ATTENTION: {
@@ -303,7 +309,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
-                          .columns = k->kind == TS_KERNEL_ROW && k->columns};
+                          .columns = k->kind == TS_KERNEL_ROW && k->columns,
+                          .rowstat_stages = rowstat_stages};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -331,7 +338,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
-    t += w->tile_waves * m->gemm_wave_overhead_s;
+    t += w->tile_waves * m->gemm_wave_overhead_s + w->rowstat_stages * m->rowstat_stage_s;
     return m->launch_s + t;
 }
 

@@ -39,6 +39,10 @@
  *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 9e11 from
  *                        runs 39–40's four attention kernels reading masks and biases (0.70–1.16e12 each,
  *                        after the functors' strides became numbers; 7e11 before: bench/NOTES.md)
+ *   rowstat_stage_s      the time a wgmma GEMM folding row statistics of A (rowstat.h) from its shared-
+ *                        memory tiles adds per K-tile of 64 and wave of output tiles: measured as a fixed
+ *                        cost per stage, not a share of the MMA work (bench/NOTES.md runs 43-44: 0.30-0.41 us
+ *                        per stage over four kernels from 1024×1024×1024 dual to 1024×4096×4096)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -62,6 +66,7 @@
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
     X(score_loads_per_s, NULL, 9e11)                                                                   \
     X(columns_efficiency, NULL, 0.35)                                                                  \
+    X(rowstat_stage_s, NULL, 3.5e-7)                                                                   \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -111,6 +116,9 @@ typedef struct {
                                gemm_wave_overhead_s (0 for other kernels and the skinny form) */
     bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
                                the DRAM rate, scaled by the share of SMs its CTAs occupy (wave_efficiency) */
+    double rowstat_stages;  /* wgmma GEMM folding row statistics of A (rowstat.h): K-tiles × waves of output
+                               tiles, each paying rowstat_stage_s, added (0 otherwise; the skinny form folds
+                               them beside a bandwidth-bound loop: counted in fma_flops only) */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
@@ -125,6 +133,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
  *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
+ *            + rowstat_stages · rowstat_stage_s
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:

@@ -706,12 +706,6 @@ static void emit_workspace_fn(emitter *e) {
 }
 
 /* The stride of `axis` in access a, or 0 when a does not vary along it. */
-static ts_sym stride_of(const ts_access *a, int32_t axis) {
-    for (int d = 0; d < a->ndim; d++)
-        if (a->axis[d] == axis) return a->stride[d];
-    return ts_sym_const(0);
-}
-
 /* `dst = ptr + offset;` for access a. */
 static void print_base(emitter *e, const char *dst, const ts_access *a) {
     char ptr[160];
@@ -773,27 +767,22 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     ts_sym batch = k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1);
     if (k->batch_outer >= 0) batch = ts_sym_mul(batch, ts_sym_axis(e->g, &e->dyn, k->batch_outer)); /* nested */
     print_assign(e, "p.batch", batch);
-    print_assign(e, "p.lda", stride_of(a, k->m_axis));
-    print_assign(e, "p.ldb", stride_of(b, k->b_kn ? k->red_axis : k->n_axis));
-    print_assign(e, "p.a_batch_stride", k->batch_axis >= 0 ? stride_of(a, k->batch_axis) : ts_sym_const(0));
-    print_assign(e, "p.b_batch_stride", k->batch_axis >= 0 ? stride_of(b, k->batch_axis) : ts_sym_const(0));
+    print_assign(e, "p.lda", ts_access_stride(a, k->m_axis));
+    print_assign(e, "p.ldb", ts_access_stride(b, k->b_kn ? k->red_axis : k->n_axis));
+    print_assign(e, "p.a_batch_stride", k->batch_axis >= 0 ? ts_access_stride(a, k->batch_axis) : ts_sym_const(0));
+    print_assign(e, "p.b_batch_stride", k->batch_axis >= 0 ? ts_access_stride(b, k->batch_axis) : ts_sym_const(0));
     char ptr[160];
     buf_ptr(e, k->out.buf, ptr, sizeof ptr);
     fprintf(e->f, "        p.ep.out = %s;\n        p.ep.n = p.N;\n", ptr);
-    print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? stride_of(&k->out, k->batch_axis) : ts_sym_const(0));
-    print_assign(e, "p.ep.om", stride_of(&k->out, k->m_axis));
+    print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? ts_access_stride(&k->out, k->batch_axis) : ts_sym_const(0));
+    print_assign(e, "p.ep.om", ts_access_stride(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
     emit_gemm_calls(e, ki, k, t);
 }
 
-static bool sym_equal(ts_sym a, ts_sym b) {
-    ts_sym d = ts_sym_add(a, ts_sym_mul(b, ts_sym_const(-1)));
-    return d.n == 0;
-}
-
 /* Whether the head axes (kv head outer, query-only head inner) nest into one head index in access a. */
 static bool heads_nest(emitter *e, const ts_access *a, int32_t outer, int32_t inner) {
-    return sym_equal(stride_of(a, outer), ts_sym_mul(stride_of(a, inner), ts_sym_axis(e->g, &e->dyn, inner)));
+    return ts_sym_equal(ts_access_stride(a, outer), ts_sym_mul(ts_access_stride(a, inner), ts_sym_axis(e->g, &e->dyn, inner)));
 }
 
 /* Whether kernel k's kv heads and group form one head index (else the kv heads are its batch); kvh, qh:
@@ -818,12 +807,12 @@ static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access
         bool query_side = i == 0 || i == 3;
         int32_t head = query_side ? (qh >= 0 ? qh : kvh) : kvh;
         snprintf(dst, sizeof dst, "p.%s_batch_stride", nm[i]);
-        print_assign(e, dst, bat >= 0 ? stride_of(acc[i], bat) : !merged && kvh >= 0 ? stride_of(acc[i], kvh) : zero);
+        print_assign(e, dst, bat >= 0 ? ts_access_stride(acc[i], bat) : !merged && kvh >= 0 ? ts_access_stride(acc[i], kvh) : zero);
         snprintf(dst, sizeof dst, "p.%s_head_stride", nm[i]);
         bool has_head = head >= 0 && (merged || head == qh); /* unmerged: kv heads are the batch */
-        print_assign(e, dst, has_head ? stride_of(acc[i], head) : zero);
+        print_assign(e, dst, has_head ? ts_access_stride(acc[i], head) : zero);
         snprintf(dst, sizeof dst, "p.%s_seq_stride", nm[i]);
-        print_assign(e, dst, stride_of(acc[i], query_side ? k->m_axis : k->red_axis));
+        print_assign(e, dst, ts_access_stride(acc[i], query_side ? k->m_axis : k->red_axis));
     }
     ts_sym nkv = kvh >= 0 ? ts_sym_axis(e->g, &e->dyn, kvh) : one;
     ts_sym nq = qh >= 0 ? ts_sym_axis(e->g, &e->dyn, qh) : one;
@@ -886,7 +875,7 @@ static int *row_cached(const ts_kernel *k, int *n) {
     int *cache = ts_xmalloc(sizeof *cache * (size_t)(k->nacc ? k->nacc : 1));
     *n = 0;
     for (int s = 0; s < k->nacc; s++) {
-        ts_sym along = stride_of(&k->acc[s], k->red_axis);
+        ts_sym along = ts_access_stride(&k->acc[s], k->red_axis);
         cache[s] = along.n != 0 && varies_per_row(&k->acc[s], k->red_axis) ? (*n)++ : -1;
     }
     return cache;
@@ -1172,7 +1161,7 @@ static void emit_int_limit(emitter *e, int32_t axis, ts_sym *seen, int *nseen) {
     ts_sym sz = ts_sym_axis(e->g, &e->dyn, axis);
     if (ts_sym_is_const(&sz)) return;
     for (int i = 0; i < *nseen; i++)
-        if (sym_equal(seen[i], sz)) return;
+        if (ts_sym_equal(seen[i], sz)) return;
     seen[(*nseen)++] = sz;
     fputs("    if ((int64_t)", e->f);
     print_sym(e, &sz);
@@ -1335,6 +1324,36 @@ static void emit_graph_helper(emitter *e) {
                   "    c.exec = nullptr;\n    c.device = -1;\n    return (int)err;\n}\n", n, n);
 }
 
+/* A GEMM functor's row statistics of A (templates/gemm.cuh): kRowStats reductions of row_term over each row,
+ * then row_finish's kRowOuts values per row, which the epilogue reads as rs[o] (ACC 2 + o). */
+static void emit_gemm_row_stats(emitter *e, const ts_kernel *k) {
+    fprintf(e->f, "    static constexpr int kRowStats = %d, kRowOuts = %d;\n", k->nstage, k->nrowstat);
+    fputs("    __host__ __device__ static constexpr bool row_max(int j) {\n        return false", e->f);
+    for (int j = 0; j < k->nstage; j++)
+        if (k->stage_combine[j] == TS_COMBINE_MAX) fprintf(e->f, " || j == %d", j);
+    fputs(";\n    }\n    __device__ __forceinline__ float row_term(int j, float a) const {\n        (void)a;\n", e->f);
+    const char **a_only = ts_xcalloc((size_t)k->nacc + 1, sizeof *a_only); /* A's element is `a` */
+    a_only[k->a] = "a";
+    index_map none = {0};
+    for (int j = 0; j < k->nstage; j++) {
+        fprintf(e->f, "        if (j == %d) {\n", j);
+        e->load_expr = a_only;
+        print_expr(e, k, &k->stage[j], &none, NULL, "            ");
+        e->load_expr = NULL;
+        fprintf(e->f, "            return v%d;\n        }\n", k->stage[j].n - 1);
+    }
+    free(a_only);
+    fprintf(e->f, "        return 0.f;\n    }\n    __device__ __forceinline__ void row_finish(const float (&s)[%d], float (&o)[%d]) const {\n"
+                  "        (void)s;\n", k->nstage, k->nrowstat);
+    const char *sums[TS_ROW_MAX_STAGES] = {"s[0]", "s[1]", "s[2]", "s[3]"};
+    for (int o = 0; o < k->nrowstat; o++) {
+        fputs("        {\n", e->f);
+        print_expr(e, k, &k->rowstat[o], &none, sums, "            ");
+        fprintf(e->f, "            o[%d] = v%d;\n        }\n", o, k->rowstat[o].n - 1);
+    }
+    fputs("    }\n", e->f);
+}
+
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair.
  * When the expression reads memory (a bias, a residual) the functor comes in two phases as well:
  * `In load(b, row, col)` reads every operand of the pair and `apply_loaded(b, row, col, in, v0, v1[, w0, w1])`
@@ -1368,27 +1387,31 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
         }
         fputs("        return in;\n    }\n", e->f);
     }
-    fprintf(e->f, "    __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1%s) const {\n",
-            nl ? ", const float *ld" : "");
-    fprintf(e->f, "        (void)b, (void)row, (void)cc, (void)acc1%s;\n", nl ? ", (void)ld" : "");
-    const char *acc[2] = {"acc0", "acc1"};
+    bool stats = k->nrowstat > 0;
+    if (stats) emit_gemm_row_stats(e, k);
+    const char *rs_param = stats ? ", const float *rs" : "", *rs_arg = stats ? ", rs" : "";
+    fprintf(e->f, "    __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1%s%s) const {\n",
+            nl ? ", const float *ld" : "", rs_param);
+    fprintf(e->f, "        (void)b, (void)row, (void)cc, (void)acc1%s%s;\n", nl ? ", (void)ld" : "", stats ? ", (void)rs" : "");
+    /* ACC 2 + o: row value o of the row statistics */
+    const char *acc[2 + TS_KERNEL_MAX_OUTS] = {"acc0", "acc1", "rs[0]", "rs[1]", "rs[2]", "rs[3]"};
     e->load_expr = nl ? (const char *const *)loads : NULL;
     print_expr(e, k, &k->expr, &m, acc, "        ");
     e->load_expr = NULL;
     fprintf(e->f, "        return v%d;\n    }\n", k->expr.n - 1);
     const char *wparams = dual ? ", float w0, float w1" : "", *wargs = dual ? ", w0, w1" : "";
     if (nl) fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply_loaded(int b, int row, int col, "
-                          "const In &in, float v0, float v1%s) const {\n", wparams);
+                          "const In &in, float v0, float v1%s%s) const {\n", wparams, rs_param);
     else fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, "
-                       "float v1%s) const {\n", wparams);
-    fprintf(e->f, "        const bool two = col + 1 < n;\n        const float r0 = at(b, row, col, v0, %s%s);\n"
-                  "        const float r1 = two ? at(b, row, col + 1, v1, %s%s) : 0.f;\n"
+                       "float v1%s%s) const {\n", wparams, rs_param);
+    fprintf(e->f, "        const bool two = col + 1 < n;\n        const float r0 = at(b, row, col, v0, %s%s%s);\n"
+                  "        const float r1 = two ? at(b, row, col + 1, v1, %s%s%s) : 0.f;\n"
                   "        tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);\n    }\n",
-            dual ? "w0" : "0.f", nl ? ", in.x[0]" : "", dual ? "w1" : "0.f", nl ? ", in.x[1]" : "");
+            dual ? "w0" : "0.f", nl ? ", in.x[0]" : "", rs_arg, dual ? "w1" : "0.f", nl ? ", in.x[1]" : "", rs_arg);
     if (nl)
-        fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1%s) const {\n"
-                      "        apply_loaded<T>(b, row, col, load(b, row, col), v0, v1%s);\n    }\n",
-                wparams, wargs);
+        fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1%s%s) const {\n"
+                      "        apply_loaded<T>(b, row, col, load(b, row, col), v0, v1%s%s);\n    }\n",
+                wparams, rs_param, wargs, rs_arg);
     fputs("};\n\n", e->f);
     for (int s = 0; s < k->nacc; s++) free(loads[s]);
     free(loads);

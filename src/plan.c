@@ -165,6 +165,21 @@ static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t 
     return best;
 }
 
+ts_sym ts_access_stride(const ts_access *a, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == axis) return a->stride[d];
+    return ts_sym_const(0);
+}
+
+bool ts_access_same_view(const ts_access *a, const ts_access *b) {
+    if (a->buf != b->buf || !ts_sym_equal(a->offset, b->offset)) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (!ts_sym_equal(a->stride[d], ts_access_stride(b, a->axis[d]))) return false;
+    for (int d = 0; d < b->ndim; d++)
+        if (!ts_sym_equal(b->stride[d], ts_access_stride(a, b->axis[d]))) return false;
+    return true;
+}
+
 int32_t ts_access_unit_axis(const ts_access *a) {
     for (int d = 0; d < a->ndim; d++)
         if (ts_sym_is_one(&a->stride[d])) return a->axis[d];
@@ -1089,7 +1104,7 @@ static void emit_output(builder *b, int o, int root) {
 }
 
 /* Renumbers temporaries after outputs took some of them over. */
-static void number_temps(ts_plan *p) {
+void ts_plan_number_temps(ts_plan *p) {
     int n = 0;
     for (int i = 0; i < p->nbuf; i++)
         if (p->buf[i].kind == TS_BUF_TEMP) p->buf[i].index = n++;
@@ -1135,7 +1150,7 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
             order[j] = order[j - 1], order[j - 1] = t;
         }
     for (int o = 0; o < nout; o++) emit_output(&b, order[o], roots[order[o]]);
-    number_temps(p);
+    ts_plan_number_temps(p);
     for (int i = 0; i < p->nk; i++) ts_config_choose(x->g, &p->k[i]);
     free(b.has_mat);
     free(b.mat);
@@ -1157,6 +1172,7 @@ void ts_plan_free(ts_plan *p) {
         free(p->k[i].inner_weighted.node);
         for (int j = 0; j < p->k[i].nstage; j++) free(p->k[i].stage[j].node);
         for (int j = 0; j < p->k[i].nextra; j++) free(p->k[i].extra_expr[j].node);
+        for (int j = 0; j < p->k[i].nrowstat; j++) free(p->k[i].rowstat[j].node);
     }
     free(p->k);
     free(p->buf);
@@ -1169,7 +1185,8 @@ void ts_plan_free(ts_plan *p) {
 static const char *kind_name(const ts_kernel *k) {
     if (k->kind == TS_KERNEL_REDUCE)
         return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
-    if (k->kind == TS_KERNEL_GEMM && k->b1 >= 0) return "dual-gemm";
+    if (k->kind == TS_KERNEL_GEMM) return k->b1 >= 0 ? (k->nrowstat ? "dual-gemm+rowstats" : "dual-gemm")
+                                                     : k->nrowstat ? "gemm+rowstats" : "gemm";
     if (k->kind == TS_KERNEL_ROW && k->columns) return "row-columns";
     return ts_kernel_kind_name(k->kind);
 }
@@ -1235,7 +1252,20 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
             k->extra_expr[o] = expr_copy(&k->extra_expr[o]);
             k->extra_out[o].buf = map[k->extra_out[o].buf];
         }
+        for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = expr_copy(&k->rowstat[o]);
     }
+}
+
+void ts_plan_copy(ts_plan *dst, const ts_plan *src) {
+    *dst = (ts_plan){.name = src->name ? ts_strdup(src->name) : NULL, .predicted_s = src->predicted_s};
+    int *map = ts_xmalloc(sizeof(int) * (size_t)(src->nbuf + 1));
+    for (int b = 0; b < src->nbuf; b++) {
+        const ts_buffer *B = &src->buf[b];
+        map[b] = ts_plan_add_buffer(dst, B->kind, B->index, B->dtype, B->axis, B->ndim);
+    }
+    ts_plan_number_temps(dst);
+    ts_plan_append(dst, src, map);
+    free(map);
 }
 
 /* ---- expression queries -------------------------------------------------------------------------- */

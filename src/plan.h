@@ -137,6 +137,12 @@ typedef struct {
     int nextra;                                    /* outputs besides out/expr */
     ts_access extra_out[TS_KERNEL_MAX_OUTS - 1];
     ts_expr extra_expr[TS_KERNEL_MAX_OUTS - 1];
+    /* GEMM with row statistics of A (prologue fusion, src/rowstat.c): nstage reductions over red_axis of A's
+     * rows — stage[j] a term of one element of A (LOAD slot a; no ACC), combined by stage_combine[j] (SUM or
+     * MAX) while A's tiles stream through the kernel — then nrowstat values per row, rowstat[o] reading ACC j
+     * (stage j's result), which the epilogue `expr` reads as ACC 2 + o. 0 for every other kernel. */
+    int nrowstat;
+    ts_expr rowstat[TS_KERNEL_MAX_OUTS];
     double predicted_s;                 /* set by the cost model */
 } ts_kernel;
 
@@ -196,8 +202,19 @@ enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
 
+/* Access a's stride along axis (0 where a does not span it). */
+ts_sym ts_access_stride(const ts_access *a, int32_t axis);
+/* Whether a and b read the same element at every index: one buffer, offset and stride per axis. */
+bool ts_access_same_view(const ts_access *a, const ts_access *b);
+
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);
+
+/* Numbers p's temporaries 0, 1, ... in buffer order (their workspace slots). */
+void ts_plan_number_temps(ts_plan *p);
+
+/* A deep copy of src (heap copies of its kernels, accesses and expressions); the name too. */
+void ts_plan_copy(ts_plan *dst, const ts_plan *src);
 
 /* Adds a buffer to p (a temporary takes the next workspace slot) and returns its index. */
 int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n);

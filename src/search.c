@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rowstat.h"
 #include "util.h"
 
 /* ---- seeds ------------------------------------------------------------------------------------- */
@@ -187,7 +188,7 @@ typedef struct {
     uint32_t bound;
     int keep, max_evals;
     ts_plan *pool; /* the best distinct plans met, best first */
-    uint64_t *sig;
+    uint64_t *sig, *shape; /* per pool entry: plan_signature, shape_signature */
     int npool;
     ts_search_stats st;
     /* scratch for the cycle check and the reachable classes */
@@ -232,27 +233,51 @@ static bool well_formed(search *s, const extraction *e) {
     return true;
 }
 
-/* What tells plans apart for tuning: their kernels in words and their predicted time to 0.1% (plans that
- * differ only in an epilogue's operand order or a constant folded elsewhere are one candidate). */
-static uint64_t plan_signature(const search *s, const ts_plan *p) {
-    char *d = ts_plan_describe(p, s->g);
+/* What tells plans apart for tuning: their kernels in words (their shape) and their predicted time to
+ * 0.1% (plans that differ only in an epilogue's operand order or a constant folded elsewhere are one
+ * candidate). */
+static uint64_t shape_signature(const char *described) { return ts_fnv1a(TS_FNV_OFFSET, described, strlen(described)); }
+
+static uint64_t plan_signature(uint64_t shape, const ts_plan *p) {
     long long t = llround(log(p->predicted_s) * 1000);
-    uint64_t h = ts_fnv1a(ts_fnv1a(TS_FNV_OFFSET, d, strlen(d)), &t, sizeof t);
-    free(d);
-    return h;
+    return ts_fnv1a(shape, &t, sizeof t);
+}
+
+/* Plans of one shape differ only inside their kernels' expressions and time alike: the pool keeps the best
+ * two of each, so that the candidates tune times are different programs. */
+enum { MAX_PER_SHAPE = 2 };
+
+static void pool_remove(search *s, int i) {
+    ts_plan_free(&s->pool[i]);
+    memmove(&s->pool[i], &s->pool[i + 1], sizeof *s->pool * (size_t)(s->npool - i - 1));
+    memmove(&s->sig[i], &s->sig[i + 1], sizeof *s->sig * (size_t)(s->npool - i - 1));
+    memmove(&s->shape[i], &s->shape[i + 1], sizeof *s->shape * (size_t)(s->npool - i - 1));
+    s->npool--;
 }
 
 /* Inserts p into the pool when it is new and among the best s->keep (takes ownership). */
 static void pool_offer(search *s, ts_plan *p) {
-    uint64_t sig = plan_signature(s, p);
-    int at = s->npool;
+    char *d = ts_plan_describe(p, s->g);
+    uint64_t shape = shape_signature(d), sig = plan_signature(shape, p);
+    free(d);
+    int same = 0, slowest_same = -1; /* the pool is sorted, best first */
     for (int i = 0; i < s->npool; i++) {
         if (s->sig[i] == sig) {
             ts_plan_free(p);
             return;
         }
-        if (at == s->npool && p->predicted_s < s->pool[i].predicted_s) at = i;
+        if (s->shape[i] == shape) same++, slowest_same = i;
     }
+    if (same >= MAX_PER_SHAPE) {
+        if (!(p->predicted_s < s->pool[slowest_same].predicted_s)) {
+            ts_plan_free(p);
+            return;
+        }
+        pool_remove(s, slowest_same);
+    }
+    int at = s->npool;
+    for (int i = 0; i < s->npool && at == s->npool; i++)
+        if (p->predicted_s < s->pool[i].predicted_s) at = i;
     if (at >= s->keep) {
         ts_plan_free(p);
         return;
@@ -260,13 +285,33 @@ static void pool_offer(search *s, ts_plan *p) {
     if (s->npool == s->keep) ts_plan_free(&s->pool[--s->npool]);
     memmove(&s->pool[at + 1], &s->pool[at], sizeof *s->pool * (size_t)(s->npool - at));
     memmove(&s->sig[at + 1], &s->sig[at], sizeof *s->sig * (size_t)(s->npool - at));
+    memmove(&s->shape[at + 1], &s->shape[at], sizeof *s->shape * (size_t)(s->npool - at));
     s->pool[at] = *p;
     s->sig[at] = sig;
+    s->shape[at] = shape;
     s->npool++;
 }
 
-/* Lowers and predicts e; its predicted time (INFINITY when it is no finite term or has no kernel). The
- * plan goes to the pool, named `name`. */
+/* The plan with the row reductions of GEMM operands moved into their GEMMs (rowstat.h), predicted and
+ * offered to the pool beside p; its predicted time, INFINITY when there was nothing to move. */
+static double offer_row_stats(search *s, const ts_plan *p) {
+    ts_plan q;
+    ts_plan_copy(&q, p);
+    if (ts_plan_fuse_row_stats(&q) == 0) {
+        ts_plan_free(&q);
+        return INFINITY;
+    }
+    ts_costmodel_predict(s->cm, s->g, &q);
+    double t = q.predicted_s;
+    char *name = ts_strfmt("%s+rowstats", q.name);
+    free(q.name);
+    q.name = name;
+    pool_offer(s, &q);
+    return t;
+}
+
+/* Lowers and predicts e; its predicted time (INFINITY when it is no finite term or has no kernel), the
+ * better of its two forms (row statistics in GEMMs or not). The plans go to the pool, named `name`. */
 static double evaluate(search *s, const extraction *e, const char *name) {
     if (!well_formed(s, e)) return INFINITY;
     s->st.evals++;
@@ -278,8 +323,8 @@ static double evaluate(search *s, const extraction *e, const char *name) {
         return INFINITY;
     }
     ts_costmodel_predict(s->cm, s->g, &p);
-    double t = p.predicted_s;
     p.name = ts_strdup(name);
+    double t = fmin(p.predicted_s, offer_row_stats(s, &p));
     pool_offer(s, &p);
     return t;
 }
@@ -407,6 +452,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     if (s.keep < 1) s.keep = 1;
     s.pool = ts_xcalloc((size_t)s.keep + 1, sizeof *s.pool);
     s.sig = ts_xcalloc((size_t)s.keep + 1, sizeof *s.sig);
+    s.shape = ts_xcalloc((size_t)s.keep + 1, sizeof *s.shape);
     s.mark = ts_xmalloc(s.bound + 1);
     s.order = ts_xmalloc(sizeof *s.order * (s.bound + 1));
     *plans = ts_xcalloc((size_t)s.keep + 1, sizeof **plans);
@@ -441,6 +487,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     if (stats) *stats = s.st;
     free(s.pool);
     free(s.sig);
+    free(s.shape);
     free(s.mark);
     free(s.order);
     return rc;

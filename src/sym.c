@@ -133,3 +133,5 @@ void ts_sym_print(FILE *f, const ts_sym *s, const char *const *names) {
     }
     if (s->n > 1) fputc(')', f);
 }
+
+bool ts_sym_equal(ts_sym a, ts_sym b) { return ts_sym_add(a, ts_sym_mul(b, ts_sym_const(-1))).n == 0; }

@@ -43,6 +43,8 @@ bool ts_sym_is_const(const ts_sym *s);
 bool ts_sym_const_value(const ts_sym *s, int64_t *v);
 /* Whether s is the constant 1 (a unit stride). */
 bool ts_sym_is_one(const ts_sym *s);
+/* Whether a and b are the same size for every binding of the dynamic axes. */
+bool ts_sym_equal(ts_sym a, ts_sym b);
 /* Value with the dynamic axes at sizes[i] (indexed like dyn->axis). */
 int64_t ts_sym_eval(const ts_sym *s, const int64_t *sizes);
 /* Recovers a monomial from its value at two bindings: v1 with dynamic root i at size b1[i], v2 at

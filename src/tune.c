@@ -1140,6 +1140,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"score_sfu_ops\": ", f), json_number(f, w.score_sfu_ops);
         fputs(", \"score_loads\": ", f), json_number(f, w.score_loads);
         fputs(", \"tile_waves\": ", f), json_number(f, w.tile_waves);
+        fputs(", \"rowstat_stages\": ", f), json_number(f, w.rowstat_stages);
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         if (w.columns) fputs(", \"columns\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);

@@ -239,6 +239,7 @@ static const num_field kernel_fields[] = {
     {"score_sfu_ops", offsetof(ts_tune_kernel, work.score_sfu_ops), NUM_NONNEG, OPTIONAL, 0},
     {"score_loads", offsetof(ts_tune_kernel, work.score_loads), NUM_NONNEG, OPTIONAL, 0},
     {"tile_waves", offsetof(ts_tune_kernel, work.tile_waves), NUM_NONNEG, OPTIONAL, 0},
+    {"rowstat_stages", offsetof(ts_tune_kernel, work.rowstat_stages), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},
 };
@@ -269,6 +270,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     yaml_node_t *co = ts_yaml_get(r->s, kn, "columns"); /* a ROW kernel down columns (absent: false) */
     if (co && jtype_of(co) != J_BOOL) type_error(r, co, what, "columns", "true/false");
     else k->work.columns = co && strcmp(ts_yaml_str(co), "true") == 0;
+
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,
                  k->work.bytes);

@@ -39,6 +39,15 @@
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, statistics of A's rows (prologue fusion: an RMSNorm's Σ_k x² computed while the kernel reads
+// A for the contraction anyway, instead of by a kernel of its own):
+//       static constexpr int kRowStats = S;     // 1..4 reductions over k of a term of one element A[m, k]
+//       static constexpr int kRowOuts = O;      // 1..4 values per row, from the S results
+//       static constexpr bool row_max(int j);   // reduction j is a maximum (else a sum)
+//       __device__ float row_term(int j, float a) const;                       // a = A[m, k] (k < K only)
+//       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
+// and then apply and apply_loaded take this row's O values as a last parameter `const float *rs`. Both
+// kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
 #pragma once
 #include <type_traits>
 
@@ -50,6 +59,56 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Row statistics of A an epilogue functor asks for (S reductions, O values per row; 0 and 0: none).
+template <class E, class = void> struct RowStatsOf {
+    static constexpr int S = 0, O = 0;
+};
+template <class E> struct RowStatsOf<E, std::void_t<decltype(E::kRowStats)>> {
+    static constexpr int S = E::kRowStats, O = E::kRowOuts;
+    static_assert(S >= 1 && S <= 4 && O >= 1 && O <= 4, "kRowStats and kRowOuts must be 1..4");
+};
+template <class E> constexpr int kRowStats = RowStatsOf<E>::S;
+template <class E> constexpr int kRowOuts = RowStatsOf<E>::O;
+
+// The epilogue call, with this row's statistics when the functor has them (rs: its O values).
+template <typename T, class E>
+__device__ __forceinline__ void epi_apply(const E &ep, int b, int row, int col, float v0, float v1, const float *rs) {
+    if constexpr (kRowStats<E> > 0) ep.template apply<T>(b, row, col, v0, v1, rs);
+    else (void)rs, ep.template apply<T>(b, row, col, v0, v1);
+}
+template <typename T, class E>
+__device__ __forceinline__ void epi_apply(const E &ep, int b, int row, int col, float v0, float v1, float w0, float w1,
+                                          const float *rs) {
+    if constexpr (kRowStats<E> > 0) ep.template apply<T>(b, row, col, v0, v1, w0, w1, rs);
+    else (void)rs, ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+}
+template <typename T, class E, class In>
+__device__ __forceinline__ void epi_apply_loaded(const E &ep, int b, int row, int col, const In &in, float v0, float v1,
+                                                 const float *rs) {
+    if constexpr (kRowStats<E> > 0) ep.template apply_loaded<T>(b, row, col, in, v0, v1, rs);
+    else (void)rs, ep.template apply_loaded<T>(b, row, col, in, v0, v1);
+}
+
+// Row-statistic accumulators: start, fold one element of A in, merge two partial results.
+template <class E, int S> __device__ __forceinline__ void row_start(float (&s)[S]) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) s[j] = E::row_max(j) ? -INFINITY : 0.f;
+}
+template <class E, int S> __device__ __forceinline__ void row_fold(const E &ep, float (&s)[S], float a) {
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const float t = ep.row_term(j, a);
+        s[j] = E::row_max(j) ? fmaxf(s[j], t) : s[j] + t;
+    }
+}
+// The finished values of one row → rs[0..O).
+template <class E, int S> __device__ __forceinline__ void row_store(const E &ep, const float (&s)[S], float *rs) {
+    float o[kRowOuts<E>];
+    ep.row_finish(s, o);
+#pragma unroll
+    for (int i = 0; i < kRowOuts<E>; ++i) rs[i] = o[i];
+}
 
 // ---- output helpers for functors ------------------------------------------------------------------
 // Store (v0, v1) at p[0], p[1]; p[1] only when has2. One 4-byte store when both fit and p is aligned.
@@ -117,6 +176,43 @@ template <typename TOut> struct GatedEpilogue {
     __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
         float s = rs ? rs[b * rs_batch_stride + row] : 1.f;
         store2(out + b * batch_stride + row * ldc + col, (v0 * s) * (w0 * s), (v1 * s) * (w1 * s), col + 1 < n);
+    }
+};
+
+// out = acc · rsqrt(mean_k A[row, k]² + eps) + max_k A[row, k], both statistics of A's row folded inside the
+// GEMM (kRowStats: a sum and a maximum, two values per row) — RMSNorm's scale without a kernel of its own
+template <typename TOut> struct RowStatEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    float inv_k, eps;
+    static constexpr int kRowStats = 2, kRowOuts = 2;
+    __host__ __device__ static constexpr bool row_max(int j) { return j == 1; }
+    __device__ __forceinline__ float row_term(int j, float a) const { return j == 0 ? a * a : a; }
+    __device__ __forceinline__ void row_finish(const float (&s)[2], float (&o)[2]) const {
+        o[0] = rsqrtf(s[0] * inv_k + eps);
+        o[1] = s[1];
+    }
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, const float *rs) const {
+        store2(out + b * batch_stride + row * ldc + col, v0 * rs[0] + rs[1], v1 * rs[0] + rs[1], col + 1 < n);
+    }
+};
+
+// DUAL: out = (v · r) · (w · r), r = rsqrt(mean_k A[row, k]² + eps) folded inside the GEMM (rmsnorm_mlp)
+template <typename TOut> struct GatedStatEpilogue {
+    TOut *out;
+    int64_t ldc, batch_stride;
+    int n;
+    float inv_k, eps;
+    static constexpr int kRowStats = 1, kRowOuts = 1;
+    __host__ __device__ static constexpr bool row_max(int) { return false; }
+    __device__ __forceinline__ float row_term(int, float a) const { return a * a; }
+    __device__ __forceinline__ void row_finish(const float (&s)[1], float (&o)[1]) const { o[0] = rsqrtf(s[0] * inv_k + eps); }
+    template <typename T>
+    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1, const float *rs) const {
+        const float r = rs[0];
+        store2(out + b * batch_stride + row * ldc + col, (v0 * r) * (w0 * r), (v1 * r) * (w1 * r), col + 1 < n);
     }
 };
 
@@ -219,9 +315,80 @@ __device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t
 }
 
 // Shared memory one block needs (bytes).
-template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL> constexpr int gemm_smem_bytes() {
-    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T));
+// (+ the row statistics' values and scratch: BM·O and BM·8·S floats, with O values and S reductions)
+template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0>
+constexpr int gemm_smem_bytes() {
+    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T)) + BM * ROW_OUTS * 4 +
+           BM * 8 * ROW_STATS * 4;
 }
+
+// Row statistics folded from the shared-memory A tiles as a main loop passes them (both kernels): each of
+// THREADS threads keeps the partial results of ROWS = BM·8/THREADS rows of the tile — rows t/8 + (THREADS/8)·i,
+// always the same 16-byte chunk t % 8 of the row's 64 k — so a stage costs it ROWS 16-byte shared loads,
+// and the 8 lanes of one row (a quarter warp: 8 different bank groups whatever the swizzle) merge at the
+// end. The partials live in shared memory (SCRATCH floats, each thread its own), not in registers: in the
+// wgmma kernel a dozen more live registers beside the accumulators serialized the wgmmas (ptxas C7515).
+// Only k < K is folded: tiles are zero-filled past K, and a term of 0 need not be 0.
+template <class E, int BM, int THREADS> struct RowFold {
+    static constexpr int S = kRowStats<E> > 0 ? kRowStats<E> : 1, ROWS = kRowStats<E> > 0 ? BM * 8 / THREADS : 1;
+    static constexpr int SCRATCH = kRowStats<E> > 0 ? ROWS * S * THREADS : 0;   // floats
+    static_assert(kRowStats<E> == 0 || (BM * 8) % THREADS == 0, "row statistics need BM·8 a multiple of the threads");
+    float *part;   // part[(i·S + j)·THREADS + t]: thread t's partial of statistic j for its row i
+    // scratch: SCRATCH floats of shared memory, or nullptr for a thread that folds nothing
+    __device__ __forceinline__ RowFold(float *scratch, int t) : part(scratch) {
+        if constexpr (kRowStats<E> > 0)
+            if (scratch)
+#pragma unroll
+            for (int i = 0; i < ROWS; ++i)
+#pragma unroll
+                for (int j = 0; j < S; ++j) part[(i * S + j) * THREADS + t] = E::row_max(j) ? -INFINITY : 0.f;
+    }
+    __device__ __forceinline__ static int row(int t, int i) { return t / 8 + (THREADS / 8) * i; }
+    // One stage: the tile's row r chunk (t % 8) at chunk_at(r, t % 8) (a 16-byte aligned address), k0 the
+    // tile's first k.
+    template <typename T, class At>
+    __device__ __forceinline__ void fold(const E &ep, int t, int k0, int K, At chunk_at) {
+        const int ch = t % 8, k = k0 + 8 * ch;
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            const uint4 w = *reinterpret_cast<const uint4 *>(chunk_at(row(t, i), ch));
+            const T *e = reinterpret_cast<const T *>(&w);
+            float s[S];
+            row_start<E>(s);
+            if (k + 8 <= K) {
+#pragma unroll
+                for (int q = 0; q < 8; ++q) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+            } else {
+#pragma unroll
+                for (int q = 0; q < 8; ++q)
+                    if (k + q < K) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+            }
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                float &pj = part[(i * S + j) * THREADS + t];
+                pj = E::row_max(j) ? fmaxf(pj, s[j]) : pj + s[j];
+            }
+        }
+    }
+    // After the last stage: merge the 8 lanes of each row, finish, and write its O values to rs[row·O + o]
+    // (tile rows; the caller syncs before the epilogue reads them).
+    __device__ __forceinline__ void finish(const E &ep, int t, float *rs) {
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            float s[S];
+#pragma unroll
+            for (int j = 0; j < S; ++j) {
+                s[j] = part[(i * S + j) * THREADS + t];
+#pragma unroll
+                for (int o = 4; o > 0; o /= 2) {
+                    const float v = __shfl_xor_sync(0xffffffffu, s[j], o);
+                    s[j] = E::row_max(j) ? fmaxf(s[j], v) : s[j] + v;
+                }
+            }
+            if (t % 8 == 0) row_store(ep, s, rs + row(t, i) * kRowOuts<E>);
+        }
+    }
+};
 
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
@@ -240,6 +407,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(BK % 64 == 0, "BK must be a multiple of 64 (128-byte swizzled shared-memory rows)");
     static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
+    static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
@@ -289,6 +457,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
         if (s < KT) load_stage(s, s);
         tst::cp_async_commit();
     }
+    float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
+    RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));
     for (int kt = 0; kt < KT; ++kt) {
         tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
         __syncthreads();                    // ... everyone's part; stage (kt-1)%STAGES is free again
@@ -309,8 +479,15 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                 mma_tile<T>(acc[j], af, bf);
             }
         }
+        if constexpr (kRowStats<Epilogue> > 0)   // from the A tile just multiplied (BK = 64: one chunk a lane)
+            rows.template fold<T>(p.ep, static_cast<int>(threadIdx.x), kt * BK, p.K,
+                                  [&](int r, int ch) { return st + swz<BK>(r, ch); });
     }
     tst::cp_async_wait<0>();
+    if constexpr (kRowStats<Epilogue> > 0) {
+        rows.finish(p.ep, static_cast<int>(threadIdx.x), rs);
+        __syncthreads();
+    }
 
     // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1).
 #pragma unroll
@@ -323,12 +500,12 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             for (int ni = 0; ni < NI; ++ni) {
                 const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
                 if (col >= p.N) continue;
-                const float *v = &acc[0][mi][ni][2 * h];
+                const float *v = &acc[0][mi][ni][2 * h], *r = rs + (row - m0) * kRowOuts<Epilogue>;
                 if constexpr (DUAL) {
                     const float *w = &acc[NB - 1][mi][ni][2 * h];
-                    p.ep.template apply<T>(b, row, col, v[0], v[1], w[0], w[1]);
+                    epi_apply<T>(p.ep, b, row, col, v[0], v[1], w[0], w[1], r);
                 } else {
-                    p.ep.template apply<T>(b, row, col, v[0], v[1]);
+                    epi_apply<T>(p.ep, b, row, col, v[0], v[1], r);
                 }
             }
         }
@@ -349,7 +526,7 @@ template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAG
           class Epilogue, bool VEC>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
-    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL>();
+    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
     cudaError_t e = tst::device_facts(&f);

@@ -24,6 +24,13 @@
 //   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
 //   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
 //     B boxes and multicasts them to both (halves the L2→SM traffic of B).
+//   * Row statistics of A (a functor with kRowStats, gemm.cuh): each consumer warpgroup folds its own rows of
+//     each stage's A tile (tsg::RowFold: 4·MI 16-byte shared loads a thread) after releasing the previous
+//     stage; after the last stage each row's O finished values go to shared memory for the epilogue. It is
+//     not free: the main loop already moves about as many shared-memory bytes a cycle as the SM serves
+//     (wgmma's operand reads and TMA's writes), and the extra reads slow it by 28-44% (bench/NOTES.md runs
+//     43-44; two producer-side warps folding every row instead: 70-140%). The cost model charges that
+//     (rowstat_tensor_share), so the search folds statistics into a wgmma GEMM only where it pays.
 //   * Epilogue (single form, when the tile fits the drained stage buffers): each consumer warpgroup parks
 //     its fp32 accumulators in shared memory and reads them back a row segment per warp, calling
 //     ep.apply<T>(b, row, col, v0, v1) so that a warp's stores are 128 contiguous bytes; with a two-phase
@@ -385,7 +392,7 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0> struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
     static constexpr int MI = BM / 128;                 // m64 slices per consumer warpgroup
@@ -397,7 +404,9 @@ template <int BM, int BN, int STAGES, int CM, bool DUAL> struct Cfg {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int THREADS = 384;
     static constexpr int CONSUMER_WARPS = 8;
-    static constexpr int SMEM = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    // Row statistics of A: BM × ROW_OUTS finished values, then tsg::RowFold's partials (BM·8·ROW_STATS floats)
+    static constexpr int STATS_OFFSET = STAGES * STAGE_BYTES + 2 * STAGES * 8;
+    static constexpr int SMEM = 1024 /* alignment slack */ + STATS_OFFSET + BM * ROW_OUTS * 4 + BM * 8 * ROW_STATS * 4;
     // Staged epilogue: each consumer warpgroup parks its fp32 accumulators (64·MI rows × NT, rows padded by
     // 8 floats: the fragment writes are conflict-free) in the drained stage buffers, then reads them back a
     // row segment per warp, so every epilogue store (and residual read) of a warp is 128 contiguous bytes.
@@ -423,10 +432,12 @@ __global__ void __launch_bounds__(384, 1)
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const int batch_flags) {
 #if TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
+    unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
+    float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
 
     // Block → tile. Clusters of CM blocks take CM adjacent tile rows of one tile column; clusters are ordered
@@ -486,6 +497,8 @@ __global__ void __launch_bounds__(384, 1)
         setmaxnreg_inc<232>();
         const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
         float acc[C::MI][C::NT / 2];
+        using Fold = tsg::RowFold<Epilogue, 64 * C::MI, 128>;   // row statistics of this warpgroup's rows, if any
+        Fold rows(rs + BM * tsg::kRowOuts<Epilogue> + cw * Fold::SCRATCH, t);
 #pragma unroll
         for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
@@ -527,19 +540,30 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int r = 0; r < CM; ++r) mbar_arrive_cluster(e, static_cast<uint32_t>(r));
             }
+            if constexpr (tsg::kRowStats<Epilogue> > 0)   // this warpgroup's rows of the A tile
+                rows.template fold<T>(p.ep, t, kt * C::BK, p.K, [&](int r, int ch) {
+                    const int rr = cw * C::MI * 64 + r;   // 128-byte swizzle: chunk ch of row rr at slot ch ^ (rr & 7)
+                    return stage0 + s * C::STAGE_BYTES + rr * 128 + ((ch ^ (rr & 7)) << 4);
+                });
         }
         wgmma_wait<0>();
 #pragma unroll
         for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
             for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+        // The row statistics are parked, and their warps are done reading the stage buffers.
+        constexpr int RO = tsg::kRowOuts<Epilogue>;
+        if constexpr (RO > 0) {   // this warpgroup's rows, then its own barrier: the epilogue reads any of them
+            rows.finish(p.ep, t, rs + cw * C::MI * 64 * RO);
+            named_barrier_sync(2 + cw, 128);
+        }
 
         // Epilogue: acc[mi][4j + 2h + e] is (row wq*16 + lane/4 + 8h, col 8j + 2(lane%4) + e) of m64 slice mi.
         if constexpr (C::STAGED_EPILOGUE) {
             // Both consumer warpgroups are past their last wgmma (wait_group 0 above), and every TMA load landed
             // before its full barrier completed: after this barrier no one reads or writes the stage buffers.
             named_barrier_sync(1, 2 * 128);
-            float *park = reinterpret_cast<float *>(smem_raw + (base - tst::smem_addr(smem_raw))) + cw * C::EPI_FLOATS;
+            float *park = reinterpret_cast<float *>(stage0) + cw * C::EPI_FLOATS;
 #pragma unroll
             for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
@@ -554,6 +578,7 @@ __global__ void __launch_bounds__(384, 1)
             // Warp wq writes rows wq, wq + 4, ... of its warpgroup's 64·MI; lane l columns 2l, 2l + 1 of each
             // 64-column segment (a warp's stores: 128 contiguous bytes).
             const int row0 = m0 + cw * C::MI * 64;
+            const float *rs0 = rs + cw * C::MI * 64 * RO;   // this warpgroup's rows' statistics
             constexpr int NI = BN / 64;
             auto parked = [&](int r, int it) { return *reinterpret_cast<const float2 *>(park + r * C::EPI_LD + 64 * it + 2 * lane); };
             if (row0 + C::MI * 64 > p.M || n0 + BN > p.N) {   // an edge tile
@@ -563,7 +588,7 @@ __global__ void __launch_bounds__(384, 1)
                         const int col = n0 + 64 * it + 2 * lane;
                         if (col >= p.N) break;
                         const float2 v = parked(r, it);
-                        p.ep.template apply<T>(b, row0 + r, col, v.x, v.y);
+                        tsg::epi_apply<T>(p.ep, b, row0 + r, col, v.x, v.y, rs0 + r * RO);
                     }
             } else if constexpr (tsg::kTwoPhaseEpilogue<Epilogue>) {
                 // The functor reads memory (a bias, a residual): four rows' reads are issued before the first
@@ -580,7 +605,8 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                         for (int it = 0; it < NI; ++it) {
                             const float2 v = parked(r + 4 * u, it);
-                            p.ep.template apply_loaded<T>(b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane, in[u][it], v.x, v.y);
+                            tsg::epi_apply_loaded<T>(p.ep, b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane, in[u][it], v.x, v.y,
+                                                     rs0 + (r + 4 * u) * RO);
                         }
                 }
             } else {
@@ -588,7 +614,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int it = 0; it < NI; ++it) {
                         const float2 v = parked(r, it);
-                        p.ep.template apply<T>(b, row0 + r, n0 + 64 * it + 2 * lane, v.x, v.y);
+                        tsg::epi_apply<T>(p.ep, b, row0 + r, n0 + 64 * it + 2 * lane, v.x, v.y, rs0 + r * RO);
                     }
             }
         } else {   // no room to park the tile: straight from the fragments
@@ -598,6 +624,7 @@ __global__ void __launch_bounds__(384, 1)
                 for (int h = 0; h < 2; ++h) {
                     const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
                     if (row >= p.M) continue;
+                    const float *rr = rs + (row - m0) * RO;
 #pragma unroll
                     for (int j = 0; j < BN / 8; ++j) {
                         const int col = n0 + 8 * j + 2 * (lane & 3);
@@ -605,9 +632,9 @@ __global__ void __launch_bounds__(384, 1)
                         const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
                         if constexpr (DUAL) {
                             const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
-                            p.ep.template apply<T>(b, row, col, v0, v1, w0, w1);
+                            tsg::epi_apply<T>(p.ep, b, row, col, v0, v1, w0, w1, rr);
                         } else {
-                            p.ep.template apply<T>(b, row, col, v0, v1);
+                            tsg::epi_apply<T>(p.ep, b, row, col, v0, v1, rr);
                         }
                     }
                 }
@@ -683,7 +710,7 @@ inline int &last_fallback_reason() {
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
           class Epilogue = tsg::StoreEpilogue<T>>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>>;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     tst::DeviceFacts f;

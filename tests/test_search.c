@@ -187,34 +187,108 @@ Test(search, a_sum_over_rows_of_a_max_shifted_square_is_one_per_row_kernel) {
     free_compiled(&cg);
 }
 
+/* The first candidate plan of cg described as `want`, or NULL. */
+static const ts_plan *plan_described(const compiled_graph *cg, const char *want) {
+    for (int i = 0; i < cg->out.n; i++) {
+        char *d = ts_plan_describe(&cg->out.plans[i], &cg->c.g);
+        bool same = strcmp(d, want) == 0;
+        free(d);
+        if (same) return &cg->out.plans[i];
+    }
+    return NULL;
+}
+
+static const char *const rmsnorm_matmul =
+    "graph: g\naxes: {m: 1024, d: 4096, n: 4096}\n"
+    "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+    "ops:\n  - {name: N, op: rmsnorm, args: [X], axis: d, eps: 1e-6}\n"
+    "  - {name: Y, op: matmul, args: [N, W], over: d}\noutputs: [Y]\n";
+
 /* A lone reduction along contiguous rows: the search may mark it TS_MARK_ROW and lower it as a one-stage
  * per-row ROW kernel (16-byte vectors, 60-77% of DRAM bandwidth measured) rather than a REDUCE kernel (a
  * warp per output, scalar loads). RMSNorm before a projection: the sum of squares per row, then the GEMM
  * with the row scale in its epilogue. */
 Test(search, a_lone_reduction_along_rows_is_a_one_stage_per_row_kernel_when_predicted_faster) {
     compiled_graph cg;
-    compile_yaml(&cg, "graph: g\naxes: {m: 1024, d: 4096, n: 4096}\n"
-                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
-                      "ops:\n  - {name: N, op: rmsnorm, args: [X], axis: d, eps: 1e-6}\n"
-                      "  - {name: Y, op: matmul, args: [N, W], over: d}\noutputs: [Y]\n");
-    char *best = best_plan(&cg);
-    cr_assert_str_eq(best, "row [m] over d; gemm [m,n] over d");
-    const ts_kernel *k = &cg.out.plans[0].k[0];
+    compile_yaml(&cg, rmsnorm_matmul);
+    const ts_plan *row = plan_described(&cg, "row [m] over d; gemm [m,n] over d");
+    cr_assert_not_null(row, "the per-row form is among the candidates");
+    const ts_kernel *k = &row->k[0];
     cr_assert(k->per_row);
     cr_assert_eq(k->nstage, 1);
     cr_assert_eq(k->stage_combine[0], TS_COMBINE_SUM);
-    bool reduce_kept = false; /* the REDUCE form is still lowered and predicted: a runner-up, slower */
-    for (int i = 1; i < cg.out.n; i++) {
-        char *d = ts_plan_describe(&cg.out.plans[i], &cg.c.g);
-        if (strstr(d, "reduce-sum [m] over d")) {
-            reduce_kept = true;
-            cr_assert_gt(cg.out.plans[i].predicted_s, cg.out.plans[0].predicted_s);
-        }
-        free(d);
-    }
-    cr_assert(reduce_kept, "the REDUCE lowering is among the candidates");
+    const ts_plan *reduce = plan_described(&cg, "reduce-sum [m] over d; gemm [m,n] over d");
+    if (reduce) cr_assert_gt(reduce->predicted_s, row->predicted_s); /* the REDUCE lowering, when kept, is slower */
+    free_compiled(&cg);
+}
+
+/* Prologue fusion (src/rowstat.c): RMSNorm's Σ_k x² folded by the GEMM from the A tiles it loads anyway, the
+ * epilogue reading the finished scale as ACC 2 — one kernel, no pass over X of its own. Both forms are
+ * offered and the cost model decides: at decode sizes (a skinny GEMM streaming its weight) the fold is
+ * nearly free and wins; in a wgmma GEMM it costs rowstat_stage_s a K-tile (measured), more than the row
+ * kernel it saves at 1024×4096×4096. */
+Test(search, a_gemm_folds_the_row_statistics_of_its_operand_where_the_model_says_it_pays) {
+    compiled_graph cg;
+    compile_yaml(&cg, rmsnorm_matmul);
+    const ts_plan *one = plan_described(&cg, "gemm+rowstats [m,n] over d");
+    cr_assert_not_null(one, "the folded form is among the candidates");
+    const ts_kernel *k = &one->k[0];
+    cr_assert_eq(k->nstage, 1);
+    cr_assert_eq(k->stage_combine[0], TS_COMBINE_SUM);
+    cr_assert_eq(k->nrowstat, 1);
+    cr_assert_eq(k->nacc, 2, "X and W only: the scale's buffer is gone");
+    cr_assert_eq(one->nbuf, 3);
+    bool reads_scale = false, loads_x = false;
+    for (int i = 0; i < k->expr.n; i++) reads_scale |= k->expr.node[i].kind == TS_X_ACC && k->expr.node[i].slot == 2;
+    for (int i = 0; i < k->stage[0].n; i++) loads_x |= k->stage[0].node[i].kind == TS_X_LOAD && k->stage[0].node[i].slot == k->a;
+    cr_assert(reads_scale && loads_x);
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [m] over d; gemm [m,n] over d");
+    cr_assert_gt(one->predicted_s, cg.out.plans[0].predicted_s);
     free(best);
     free_compiled(&cg);
+    /* an RMSNorm before a gated MLP at decode size: the dual skinny GEMM folds it */
+    compile_yaml(&cg, "graph: g\naxes: {m: 16, d: 4096, n: 14336}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W1: {dtype: fp16, shape: [d, n]}\n"
+                      "  W2: {dtype: fp16, shape: [d, n]}\n"
+                      "ops:\n  - {name: N, op: rmsnorm, args: [X], axis: d, eps: 1e-6}\n"
+                      "  - {name: A, op: matmul, args: [N, W1], over: d}\n  - {name: B, op: matmul, args: [N, W2], over: d}\n"
+                      "  - {name: Y, op: mul, args: [A, B]}\noutputs: [Y]\n");
+    best = best_plan(&cg);
+    cr_assert_str_eq(best, "dual-gemm+rowstats [m,n] over d");
+    free(best);
+    free_compiled(&cg);
+}
+
+/* What must stay a kernel of its own: a statistic the graph also returns, one over another tensor's rows,
+ * one over the weight's columns. (A log-sum-exp of A's rows may fold its max into the GEMM: the second pass,
+ * Σ exp(x − max), stays a row kernel that computes its own max.) */
+Test(search, row_statistics_stay_outside_the_gemm_when_they_cannot_fold) {
+    static const char *const graphs[] = {
+        /* the scale is an output too */
+        "graph: g\naxes: {m: 512, d: 1024, n: 1024}\n"
+        "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+        "ops:\n  - {name: S, op: reduce_sum, args: [X], axis: d}\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+        "  - {name: Y, op: mul, args: [H, S]}\noutputs: [Y, S]\n",
+        /* Σ over the rows of another tensor than A */
+        "graph: g\naxes: {m: 512, d: 1024, n: 1024}\n"
+        "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  Z: {dtype: fp16, shape: [m, d]}\n"
+        "  W: {dtype: fp16, shape: [d, n]}\n"
+        "ops:\n  - {name: S, op: reduce_sum, args: [Z], axis: d}\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+        "  - {name: Y, op: mul, args: [H, S]}\noutputs: [Y]\n",
+        /* Σ down the columns of B (a statistic of the weight, not of A's rows) */
+        "graph: g\naxes: {m: 512, d: 1024, n: 1024}\n"
+        "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+        "ops:\n  - {name: S, op: reduce_sum, args: [W], axis: d}\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+        "  - {name: Y, op: mul, args: [H, S]}\noutputs: [Y]\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
+        compiled_graph cg;
+        compile_yaml(&cg, graphs[i]);
+        for (int p = 0; p < cg.out.n; p++)
+            for (int j = 0; j < cg.out.plans[p].nk; j++) cr_assert_eq(cg.out.plans[p].k[j].nrowstat, 0, "graph %zu", i);
+        free_compiled(&cg);
+    }
 }
 
 /* Statistics down columns — BatchNorm in training after a GEMM, over the batch b of its [b, f] result —

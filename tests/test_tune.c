@@ -111,7 +111,7 @@ static tsopt_result tune(const char *dir, const char *env, const char *extra) {
 
 /* The name of the plan `tsopt compile` ranks `rank` for the graph tune() tunes: the search names its plans
  * by seed and evaluation, so the tests ask rather than hard-code them. */
-static char *ranked_name(int rank) {
+static char *ranked_name_kernels(int rank, int *kernels) {
     char *dir = scratch("rank");
     char *args = ts_strfmt("compile --dims m=16,d=32,n=24 -o %s bench/graphs/rmsnorm.yaml", dir);
     tsopt_result r = run_tsopt_env("", args);
@@ -123,18 +123,28 @@ static char *ranked_name(int rank) {
     const char *end = at;
     while (*end && !(end[0] == ' ' && end[1] == ' ')) end++; /* names hold single spaces only */
     char *name = ts_strfmt("%.*s", (int)(end - at), at);
+    if (kernels) *kernels = atoi(end);
     free(want), free(args), free(r.out);
     remove_dir(dir);
     return name;
 }
+
+static char *ranked_name(int rank) { return ranked_name_kernels(rank, NULL); }
+
+/* How the time of plan `rank` prints: one 5 us simulated kernel per kernel of the plan (one: 0.0053 ms,
+ * two: 0.0105 ms, ...). */
+static const char *simulated_ms(int kernels) { return kernels == 1 ? "0.005" : "0.01"; }
 
 Test(tune, end_to_end_picks_the_fastest_valid_plan_and_records_everything) {
     cr_assert_eq(access(mock(), R_OK), 0, "the simulated driver %s is missing (make builds it)", mock());
     char *dir = scratch("e2e");
     tsopt_result r = tune(dir, "", "--top 9");
     cr_assert_eq(r.code, 0, "%s", r.out);
-    /* the table: the best 2-kernel plan is fastest (2 x 5 us), the baseline computes a wrong result */
-    char *best = ranked_name(1), *line = ts_strfmt(": %s, measured 0.01", best), *plan = ts_strfmt("// plan:      %s", best);
+    /* the table: the best plan (one kernel: the GEMM folds RMSNorm's statistics) is fastest (1 x 5 us), the
+     * baseline computes a wrong result */
+    int nk = 0;
+    char *best = ranked_name_kernels(1, &nk), *line = ts_strfmt(": %s, measured %s", best, simulated_ms(nk));
+    char *plan = ts_strfmt("// plan:      %s", best), *measured = ts_strfmt("// measured:  %s", simulated_ms(nk));
     cr_expect_not_null(strstr(r.out, "graph rmsnorm on Mock H200: 9 candidates"), "%s", r.out);
     cr_expect_not_null(strstr(r.out, "invalid (rel. error"), "%s", r.out);
     cr_expect_not_null(strstr(r.out, "^ chosen"), "%s", r.out);
@@ -144,7 +154,8 @@ Test(tune, end_to_end_picks_the_fastest_valid_plan_and_records_everything) {
     cr_assert_not_null(h);
     cr_expect_not_null(strstr(h, plan));
     free(best), free(line), free(plan);
-    cr_expect_not_null(strstr(h, "// measured:  0.01"), "%.800s", h);
+    cr_expect_not_null(strstr(h, measured), "%.800s", h);
+    free(measured);
     cr_expect_not_null(strstr(h, "on Mock H200 by `tsopt tune`"));
     cr_assert_not_null(j);
     cr_expect_not_null(strstr(j, "\"format\": \"tsopt-tune-record 1\""));
@@ -180,9 +191,10 @@ Test(tune, a_candidate_that_does_not_build_is_reported_and_skipped) {
  * L2 flush is a real 256 MiB memset). */
 Test(tune, a_faulting_and_a_hanging_candidate_cost_only_themselves) {
     char *dir = scratch("fault");
-    char *first = ranked_name(1), *second = ranked_name(2), *third = ranked_name(3);
+    int nk = 0;
+    char *first = ranked_name(1), *second = ranked_name_kernels(2, &nk), *third = ranked_name(3);
     char *env = ts_strfmt("FAKE_NVCC_FAULT='%s' FAKE_NVCC_HANG='%s'", first, third);
-    char *emitted = ts_strfmt(" (plan 2: %s, measured 0.01", second);
+    char *emitted = ts_strfmt(" (plan 2: %s, measured %s", second, simulated_ms(nk));
     tsopt_result r = tune(dir, env, "--watchdog 15");
     cr_assert_eq(r.code, 0, "%s", r.out);
     cr_expect_not_null(strstr(r.out, "run-failed (failed while validating: cuCtxSynchronize() failed: an illegal memory "
@@ -204,8 +216,10 @@ Test(tune, a_faulting_and_a_hanging_candidate_cost_only_themselves) {
 
 Test(tune, a_candidate_that_crashes_its_process_is_reported_with_its_signal) {
     char *dir = scratch("crash");
-    char *first = ranked_name(1), *second = ranked_name(2);
-    char *env = ts_strfmt("FAKE_NVCC_CRASH='%s'", first), *emitted = ts_strfmt(" (plan 2: %s, measured 0.01", second);
+    int nk = 0;
+    char *first = ranked_name(1), *second = ranked_name_kernels(2, &nk);
+    char *env = ts_strfmt("FAKE_NVCC_CRASH='%s'", first);
+    char *emitted = ts_strfmt(" (plan 2: %s, measured %s", second, simulated_ms(nk));
     tsopt_result r = tune(dir, env, "");
     cr_assert_eq(r.code, 0, "%s", r.out);
     cr_expect_not_null(strstr(r.out, "run-failed (crashed while validating: signal 6 (Aborted))"), "%s", r.out);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gemm.cuh"
+#include "gemm_reference.cuh"
 
 // ---- checks -------------------------------------------------------------------------------------
 #define CK(x)                                                                                        \
@@ -70,54 +71,6 @@ template <typename T> static void rand_fill(T *p, size_t n, uint64_t seed, float
     CK(cudaGetLastError());
 }
 
-enum Kind { kStore, kRowScale, kSwiglu, kGated, kResidual };
-static const char *kind_name[] = {"store", "rowscale", "swiglu", "gated", "residual"};
-
-// ref[b, m, n] (dense) = epilogue(C0, C1) in fp32.
-template <typename T>
-__global__ void ref_epilogue(float *ref, const float *c0, const float *c1, int kind, const float *scale,
-                             const T *res, int64_t ldr, int64_t res_bs, int M, int N, int batch) {
-    size_t total = (size_t)batch * M * N;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        int n = (int)(i % N), m = (int)((i / N) % M), b = (int)(i / ((size_t)N * M));
-        float v = c0[i], r = v;
-        if (kind == kRowScale) r = v * scale[(size_t)b * M + m];
-        else if (kind == kSwiglu) { float w = c1[i]; r = v * (w / (1.f + expf(-w))); }
-        else if (kind == kGated) { float s = scale ? scale[(size_t)b * M + m] : 1.f; r = (v * s) * (c1[i] * s); }
-        else if (kind == kResidual) r = v + tst::elem<T>::to_float(res[b * res_bs + (int64_t)m * ldr + n]);
-        ref[i] = r;
-    }
-}
-
-// stats: [0] Σ(o−r)², [1] Σr², [2] max|o−r| (as float bits), [3] NaN/Inf count, [4] padding elements written
-template <typename T>
-__global__ void compare(const T *out, int64_t ldc, int64_t out_bs, const float *ref, int M, int N, int batch,
-                        double *sums, unsigned long long *counts, unsigned *maxbits) {
-    size_t total = (size_t)batch * M * ldc;
-    double se = 0, sr = 0;
-    float mx = 0;
-    unsigned long long bad = 0, pad = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        int n = (int)(i % ldc), m = (int)((i / ldc) % M), b = (int)(i / ((size_t)ldc * M));
-        T o = out[b * out_bs + (int64_t)m * ldc + n];
-        if (n >= N) {
-            if (*reinterpret_cast<const uint16_t *>(&o) != 0xFFFFu) pad++;
-            continue;
-        }
-        float of = tst::elem<T>::to_float(o), r = ref[((size_t)b * M + m) * N + n];
-        if (!isfinite(of)) { bad++; continue; }
-        double d = (double)of - r;
-        se += d * d;
-        sr += (double)r * r;
-        mx = fmaxf(mx, fabsf((float)d));
-    }
-    atomicAdd(&sums[0], se);
-    atomicAdd(&sums[1], sr);
-    atomicMax(maxbits, __float_as_uint(mx));
-    if (bad) atomicAdd(&counts[0], bad);
-    if (pad) atomicAdd(&counts[1], pad);
-}
-
 // ---- one config -------------------------------------------------------------------------------
 struct Shape {
     const char *name;
@@ -132,12 +85,6 @@ template <typename T> struct TypeName;
 template <> struct TypeName<__half> { static constexpr const char *s = "f16"; static constexpr cudaDataType_t cu = CUDA_R_16F; };
 template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "bf16"; static constexpr cudaDataType_t cu = CUDA_R_16BF; };
 
-template <typename T, int KIND> struct EpFor;
-template <typename T> struct EpFor<T, kStore> { using type = tsg::StoreEpilogue<T>; };
-template <typename T> struct EpFor<T, kRowScale> { using type = tsg::RowScaleEpilogue<T>; };
-template <typename T> struct EpFor<T, kSwiglu> { using type = tsg::SwigluEpilogue<T>; };
-template <typename T> struct EpFor<T, kGated> { using type = tsg::GatedEpilogue<T>; };
-template <typename T> struct EpFor<T, kResidual> { using type = tsg::ResidualEpilogue<T>; };
 
 // C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ).
 template <typename T>
@@ -181,7 +128,8 @@ template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN,
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
-    static_assert(DUAL == (KIND == kSwiglu || KIND == kGated), "DUAL epilogues go with DUAL configs");
+    static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat), "DUAL epilogues go with DUAL configs");
+    constexpr bool STATS = KIND == kRowStat || KIND == kGatedStat;
     // `quick` (validation only, for compute-sanitizer): large shapes shrink to at most kQuickM×kQuickN×kQuickK,
     // still several tiles along M and N and several trips around the K pipeline; the odd shapes run as they are.
     const int M = g_timing ? s.M : std::min(s.M, kQuickM), N = g_timing ? s.N : std::min(s.N, kQuickN);
@@ -192,7 +140,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     const int64_t b_batches = s.b_broadcast ? 1 : batch;
 
     T *A, *B0, *B1 = nullptr, *out, *res = nullptr, *blas_out;
-    float *scale = nullptr, *c0, *c1 = nullptr, *ref;
+    float *scale = nullptr, *mx = nullptr, *c0, *c1 = nullptr, *ref;
     const size_t a_n = s.a_off + (size_t)batch * a_bs, b_n = (size_t)b_batches * b_rows * ldb, c_n = (size_t)batch * c_bs;
     const size_t r_n = (size_t)batch * M * N;
     CK(cudaMalloc(&A, a_n * sizeof(T)));
@@ -232,6 +180,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kRowScale) p.ep.scale = scale, p.ep.scale_batch_stride = M;
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
+    if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     const bool vec = tsg::gemm_vec_ok<T, Ep, DUAL>(p);
     auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
@@ -241,7 +190,13 @@ static void run_config(const Shape &s, uint64_t seed) {
     // Reference.
     blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
-    ref_epilogue<T><<<1024, 256>>>(ref, c0, c1, KIND, scale, res, ldc, c_bs, M, N, batch);
+    if (STATS) {   // the statistics the kernel folded itself, computed here from A
+        CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
+        CK(cudaMalloc(&mx, (size_t)batch * M * sizeof(float)));
+        ref_row_stats<T><<<256, 256>>>(Aview, lda, a_bs, M, K, batch, scale, mx);
+        CK(cudaGetLastError());
+    }
+    ref_epilogue<T><<<1024, 256>>>(ref, c0, c1, KIND, scale, mx, res, ldc, c_bs, M, N, batch);
     CK(cudaGetLastError());
 
     double *sums;
@@ -311,6 +266,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     if (c1) CK(cudaFree(c1));
     CK(cudaFree(ref));
     if (scale) CK(cudaFree(scale));
+    if (mx) CK(cudaFree(mx));
     if (res) CK(cudaFree(res));
     CK(cudaFree(sums));
     CK(cudaFree(counts));
@@ -343,6 +299,13 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 128, 64, 2, 4, 3, true, true, kSwiglu>({"swiglu", 1024, 2048, 2048, 1}, seed++);
     run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kRowScale>({"rmsnorm(flashnorm)", 1024, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 3, true, true, kGated>({"rmsnorm_mlp", 1024, 1024, 1024, 1}, seed++);
+    // Row statistics of A folded inside the GEMM (a sum and a max; dual: RMSNorm's scale), read from A's rows.
+    run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kRowStat>({"rmsnorm(stats)", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 3, true, true, kGatedStat>({"rmsnorm_mlp(stats)", 1024, 1024, 1024, 1}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kRowStat>({"k=1001 rowstat", 300, 520, 1001, 1, 0, 0, 3}, seed++);
+    run_config<b16, 128, 128, 64, 2, 4, 4, false, false, kRowStat>({"batched NK rowstat", 200, 384, 320, 4, 64, 16, 8, 0, 72}, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 8, true, false, kRowStat>({"m=5 skinny rowstat", 5, 4096, 4096, 1}, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 6, true, true, kGatedStat>({"m=3 skinny gatedstat", 3, 1000, 1000, 1}, seed++);
     // B_NK (K contiguous): a plain one and batched attention scores Q·Kᵀ (h=16, t=1024, d_h=128).
     run_config<h16, 128, 256, 64, 2, 4, 3, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore>({"scores Q.K^T", 1024, 1024, 128, 16}, seed++);

@@ -1,0 +1,84 @@
+// gemm_reference.cuh — what bench/gpu/gemm_test.cu (mma.sync) and gemm_sm90_test.cu (wgmma) check against:
+// the epilogue kinds they instantiate, the fp32 reference of each epilogue over cuBLAS's product, the row
+// statistics the folding kinds compute themselves (in double), and the comparison of an output with the
+// reference. Included after gemm.cuh (or gemm_sm90.cuh).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+enum Kind { kStore, kRowScale, kSwiglu, kGated, kResidual, kRowStat, kGatedStat };
+static const char *kind_name[] = {"store", "rowscale", "swiglu", "gated", "residual", "rowstat", "gatedstat"};
+static const float kStatEps = 1e-6f;
+
+// The row statistics kRowStat / kGatedStat fold inside the GEMM, in double: scale[b·M + m] =
+// rsqrt(mean_k A² + eps), mx[b·M + m] = max_k A.
+template <typename T>
+__global__ void ref_row_stats(const T *A, int64_t lda, int64_t a_bs, int M, int K, int batch, float *scale, float *mx) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < batch * M; i += gridDim.x * blockDim.x) {
+        const T *row = A + (i / M) * a_bs + (int64_t)(i % M) * lda;
+        double s = 0, m = -INFINITY;
+        for (int k = 0; k < K; k++) {
+            const double a = tst::elem<T>::to_float(row[k]);
+            s += a * a;
+            m = fmax(m, a);
+        }
+        scale[i] = (float)(1.0 / sqrt(s / K + kStatEps));
+        mx[i] = (float)m;
+    }
+}
+
+// ref[b, m, n] (dense) = epilogue(C0, C1) in fp32.
+template <typename T>
+__global__ void ref_epilogue(float *ref, const float *c0, const float *c1, int kind, const float *scale, const float *mx,
+                             const T *res, int64_t ldr, int64_t res_bs, int M, int N, int batch) {
+    size_t total = (size_t)batch * M * N;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n = (int)(i % N), m = (int)((i / N) % M), b = (int)(i / ((size_t)N * M));
+        float v = c0[i], r = v;
+        if (kind == kRowScale) r = v * scale[(size_t)b * M + m];
+        else if (kind == kSwiglu) { float w = c1[i]; r = v * (w / (1.f + expf(-w))); }
+        else if (kind == kGated || kind == kGatedStat) { float s = scale ? scale[(size_t)b * M + m] : 1.f; r = (v * s) * (c1[i] * s); }
+        else if (kind == kRowStat) r = v * scale[(size_t)b * M + m] + mx[(size_t)b * M + m];
+        else if (kind == kResidual) r = v + tst::elem<T>::to_float(res[b * res_bs + (int64_t)m * ldr + n]);
+        ref[i] = r;
+    }
+}
+
+// stats: [0] Σ(o−r)², [1] Σr², [2] max|o−r| (as float bits), [3] NaN/Inf count, [4] padding elements written
+template <typename T>
+__global__ void compare(const T *out, int64_t ldc, int64_t out_bs, const float *ref, int M, int N, int batch,
+                        double *sums, unsigned long long *counts, unsigned *maxbits) {
+    size_t total = (size_t)batch * M * ldc;
+    double se = 0, sr = 0;
+    float mx = 0;
+    unsigned long long bad = 0, pad = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int n = (int)(i % ldc), m = (int)((i / ldc) % M), b = (int)(i / ((size_t)ldc * M));
+        T o = out[b * out_bs + (int64_t)m * ldc + n];
+        if (n >= N) {
+            if (*reinterpret_cast<const uint16_t *>(&o) != 0xFFFFu) pad++;
+            continue;
+        }
+        float of = tst::elem<T>::to_float(o), r = ref[((size_t)b * M + m) * N + n];
+        if (!isfinite(of)) { bad++; continue; }
+        double d = (double)of - r;
+        se += d * d;
+        sr += (double)r * r;
+        mx = fmaxf(mx, fabsf((float)d));
+    }
+    atomicAdd(&sums[0], se);
+    atomicAdd(&sums[1], sr);
+    atomicMax(maxbits, __float_as_uint(mx));
+    if (bad) atomicAdd(&counts[0], bad);
+    if (pad) atomicAdd(&counts[1], pad);
+}
+
+// The tsg epilogue functor of each kind.
+template <typename T, int KIND> struct EpFor;
+template <typename T> struct EpFor<T, kStore> { using type = tsg::StoreEpilogue<T>; };
+template <typename T> struct EpFor<T, kRowScale> { using type = tsg::RowScaleEpilogue<T>; };
+template <typename T> struct EpFor<T, kSwiglu> { using type = tsg::SwigluEpilogue<T>; };
+template <typename T> struct EpFor<T, kGated> { using type = tsg::GatedEpilogue<T>; };
+template <typename T> struct EpFor<T, kResidual> { using type = tsg::ResidualEpilogue<T>; };
+template <typename T> struct EpFor<T, kRowStat> { using type = tsg::RowStatEpilogue<T>; };
+template <typename T> struct EpFor<T, kGatedStat> { using type = tsg::GatedStatEpilogue<T>; };

@@ -1,0 +1,24 @@
+/* rowstat.h — prologue fusion: statistics of a GEMM's A rows computed inside the GEMM.
+ *
+ * A kernel that reduces each row of a GEMM's A operand along the contracted axis — RMSNorm's Σ_k x², a
+ * LayerNorm's Σ x and Σ x², a row maximum — and whose per-row results only that GEMM's epilogue reads, costs a
+ * pass over A and a launch of its own. The GEMM reads every element of those rows anyway: the templates can
+ * fold the reductions from the tiles they load (templates/gemm.cuh, "row statistics"). This pass rewrites a
+ * plan so that they do. Whether the rewritten plan is better is the cost model's call (src/search.c offers
+ * both forms). */
+#ifndef TS_ROWSTAT_H
+#define TS_ROWSTAT_H
+
+#include "plan.h"
+
+/* Moves into its GEMM every ROW (per row) or REDUCE kernel of p that qualifies:
+ *   - its stages (REDUCE: its inner value) are sums or maxima over the GEMM's contracted axis of a term of
+ *     one element of the GEMM's A operand, read through the same view, and nothing else (no index, no other
+ *     operand, no earlier stage);
+ *   - its outputs are temporaries over the GEMM's batch and row axes that the GEMM alone reads, through the
+ *     view the kernel wrote them with; what it writes per row reads only its stage results and constants.
+ * The kernel and its buffers leave the plan; the GEMM gets nstage / stage / nrowstat / rowstat (plan.h) and
+ * its epilogue reads the values as ACC 2 + o. Returns how many kernels were moved (0: p unchanged). */
+int ts_plan_fuse_row_stats(ts_plan *p);
+
+#endif
