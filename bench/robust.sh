@@ -7,8 +7,8 @@
 #   2. bench/robust.py: compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over every generated
 #      header's C ABI and every template test, then misaligned operands, 4 threads x 4 streams, special
 #      values, fully masked rows, determinism and size limits (see its docstring);
-#   and prints the table last. Budget-aware: BUDGET_S (default 520) for the whole command; what does not
-#   fit is reported as skipped. Logs in $OUT (default build/robust/out). JOBS (default 8): sanitizer runs at
+#   and prints the table last. Budget-aware: BUDGET_S (default 545) for the whole command; what does not
+#   fit is reported as skipped. Logs in $OUT (default build/robust/out). JOBS (default 14): sanitizer runs at
 #   once. SHARD=K/N runs the K-th of N parts of robust.py's cases (step 1 only in part 0), for a suite
 #   larger than one call of the GPU machine. SELECT=REGEX reruns only the matching sanitizer runs and cases
 #   (robust.py --select), SKIP_TUNE=1 leaves out step 1.
@@ -17,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 start=$(date +%s)
-budget=${BUDGET_S:-520}
+budget=${BUDGET_S:-545}
 out=${OUT:-build/robust/out}
 mkdir -p "$out"
 for f in build/tsopt build/gpu/cases.txt build/robust/abi_driver build/robust/planted.env; do
@@ -48,7 +48,7 @@ fi
 
 echo "== 2. bench/robust.py (part $shard)"
 left=$(( budget - ($(date +%s) - start) - 15 ))
-PYTHONUNBUFFERED=1 timeout $(( left + 10 )) python3 bench/robust.py --budget "$left" --jobs "${JOBS:-8}" --shard "$shard" --out "$out" ${SELECT:+--select "$SELECT"} > "$out/robust.log" 2>&1
+PYTHONUNBUFFERED=1 timeout $(( left + 10 )) python3 bench/robust.py --budget "$left" --jobs "${JOBS:-14}" --shard "$shard" --out "$out" ${SELECT:+--select "$SELECT"} > "$out/robust.log" 2>&1
 robust_rc=$?
 [ $robust_rc -eq 0 ] || status=1
 echo "bench/robust.py: exit $robust_rc, every check in $out/robust.log"
