@@ -274,18 +274,11 @@ static void print_offset(FILE *f, const ts_kernel *k, int s, const index_map *m)
 }
 
 /* Whether kernel k writes buffer `buf` (then its reads stay ordered with the kernel's stores). */
-static bool kernel_writes(const ts_kernel *k, int buf) {
-    if (k->out.buf == buf) return true;
-    for (int o = 0; o < k->nextra; o++)
-        if (k->extra_out[o].buf == buf) return true;
-    return false;
-}
-
 /* A read of access slot s, as float: through the read-only path (tst::load_ro) when the kernel does not write
  * the buffer — inputs and outputs never overlap (the header's contract; temporaries by liveness). */
 static void print_load(emitter *e, const ts_kernel *k, int s, const index_map *m) {
     const char *t = ctype_of(e->p->buf[k->acc[s].buf].dtype);
-    if (kernel_writes(k, k->acc[s].buf)) {
+    if (ts_kernel_writes(k, k->acc[s].buf)) {
         fprintf(e->f, "tst::elem<%s>::to_float(p%d[", t, s);
         print_offset(e->f, k, s, m);
         fputs("])", e->f);

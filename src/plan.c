@@ -165,6 +165,13 @@ static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t 
     return best;
 }
 
+bool ts_kernel_writes(const ts_kernel *k, int buf) {
+    if (k->out.buf == buf) return true;
+    for (int o = 0; o < k->nextra; o++)
+        if (k->extra_out[o].buf == buf) return true;
+    return false;
+}
+
 ts_sym ts_access_stride(const ts_access *a, int32_t axis) {
     for (int d = 0; d < a->ndim; d++)
         if (a->axis[d] == axis) return a->stride[d];
@@ -1227,7 +1234,7 @@ int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, 
     return p->nbuf++;
 }
 
-static ts_expr expr_copy(const ts_expr *e) {
+ts_expr ts_expr_copy(const ts_expr *e) {
     ts_expr c = {.n = e->n, .cap = e->n};
     if (e->n) {
         c.node = ts_xmalloc(sizeof *c.node * (size_t)e->n);
@@ -1246,13 +1253,13 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
         k->cap_acc = k->nacc;
         for (int a = 0; a < k->nacc; a++) k->acc[a].buf = map[k->acc[a].buf];
         k->out.buf = map[k->out.buf];
-        k->expr = expr_copy(&k->expr), k->inner = expr_copy(&k->inner), k->inner_weighted = expr_copy(&k->inner_weighted);
-        for (int j = 0; j < k->nstage; j++) k->stage[j] = expr_copy(&k->stage[j]);
+        k->expr = ts_expr_copy(&k->expr), k->inner = ts_expr_copy(&k->inner), k->inner_weighted = ts_expr_copy(&k->inner_weighted);
+        for (int j = 0; j < k->nstage; j++) k->stage[j] = ts_expr_copy(&k->stage[j]);
         for (int o = 0; o < k->nextra; o++) {
-            k->extra_expr[o] = expr_copy(&k->extra_expr[o]);
+            k->extra_expr[o] = ts_expr_copy(&k->extra_expr[o]);
             k->extra_out[o].buf = map[k->extra_out[o].buf];
         }
-        for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = expr_copy(&k->rowstat[o]);
+        for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = ts_expr_copy(&k->rowstat[o]);
     }
 }
 

@@ -170,6 +170,9 @@ static inline void ts_attention_head_axes(int heads_ndim, const int32_t *head_ax
     *qh = group > 1 ? head_axis[heads_ndim - 1] : -1;
 }
 
+/* A heap copy of e's nodes. */
+ts_expr ts_expr_copy(const ts_expr *e);
+
 /* Whether node i of x is tanh as the composite expands and the rules leave it, 1 + (−2)·1/(2^y + 1)
  * (operands of the adds and the multiply in either order): then it equals tanh(y·ln2/2) and the node index
  * of y is returned, else -1. Lets the score functor use the hardware tanh and the cost model count one
@@ -201,6 +204,9 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
+
+/* Whether kernel k writes buffer buf (its output or an extra output). */
+bool ts_kernel_writes(const ts_kernel *k, int buf);
 
 /* Access a's stride along axis (0 where a does not span it). */
 ts_sym ts_access_stride(const ts_access *a, int32_t axis);

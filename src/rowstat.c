@@ -63,18 +63,11 @@ static bool kernel_reads(const ts_kernel *k, int buf) {
     return false;
 }
 
-static bool kernel_writes(const ts_kernel *k, int buf) {
-    if (k->out.buf == buf) return true;
-    for (int o = 0; o < k->nextra; o++)
-        if (k->extra_out[o].buf == buf) return true;
-    return false;
-}
-
 /* Whether buffer buf is a temporary that kernel w alone writes and kernel r alone reads. */
 static bool private_between(const ts_plan *p, int buf, int w, int r) {
     if (p->buf[buf].kind != TS_BUF_TEMP) return false;
     for (int i = 0; i < p->nk; i++) {
-        if (i != w && kernel_writes(&p->k[i], buf)) return false;
+        if (i != w && ts_kernel_writes(&p->k[i], buf)) return false;
         if (i != r && kernel_reads(&p->k[i], buf)) return false;
     }
     return true;
@@ -120,12 +113,6 @@ static bool fusable(const ts_plan *p, int ri, int gi, row_reduction *rr) {
     for (int o = 0; o < rr->nout; o++)
         if (!from_stages(rr->value[o], rr->nstage) || !private_between(p, rr->out[o]->buf, ri, gi)) return false;
     return same_rows(gk, rr);
-}
-
-static ts_expr expr_copy(const ts_expr *e) {
-    ts_expr c = {.n = e->n, .cap = e->n, .node = ts_xmalloc(sizeof *c.node * (size_t)(e->n + 1))};
-    memcpy(c.node, e->node, sizeof *c.node * (size_t)e->n);
-    return c;
 }
 
 /* Every expression of k, for slot renumbering. */
@@ -197,13 +184,13 @@ static void fuse(ts_plan *p, int ri, int gi, const row_reduction *rr) {
     ts_kernel *gk = &p->k[gi];
     gk->nstage = rr->nstage;
     for (int j = 0; j < rr->nstage; j++) {
-        gk->stage[j] = expr_copy(rr->stage[j]);
+        gk->stage[j] = ts_expr_copy(rr->stage[j]);
         gk->stage_combine[j] = rr->combine[j];
         for (int i = 0; i < gk->stage[j].n; i++)
             if (gk->stage[j].node[i].kind == TS_X_LOAD) gk->stage[j].node[i].slot = gk->a;
     }
     gk->nrowstat = rr->nout;
-    for (int o = 0; o < rr->nout; o++) gk->rowstat[o] = expr_copy(rr->value[o]);
+    for (int o = 0; o < rr->nout; o++) gk->rowstat[o] = ts_expr_copy(rr->value[o]);
     for (int i = 0; i < gk->expr.n; i++) { /* the epilogue's loads of the row values: ACC 2 + o */
         ts_xnode *n = &gk->expr.node[i];
         for (int o = 0; o < rr->nout && n->kind == TS_X_LOAD; o++)
@@ -227,7 +214,7 @@ static void fuse(ts_plan *p, int ri, int gi, const row_reduction *rr) {
 /* The kernel before `before` that writes buffer buf, or -1. */
 static int writer_of(const ts_plan *p, int buf, int before) {
     for (int i = before - 1; i >= 0; i--)
-        if (kernel_writes(&p->k[i], buf)) return i;
+        if (ts_kernel_writes(&p->k[i], buf)) return i;
     return -1;
 }
 
