@@ -498,12 +498,14 @@ static int row_extra_outputs(builder *b, int root, const int *stage, int ns, int
     return n;
 }
 
-/* Whether every value the elementwise region rooted at i reads along axis k spans all of `space`: a row
+/* Whether every value the elementwise region rooted at i reads along axis k spans all of `space` — a row
  * of one tensor, not a product of operands broadcast along different axes (Σ_d x[m,d]·w[d,n] as rows over
- * (m, n) would recompute a GEMM on CUDA cores). Stages of per-row ROW kernels must be such rows. */
+ * (m, n) would recompute a GEMM on CUDA cores) — or is one vector along k alone, the same for every row (a
+ * bias or a gain: Σ_o σ(h[b,o] + bias[o])). Stages of per-row ROW kernels must read such values. */
 static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space, int32_t k) {
     const tnode *t = &b->t[i];
-    if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root)) return !((t->axes >> k) & 1) || t->axes == space;
+    if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root))
+        return !((t->axes >> k) & 1) || t->axes == space || t->axes == (1ull << k);
     for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
         if (!reads_whole_rows(b, (int)t->e.kid[c], false, space, k)) return false;
     return true;

@@ -222,6 +222,24 @@ Test(search, a_lone_reduction_along_rows_is_a_one_stage_per_row_kernel_when_pred
     free_compiled(&cg);
 }
 
+/* A row sum after a GEMM whose terms read a bias along the row (Σ_o σ(h[b,o] + bias[o]), a GEMM-fusion
+ * suite's Gemm_Sigmoid_Sum): the bias is one vector for every row, not an operand broadcast as in a GEMM, so
+ * the sum is a per-row ROW kernel (16-byte rows) rather than a REDUCE kernel (a warp per output). */
+Test(search, a_row_sum_reading_a_bias_vector_is_a_per_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 1024, i: 1024, o: 2048}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [b, i]}\n  W: {dtype: fp16, shape: [i, o]}\n"
+                      "  bias: {dtype: fp16, shape: [o]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: i}\n  - {name: Hb, op: add, args: [H, bias]}\n"
+                      "  - {name: S, op: sigmoid, args: [Hb]}\n  - {name: Y, op: reduce_sum, args: [S], axis: o}\n"
+                      "outputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm [b,o] over i; row [b] over o");
+    cr_assert(cg.out.plans[0].k[1].per_row);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* Prologue fusion (src/rowstat.c): RMSNorm's Σ_k x² folded by the GEMM from the A tiles it loads anyway, the
  * epilogue reading the finished scale as ACC 2 — one kernel, no pass over X of its own. Both forms are
  * offered and the cost model decides: at decode sizes (a skinny GEMM streaming its weight) the fold is
