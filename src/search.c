@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "rowstat.h"
 #include "util.h"
 
@@ -292,6 +293,30 @@ static void pool_offer(search *s, ts_plan *p) {
     s->npool++;
 }
 
+/* Configurations are part of the search: each GEMM of p takes the configuration (config.h: its default and
+ * the variants tune may time) the cost model predicts fastest, the default unless another is predicted at
+ * least MIN_CONFIG_GAIN faster (a 1024×2048 output in 128×256 tiles fills 64 of 132 SMs: 128×128 tiles,
+ * predicted 0.0194 ms against 0.0244, measured 0.0187 against 0.0233, bench/NOTES.md run 47). */
+#define MIN_CONFIG_GAIN 0.02
+static void choose_configs(const search *s, ts_plan *p) {
+    enum { MAX_VARIANTS = 8 };
+    for (int i = 0; i < p->nk; i++) {
+        ts_kernel *k = &p->k[i];
+        ts_kernel_config alt[MAX_VARIANTS], best = k->cfg;
+        int n = ts_config_variants(k, alt, MAX_VARIANTS);
+        ts_kernel_work w;
+        ts_costmodel_work(s->cm, s->g, p, k, &w);
+        double t_best = ts_costmodel_time(s->cm, &w), t_default = t_best;
+        for (int v = 0; v < n; v++) {
+            k->cfg = alt[v];
+            ts_costmodel_work(s->cm, s->g, p, k, &w);
+            double t = ts_costmodel_time(s->cm, &w);
+            if (t < t_best && t < t_default * (1 - MIN_CONFIG_GAIN)) t_best = t, best = alt[v];
+        }
+        k->cfg = best;
+    }
+}
+
 /* The plan with the row reductions of GEMM operands moved into their GEMMs (rowstat.h), predicted and
  * offered to the pool beside p; its predicted time, INFINITY when there was nothing to move. */
 static double offer_row_stats(search *s, const ts_plan *p) {
@@ -322,6 +347,7 @@ static double evaluate(search *s, const extraction *e, const char *name) {
         ts_plan_free(&p);
         return INFINITY;
     }
+    choose_configs(s, &p);
     ts_costmodel_predict(s->cm, s->g, &p);
     p.name = ts_strdup(name);
     double t = fmin(p.predicted_s, offer_row_stats(s, &p));
