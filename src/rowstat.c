@@ -104,6 +104,17 @@ static bool same_rows(const ts_kernel *gk, const row_reduction *rr) {
     return true;
 }
 
+/* Whether the GEMM reads each of the reduction's outputs in its epilogue only, through the view the
+ * reduction wrote it with (so that the value at a row's index is that row's). */
+static bool read_as_written(const ts_kernel *gk, const row_reduction *rr) {
+    for (int s = 0; s < gk->nacc; s++)
+        for (int o = 0; o < rr->nout; o++) {
+            if (gk->acc[s].buf != rr->out[o]->buf) continue;
+            if (s == gk->a || s == gk->b0 || s == gk->b1 || !ts_access_same_view(&gk->acc[s], rr->out[o])) return false;
+        }
+    return true;
+}
+
 /* Whether kernel ri's reduction can move into GEMM gi (see rowstat.h). */
 static bool fusable(const ts_plan *p, int ri, int gi, row_reduction *rr) {
     const ts_kernel *r = &p->k[ri], *gk = &p->k[gi];
@@ -112,7 +123,7 @@ static bool fusable(const ts_plan *p, int ri, int gi, row_reduction *rr) {
         if (!term_of_a(rr->stage[j], r, &gk->acc[gk->a])) return false;
     for (int o = 0; o < rr->nout; o++)
         if (!from_stages(rr->value[o], rr->nstage) || !private_between(p, rr->out[o]->buf, ri, gi)) return false;
-    return same_rows(gk, rr);
+    return read_as_written(gk, rr) && same_rows(gk, rr);
 }
 
 /* Every expression of k, for slot renumbering. */
