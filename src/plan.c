@@ -1173,16 +1173,18 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
     return 0;
 }
 
+void ts_kernel_free(ts_kernel *k) {
+    free(k->acc);
+    free(k->expr.node);
+    free(k->inner.node);
+    free(k->inner_weighted.node);
+    for (int j = 0; j < k->nstage; j++) free(k->stage[j].node);
+    for (int j = 0; j < k->nextra; j++) free(k->extra_expr[j].node);
+    for (int j = 0; j < k->nrowstat; j++) free(k->rowstat[j].node);
+}
+
 void ts_plan_free(ts_plan *p) {
-    for (int i = 0; i < p->nk; i++) {
-        free(p->k[i].acc);
-        free(p->k[i].expr.node);
-        free(p->k[i].inner.node);
-        free(p->k[i].inner_weighted.node);
-        for (int j = 0; j < p->k[i].nstage; j++) free(p->k[i].stage[j].node);
-        for (int j = 0; j < p->k[i].nextra; j++) free(p->k[i].extra_expr[j].node);
-        for (int j = 0; j < p->k[i].nrowstat; j++) free(p->k[i].rowstat[j].node);
-    }
+    for (int i = 0; i < p->nk; i++) ts_kernel_free(&p->k[i]);
     free(p->k);
     free(p->buf);
     free(p->name);

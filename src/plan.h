@@ -184,6 +184,8 @@ int ts_expr_tanh_arg(const ts_expr *x, int i);
  * that the root reaches). */
 void ts_expr_live(const ts_expr *x, bool fast_tanh, bool *live);
 
+/* Frees what kernel k owns: its operands and expressions (not k itself). */
+void ts_kernel_free(ts_kernel *k);
 void ts_plan_free(ts_plan *p);
 /* The kernels in words, in launch order, separated by "; ", e.g. "reduce-sum [m] over d; gemm [m,n] over d".
  * (heap) */

@@ -181,11 +181,7 @@ static void remove_buffer(ts_plan *p, int b) {
 }
 
 static void remove_kernel(ts_plan *p, int i) {
-    ts_kernel *k = &p->k[i];
-    ts_expr *x[3 + TS_ROW_MAX_STAGES + TS_KERNEL_MAX_OUTS * 2];
-    int nx = kernel_exprs(k, x);
-    for (int j = 0; j < nx; j++) free(x[j]->node);
-    free(k->acc);
+    ts_kernel_free(&p->k[i]);
     memmove(&p->k[i], &p->k[i + 1], sizeof *p->k * (size_t)(p->nk - i - 1));
     p->nk--;
 }
@@ -229,25 +225,29 @@ static int writer_of(const ts_plan *p, int buf, int before) {
     return -1;
 }
 
-/* One fusion into GEMM gi, if one qualifies. */
-static bool fuse_into(ts_plan *p, int gi) {
+/* The reduction kernel (before gi) that can move into GEMM gi, its form in *rr; -1 when there is none. */
+static int fusable_into(const ts_plan *p, int gi, row_reduction *rr) {
     const ts_kernel *gk = &p->k[gi];
-    if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat) return false;
+    if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat) return -1;
     for (int s = 0; s < gk->nacc; s++) {
         if (s == gk->a || s == gk->b0 || s == gk->b1 || p->buf[gk->acc[s].buf].kind != TS_BUF_TEMP) continue;
         int ri = writer_of(p, gk->acc[s].buf, gi);
-        row_reduction rr;
-        if (ri >= 0 && fusable(p, ri, gi, &rr)) {
-            fuse(p, ri, gi, &rr);
-            return true;
-        }
+        if (ri >= 0 && fusable(p, ri, gi, rr)) return ri;
     }
-    return false;
+    return -1;
 }
 
-int ts_plan_fuse_row_stats(ts_plan *p) {
-    int n = 0;
-    for (int gi = 0; gi < p->nk; gi++)
-        if (fuse_into(p, gi)) n++, gi--; /* the GEMM moved down one: look at what is now at gi again */
-    return n;
+bool ts_plan_with_row_stats(const ts_plan *p, ts_plan *out) {
+    row_reduction rr;
+    int gi = 0;
+    while (gi < p->nk && fusable_into(p, gi, &rr) < 0) gi++;
+    if (gi == p->nk) return false; /* the common case: no copy */
+    ts_plan_copy(out, p);
+    for (; gi < out->nk; gi++) {
+        int ri = fusable_into(out, gi, &rr);
+        if (ri < 0) continue;
+        fuse(out, ri, gi, &rr);
+        gi--; /* the GEMM moved down one: look at what is now at gi again */
+    }
+    return true;
 }

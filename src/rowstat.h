@@ -11,14 +11,16 @@
 
 #include "plan.h"
 
-/* Moves into its GEMM every ROW (per row) or REDUCE kernel of p that qualifies:
+/* p with every ROW (per row) or REDUCE kernel that qualifies moved into its GEMM, in *out (a new plan,
+ * p untouched):
  *   - its stages (REDUCE: its inner value) are sums or maxima over the GEMM's contracted axis of a term of
  *     one element of the GEMM's A operand, read through the same view, and nothing else (no index, no other
  *     operand, no earlier stage);
- *   - its outputs are temporaries over the GEMM's batch and row axes that the GEMM alone reads, through the
- *     view the kernel wrote them with; what it writes per row reads only its stage results and constants.
+ *   - its outputs are temporaries over the GEMM's batch and row axes that the GEMM alone reads, in its
+ *     epilogue, through the view the kernel wrote them with; what it writes per row reads only its stage
+ *     results and constants.
  * The kernel and its buffers leave the plan; the GEMM gets nstage / stage / nrowstat / rowstat (plan.h) and
- * its epilogue reads the values as ACC 2 + o. Returns how many kernels were moved (0: p unchanged). */
-int ts_plan_fuse_row_stats(ts_plan *p);
+ * its epilogue reads the values as ACC 2 + o. Returns false, writing nothing to *out, when none qualifies. */
+bool ts_plan_with_row_stats(const ts_plan *p, ts_plan *out);
 
 #endif

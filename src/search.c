@@ -298,19 +298,23 @@ static void pool_offer(search *s, ts_plan *p) {
  * least MIN_CONFIG_GAIN faster (a 1024×2048 output in 128×256 tiles fills 64 of 132 SMs: 128×128 tiles,
  * predicted 0.0194 ms against 0.0244, measured 0.0187 against 0.0233, bench/NOTES.md run 47). */
 #define MIN_CONFIG_GAIN 0.02
+static double kernel_time(const search *s, const ts_plan *p, const ts_kernel *k) {
+    ts_kernel_work w;
+    ts_costmodel_work(s->cm, s->g, p, k, &w);
+    return ts_costmodel_time(s->cm, &w);
+}
+
 static void choose_configs(const search *s, ts_plan *p) {
     enum { MAX_VARIANTS = 8 };
     for (int i = 0; i < p->nk; i++) {
         ts_kernel *k = &p->k[i];
         ts_kernel_config alt[MAX_VARIANTS], best = k->cfg;
         int n = ts_config_variants(k, alt, MAX_VARIANTS);
-        ts_kernel_work w;
-        ts_costmodel_work(s->cm, s->g, p, k, &w);
-        double t_best = ts_costmodel_time(s->cm, &w), t_default = t_best;
+        if (n == 0) continue;
+        double t_default = kernel_time(s, p, k), t_best = t_default;
         for (int v = 0; v < n; v++) {
             k->cfg = alt[v];
-            ts_costmodel_work(s->cm, s->g, p, k, &w);
-            double t = ts_costmodel_time(s->cm, &w);
+            double t = kernel_time(s, p, k);
             if (t < t_best && t < t_default * (1 - MIN_CONFIG_GAIN)) t_best = t, best = alt[v];
         }
         k->cfg = best;
@@ -321,11 +325,7 @@ static void choose_configs(const search *s, ts_plan *p) {
  * offered to the pool beside p; its predicted time, INFINITY when there was nothing to move. */
 static double offer_row_stats(search *s, const ts_plan *p) {
     ts_plan q;
-    ts_plan_copy(&q, p);
-    if (ts_plan_fuse_row_stats(&q) == 0) {
-        ts_plan_free(&q);
-        return INFINITY;
-    }
+    if (!ts_plan_with_row_stats(p, &q)) return INFINITY;
     ts_costmodel_predict(s->cm, s->g, &q);
     double t = q.predicted_s;
     char *name = ts_strfmt("%s+rowstats", q.name);
