@@ -16,7 +16,7 @@
 // Build (from the repository root):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates bench/gpu/gemm_sm90_test.cu -lcublas -o gemm_sm90_test
 //   (add -Werror all-warnings -Xptxas -v to see the resource report; it builds warning-free)
-// Run: ./gemm_sm90_test          (quick: validation only, no timing, shapes at most 256x1024x1024; cluster:
+// Run: ./gemm_sm90_test          (quick: validation only, no timing, large shapes cut to 256x1024x1024; cluster:
 //      CM=1 against CM=2 on large shapes and a K sweep over one wave of tiles; one: the bench matmul alone,
 //      for ncu; quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share
 //      the work)
@@ -57,6 +57,7 @@ static const size_t kFlushBytes = 256u << 20;
 static bool g_timing = true;
 static int g_part = 0, g_parts = 1, g_config = 0;  // `quick K/N`: run config i only when i % N == K
 static const int kQuickM = 256, kQuickN = 1024, kQuickK = 1024;  // `quick`: the largest shape run (see run_config)
+static const int64_t kQuickOutputs = 16 << 20;
 static int g_failures = 0;
 
 // ---- device helpers -----------------------------------------------------------------------------
@@ -136,16 +137,17 @@ struct Check {
 
 static const char *path_name(int r) { return r == 0 ? "wgmma" : r == 1 ? "fallback(align)" : "fallback(encode)"; }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND>
-static void run_config(const Shape &s, uint64_t seed) {
-    if (g_config++ % g_parts != g_part) return;
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP>
+static void run_config_impl(const Shape &s, uint64_t seed) {
     using Ep = typename EpFor<T, KIND>::type;
     static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat), "DUAL epilogues go with DUAL configs");
     constexpr bool STATS = KIND == kRowStat || KIND == kGatedStat;
-    // `quick` (validation only, for compute-sanitizer): large shapes shrink to at most kQuickM×kQuickN×kQuickK,
-    // still several tiles along M and N and several trips around the K pipeline; the odd shapes run as they are.
-    const int M = g_timing ? s.M : std::min(s.M, kQuickM), N = g_timing ? s.N : std::min(s.N, kQuickN);
-    const int K = g_timing ? s.K : std::min(s.K, kQuickK), batch = s.batch;
+    // `quick` (validation only, for compute-sanitizer): shapes with K > kQuickK or more than kQuickOutputs
+    // outputs shrink to at most kQuickM×kQuickN×kQuickK, still several tiles along M and N and several trips
+    // around the K pipeline; the others (odd shapes, more tiles than SMs at a small K) run as they are.
+    const bool clip = !g_timing && (s.K > kQuickK || (int64_t)s.M * s.N * s.batch > kQuickOutputs);
+    const int M = clip ? std::min(s.M, kQuickM) : s.M, N = clip ? std::min(s.N, kQuickN) : s.N;
+    const int K = clip ? std::min(s.K, kQuickK) : s.K, batch = s.batch;
     const int64_t lda = K + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
     const int64_t a_bs = (int64_t)M * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
     const int64_t b_bs = s.b_broadcast ? 0 : b_rows * ldb, c_bs = (int64_t)M * ldc;
@@ -194,11 +196,15 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     char cfg[112];
-    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%d%s s%d cm%d", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
-             DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM);
+    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%d%s s%d cm%d%s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
+             DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM, PP ? " pp" : "");
     printf("%-24s %-36s ... ", s.name, cfg);   // so that a crash inside the config still names it
     fflush(stdout);
+#ifdef GEMM_SM90_TEST_NO_PP
     auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep>(p, 0); };
+#else
+    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP>(p, 0); };
+#endif
     auto ours = [&] { CK(launch()); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
     CK(launch());
@@ -292,26 +298,30 @@ static void run_config(const Shape &s, uint64_t seed) {
     CK(cudaFree(maxbits));
 }
 
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false>
+static void run_config(const Shape &s, uint64_t seed) {
+    if (g_config++ % g_parts != g_part) return;
+#ifdef GEMM_SM90_TEST_NO_PP   // templates from before the ping-pong form (bench/gpu/gemm_ab.sh's OLD build)
+    if constexpr (PP) return;
+    else
+#endif
+        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP>(s, seed);
+}
+
 // Active clusters of 2 the device can hold for a kernel (how many of the 2-CTA clusters run in one wave).
 template <typename T, int BM, int BN, int ST, bool B_KN, bool DUAL, class Ep> static void print_cluster_occupancy(const char *what) {
+#ifdef GEMM_SM90_TEST_NO_PP   // templates from before tsg90::ClusterLaunch
+    printf("cluster occupancy %s: not asked (older templates)\n", what);
+#else
     using C = tsg90::Cfg<BM, BN, ST, 2, DUAL>;
-    auto kernel = tsg90::gemm_sm90_kernel<T, BM, BN, ST, 2, B_KN, DUAL, Ep>;
+    auto kernel = tsg90::gemm_sm90_kernel<T, BM, BN, ST, 2, B_KN, DUAL, Ep, false>;
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(128, 1, 1);
-    cfg.blockDim = dim3(C::THREADS, 1, 1);
-    cfg.dynamicSmemBytes = C::SMEM;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 2;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    const tsg90::ClusterLaunch cl(dim3(128, 1, 1), C::THREADS, C::SMEM, 0, 2);
     int n = -1;
-    cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+    cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cl.cfg);
     printf("cluster occupancy %s: %d active 2-CTA clusters (%s)\n", what, n, cudaGetErrorString(e));
     (void)cudaGetLastError();
+#endif
 }
 
 // ---- the configs --------------------------------------------------------------------------------
@@ -398,6 +408,39 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"m=1", 1, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"K=8 N=1003 (partial)", 200, 1003, 8, 1, 0, 5, 1}, seed++);
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"K=12 N=1003 (lda 16)", 200, 1003, 12, 1, 4, 5, 1}, seed++);
+    // More tiles than SMs: each persistent CTA runs several tiles, the stage ring running on across them
+    // (edges, 256-row tiles, row statistics, the dual form, a two-phase functor, batches), then the sizes of
+    // issue 11's acceptance.
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"many tiles odd", 3000, 5000, 300, 1, 4, 0, 8}, seed++);
+    run_config<b16, 256, 128, 4, 1, false, false, kStore>({"many tiles odd 256x128", 3001, 4999, 520, 1, 8, 0, 0}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kRowStat>({"many tiles rowstat", 2000, 4000, 200, 1}, seed++);
+    run_config<h16, 128, 128, 4, 1, true, true, kGated>({"many tiles dual", 2000, 4000, 200, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kResidual>({"residual 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 6, 1, false, false, kStore>({"scores 16x2048^2x128", 2048, 2048, 128, 16}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<b16, 128, 256, 4, 1, true, false, kStore>({"matmul bf16 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"gemm_gelu shape", 8192, 8192, 2048, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul 8192^3", 8192, 8192, 8192, 1}, seed++);
+    run_config<b16, 128, 256, 4, 1, true, false, kStore>({"matmul bf16 8192^3", 8192, 8192, 8192, 1}, seed++);
+    // Ping-pong (PP): the two consumer warpgroups take turns, a whole tile each (64 or 128 rows), so that one's
+    // epilogue runs beside the other's main loop.
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 6, 1, true, false, kStore, true>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 64, 256, 5, 1, true, false, kStore, true>({"matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 64, 256, 5, 1, true, false, kStore, true>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true>({"gemm_gelu shape", 8192, 8192, 2048, 1}, seed++);
+    run_config<h16, 64, 256, 5, 1, true, false, kStore, true>({"gemm_gelu shape", 8192, 8192, 2048, 1}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kResidual, true>({"residual 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true>({"matmul 8192^3", 8192, 8192, 8192, 1}, seed++);
+    run_config<b16, 128, 128, 5, 1, false, false, kStore, true>({"many tiles odd 256x128", 3001, 4999, 520, 1, 8, 0, 0}, seed++);
+    run_config<h16, 64, 256, 5, 1, true, false, kStore, true>({"many tiles odd", 3000, 5000, 300, 1, 4, 0, 8}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kRowStat, true>({"many tiles rowstat", 2000, 4000, 200, 1}, seed++);
+    run_config<h16, 64, 128, 5, 1, true, true, kGated, true>({"many tiles dual", 2000, 4000, 200, 1}, seed++);
+    run_config<h16, 64, 128, 5, 1, true, true, kSwiglu, true>({"swiglu", 1024, 2048, 2048, 1}, seed++);
+    run_config<h16, 128, 128, 5, 1, false, false, kRowScale, true>({"batched NK rowscale", 333, 700, 448, 3, 8, 16, 0}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true>({"K=12 N=1003 (lda 16)", 200, 1003, 12, 1, 4, 5, 1}, seed++);
+    run_config<h16, 64, 256, 5, 1, true, false, kStore, true>({"m=1", 1, 4096, 4096, 1}, seed++);
     // Fallbacks to the mma.sync kernel (rows not 16-byte aligned, misaligned pointer).
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"k=1001 fallback", 300, 520, 1001, 1, 0, 0, 3, 0, 0, false, false}, seed++);
     run_config<h16, 128, 256, 4, 1, false, false, kStore>({"k=1001 fallback NK", 300, 517, 1001, 1, 0, 0, 0, 0, 0, false, false}, seed++);
@@ -423,6 +466,13 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 256, 4, 2, false, false, kStore>({"odd B_NK", 333, 1000, 1000, 1, 0, 0, 8}, seed++);
     run_config<h16, 128, 128, 4, 2, true, true, kSwiglu>({"batched bcast-B swiglu", 300, 256, 192, 5, 0, 0, 0, 0, 0, true}, seed++);
     run_config<h16, 128, 256, 4, 2, true, false, kStore>({"matmul (again)", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kStore>({"many tiles odd", 3000, 5000, 300, 1, 4, 0, 8}, seed++);
+    run_config<h16, 128, 128, 4, 2, true, true, kSwiglu>({"many tiles dual", 1000, 2000, 200, 3, 0, 0, 0, 0, 0, true}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kStore>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kStore>({"gemm_gelu shape", 8192, 8192, 2048, 1}, seed++);
+    run_config<h16, 128, 128, 5, 2, true, false, kStore, true>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 5, 2, true, false, kStore, true>({"many tiles odd", 3000, 5000, 300, 1, 4, 0, 8}, seed++);
+    run_config<h16, 64, 128, 5, 2, true, true, kSwiglu, true>({"many tiles dual", 1000, 2000, 200, 3, 0, 0, 0, 0, 0, true}, seed++);
 
     CKB(cublasDestroy(g_blas));
     CK(cudaFree(g_flush));
