@@ -891,7 +891,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 
 // ---- gemm_sm90.cuh -----------------------------------------------------------------------------
 // gemm_sm90.cuh — the Hopper (sm_90a) form of gemm.cuh: the same GemmParams<T, Epilogue>, the same epilogue
-// functors and the same operand layouts, computed with TMA loads and wgmma.mma_async. Per batch b (grid z):
+// functors and the same operand layouts, computed with TMA loads and wgmma.mma_async. Per batch b:
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
 // fp16 or bf16 in, fp32 accumulate. Any M, N, K. Namespace tsg90; includes gemm.cuh (params, epilogues and
@@ -902,7 +902,10 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous; B_KN: B (K, N) N contiguous
 // (a weight), else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
 //
-// The kernel, per block (one output tile BM × BN; DUAL: BM × BN of each of the two products):
+// The kernel, per output tile BM × BN (DUAL: BM × BN of each of the two products). Persistent: the grid holds
+// as many CTAs (clusters) as are resident at once, each taking tiles (over every batch) in a grouped order
+// (L2 reuse of B); the stage ring runs on across tiles, so the producer loads the next tile while the
+// consumers run the last one's epilogue.
 //   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues TMA);
 //     warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232), each owning BM/2 rows of the tile.
 //   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k, K-major) + B tile (NB·BN
@@ -919,15 +922,15 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //   * Row statistics of A (a functor with kRowStats, gemm.cuh): each consumer warpgroup folds its own rows of
 //     each stage's A tile (tsg::RowFold: 4·MI 16-byte shared loads a thread) after releasing the previous
 //     stage; after the last stage each row's O finished values go to shared memory for the epilogue. It is
-//     not free: the main loop already moves about as many shared-memory bytes a cycle as the SM serves
-//     (wgmma's operand reads and TMA's writes), and the extra reads slow it by 28-44% (bench/NOTES.md runs
-//     43-44; two producer-side warps folding every row instead: 70-140%). The cost model charges that
-//     (rowstat_tensor_share), so the search folds statistics into a wgmma GEMM only where it pays.
-//   * Epilogue (single form, when the tile fits the drained stage buffers): each consumer warpgroup parks
-//     its fp32 accumulators in shared memory and reads them back a row segment per warp, calling
-//     ep.apply<T>(b, row, col, v0, v1) so that a warp's stores are 128 contiguous bytes; with a two-phase
-//     functor (gemm.cuh: load / apply_loaded) an interior tile issues four rows' loads before the first
-//     store. DUAL: straight from the wgmma fragments (warp w of a consumer owns rows 16w..16w+15 of its
+//     not free: 0.09-0.27 us a K-tile (bench/NOTES.md run 49; 0.30-0.41 before the kernel was persistent,
+//     runs 43-44, and two producer-side warps folding every row instead were slower still). The cost model
+//     charges it (rowstat_stage_s), so the search folds statistics into a wgmma GEMM only where it pays.
+//   * Epilogue (single form, when a parking slot fits beside the stages): each consumer warp parks 16-64
+//     columns of its fp32 accumulators at a time in its own shared-memory slot (not the stages: those are
+//     refilling) and reads them back a row segment per half-warp or warp, calling
+//     ep.apply<T>(b, row, col, v0, v1) so that a warp's stores are whole row segments; with a two-phase
+//     functor (gemm.cuh: load / apply_loaded) an interior tile issues four row segments' loads before the
+//     first store. DUAL: straight from the wgmma fragments (warp w of a consumer owns rows 16w..16w+15 of its
 //     m64 slice; lane l holds rows l/4 and l/4+8, columns 8j + 2(l%4) and +1 for each n8 block j), calling
 //     ep.apply<T>(b, row, col, v0, v1, w0, w1). Either way as gemm.cuh documents (col even; the functor
 //     checks col + 1 < n).
@@ -938,7 +941,10 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // compiled only for sm_90a; elsewhere it traps).
 //
 // Template knobs: BM ∈ {128, 256} (two consumer warpgroups of BM/2 rows), BN a multiple of 64 with
-// NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}.
+// NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}, PP (ping-pong: the two
+// consumer warpgroups take turns, a whole BM × BN tile each with BM ∈ {64, 128}, so that one's epilogue runs
+// beside the other's main loop; its 128×128 tiles move more operand bytes per FLOP, so it pays only for
+// heavy epilogues: bench/NOTES.md run 49).
 // Define TSOPT_TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
 // deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
 // Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
@@ -1263,6 +1269,13 @@ __device__ __forceinline__ void named_barrier_sync(int id, int count) {
     (void)id, (void)count;
 #endif
 }
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+#if TSOPT_TSG90_DEVICE_OK
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+#else
+    (void)id, (void)count;
+#endif
+}
 __device__ __forceinline__ void cluster_sync() {
 #if TSOPT_TSG90_DEVICE_OK
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
@@ -1280,10 +1293,11 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0> struct Cfg {
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false> struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
-    static constexpr int MI = BM / 128;                 // m64 slices per consumer warpgroup
+    static constexpr int WG_ROWS = PP ? BM : BM / 2;    // tile rows a consumer warpgroup owns
+    static constexpr int MI = WG_ROWS / 64;             // m64 slices per consumer warpgroup
     static constexpr int BK = 64;                       // one 128-byte swizzle row of 2-byte elements
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int BOX_BYTES = 64 * BK * 2;       // a 64 × 64 B box (8 KB)
@@ -1291,36 +1305,227 @@ template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int R
     static constexpr int B_BYTES = NBOX * BOX_BYTES;
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
     static constexpr int THREADS = 384;
-    static constexpr int CONSUMER_WARPS = 8;
-    // Row statistics of A: BM × ROW_OUTS finished values, then tsg::RowFold's partials (BM·8·ROW_STATS floats)
+    static constexpr int CONSUMER_WARPS = PP ? 4 : 8;   // consumer warps reading each stage
+    static constexpr int SMEM_LIMIT = 232448;           // 227 KB per block (opt-in)
+    // Shared memory: the stages | their full and empty barriers | row statistics of A (both warpgroups' rows ×
+    // ROW_OUTS finished values, then tsg::RowFold's partials, 8·ROW_STATS floats a row) | the epilogue's parking.
     static constexpr int STATS_OFFSET = STAGES * STAGE_BYTES + 2 * STAGES * 8;
-    static constexpr int SMEM = 1024 /* alignment slack */ + STATS_OFFSET + BM * ROW_OUTS * 4 + BM * 8 * ROW_STATS * 4;
-    // Staged epilogue: each consumer warpgroup parks its fp32 accumulators (64·MI rows × NT, rows padded by
-    // 8 floats: the fragment writes are conflict-free) in the drained stage buffers, then reads them back a
-    // row segment per warp, so every epilogue store (and residual read) of a warp is 128 contiguous bytes.
-    static constexpr int EPI_LD = NT + 8;
-    static constexpr int EPI_FLOATS = 64 * MI * EPI_LD;   // per consumer warpgroup
-    // Measured on the H200 (bench/gpu/gemm_cluster.sh): the single GEMM 1024×4096×4096 0.0539 → 0.0504 ms,
-    // 4096³ 0.2013 → 0.1926; the DUAL forms 2–10% slower (they park both products but store one): not staged.
-    static constexpr bool STAGED_EPILOGUE = !DUAL && 2 * EPI_FLOATS * 4 <= STAGES * STAGE_BYTES;
-    static_assert(BM == 128 || BM == 256, "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows)");
+    static constexpr int PARK_OFFSET = STATS_OFFSET + 2 * WG_ROWS * ROW_OUTS * 4 + 2 * WG_ROWS * 8 * ROW_STATS * 4;
+    // Staged epilogue: each consumer warp parks EPI_CC columns of its fp32 accumulators at a time (its 16·MI
+    // rows, rows padded by 8 floats: the fragment writes are conflict-free) in its own shared-memory slot and
+    // reads them back a row segment per half-warp or warp, so that a warp's stores (and residual reads) are
+    // whole row segments. The slot is the warp's alone (only __syncwarp between writing and reading) and apart
+    // from the stages, which the producer is already refilling with the next tile's operands. The widest of
+    // 64/32/16 columns that fits beside the stages; DUAL (which parks both products but stores one: 2-10%
+    // slower staged, bench/gpu/gemm_cluster.sh) and no room: straight from the fragments.
+    // A CTA's last tile has no successor to load: when the whole tile fits the drained stages (WIDE_PARK), its
+    // warps park all BN columns there at once (one write, one read back: 3% faster on a single wave of tiles
+    // than 32-column chunks, bench/NOTES.md run 49).
+    static constexpr int park_bytes(int cc) { return cc > 0 ? 2 * 64 * MI * (cc + 8) * 4 : 0; }
+    static constexpr bool park_fits(int cc) { return 1024 + PARK_OFFSET + park_bytes(cc) <= SMEM_LIMIT; }
+    static constexpr int EPI_CC = DUAL ? 0 : park_fits(64) ? 64 : park_fits(32) ? 32 : park_fits(16) ? 16 : 0;
+    static constexpr bool STAGED_EPILOGUE = EPI_CC > 0;
+    static constexpr bool WIDE_PARK = !PP && STAGED_EPILOGUE && BN > EPI_CC && park_bytes(BN) <= STAGES * STAGE_BYTES;
+    static constexpr int SMEM = 1024 /* alignment slack */ + PARK_OFFSET + park_bytes(EPI_CC);
+    static_assert(PP ? (BM == 64 || BM == 128) : (BM == 128 || BM == 256),
+                  "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows); ping-pong: 64 or 128 (a tile a warpgroup)");
     static_assert(BN % 64 == 0 && NT <= 256, "BN must be a multiple of 64 and NB*BN <= 256 (wgmma N)");
     static_assert(NT == 64 || NT == 128 || NT == 192 || NT == 256, "wgmma N must be 64, 128, 192 or 256");
     static_assert(STAGES >= 2, "at least 2 stages");
     static_assert(CM == 1 || CM == 2, "CM (cluster size along M) must be 1 or 2");
     static_assert(NBOX % CM == 0, "the B boxes must split evenly over the cluster");
-    static_assert(SMEM <= 232448, "shared memory above the 227 KB per-block limit: fewer STAGES");
+    static_assert(SMEM <= SMEM_LIMIT, "shared memory above the 227 KB per-block limit: fewer STAGES");
 };
 
+// Tile order. Work items are clusters of CM tiles on adjacent tile rows of one tile column ("pairs"),
+// numbered batch by batch; inside a batch, in groups of kGroupM tile rows that sweep the tile columns
+// together (L2 reuse of B, as in gemm.cuh). A persistent CTA takes items q, q + stride, ...
+template <int BM, int BN, int CM> struct TileOrder {
+    static constexpr int G = tsg::kGroupM / CM > 0 ? tsg::kGroupM / CM : 1;
+    int tiles_n, pairs_m, per_batch;
+    __host__ __device__ TileOrder(int M, int N) {
+        const int tiles_m = (M + BM - 1) / BM;
+        tiles_n = (N + BN - 1) / BN, pairs_m = (tiles_m + CM - 1) / CM, per_batch = pairs_m * tiles_n;
+    }
+    __device__ __forceinline__ void at(int q, int rank, int &m0, int &n0, int &b) const {
+        b = q / per_batch;
+        const int id = q - b * per_batch, per_group = G * tiles_n, group = id / per_group;
+        const int first = group * G, gm = min(pairs_m - first, G);
+        const int pm = first + (id % per_group) % gm, tn = (id % per_group) / gm;
+        m0 = (pm * CM + rank) * BM, n0 = tn * BN;
+    }
+};
+
+// A position in the stage ring that runs on across tiles: stage s, phase bit ph.
+template <int STAGES> struct Ring {
+    int s = 0;
+    uint32_t ph = 0;
+    __device__ __forceinline__ void next() {
+        if (++s == STAGES) s = 0, ph ^= 1u;
+    }
+    __device__ __forceinline__ void seek(long long it) {   // the it-th use of the ring (from 0)
+        s = static_cast<int>(it % STAGES), ph = static_cast<uint32_t>((it / STAGES) & 1);
+    }
+};
+
+// ---- epilogues (consumer warps, after a tile's last wgmma) -----------------------------------------------
+// Fragment layout: acc[mi][4j + 2h + e] is (row wq·16 + lane/4 + 8h, column 8j + 2(lane%4) + e) of m64 slice mi
+// of the warpgroup's rows. row0: the warpgroup's first row; rs0: its rows' statistics (O values a row).
+
+// The values a two-phase functor (gemm.cuh) loads for a column pair, or nothing for other functors.
+template <class E, bool = tsg::kTwoPhaseEpilogue<E>> struct LoadedOf {
+    struct type {};
+};
+template <class E> struct LoadedOf<E, true> {
+    using type = typename E::In;
+};
+
+// Through the warp's parking slot (16·MI rows of CC + 8 floats), CC columns at a time: a half-warp or warp
+// then reads a row segment (≤ 64 columns) back and applies the functor to column pairs, so stores and functor
+// loads are whole segments.
+template <class C, int BN, int CC, typename T, class Epilogue>
+__device__ __forceinline__ void epilogue_staged(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2],
+                                                float *park, int b, int row0, int n0, int wq, int lane, const float *rs0) {
+    constexpr int LD = CC + 8, RO = tsg::kRowOuts<Epilogue>, SEG = CC < 64 ? CC : 64;
+    constexpr int LPR = SEG / 2, RPI = 32 / LPR;   // lanes a row (a column pair each), rows a warp instruction
+    constexpr int ITERS = 16 * C::MI / RPI;        // warp instructions to cover the warp's 16·MI rows
+    static_assert(BN % CC == 0 && CC % SEG == 0, "chunks of whole segments");
+    const int rl = lane / LPR, cl = 2 * (lane % LPR);
+    // warpgroup row of parked row lr = 16·mi + r (r < 16): slice mi, the warp's rows wq·16 + r
+    auto row_of = [&](int i) {
+        const int lr = i * RPI + rl;
+        return (lr / 16) * 64 + wq * 16 + lr % 16;
+    };
+    const bool edge = row0 + C::MI * 64 > p.M || n0 + BN > p.N;
+    // Chunks with a two-phase functor (a bias, a residual): the next chunk's loads are issued before this
+    // chunk's stores, as many in flight as the wide form's four rows of four segments.
+    constexpr int NCH = BN / CC;
+    constexpr bool PIPE = tsg::kTwoPhaseEpilogue<Epilogue> && NCH > 1;
+    static_assert(!PIPE || CC <= 64, "a chunk of one segment a row");
+    typename LoadedOf<Epilogue>::type pre[PIPE ? ITERS : 1];
+    auto load_chunk = [&](int c) {
+        if constexpr (PIPE)
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) pre[i] = p.ep.load(b, row0 + row_of(i), n0 + c * CC + cl);
+    };
+    if (PIPE && !edge) load_chunk(0);
+#pragma unroll
+    for (int c = 0; c < NCH; ++c) {
+        __syncwarp();   // the previous chunk's reads are done
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int lr = mi * 16 + (lane >> 2) + 8 * h;
+#pragma unroll
+                for (int jj = 0; jj < CC / 8; ++jj) {
+                    const int j = c * (CC / 8) + jj;
+                    *reinterpret_cast<float2 *>(park + lr * LD + 8 * jj + 2 * (lane & 3)) =
+                        make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
+                }
+            }
+        __syncwarp();
+        // Row by row, the chunk's NS segments of a row side by side (independent stores in flight).
+        constexpr int NS = CC / SEG;
+        const int col0 = n0 + c * CC + cl;   // this lane's column in segment 0
+        auto parked = [&](int i, int sg) { return *reinterpret_cast<const float2 *>(park + (i * RPI + rl) * LD + sg * SEG + cl); };
+        if (edge) {
+            for (int i = 0; i < ITERS; ++i) {
+                const int r = row_of(i);
+                if (row0 + r >= p.M) continue;
+#pragma unroll
+                for (int sg = 0; sg < NS; ++sg) {
+                    if (col0 + sg * SEG >= p.N) break;
+                    const float2 v = parked(i, sg);
+                    tsg::epi_apply<T>(p.ep, b, row0 + r, col0 + sg * SEG, v.x, v.y, rs0 + r * RO);
+                }
+            }
+        } else if constexpr (PIPE) {
+            typename Epilogue::In cur[ITERS];
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) cur[i] = pre[i];
+            if (c + 1 < NCH) load_chunk(c + 1);
+#pragma unroll
+            for (int i = 0; i < ITERS; ++i) {
+                const int r = row_of(i);
+                const float2 v = parked(i, 0);
+                tsg::epi_apply_loaded<T>(p.ep, b, row0 + r, col0, cur[i], v.x, v.y, rs0 + r * RO);
+            }
+        } else if constexpr (tsg::kTwoPhaseEpilogue<Epilogue>) {
+            // The functor reads memory (a bias, a residual): U rows' reads are issued before the first store,
+            // instead of each pair waiting out DRAM latency behind the previous pair's store.
+            constexpr int U = 4;
+            static_assert(ITERS % U == 0, "whole row groups");
+#pragma unroll 1
+            for (int i0 = 0; i0 < ITERS; i0 += U) {
+                typename Epilogue::In in[U][NS];
+#pragma unroll
+                for (int u = 0; u < U; ++u)
+#pragma unroll
+                    for (int sg = 0; sg < NS; ++sg) in[u][sg] = p.ep.load(b, row0 + row_of(i0 + u), col0 + sg * SEG);
+#pragma unroll
+                for (int u = 0; u < U; ++u) {
+                    const int r = row_of(i0 + u);
+#pragma unroll
+                    for (int sg = 0; sg < NS; ++sg) {
+                        const float2 v = parked(i0 + u, sg);
+                        tsg::epi_apply_loaded<T>(p.ep, b, row0 + r, col0 + sg * SEG, in[u][sg], v.x, v.y, rs0 + r * RO);
+                    }
+                }
+            }
+        } else {
+#pragma unroll 2
+            for (int i = 0; i < ITERS; ++i) {
+                const int r = row_of(i);
+#pragma unroll
+                for (int sg = 0; sg < NS; ++sg) {
+                    const float2 v = parked(i, sg);
+                    tsg::epi_apply<T>(p.ep, b, row0 + r, col0 + sg * SEG, v.x, v.y, rs0 + r * RO);
+                }
+            }
+        }
+    }
+}
+
+// Straight from the fragments (DUAL, or no room to park): ep.apply<T>(b, row, col, v0, v1[, w0, w1]).
+template <class C, int BN, bool DUAL, typename T, class Epilogue>
+__device__ __forceinline__ void epilogue_direct(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2],
+                                                int b, int row0, int n0, int wq, int lane, const float *rs0) {
+    constexpr int RO = tsg::kRowOuts<Epilogue>;
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
+            if (row0 + r >= p.M) continue;
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+                const int col = n0 + 8 * j + 2 * (lane & 3);
+                if (col >= p.N) continue;
+                const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
+                if constexpr (DUAL) {
+                    const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
+                    tsg::epi_apply<T>(p.ep, b, row0 + r, col, v0, v1, w0, w1, rs0 + r * RO);
+                } else {
+                    tsg::epi_apply<T>(p.ep, b, row0 + r, col, v0, v1, rs0 + r * RO);
+                }
+            }
+        }
+}
+
 // ---- the kernel -----------------------------------------------------------------------------------------
-// batch_flags: bit 0 → A's tensor map has a batch dimension (use blockIdx.z), bit 1 → the B maps do.
-template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue>
+// Persistent: the grid holds at most as many CTAs (clusters) as are resident at once, and each takes work
+// items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
+// ring runs on from one tile to the next, so the producer loads the next tile's first stages while the
+// consumers run the previous tile's epilogue. batch_flags: bit 0 → A's tensor map has a batch dimension,
+// bit 1 → the B maps do.
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const int batch_flags) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -1328,16 +1533,9 @@ __global__ void __launch_bounds__(384, 1)
     float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
 
-    // Block → tile. Clusters of CM blocks take CM adjacent tile rows of one tile column; clusters are ordered
-    // in groups of kGroupM tile rows (L2 reuse of B), as in gemm.cuh.
-    const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int pairs_m = (tiles_m + CM - 1) / CM;
-    constexpr int G = tsg::kGroupM / CM > 0 ? tsg::kGroupM / CM : 1;
-    const int id = static_cast<int>(blockIdx.x) / CM, rank = static_cast<int>(blockIdx.x) % CM;
-    const int per_group = G * tiles_n, group = id / per_group;
-    const int first = group * G, gm = min(pairs_m - first, G);
-    const int pm = first + (id % per_group) % gm, tn = (id % per_group) / gm;
-    const int m0 = (pm * CM + rank) * BM, n0 = tn * BN, b = blockIdx.z;
+    const TileOrder<BM, BN, CM> order(p.M, p.N);
+    const int items = order.per_batch * p.batch, stride = static_cast<int>(gridDim.x) / CM;
+    const int first_item = static_cast<int>(blockIdx.x) / CM, rank = static_cast<int>(blockIdx.x) % CM;
     const int KT = (p.K + C::BK - 1) / C::BK;
 
     if (threadIdx.x == 0) {
@@ -1353,179 +1551,142 @@ __global__ void __launch_bounds__(384, 1)
 
     const int wg = static_cast<int>(threadIdx.x) / 128;
     if (wg == 0) {
-        // ---- producer warpgroup: one thread issues every TMA load ----
+        // ---- producer warpgroup: one thread issues every TMA load, tile after tile ----
         setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
             tma_prefetch_desc(&tma_a);
             tma_prefetch_desc(&tma_b0);
             if constexpr (DUAL) tma_prefetch_desc(&tma_b1);
-            const int ba = (batch_flags & 1) ? b : 0, bb = (batch_flags & 2) ? b : 0;
-            for (int kt = 0; kt < KT; ++kt) {
-                const int s = kt % STAGES;
-                const uint32_t ph = (kt / STAGES) & 1;
-                mbar_wait(bar_empty + 8 * s, ph ^ 1);   // first pass: the "previous" phase counts as done
-                const uint32_t full = bar_full + 8 * s;
-                mbar_arrive_expect_tx(full, C::STAGE_BYTES);   // A + all B boxes (ours and the peer's multicast)
-                const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
-                const int k0 = kt * C::BK;
-                tma_load(sA, &tma_a, k0, m0, ba, full);
+            Ring<STAGES> ring;
+            for (int q = first_item; q < items; q += stride) {
+                int m0, n0, b;
+                order.at(q, rank, m0, n0, b);
+                const int ba = (batch_flags & 1) ? b : 0, bb = (batch_flags & 2) ? b : 0;
+                for (int kt = 0; kt < KT; ++kt, ring.next()) {
+                    mbar_wait(bar_empty + 8 * ring.s, ring.ph ^ 1);   // first pass: the "previous" phase counts as done
+                    const uint32_t full = bar_full + 8 * ring.s;
+                    mbar_arrive_expect_tx(full, C::STAGE_BYTES);   // A + all B boxes (ours and the peer's multicast)
+                    const uint32_t sA = base + ring.s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
+                    const int k0 = kt * C::BK;
+                    tma_load(sA, &tma_a, k0, m0, ba, full);
 #pragma unroll
-                for (int i = 0; i < C::NBOX; ++i) {
-                    if (i % CM != rank) continue;
-                    const CUtensorMap *map = (DUAL && i >= BN / 64) ? &tma_b1 : &tma_b0;
-                    const int nn = n0 + 64 * (i % (BN / 64));
-                    const int c0 = B_KN ? nn : k0, c1 = B_KN ? k0 : nn;
-                    if constexpr (CM == 1) tma_load(sB + i * C::BOX_BYTES, map, c0, c1, bb, full);
-                    else tma_load_mc(sB + i * C::BOX_BYTES, map, c0, c1, bb, full, static_cast<uint16_t>((1u << CM) - 1));
+                    for (int i = 0; i < C::NBOX; ++i) {
+                        if (i % CM != rank) continue;
+                        const CUtensorMap *map = (DUAL && i >= BN / 64) ? &tma_b1 : &tma_b0;
+                        const int nn = n0 + 64 * (i % (BN / 64));
+                        const int c0 = B_KN ? nn : k0, c1 = B_KN ? k0 : nn;
+                        if constexpr (CM == 1) tma_load(sB + i * C::BOX_BYTES, map, c0, c1, bb, full);
+                        else tma_load_mc(sB + i * C::BOX_BYTES, map, c0, c1, bb, full, static_cast<uint16_t>((1u << CM) - 1));
+                    }
                 }
             }
         }
     } else {
-        // ---- consumer warpgroups: wgmma over the stages, then the epilogue ----
+        // ---- consumer warpgroups: per tile, wgmma over the stages, then the epilogue ----
         setmaxnreg_inc<232>();
         const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
-        float acc[C::MI][C::NT / 2];
-        using Fold = tsg::RowFold<Epilogue, 64 * C::MI, 128>;   // row statistics of this warpgroup's rows, if any
-        Fold rows(rs + BM * tsg::kRowOuts<Epilogue> + cw * Fold::SCRATCH, t);
-#pragma unroll
-        for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-            for (int i = 0; i < C::NT / 2; ++i) acc[mi][i] = 0.f;
-
-        for (int kt = 0; kt < KT; ++kt) {
-            const int s = kt % STAGES;
-            mbar_wait(bar_full + 8 * s, (kt / STAGES) & 1);
-            const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
-#pragma unroll
-            for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < C::BK / 16; ++kk) {
-                // B_KN: a k16 step is 16 rows of 128 bytes inside each 64-column slab (slabs 8 KB apart).
-                // B_NK: a k16 step is 32 bytes along the swizzled 128-byte rows.
-                const uint64_t db = B_KN ? make_desc(sB + kk * 2048, C::BOX_BYTES, 1024) : make_desc(sB + kk * 32, 16, 1024);
-#pragma unroll
-                for (int mi = 0; mi < C::MI; ++mi) {
-                    const uint64_t da = make_desc(sA + (cw * C::MI + mi) * 64 * 128 + kk * 32, 16, 1024);
-                    if constexpr (C::NT == 256) wgmma_n256<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                    else if constexpr (C::NT == 192) wgmma_n192<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                    else if constexpr (C::NT == 128) wgmma_n128<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                    else wgmma_n64<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                }
-            }
-            wgmma_commit();
-            wgmma_wait<1>();   // the group of stage kt-1 is complete: its shared memory may be refilled
-#pragma unroll
-            for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
-            if (kt > 0 && lane == 0) {
-                const uint32_t e = bar_empty + 8 * ((kt - 1) % STAGES);
-                if constexpr (CM == 1) mbar_arrive_local(e);
-                else
-#pragma unroll
-                    for (int r = 0; r < CM; ++r) mbar_arrive_cluster(e, static_cast<uint32_t>(r));
-            }
-            if constexpr (tsg::kRowStats<Epilogue> > 0)   // this warpgroup's rows of the A tile
-                rows.template fold<T>(p.ep, t, kt * C::BK, p.K, [&](int r, int ch) {
-                    const int rr = cw * C::MI * 64 + r;   // 128-byte swizzle: chunk ch of row rr at slot ch ^ (rr & 7)
-                    return stage0 + s * C::STAGE_BYTES + rr * 128 + ((ch ^ (rr & 7)) << 4);
-                });
-        }
-        wgmma_wait<0>();
-#pragma unroll
-        for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-            for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
-        // The row statistics are parked, and their warps are done reading the stage buffers.
         constexpr int RO = tsg::kRowOuts<Epilogue>;
-        if constexpr (RO > 0) {   // this warpgroup's rows, then its own barrier: the epilogue reads any of them
-            rows.finish(p.ep, t, rs + cw * C::MI * 64 * RO);
-            named_barrier_sync(2 + cw, 128);
-        }
-
-        // Epilogue: acc[mi][4j + 2h + e] is (row wq*16 + lane/4 + 8h, col 8j + 2(lane%4) + e) of m64 slice mi.
-        if constexpr (C::STAGED_EPILOGUE) {
-            // Both consumer warpgroups are past their last wgmma (wait_group 0 above), and every TMA load landed
-            // before its full barrier completed: after this barrier no one reads or writes the stage buffers.
-            named_barrier_sync(1, 2 * 128);
-            float *park = reinterpret_cast<float *>(stage0) + cw * C::EPI_FLOATS;
+        using Fold = tsg::RowFold<Epilogue, C::WG_ROWS, 128>;   // row statistics of this warpgroup's rows, if any
+        // Cooperative: both warpgroups take every tile, rows [cw·WG_ROWS, +WG_ROWS) of it. Ping-pong (PP): the
+        // warpgroups take turns, each a whole tile, so one's epilogue runs beside the other's main loop; a
+        // warpgroup's ring position skips the other's tiles. Their main loops also take turns (named barriers
+        // 4 + cw: "warpgroup cw may start its main loop"), so the full barriers are waited on in ring order: a
+        // warpgroup running a lap ahead would take a phase still in progress for the one before it (mbarrier
+        // waits go by phase parity).
+        const int a_row0 = PP ? 0 : cw * C::WG_ROWS, turn = PP ? 2 : 1;
+        auto release = [&](int s) {   // every consumer warp of the cluster is done with stage s
+            if (lane != 0) return;
+            const uint32_t e = bar_empty + 8 * s;
+            if constexpr (CM == 1) mbar_arrive_local(e);
+            else
 #pragma unroll
-            for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int r = mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
-#pragma unroll
-                    for (int j = 0; j < C::NT / 8; ++j)
-                        *reinterpret_cast<float2 *>(park + r * C::EPI_LD + 8 * j + 2 * (lane & 3)) =
-                            make_float2(acc[mi][4 * j + 2 * h], acc[mi][4 * j + 2 * h + 1]);
-                }
-            named_barrier_sync(2 + cw, 128);
-            // Warp wq writes rows wq, wq + 4, ... of its warpgroup's 64·MI; lane l columns 2l, 2l + 1 of each
-            // 64-column segment (a warp's stores: 128 contiguous bytes).
-            const int row0 = m0 + cw * C::MI * 64;
-            const float *rs0 = rs + cw * C::MI * 64 * RO;   // this warpgroup's rows' statistics
-            constexpr int NI = BN / 64;
-            auto parked = [&](int r, int it) { return *reinterpret_cast<const float2 *>(park + r * C::EPI_LD + 64 * it + 2 * lane); };
-            if (row0 + C::MI * 64 > p.M || n0 + BN > p.N) {   // an edge tile
-                for (int r = wq; r < C::MI * 64 && row0 + r < p.M; r += 4)
-#pragma unroll
-                    for (int it = 0; it < NI; ++it) {
-                        const int col = n0 + 64 * it + 2 * lane;
-                        if (col >= p.N) break;
-                        const float2 v = parked(r, it);
-                        tsg::epi_apply<T>(p.ep, b, row0 + r, col, v.x, v.y, rs0 + r * RO);
-                    }
-            } else if constexpr (tsg::kTwoPhaseEpilogue<Epilogue>) {
-                // The functor reads memory (a bias, a residual): four rows' reads are issued before the first
-                // store, instead of each pair waiting out DRAM latency behind the previous pair's store.
-                constexpr int U = 4;
-                for (int r = wq; r < C::MI * 64; r += 4 * U) {
-                    typename Epilogue::In in[U][NI];
-#pragma unroll
-                    for (int u = 0; u < U; ++u)
-#pragma unroll
-                        for (int it = 0; it < NI; ++it) in[u][it] = p.ep.load(b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane);
-#pragma unroll
-                    for (int u = 0; u < U; ++u)
-#pragma unroll
-                        for (int it = 0; it < NI; ++it) {
-                            const float2 v = parked(r + 4 * u, it);
-                            tsg::epi_apply_loaded<T>(p.ep, b, row0 + r + 4 * u, n0 + 64 * it + 2 * lane, in[u][it], v.x, v.y,
-                                                     rs0 + (r + 4 * u) * RO);
-                        }
-                }
-            } else {
-                for (int r = wq; r < C::MI * 64; r += 4)
-#pragma unroll
-                    for (int it = 0; it < NI; ++it) {
-                        const float2 v = parked(r, it);
-                        tsg::epi_apply<T>(p.ep, b, row0 + r, n0 + 64 * it + 2 * lane, v.x, v.y, rs0 + r * RO);
-                    }
+                for (int r = 0; r < CM; ++r) mbar_arrive_cluster(e, static_cast<uint32_t>(r));
+        };
+        float acc[C::MI][C::NT / 2];
+        Ring<STAGES> ring;
+        long long j = PP ? cw : 0;   // this CTA's tiles before this one
+        for (int q = first_item + (PP ? cw * stride : 0); q < items; q += turn * stride, j += turn) {
+            int m0, n0, b;
+            order.at(q, rank, m0, n0, b);
+            if constexpr (PP) {
+                ring.seek(j * KT);
+                if (j > 0) named_barrier_sync(4 + cw, 2 * 128);   // the other warpgroup's main loop is done
             }
-        } else {   // no room to park the tile: straight from the fragments
+            Fold rows(rs + 2 * C::WG_ROWS * RO + cw * Fold::SCRATCH, t);
 #pragma unroll
             for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int row = m0 + (cw * C::MI + mi) * 64 + wq * 16 + (lane >> 2) + 8 * h;
-                    if (row >= p.M) continue;
-                    const float *rr = rs + (row - m0) * RO;
+                for (int i = 0; i < C::NT / 2; ++i) acc[mi][i] = 0.f;
+            int prev = -1;
+            for (int kt = 0; kt < KT; ++kt, ring.next()) {
+                const int s = ring.s;
+                mbar_wait(bar_full + 8 * s, ring.ph);
+                const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
 #pragma unroll
-                    for (int j = 0; j < BN / 8; ++j) {
-                        const int col = n0 + 8 * j + 2 * (lane & 3);
-                        if (col >= p.N) continue;
-                        const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
-                        if constexpr (DUAL) {
-                            const float w0 = acc[mi][4 * (j + BN / 8) + 2 * h], w1 = acc[mi][4 * (j + BN / 8) + 2 * h + 1];
-                            tsg::epi_apply<T>(p.ep, b, row, col, v0, v1, w0, w1, rr);
-                        } else {
-                            tsg::epi_apply<T>(p.ep, b, row, col, v0, v1, rr);
-                        }
+                for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                    for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < C::BK / 16; ++kk) {
+                    // B_KN: a k16 step is 16 rows of 128 bytes inside each 64-column slab (slabs 8 KB apart).
+                    // B_NK: a k16 step is 32 bytes along the swizzled 128-byte rows.
+                    const uint64_t db = B_KN ? make_desc(sB + kk * 2048, C::BOX_BYTES, 1024) : make_desc(sB + kk * 32, 16, 1024);
+#pragma unroll
+                    for (int mi = 0; mi < C::MI; ++mi) {
+                        const uint64_t da = make_desc(sA + (a_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
+                        if constexpr (C::NT == 256) wgmma_n256<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                        else if constexpr (C::NT == 192) wgmma_n192<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                        else if constexpr (C::NT == 128) wgmma_n128<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                        else wgmma_n64<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
                     }
                 }
+                wgmma_commit();
+                wgmma_wait<1>();   // the group of the previous stage is complete: its shared memory may be refilled
+#pragma unroll
+                for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                    for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+                if (prev >= 0) release(prev);
+                if constexpr (tsg::kRowStats<Epilogue> > 0)   // this warpgroup's rows of the A tile
+                    rows.template fold<T>(p.ep, t, kt * C::BK, p.K, [&](int r, int ch) {
+                        const int rr = a_row0 + r;   // 128-byte swizzle: chunk ch of row rr at slot ch ^ (rr & 7)
+                        return stage0 + s * C::STAGE_BYTES + rr * 128 + ((ch ^ (rr & 7)) << 4);
+                    });
+                prev = s;
+            }
+            if constexpr (PP)   // the other warpgroup may start its main loop (when it has a tile left)
+                if (q + stride < items) named_barrier_arrive(4 + (cw ^ 1), 2 * 128);
+            wgmma_wait<0>();
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
+            if (prev >= 0) release(prev);   // the producer may refill it with the next tile's operands
+            if constexpr (RO > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+                named_barrier_sync(2 + cw, 128);
+                rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
+                named_barrier_sync(2 + cw, 128);
+            }
+            const int row0 = m0 + a_row0;   // this warpgroup's first row
+            const float *rs0 = rs + cw * C::WG_ROWS * RO;
+            const int slot = cw * 4 + wq;   // this warp's parking slot
+            if constexpr (C::WIDE_PARK) {
+                if (q + stride >= items) {   // the last tile: nothing more is loaded into the stages
+                    // Both consumer warpgroups are past their last wgmma and every load has landed (each full
+                    // barrier completed): after this barrier no one reads or writes the stage buffers.
+                    named_barrier_sync(1, 2 * 128);
+                    epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * 16 * C::MI * (BN + 8), b,
+                                               row0, n0, wq, lane, rs0);
+                    continue;
+                }
+            }
+            if constexpr (C::STAGED_EPILOGUE)
+                epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) +
+                                                              slot * 16 * C::MI * (C::EPI_CC + 8),
+                                                  b, row0, n0, wq, lane, rs0);
+            else
+                epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
         }
     }
     // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
@@ -1591,14 +1752,52 @@ inline int &last_fallback_reason() {
     return r;
 }
 
+// A launch configuration for clusters of cm CTAs along x (cfg.attrs points into the object: not copyable).
+struct ClusterLaunch {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    ClusterLaunch(dim3 grid, int threads, int smem, cudaStream_t stream, int cm) {
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+        cfg.stream = stream;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = static_cast<unsigned>(cm);
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    ClusterLaunch(const ClusterLaunch &) = delete;
+    ClusterLaunch &operator=(const ClusterLaunch &) = delete;
+};
+
+// How many CTAs of kernel (threads, smem bytes, clusters of CM) the device holds at once: sms × blocks an SM,
+// or CM × the clusters cudaOccupancyMaxActiveClusters reports; at least CM.
+template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, int threads, int smem, int sms, int *out) {
+    int n = 0;
+    cudaError_t e;
+    if constexpr (CM == 1) {
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem);
+        n *= sms;
+    } else {
+        const ClusterLaunch cl(dim3(CM, 1, 1), threads, smem, 0, CM);
+        e = cudaOccupancyMaxActiveClusters(&n, kernel, &cl.cfg);
+        n *= CM;
+    }
+    if (e != cudaSuccess) return e;
+    *out = n >= CM ? n : CM;
+    return cudaSuccess;
+}
+
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
 // cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer;
 // cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
 // not compiled for sm_90a; whatever the runtime reports otherwise.
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
-          class Epilogue = tsg::StoreEpilogue<T>>
+          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     tst::DeviceFacts f;
@@ -1607,7 +1806,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
-    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>;
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP>;
     static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
@@ -1638,26 +1837,23 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
     if (e != cudaSuccess) return e;
+    // Persistent: at most as many CTAs as are resident at once (one an SM; clusters as the GPCs hold them).
     const int64_t tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int64_t blocks = (tiles_m + CM - 1) / CM * CM * tiles_n;
-    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-    const dim3 grid(static_cast<unsigned>(blocks), 1, static_cast<unsigned>(p.batch));
+    const int64_t items = (tiles_m + CM - 1) / CM * tiles_n * p.batch;
+    if (items * CM > 0x7fffffff) return cudaErrorInvalidValue;
+    static std::atomic<int> resident[tst::kMaxDevices];   // CTAs resident at once, per device (0: not yet known)
+    int cap = f.dev >= 0 && f.dev < tst::kMaxDevices ? resident[f.dev].load(std::memory_order_relaxed) : 0;
+    if (cap == 0) {
+        e = resident_ctas<CM>(kernel, C::THREADS, C::SMEM, f.sms, &cap);
+        if (e != cudaSuccess) return e;
+        if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
+    }
+    const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
     if constexpr (CM == 1) {
         kernel<<<grid, C::THREADS, C::SMEM, stream>>>(p, ta, tb0, tb1, flags);
     } else {
-        cudaLaunchConfig_t cfg{};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(C::THREADS, 1, 1);
-        cfg.dynamicSmemBytes = C::SMEM;
-        cfg.stream = stream;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = CM;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        e = cudaLaunchKernelEx(&cfg, kernel, p, ta, tb0, tb1, flags);
+        const ClusterLaunch cl(grid, C::THREADS, C::SMEM, stream, CM);
+        e = cudaLaunchKernelEx(&cl.cfg, kernel, p, ta, tb0, tb1, flags);
         if (e != cudaSuccess) return e;
     }
     return cudaGetLastError();

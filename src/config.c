@@ -75,20 +75,24 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
 }
 
 /* The sm_90a GEMM configurations worth timing (templates/gemm_sm90.cuh: wgmma N = NB·BN ≤ 256,
- * STAGES·(BM + NB·BN)·128 bytes ≤ 225 KB; CM = 2: a cluster of two tile rows sharing each B tile). */
-static const int single_variants[][4] = {{128, 256, 4, 1}, {128, 128, 5, 1}, {128, 64, 6, 1}, {128, 256, 4, 2}};
-static const int dual_variants[][4] = {{128, 128, 4, 1}, {128, 64, 6, 1}, {128, 128, 4, 2}};
+ * STAGES·(BM + NB·BN)·128 bytes ≤ 225 KB; CM = 2: a cluster of two tile rows sharing each B tile; the last
+ * column: ping-pong, a 128×128 tile a consumer warpgroup — its main loop runs at ~0.92 of the cooperative
+ * 128×256 form's rate but hides the epilogue, so it pays for heavy epilogues (bench/NOTES.md run 49; the
+ * dual form's light epilogues did not gain: 0.0357 against 0.0320 ms). */
+static const int single_variants[][5] = {
+    {128, 256, 4, 1, 0}, {128, 128, 5, 1, 0}, {128, 64, 6, 1, 0}, {128, 256, 4, 2, 0}, {128, 128, 5, 1, 1}};
+static const int dual_variants[][5] = {{128, 128, 4, 1, 0}, {128, 64, 6, 1, 0}, {128, 128, 4, 2, 0}};
 
 int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
     if (k->kind != TS_KERNEL_GEMM || k->cfg.skinny_only) return 0;
     bool dual = k->b1 >= 0;
-    const int(*v)[4] = dual ? dual_variants : single_variants;
+    const int(*v)[5] = dual ? dual_variants : single_variants;
     int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v), n = 0;
     for (int i = 0; i < nv && n < max; i++) {
         ts_kernel_config c = k->cfg;
-        c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3];
+        c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3], c.pingpong = v[i][4];
         bool same = c.tile_m == k->cfg.tile_m && c.tile_n == k->cfg.tile_n && c.stages == k->cfg.stages &&
-                    c.cluster_m == k->cfg.cluster_m;
+                    c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong;
         if (!same) out[n++] = c;
     }
     return n;
@@ -106,11 +110,12 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
         snprintf(buf, n, "skinny %dx%d, %d stages", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0)
-        snprintf(buf, n, "%dx%d, %d stages%s; M <= %d: skinny %dx%d, %d stages", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
-                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
+        snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
+                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", k->cfg.skinny_m, k->cfg.sk_tile_m,
+                 k->cfg.sk_tile_n, k->cfg.sk_stages);
     else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION)
         snprintf(buf, n, "%dx%d, %d stages%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
-                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->kind == TS_KERNEL_ATTENTION && k->cfg.pingpong ? ", ping-pong" : "");
+                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "");
     else if (n) buf[0] = 0;
     return buf;
 }

@@ -309,6 +309,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
+                          .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && k->cfg.pingpong,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .rowstat_stages = rowstat_stages};
 }
@@ -326,7 +327,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double eff = w->skinny ? m->skinny_tensor_efficiency : w->columns ? m->columns_efficiency : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
-    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency);
+    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * (w->pingpong ? m->gemm_pingpong_efficiency : 1));
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
@@ -335,10 +336,14 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                     : matrix     ? 1
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
-    if (w->epilogue_ops > 0) t += w->epilogue_ops / m->epilogue_ops_per_s;
+    double epilogue = w->epilogue_ops > 0 ? w->epilogue_ops / m->epilogue_ops_per_s : 0;
+    if (w->pingpong) /* each tile's epilogue beside the next tile's main loop; one pipeline fill */
+        t = fmax(t, epilogue) + epilogue / fmax(w->tile_waves, 1) + m->gemm_wave_overhead_s;
+    else
+        t += epilogue + w->tile_waves * m->gemm_wave_overhead_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
-    t += w->tile_waves * m->gemm_wave_overhead_s + w->rowstat_stages * m->rowstat_stage_s;
+    t += w->rowstat_stages * m->rowstat_stage_s;
     return m->launch_s + t;
 }
 

@@ -41,8 +41,13 @@
  *                        after the functors' strides became numbers; 7e11 before: bench/NOTES.md)
  *   rowstat_stage_s      the time a wgmma GEMM folding row statistics of A (rowstat.h) from its shared-
  *                        memory tiles adds per K-tile of 64 and wave of output tiles: measured as a fixed
- *                        cost per stage, not a share of the MMA work (bench/NOTES.md runs 43-44: 0.30-0.41 us
- *                        per stage over four kernels from 1024×1024×1024 dual to 1024×4096×4096)
+ *                        cost per stage, not a share of the MMA work (bench/NOTES.md run 49, the persistent
+ *                        kernel: 0.09-0.27 us per stage over three kernels from 1024×1024×1024 dual to
+ *                        1024×4096×4096; 0.30-0.41 before, runs 43-44)
+ *   gemm_pingpong_efficiency  the share of gemm_efficiency's tensor rate the wgmma GEMM's ping-pong form
+ *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
+ *                        in (it pays no gemm_wave_overhead_s a wave): 0.74-0.79 over four store-epilogue
+ *                        GEMMs from 1024×4096×4096 to 8192³ (bench/NOTES.md run 49)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -66,7 +71,8 @@
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
     X(score_loads_per_s, NULL, 9e11)                                                                   \
     X(columns_efficiency, NULL, 0.35)                                                                  \
-    X(rowstat_stage_s, NULL, 3.5e-7)                                                                   \
+    X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
+    X(gemm_pingpong_efficiency, NULL, 0.76)                                                            \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -119,6 +125,8 @@ typedef struct {
     double rowstat_stages;  /* wgmma GEMM folding row statistics of A (rowstat.h): K-tiles × waves of output
                                tiles, each paying rowstat_stage_s, added (0 otherwise; the skinny form folds
                                them beside a bandwidth-bound loop: counted in fma_flops only) */
+    bool pingpong;          /* GEMM in its ping-pong wgmma form (config.h): the main loop at gemm_pingpong_efficiency
+                               of the rate, each tile's epilogue beside the next tile's main loop */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
@@ -134,6 +142,9 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s
+ * A ping-pong GEMM: the tensor term divided by gemm_pingpong_efficiency; its epilogue E = epilogue_ops /
+ * epilogue_ops_per_s runs beside the main loop: max(that, E) + E / tile_waves (the last tiles' epilogues)
+ * + one gemm_wave_overhead_s (the first fill) in place of the sum.
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:

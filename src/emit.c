@@ -737,8 +737,8 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
         fputs("        } else {\n", e->f);
     }
     const char *in = c->skinny_m > 0 ? "    " : "";
-    fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n", in, t, c->tile_m,
-            c->tile_n, c->stages, c->cluster_m, kn, du, ki);
+    fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d, %s>(p, stream);\n", in, t,
+            c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false");
     fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
     print_fallback_note(e, ki, "GEMM");
     fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n%s        }\n",

@@ -1143,6 +1143,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"rowstat_stages\": ", f), json_number(f, w.rowstat_stages);
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         if (w.columns) fputs(", \"columns\": true", f);
+        if (w.pingpong) fputs(", \"pingpong\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

@@ -252,6 +252,13 @@ static const num_field rank_field = {"rank", 0, NUM_POSITIVE, 0, 0};
 
 static const char *const statuses[] = {"ok", "invalid", "build-failed", "run-failed", "pending"};
 
+/* An optional true/false field of a kernel record (absent: false). */
+static bool optional_flag(reader *r, yaml_node_t *kn, const char *what, const char *key) {
+    yaml_node_t *v = ts_yaml_get(r->s, kn, key);
+    if (v && jtype_of(v) != J_BOOL) type_error(r, v, what, key, "true/false");
+    return v && jtype_of(v) == J_BOOL && strcmp(ts_yaml_str(v), "true") == 0;
+}
+
 static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_kernel *k) {
     if (jtype_of(kn) != J_OBJECT) {
         error_at(r, kn, "%s must be an object, not %s", what, jtype_name(jtype_of(kn)));
@@ -267,9 +274,8 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     else if (sk) k->work.skinny = strcmp(ts_yaml_str(sk), "true") == 0;
     else k->work.skinny = k->work.kind == TS_KERNEL_GEMM && cfg && jtype_of(cfg) == J_STRING &&
                           strncmp(ts_yaml_str(cfg), "skinny", 6) == 0;
-    yaml_node_t *co = ts_yaml_get(r->s, kn, "columns"); /* a ROW kernel down columns (absent: false) */
-    if (co && jtype_of(co) != J_BOOL) type_error(r, co, what, "columns", "true/false");
-    else k->work.columns = co && strcmp(ts_yaml_str(co), "true") == 0;
+    k->work.columns = optional_flag(r, kn, what, "columns");   /* a ROW kernel down columns */
+    k->work.pingpong = optional_flag(r, kn, what, "pingpong"); /* a GEMM in its ping-pong form */
 
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,

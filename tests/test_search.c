@@ -693,8 +693,10 @@ Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_
     int n = ts_config_variants(k, v, 8);
     cr_assert_gt(n, 1);
     for (int i = 0; i < n; i++) {
-        cr_expect(v[i].tile_n != k->cfg.tile_n || v[i].stages != k->cfg.stages || v[i].cluster_m != k->cfg.cluster_m,
+        cr_expect(v[i].tile_n != k->cfg.tile_n || v[i].stages != k->cfg.stages || v[i].cluster_m != k->cfg.cluster_m ||
+                      v[i].pingpong != k->cfg.pingpong,
                   "variant %d is the default", i);
+        cr_expect(!v[i].pingpong, "variant %d: the dual form has no ping-pong variant (it did not pay)", i);
         cr_expect_leq(v[i].stages * (v[i].tile_m + 2 * v[i].tile_n) * 128, 225 * 1024, "dual: within shared memory");
     }
     free_compiled(&cg);
@@ -704,6 +706,37 @@ Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_
     cr_assert_eq(ts_config_variants(only_gemm(&cg), v, 8), 0);
     free_compiled(&cg);
     free(yaml);
+}
+
+/* The ping-pong GEMM (config.h) hides its epilogue behind the other warpgroup's main loop at a lower MMA
+ * rate: the model, and so the configuration compile picks, takes it for a GEMM + GELU and not for a plain
+ * GEMM of the same size. */
+Test(search, ping_pong_gemm_is_chosen_for_a_heavy_epilogue_only) {
+    const char *shapes = "axes: {m: 8192, d: 2048, n: 8192}\n"
+                         "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n";
+    char *gelu = ts_strfmt("graph: g\n%sops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                           "  - {name: Y, op: gelu, args: [H], approximate: tanh}\noutputs: [Y]\n", shapes);
+    char *plain = ts_strfmt("graph: g\n%sops:\n  - {name: Y, op: matmul, args: [X, W], over: d}\noutputs: [Y]\n", shapes);
+    const char *yaml[2] = {gelu, plain};
+    for (int i = 0; i < 2; i++) {
+        compiled_graph cg;
+        compile_yaml(&cg, yaml[i]);
+        ts_kernel k = *only_gemm(&cg);
+        cr_assert_eq(k.cfg.pingpong, i == 0, "%s: ping-pong %d", i == 0 ? "GEMM + GELU" : "plain GEMM", k.cfg.pingpong);
+        double t[2];
+        for (int pp = 0; pp < 2; pp++) {
+            ts_kernel_work w;
+            k.cfg = (ts_kernel_config){.tile_m = 128, .tile_n = pp ? 128 : 256, .stages = pp ? 5 : 4, .cluster_m = 1,
+                                       .pingpong = pp};
+            ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w);
+            cr_assert_eq(w.pingpong, pp);
+            t[pp] = ts_costmodel_time(&cg.cm, &w);
+        }
+        if (i == 0) cr_assert_lt(t[1], t[0], "GEMM + GELU: ping-pong %g s, cooperative %g s", t[1], t[0]);
+        else cr_assert_gt(t[1], t[0], "plain GEMM: ping-pong %g s, cooperative %g s", t[1], t[0]);
+        free_compiled(&cg);
+    }
+    free(gelu), free(plain);
 }
 
 /* ---- the search itself ------------------------------------------------------------------------- */

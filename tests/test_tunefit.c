@@ -462,6 +462,18 @@ Test(tunefit, a_gemm_kernels_skinny_form_and_tile_waves_are_read) {
     char *t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"skinny\": \"yes\",");
     EXPECT_LOAD_ERROR(t, strlen(t), "kernel 1 of candidate 1: 'skinny' must be true/false, not a string");
     free(t);
+    /* the ping-pong form (absent: false), predicted as such when the record is refitted */
+    for (int pp = 0; pp < 2; pp++) {
+        t = mini_with("\"kind\": \"map\",", pp ? "\"kind\": \"gemm\", \"pingpong\": true," : "\"kind\": \"gemm\",");
+        ts_tune_set ps = {0};
+        load_ok(&ps, "g.json", t);
+        cr_expect_eq(ps.r[0].c[0].k[0].work.pingpong, pp);
+        ts_tune_set_free(&ps);
+        free(t);
+    }
+    t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"pingpong\": 1,");
+    EXPECT_LOAD_ERROR(t, strlen(t), "kernel 1 of candidate 1: 'pingpong' must be true/false, not a number");
+    free(t);
     /* skinny-form GEMMs are no samples of gemm_efficiency (their MMAs use skinny_tensor_efficiency) */
     t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"skinny\": true, \"tile_waves\": 0,");
     ts_tune_set s = {0};
