@@ -124,6 +124,18 @@ int cudaFuncGetAttributes(void *attr, const void *func) {
     memcpy(p + 3 * sizeof(size_t) + 2 * sizeof(int), &ptx, sizeof ptx);
     return 0;
 }
+/* The persistent wgmma GEMM sizes its grid by the CTAs resident at once: one an SM, clusters of 2 on half. */
+int cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *func, int threads, size_t smem,
+                                                           unsigned flags) {
+    (void)func, (void)threads, (void)smem, (void)flags;
+    *n = 1;
+    return 0;
+}
+int cudaOccupancyMaxActiveClusters(int *n, const void *func, const void *config) {
+    (void)func, (void)config;
+    *n = stub.sms / 2;
+    return 0;
+}
 int cudaGetLastError(void) { return pending ? 9 /* cudaErrorInvalidConfiguration */ : 0; }
 int cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned ver, unsigned long long flags, int *status) {
     (void)sym, (void)ver, (void)flags;
