@@ -76,9 +76,10 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
 
 /* The sm_90a GEMM configurations worth timing (templates/gemm_sm90.cuh: wgmma N = NB·BN ≤ 256,
  * STAGES·(BM + NB·BN)·128 bytes ≤ 225 KB; CM = 2: a cluster of two tile rows sharing each B tile; the last
- * column: ping-pong, a 128×128 tile a consumer warpgroup — its main loop runs at ~0.92 of the cooperative
- * 128×256 form's rate but hides the epilogue, so it pays for heavy epilogues (bench/NOTES.md run 49; the
- * dual form's light epilogues did not gain: 0.0357 against 0.0320 ms). */
+ * column: ping-pong, a 128×128 tile a consumer warpgroup — 0.89-0.94x the cooperative 128×256 form's speed
+ * with a plain store epilogue, but the epilogue runs beside the other warpgroup's main loop, so it pays for
+ * heavy epilogues (bench/NOTES.md runs 49-50: GEMM + GELU 0.549 → 0.449 ms; the dual form's light
+ * epilogues did not gain: 0.0357 against 0.0320 ms). */
 static const int single_variants[][5] = {
     {128, 256, 4, 1, 0}, {128, 128, 5, 1, 0}, {128, 64, 6, 1, 0}, {128, 256, 4, 2, 0}, {128, 128, 5, 1, 1}};
 static const int dual_variants[][5] = {{128, 128, 4, 1, 0}, {128, 64, 6, 1, 0}, {128, 128, 4, 2, 0}};
@@ -110,9 +111,9 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
         snprintf(buf, n, "skinny %dx%d, %d stages", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0)
-        snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
-                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", k->cfg.skinny_m, k->cfg.sk_tile_m,
-                 k->cfg.sk_tile_n, k->cfg.sk_stages);
+        snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages", k->cfg.tile_m, k->cfg.tile_n,
+                 k->cfg.stages, k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "",
+                 k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
     else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION)
         snprintf(buf, n, "%dx%d, %d stages%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
                  k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "");

@@ -327,7 +327,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double eff = w->skinny ? m->skinny_tensor_efficiency : w->columns ? m->columns_efficiency : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
-    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * (w->pingpong ? m->gemm_pingpong_efficiency : 1));
+    double pp = w->pingpong ? m->gemm_pingpong_efficiency : 1;
+    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * pp);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;

@@ -46,7 +46,7 @@
  *                        1024×4096×4096; 0.30-0.41 before, runs 43-44)
  *   gemm_pingpong_efficiency  the share of gemm_efficiency's tensor rate the wgmma GEMM's ping-pong form
  *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
- *                        in (it pays no gemm_wave_overhead_s a wave): 0.74-0.79 over four store-epilogue
+ *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.74-0.79 over four store-epilogue
  *                        GEMMs from 1024×4096×4096 to 8192³ (bench/NOTES.md run 49)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;

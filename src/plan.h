@@ -81,8 +81,8 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  * model's wave estimate counts, what tune may vary. One module chooses it (src/config.c); 0 elsewhere.
  *   GEMM, sm_90a (wgmma + TMA): tile_m x tile_n CTA tile, `stages` K-slices of 64 in flight, cluster_m CTAs
  *     per cluster along M; pingpong: the two consumer warpgroups take turns, a tile_m x tile_n tile each, so
- *     that one's epilogue runs beside the other's main loop (else both share every tile). The mma.sync fallback (sm_80+): fb_tile_m x fb_tile_n x fb_tile_k, warps
- *     fb_warps_m x fb_warps_n, fb_stages.
+ *     that one's epilogue runs beside the other's main loop (else both share every tile). The mma.sync
+ *     fallback (sm_80+): fb_tile_m x fb_tile_n x fb_tile_k, warps fb_warps_m x fb_warps_n, fb_stages.
  *   ATTENTION, sm_90a: tile_m query rows per CTA, tile_n keys per K/V tile, `stages` K/V tiles in flight,
  *     pingpong: two consumer warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
  *     fb_tile_k the head-dim chunk of a K/V load, fb_warps_m warps.
