@@ -661,8 +661,7 @@ constexpr int gemm_smem_bytes() {
 // always the same 16-byte chunk t % 8 of the row's 64 k — so a stage costs it ROWS 16-byte shared loads,
 // and the 8 lanes of one row (a quarter warp: 8 different bank groups whatever the swizzle) merge at the
 // end. The partials live in shared memory (SCRATCH floats, each thread its own), not in registers, so that
-// the wgmma kernel's consumers keep no more registers live across the main loop than before (ptxas still
-// reports C7515 for the folding consumers: bench/gpu/README-gemm-sm90.md).
+// the wgmma kernel's consumers keep no more registers live across the main loop than before.
 // Only k < K is folded: tiles are zero-filled past K, and a term of 0 need not be 0.
 template <class E, int BM, int THREADS> struct RowFold {
     static constexpr int S = kRowStats<E> > 0 ? kRowStats<E> : 1, ROWS = kRowStats<E> > 0 ? BM * 8 / THREADS : 1;
@@ -1321,7 +1320,8 @@ template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int R
     // A CTA's last tile has no successor to load: when the whole tile fits the drained stages (WIDE_PARK), its
     // warps park all BN columns there at once (one write, one read back: 3% faster on a single wave of tiles
     // than 32-column chunks, bench/NOTES.md run 49).
-    static constexpr int park_bytes(int cc) { return cc > 0 ? 2 * 64 * MI * (cc + 8) * 4 : 0; }
+    __host__ __device__ static constexpr int slot_floats(int cc) { return 16 * MI * (cc + 8); }   // a warp's slot
+    static constexpr int park_bytes(int cc) { return cc > 0 ? 8 * slot_floats(cc) * 4 : 0; }   // 8 consumer warps
     static constexpr bool park_fits(int cc) { return 1024 + PARK_OFFSET + park_bytes(cc) <= SMEM_LIMIT; }
     static constexpr int EPI_CC = DUAL ? 0 : park_fits(64) ? 64 : park_fits(32) ? 32 : park_fits(16) ? 16 : 0;
     static constexpr bool STAGED_EPILOGUE = EPI_CC > 0;
@@ -1676,14 +1676,14 @@ __global__ void __launch_bounds__(384, 1)
                     // Both consumer warpgroups are past their last wgmma and every load has landed (each full
                     // barrier completed): after this barrier no one reads or writes the stage buffers.
                     named_barrier_sync(1, 2 * 128);
-                    epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * 16 * C::MI * (BN + 8), b,
+                    epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * C::slot_floats(BN), b,
                                                row0, n0, wq, lane, rs0);
                     continue;
                 }
             }
             if constexpr (C::STAGED_EPILOGUE)
                 epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) +
-                                                              slot * 16 * C::MI * (C::EPI_CC + 8),
+                                                              slot * C::slot_floats(C::EPI_CC),
                                                   b, row0, n0, wq, lane, rs0);
             else
                 epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);

@@ -83,6 +83,9 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
 static const int single_variants[][5] = {
     {128, 256, 4, 1, 0}, {128, 128, 5, 1, 0}, {128, 64, 6, 1, 0}, {128, 256, 4, 2, 0}, {128, 128, 5, 1, 1}};
 static const int dual_variants[][5] = {{128, 128, 4, 1, 0}, {128, 64, 6, 1, 0}, {128, 128, 4, 2, 0}};
+_Static_assert(sizeof single_variants / sizeof *single_variants <= TS_CONFIG_MAX_VARIANTS &&
+                   sizeof dual_variants / sizeof *dual_variants <= TS_CONFIG_MAX_VARIANTS,
+               "TS_CONFIG_MAX_VARIANTS (config.h) holds every variant");
 
 int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
     if (k->kind != TS_KERNEL_GEMM || k->cfg.skinny_only) return 0;

@@ -20,6 +20,8 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
  * pipeline depths and a cluster of 2), at most max into out; returns how many (0 for other kinds and for a
  * GEMM that runs only its skinny form). Each is k->cfg with the sm_90a fields replaced. */
 int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max);
+/* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
+enum { TS_CONFIG_MAX_VARIANTS = 8 };
 
 /* Whether the attention templates have a kernel for head dimension d. */
 bool ts_config_attention_head_dim_ok(int64_t d);

@@ -305,11 +305,10 @@ static double kernel_time(const search *s, const ts_plan *p, const ts_kernel *k)
 }
 
 static void choose_configs(const search *s, ts_plan *p) {
-    enum { MAX_VARIANTS = 8 };
     for (int i = 0; i < p->nk; i++) {
         ts_kernel *k = &p->k[i];
-        ts_kernel_config alt[MAX_VARIANTS], best = k->cfg;
-        int n = ts_config_variants(k, alt, MAX_VARIANTS);
+        ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS], best = k->cfg;
+        int n = ts_config_variants(k, alt, TS_CONFIG_MAX_VARIANTS);
         if (n == 0) continue;
         double t_default = kernel_time(s, p, k), t_best = t_default;
         for (int v = 0; v < n; v++) {

@@ -133,7 +133,7 @@ static void hash_hex(unsigned long long h, char out[17]) { snprintf(out, 17, "%0
 
 /* ---- candidates: the top plans, and configurations of the best ------------------------------------ */
 
-enum { TUNE_CONFIG_VARIANTS = 2, TUNE_MAX_VARIANTS = 8 };
+enum { TUNE_CONFIG_VARIANTS = 2 };
 /* A plan predicted more than this many times the best plan's time is not timed: the cost model is within
  * 10-50% on every timed kernel kind but one (a contraction computed as a reduce kernel, predicted 2.3 ms and
  * measured 91.5 ms: timing it cost seconds of GPU time a tune and could not have won). */
@@ -149,8 +149,8 @@ static void free_variant(ts_plan *q) {
 static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
     ts_plan *q = NULL;
     for (int i = 0; i < p->nk; i++) {
-        ts_kernel_config alt[TUNE_MAX_VARIANTS];
-        if (ts_config_variants(&p->k[i], alt, TUNE_MAX_VARIANTS) <= v) continue;
+        ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+        if (ts_config_variants(&p->k[i], alt, TS_CONFIG_MAX_VARIANTS) <= v) continue;
         if (!q) {
             q = ts_xmalloc(sizeof *q);
             *q = *p;
@@ -214,9 +214,9 @@ static void sort_by_prediction(ts_plan **v, int n) {
  * candidates, so tune times a handful of configurations, not every combination. */
 static void add_config_variants(tuner *t) {
     if (t->n == 0) return;
-    ts_plan *v[TUNE_MAX_VARIANTS];
+    ts_plan *v[TS_CONFIG_MAX_VARIANTS];
     int nv = 0;
-    for (ts_plan *q; nv < TUNE_MAX_VARIANTS && (q = plan_variant(t, t->c[0].plan, nv)) != NULL;) v[nv++] = q;
+    for (ts_plan *q; nv < TS_CONFIG_MAX_VARIANTS && (q = plan_variant(t, t->c[0].plan, nv)) != NULL;) v[nv++] = q;
     sort_by_prediction(v, nv);
     for (int i = 0, added = 0; i < nv; i++) /* ranked after every plan: a tie keeps the default configuration */
         if (i < TUNE_CONFIG_VARIANTS) added += add_candidate(t, t->o->nplans + 1 + added, v[i], v[i]);

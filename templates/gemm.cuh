@@ -327,8 +327,7 @@ constexpr int gemm_smem_bytes() {
 // always the same 16-byte chunk t % 8 of the row's 64 k — so a stage costs it ROWS 16-byte shared loads,
 // and the 8 lanes of one row (a quarter warp: 8 different bank groups whatever the swizzle) merge at the
 // end. The partials live in shared memory (SCRATCH floats, each thread its own), not in registers, so that
-// the wgmma kernel's consumers keep no more registers live across the main loop than before (ptxas still
-// reports C7515 for the folding consumers: bench/gpu/README-gemm-sm90.md).
+// the wgmma kernel's consumers keep no more registers live across the main loop than before.
 // Only k < K is folded: tiles are zero-filled past K, and a term of 0 need not be 0.
 template <class E, int BM, int THREADS> struct RowFold {
     static constexpr int S = kRowStats<E> > 0 ? kRowStats<E> : 1, ROWS = kRowStats<E> > 0 ? BM * 8 / THREADS : 1;
