@@ -244,6 +244,18 @@ class Graph:
             r = Tensor(be.const(v), [], op.get("dtype", "fp32"))
         elif kind == "iota":
             r = Tensor(be.arange(self.sizes[op["axis"]]), [op["axis"]], op.get("dtype", "fp32"))
+        elif kind == "append":  # in place, as a KV cache is updated: row n-1 of the cache, then its first n rows
+            cache, v = args
+            ax, new = op["axis"], op["as"]
+            n, i = self.sizes[new], cache.axes.index(ax)
+            row = aligned(be, v, [a for a in cache.axes if a != ax])
+            if be.torch:
+                cache.data.select(i, n - 1).copy_(row)
+                d = cache.data.narrow(i, 0, n)
+            else:
+                be.xp.moveaxis(cache.data, i, 0)[n - 1] = row
+                d = be.xp.take(cache.data, list(range(n)), axis=i)
+            r = Tensor(d, [new if a == ax else a for a in cache.axes], cache.dtype)
         elif kind in ("reduce_sum", "reduce_max", "mean", "softmax", "rmsnorm", "logsumexp", "var", "layernorm"):
             r = self.reduction(be, kind, op, args)
         else:

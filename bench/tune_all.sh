@@ -8,7 +8,8 @@
 # Environment: OUT (build/h200-out), LIST (bench | sweep), TOP (4), TUNE_TIMEOUT (100 s per graph),
 # TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt), PARALLEL (with
 # PREPARE=1: graphs built at once, default 1), ONLY (LIST=bench: a comma-separated list of graph names),
-# GRAPHS_DIR (LIST=bench: the folder of graphs, default bench/graphs).
+# GRAPHS_DIR (LIST=bench: the folder of graphs, default bench/graphs), DIMS (LIST=bench: the sizes every listed
+# graph is tuned at, e.g. b=1 for a decode step, instead of the default above).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-build/h200-out}
@@ -27,7 +28,8 @@ case "$list_name" in
                   [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$n,"* ]] || continue
                   # a dynamic token axis t is tuned at 1024; other dynamic axes (a decode step's m) at
                   # their `typical` size, which tune uses when --dims does not name them
-                  if grep -Eq "^ +t: *\{ *dynamic: *true" "$g"; then echo "$n $g t=1024"; else echo "$n $g -"; fi
+                  if [ -n "${DIMS:-}" ]; then echo "$n $g $DIMS"
+                  elif grep -Eq "^ +t: *\{ *dynamic: *true" "$g"; then echo "$n $g t=1024"; else echo "$n $g -"; fi
                 done) ;;
   sweep) dir=$out/sweep tuned=$out/sweep/tuned; list=$(grep -v '^#' bench/sweep.txt | grep .) ;;
   *) echo "tune_all: LIST is bench or sweep, not '$list_name'"; exit 2 ;;

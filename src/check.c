@@ -43,6 +43,9 @@ typedef struct {
     /* name → tensor index, open addressing */
     int32_t *slots;
     size_t nslots;
+    bool scaled;       /* the binding is ts_binding.scaled */
+    int *append_line;  /* per input: the line of the append that writes it (0: none) */
+    ts_ref *updated;   /* per input: the updated value (the UPDATE node) when append_line is set */
 } ctx;
 
 #define ERR(c, node, hint, ...) \
@@ -349,7 +352,7 @@ static int parse_axes(ctx *c, yaml_node_t *axes, const ts_binding *bind) {
     return bad ? -1 : 0;
 }
 
-static const char *const input_keys[] = {"dtype", "shape"};
+static const char *const input_keys[] = {"dtype", "shape", "inout"};
 
 static int parse_input(ctx *c, yaml_node_t *key, yaml_node_t *val) {
     const char *name = expect_name(c, key, "tensor");
@@ -358,8 +361,14 @@ static int parse_input(ctx *c, yaml_node_t *key, yaml_node_t *val) {
         ERR(c, val, "write '{dtype: fp16, shape: [m, d]}'", "input '%s' must be a mapping", name);
         return -1;
     }
-    if (check_keys(c, val, input_keys, 2, "in an input (expected dtype, shape)")) return -1;
+    if (check_keys(c, val, input_keys, 3, "in an input (expected dtype, shape, inout)")) return -1;
     yaml_node_t *dt = ts_yaml_get(c->spec, val, "dtype"), *sh = ts_yaml_get(c->spec, val, "shape");
+    yaml_node_t *io = ts_yaml_get(c->spec, val, "inout");
+    const char *ios = io ? ts_yaml_str(io) : "false";
+    if (!ios || (strcmp(ios, "true") != 0 && strcmp(ios, "false") != 0)) {
+        ERR(c, io, "write inout: true for a buffer an append writes in place (a KV cache)", "inout must be true or false");
+        return -1;
+    }
     if (!dt || !sh) {
         ERR(c, val, "write '{dtype: fp16, shape: [m, d]}'", "input '%s' needs %s", name, dt ? "a shape" : "a dtype");
         return -1;
@@ -380,6 +389,7 @@ static int parse_input(ctx *c, yaml_node_t *key, yaml_node_t *val) {
     in->name = ts_strdup(name);
     in->line = ts_yaml_line(key);
     in->col = ts_yaml_col(key);
+    in->inout = strcmp(ios, "true") == 0;
     int32_t t = add_tensor(c, name, key, NULL);
     c->b.origin = t;
     c->tensors[t].value = ts_t_input(&c->b, c->g->ninputs, axes, ndim, dtype);
@@ -959,6 +969,109 @@ static int lower_slice(ctx *c, op_call *o) {
     return 0;
 }
 
+/* The inout input that operand `arg` is, seen whole; -1 (reported) when it is not one. */
+static int inout_operand(ctx *c, op_call *o, int arg) {
+    const ts_ref *r = &o->args[arg].ref;
+    const ts_node *n = &c->g->nodes[r->node];
+    ts_view whole = ts_view_of_node(c->g, r->node);
+    bool plain = n->op == TS_OP_INPUT && memcmp(&whole, &r->view, sizeof whole) == 0;
+    if (!plain || !c->g->inputs[n->input].inout) {
+        ERR(c, o->arg_nodes[arg], "declare the cache under inputs: with inout: true, and append to it unchanged",
+            "append writes into '%s' in place, which must be an input declared inout", ts_yaml_str(o->arg_nodes[arg]));
+        return -1;
+    }
+    return n->input;
+}
+
+/* append(cache, v, axis: w, as: s): the cache (an inout input) with v written at index size(s) - 1 of its
+ * axis w, seen over the first size(s) positions of w as the new axis s (a KV cache and its valid length:
+ * the new token's row, then everything up to it). The write happens in the cache's own buffer. */
+static int lower_append(ctx *c, op_call *o) {
+    int in = inout_operand(c, o, 0);
+    int32_t w;
+    if (in < 0 || operand_axis(c, o, 0, "axis", &w) != 0) return -1;
+    yaml_node_t *as = require_attr(c, o, "as", "as: <the valid length's axis: the cache's first positions>");
+    int s = as ? lookup_axis(c, as) : -1;
+    if (s < 0) return -1;
+    if (c->append_line[in]) {
+        char *hint = ts_strfmt("it is appended to at line %d; an input is written by one append", c->append_line[in]);
+        ERR(c, o->arg_nodes[0], hint, "'%s' is appended to twice", ts_yaml_str(o->arg_nodes[0]));
+        free(hint);
+        return -1;
+    }
+    const ts_view *cv = &o->args[0].ref.view, *vv = &o->args[1].ref.view;
+    if (ts_view_find(cv, s) >= 0) {
+        ERR(c, as, "name a new axis for the valid length, e.g. {s: {dynamic: true, typical: 4096}}",
+            "'%s' already has an axis '%s'", ts_yaml_str(o->arg_nodes[0]), axis_name(c, s));
+        return -1;
+    }
+    if (!c->scaled && c->g->axes[s].size > c->g->axes[w].size) {
+        ERR(c, as, NULL, "the valid length '%s' (%lld) exceeds the cache's axis '%s' (%lld)", axis_name(c, s),
+            (long long)c->g->axes[s].size, axis_name(c, w), (long long)c->g->axes[w].size);
+        return -1;
+    }
+    bool fits = vv->ndim == cv->ndim - 1 && ts_view_find(vv, w) < 0;
+    for (int d = 0; d < vv->ndim && fits; d++) fits = ts_view_find(cv, vv->axis[d]) >= 0;
+    if (!fits) {
+        char *want = dims_str(c, cv), *got = dims_str(c, vv);
+        ERR(c, o->arg_nodes[1], NULL, "the appended value must have the axes of %s without '%s', got %s", want,
+            axis_name(c, w), got);
+        free(want), free(got);
+        return -1;
+    }
+    if (o->args[1].dtype != o->args[0].dtype) {
+        ERR(c, o->arg_nodes[1], "add {op: cast}", "append of %s into a %s cache", ts_dtype_name(o->args[1].dtype),
+            ts_dtype_name(o->args[0].dtype));
+        return -1;
+    }
+    ts_tensor u = ts_t_update(&c->b, o->args[0], o->args[1], w, s);
+    c->append_line[in] = ts_yaml_line(o->op_node);
+    c->updated[in] = u.ref;
+    o->result = u;
+    ts_view_slice(&o->result.ref.view, ts_view_find(&o->result.ref.view, w), s, 0, 1, c->g->axes[s].size);
+    return 0;
+}
+
+/* An inout input is read only by the one append that writes it (any other reader could see the cache
+ * before or after the write, depending on kernel order), and is written by one. */
+static int check_inout(ctx *c) {
+    int bad = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+        const tensor *x = &c->tensors[t];
+        const char *op = x->entry ? ts_yaml_str(ts_yaml_get(c->spec, x->entry, "op")) : NULL;
+        for (int a = 0; a < x->nargs; a++) {
+            int32_t src = x->args[a];
+            if (src < 0 || src >= c->g->ninputs || !c->g->inputs[src].inout) continue;
+            if (a == 0 && op && strcmp(op, "append") == 0) continue;
+            char *hint = c->append_line[src] ? ts_strfmt("read the append's result (line %d) instead", c->append_line[src])
+                                             : NULL;
+            ERR(c, seq_at(c, ts_yaml_get(c->spec, x->entry, "args"), a), hint,
+                "'%s' is inout: only the append that writes it may read it", c->g->inputs[src].name);
+            free(hint);
+            bad = 1;
+        }
+    }
+    for (int i = 0; i < c->g->ninputs; i++)
+        if (c->g->inputs[i].inout && !c->append_line[i]) {
+            ts_error(c->d, c->g->inputs[i].line, c->g->inputs[i].col, (int)strlen(c->g->inputs[i].name),
+                     "drop inout: true, or write to it with {op: append}", "input '%s' is inout but nothing appends to it",
+                     c->g->inputs[i].name);
+            bad = 1;
+        }
+    return bad ? -1 : 0;
+}
+
+/* The updated inout inputs, as hidden outputs after the user's. */
+static void add_inout_outputs(ctx *c) {
+    for (int i = 0; i < c->g->ninputs; i++) {
+        if (!c->append_line[i]) continue;
+        TS_GROW(c->g->outputs, c->g->noutputs, c->g->cap_outputs);
+        ts_ref r = c->updated[i];
+        c->g->outputs[c->g->noutputs++] = (ts_output){.name = ts_strdup(c->g->inputs[i].name), .ref = r,
+                                                      .dtype = c->g->nodes[r.node].dtype, .inout = true, .input = i};
+    }
+}
+
 #define P(op) TS_OP_##op
 static const op_def op_defs[] = {
     /* composites */
@@ -991,6 +1104,8 @@ static const op_def op_defs[] = {
     {"expand", 1, 1, {"shape"}, lower_expand, -1, false},
     {"reshape", 1, 1, {"shape"}, lower_reshape, -1, false},
     {"slice", 1, 1, {"axis", "start", "step", "as"}, lower_slice, -1, false},
+    /* in place */
+    {"append", 2, 2, {"axis", "as"}, lower_append, -1, false},
 };
 #undef P
 
@@ -1016,7 +1131,7 @@ static int find_op_def(const char *name, op_def *out) {
     for (size_t i = 0; i < sizeof op_defs / sizeof *op_defs; i++)
         if (strcmp(op_defs[i].name, name) == 0) return *out = op_defs[i], 0;
     int p = ts_op_lookup(name);
-    if (p < 0 || p == TS_OP_INPUT) return -1;
+    if (p < 0 || p == TS_OP_INPUT || p == TS_OP_UPDATE) return -1; /* update: written as append */
     *out = primitive_def((ts_op)p);
     return 0;
 }
@@ -1026,7 +1141,7 @@ static const char **all_op_names(int *n) {
     *n = 0;
     for (size_t i = 0; i < sizeof op_defs / sizeof *op_defs; i++) names[(*n)++] = op_defs[i].name;
     for (int i = 0; i < TS_OP_COUNT; i++)
-        if (i != TS_OP_INPUT) names[(*n)++] = ts_op_name((ts_op)i);
+        if (i != TS_OP_INPUT && i != TS_OP_UPDATE) names[(*n)++] = ts_op_name((ts_op)i);
     return names;
 }
 
@@ -1379,7 +1494,7 @@ static void default_name(ts_spec *spec, ts_graph *g, yaml_node_t *name_node) {
 
 int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
     ts_graph_init(g, NULL);
-    ctx c = {.spec = spec, .d = d, .g = g, .b = {.g = g, .origin = -1}};
+    ctx c = {.spec = spec, .d = d, .g = g, .b = {.g = g, .origin = -1}, .scaled = bind && bind->scaled};
     int rc = -1;
     yaml_node_t *root = ts_yaml_root(spec);
     if (!root || root->type != YAML_MAPPING_NODE) {
@@ -1393,15 +1508,20 @@ int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
     default_name(spec, g, name);
     if (parse_axes(&c, ts_yaml_get(spec, root, "axes"), bind) != 0) goto done;
     if (parse_inputs(&c, ts_yaml_get(spec, root, "inputs")) != 0) goto done;
-    if (parse_ops(&c, ts_yaml_get(spec, root, "ops")) != 0) goto done;
+    c.append_line = ts_xcalloc((size_t)g->ninputs + 1, sizeof *c.append_line);
+    c.updated = ts_xcalloc((size_t)g->ninputs + 1, sizeof *c.updated);
+    if (parse_ops(&c, ts_yaml_get(spec, root, "ops")) != 0 || check_inout(&c) != 0) goto done;
     if (check_sizes(&c) != 0 || check_depth(&c) != 0) goto done;
     if (parse_outputs(&c, ts_yaml_get(spec, root, "outputs"), root) != 0) goto done;
+    add_inout_outputs(&c);
     warn_unused_inputs(&c);
     record_named(&c);
     rc = d->nerrors ? -1 : 0;
 done:
     free(c.tensors);
     free(c.slots);
+    free(c.append_line);
+    free(c.updated);
     return rc;
 }
 
@@ -1447,6 +1567,7 @@ void ts_binding_copy(ts_binding *out, const ts_binding *in) {
         out->name[out->n] = ts_strdup(in->name[i]);
         out->size[out->n++] = in->size[i];
     }
+    out->scaled = in && in->scaled;
 }
 
 void ts_binding_set(ts_binding *b, const char *name, int64_t size) {

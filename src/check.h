@@ -16,6 +16,8 @@ typedef struct {
     int n;
     char *name[64];
     int64_t size[64];
+    bool scaled; /* compile.c's second binding (dynamic sizes times primes, for symbolic strides): a bound
+                    that compares a dynamic size with a static one (append's length) is not checked */
 } ts_binding;
 
 /* Parses "m=8,d=16" into b; on error returns -1 and reports (without a place) into d. */

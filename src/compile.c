@@ -15,7 +15,7 @@
  * are initialised here on success. */
 static int second_binding(ts_spec *spec, const ts_binding *bind, const ts_graph *g, ts_graph *g2, ts_egir *x2,
                           char **err) {
-    ts_binding b2 = {0};
+    ts_binding b2 = {.scaled = true};
     ts_dyn dyn;
     if (ts_dyn_of(g, &dyn) != 0) {
         *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
@@ -214,7 +214,9 @@ int ts_compile(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rule
     if (rc == 0) {
         ts_partition_graph(g, &part);
         if (dynamic) ts_partition_graph(&g2, &part2);
-        chunked = part.nchunks > 1 && (!dynamic || same_partition(&part, &part2));
+        /* a graph that appends into inout inputs is searched whole: a chunk graph would see the cache as a plain
+         * input and its update as a value to copy out (a limit: a decode stack is not split into layers) */
+        chunked = part.nchunks > 1 && (!dynamic || same_partition(&part, &part2)) && ts_graph_abi_outputs(g) == g->noutputs;
     }
     if (rc == 0 && chunked) rc = compile_chunked(g, dynamic ? &g2 : NULL, &x2, &part, &part2, rs, cm, out, err);
     else if (rc == 0) rc = search_graph(g, dynamic ? x2.views : NULL, rs, cm, &out->plans, &out->n, &out->search, err);

@@ -123,13 +123,6 @@ void ts_costmodel_free(ts_costmodel *m) {
 
 static double size_of(const ts_graph *g, int32_t axis) { return (double)g->axes[axis].size; }
 
-/* Elements of buffer b. */
-static double buffer_numel(const ts_graph *g, const ts_buffer *b) {
-    double n = 1;
-    for (int d = 0; d < b->ndim; d++) n *= size_of(g, b->axis[d]);
-    return n;
-}
-
 /* Distinct elements an access touches (its own dims). */
 static double access_numel(const ts_graph *g, const ts_access *a) {
     double n = 1;
@@ -216,7 +209,7 @@ static double wave_efficiency(const ts_costmodel *m, double tiles) {
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
                        ts_kernel_work *w) {
-    double out = buffer_numel(g, &p->buf[k->out.buf]);
+    double out = access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0;
     bool skinny = false;

@@ -129,6 +129,10 @@ static void make_data(void *ctx, const ts_egraph *eg, const ts_enode *n, void *o
             out->value = bits_to_double(n->param[0]);
         }
         return;
+    case TS_KIND_UPDATE: /* the destination's axes and dtype; never a constant */
+        out->axes = kid_data(eg, n, 0)->axes;
+        out->dtype = kid_data(eg, n, 0)->dtype;
+        return;
     case TS_KIND_REDUCE: {
         const ts_egir_data *k = kid_data(eg, n, 0);
         *out = *k;
@@ -234,6 +238,7 @@ static uint32_t add_hlir_node(ts_egir *x, const ts_node *n) {
     case TS_OP_CAST: e.param[0] = n->dtype; break;
     case TS_OP_REDUCE_SUM:
     case TS_OP_REDUCE_MAX: e.param[0] = n->reduce_axis; break;
+    case TS_OP_UPDATE: e.param[0] = n->reduce_axis, e.param[1] = n->at_axis; break;
     default: break;
     }
     return ts_eg_add(x->eg, &e);
@@ -296,6 +301,7 @@ ts_tensor ts_egir_build_node(ts_builder *b, const ts_egir_view *views, int32_t o
     case TS_OP_REDUCE_SUM:
     case TS_OP_REDUCE_MAX: return ts_t_reduce(b, o, with_axis(b, kids[0], (int32_t)param[0]), (int32_t)param[0]);
     case TS_OP_PICK: return ts_t_pick(b, kids[0], param[0]);
+    case TS_OP_UPDATE: return ts_t_update(b, kids[0], kids[1], (int32_t)param[0], (int32_t)param[1]);
     case TS_OP_VIEW: {
         const ts_egir_view *v = &views[param[0]];
         ts_tensor src = contiguous_in(b, kids[0], v->src_axis, v->src_ndim);
@@ -367,6 +373,7 @@ static void put(strbuf *b, const char *s) {
 
 /* Whether param i of op is an axis id (printed by name). */
 static bool param_is_axis(ts_op op, int i) {
+    if (op == TS_OP_UPDATE) return i < 2;
     if (i != 0) return false;
     return op == TS_OP_IOTA || ts_op_kind_of(op) == TS_KIND_REDUCE ||
            (ts_op_kind_of(op) == TS_KIND_FUSED && op != TS_OP_PICK && op != TS_OP_VIEW);

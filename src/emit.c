@@ -29,6 +29,8 @@ typedef struct {
     ts_dyn dyn;
     const char *dyn_names[TS_SYM_MAX_DYN]; /* dynamic axes as C identifiers (ts_emit_ident) */
     char **in_names, **out_names;          /* inputs and outputs as C identifiers */
+    int nout;                              /* outputs the caller passes (ts_graph_abi_outputs: not the hidden
+                                            * updated inout inputs, which live in their inputs' buffers) */
     const char *name;                      /* the symbols' prefix: --name, else the graph's name */
     char upper[128];                       /* NAME for macros */
     char macros[64][64];                   /* the templates' macros, renamed TSOPT_*, #undef'd at the end */
@@ -348,13 +350,15 @@ static void print_fields(emitter *e, const ts_kernel *k) {
                 k->acc[s].ndim ? k->acc[s].ndim : 1);
 }
 
+/* The index names of a kernel's output space: its out access's axes (the out buffer's, except for an
+ * append's MAP, which writes one slice of its inout buffer). */
 static index_map out_index_map(const emitter *e, const ts_kernel *k, const char *array) {
+    (void)e;
     static char names[TS_MAX_DIMS][16];
     index_map m = {0};
-    const ts_buffer *B = &e->p->buf[k->out.buf];
-    for (int d = 0; d < B->ndim; d++) {
+    for (int d = 0; d < k->out.ndim; d++) {
         snprintf(names[d], sizeof names[d], "%s[%d]", array, d);
-        m.axis[m.n] = B->axis[d];
+        m.axis[m.n] = k->out.axis[d];
         m.expr[m.n++] = names[d];
     }
     return m;
@@ -414,7 +418,7 @@ static void print_span_load(emitter *e, const ts_kernel *k, int s, const char *n
 /* A MAP functor computes a span of kVec elements along the output's innermost axis: every operand's span
  * loaded once (vector, broadcast or gather: span.cuh), then the expression per element. */
 static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
-    const ts_buffer *B = &e->p->buf[k->out.buf];
+    const ts_access *B = &k->out; /* the output space (out_index_map) */
     int32_t inner = B->ndim ? B->axis[B->ndim - 1] : -1;
     char k0[24], inner_ix[48];
     snprintf(k0, sizeof k0, "idx[%d]", B->ndim ? B->ndim - 1 : 0);
@@ -514,12 +518,18 @@ static void fill_fields(emitter *e, const ts_kernel *k, const char *var) {
 
 /* size[], out pointer, out strides and numel of a MAP or REDUCE params struct. */
 static void fill_space(emitter *e, const ts_kernel *k, const char *var) {
-    const ts_buffer *B = &e->p->buf[k->out.buf];
     char ptr[160];
     buf_ptr(e, k->out.buf, ptr, sizeof ptr);
-    fprintf(e->f, "        %s.ndim = %d;\n        %s.out = %s;\n        %s.numel = 1;\n", var, B->ndim, var, ptr, var);
-    for (int d = 0; d < B->ndim; d++) {
-        ts_sym sz = ts_sym_axis(e->g, &e->dyn, B->axis[d]);
+    fprintf(e->f, "        %s.ndim = %d;\n        %s.out = %s", var, k->out.ndim, var, ptr);
+    int64_t off0;
+    if (!ts_sym_const_value(&k->out.offset, &off0) || off0 != 0) { /* an append's slice */
+        fputs(" + (", e->f);
+        print_sym(e, &k->out.offset);
+        fputc(')', e->f);
+    }
+    fprintf(e->f, ";\n        %s.numel = 1;\n", var);
+    for (int d = 0; d < k->out.ndim; d++) {
+        ts_sym sz = ts_sym_axis(e->g, &e->dyn, k->out.axis[d]);
         fprintf(e->f, "        %s.size[%d] = ", var, d);
         print_sym(e, &sz);
         fprintf(e->f, ";\n        %s.out_stride[%d] = ", var, d);
@@ -530,7 +540,7 @@ static void fill_space(emitter *e, const ts_kernel *k, const char *var) {
 
 static void emit_map_launch(emitter *e, int ki, const ts_kernel *k) {
     const char *t = ctype_of(e->p->buf[k->out.buf].dtype);
-    if (e->p->buf[k->out.buf].ndim == 0) { /* a scalar: a one-element space */
+    if (k->out.ndim == 0) { /* a scalar: a one-element space */
         fprintf(e->f, "    {\n        tsm::MapParams<%s, K%d> p{};\n", t, ki);
         fill_fields(e, k, "p.fn");
         char ptr[160];
@@ -592,7 +602,7 @@ static void emit_banner_use(emitter *e) {
                   "// that file compiles the kernels.\n",
             n, e->dyn.n ? "<dynamic sizes>" : "void", n, n, n, n, n, n, n, e->dyn.n ? "<dynamic sizes>, " : "", e->upper);
     bool renamed = false;
-    for (int i = 0; i < e->g->ninputs + e->g->noutputs; i++) {
+    for (int i = 0; i < e->g->ninputs + e->nout; i++) {
         const char *orig = i < e->g->ninputs ? e->g->inputs[i].name : e->g->outputs[i - e->g->ninputs].name;
         const char *c = i < e->g->ninputs ? e->in_names[i] : e->out_names[i - e->g->ninputs];
         if (strcmp(orig, c) == 0) continue;
@@ -639,14 +649,21 @@ static void emit_banner(emitter *e) {
             e->name);
     for (int i = 0; i < e->g->ninputs; i++) {
         const ts_node *n = &e->g->nodes[e->g->inputs[i].node];
-        fprintf(e->f, "//   in  %-10s %s ", e->in_names[i], ts_dtype_name(n->dtype));
+        fprintf(e->f, "//   %s %-10s %s ", e->g->inputs[i].inout ? "inout" : "in ", e->in_names[i], ts_dtype_name(n->dtype));
         print_dims(e, n->axis, n->ndim);
         fputc('\n', e->f);
     }
-    for (int i = 0; i < e->g->noutputs; i++) {
+    for (int i = 0; i < e->nout; i++) {
         fprintf(e->f, "//   out %-10s %s ", e->out_names[i], ts_dtype_name(e->g->outputs[i].dtype));
         print_dims(e, e->g->outputs[i].ref.view.axis, e->g->outputs[i].ref.view.ndim);
         fputc('\n', e->f);
+    }
+    for (int i = e->nout; i < e->g->noutputs; i++) { /* the appends: what each writes in place */
+        const ts_output *up = &e->g->outputs[i];
+        const ts_node *u = &e->g->nodes[up->ref.node];
+        fprintf(e->f, "//   (%s is written in place: index %s - 1 of %s, the appended value; nothing else; needs 1 <= %s <= %s)\n",
+                e->in_names[up->input], e->g->axes[u->at_axis].name, e->g->axes[u->reduce_axis].name,
+                e->g->axes[u->at_axis].name, e->g->axes[u->reduce_axis].name);
     }
     fprintf(e->f, "// Sizes:");
     for (int a = 0; a < e->g->naxes; a++) {
@@ -670,8 +687,9 @@ static void emit_banner(emitter *e) {
 /* "const __half *X, const __half *W, __half *Y, int64_t t, " */
 static void print_signature(emitter *e) {
     for (int i = 0; i < e->g->ninputs; i++)
-        fprintf(e->f, "const %s *%s, ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), e->in_names[i]);
-    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, "%s *%s, ", ctype_of(e->g->outputs[i].dtype), e->out_names[i]);
+        fprintf(e->f, "%s%s *%s, ", e->g->inputs[i].inout ? "" : "const ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype),
+                e->in_names[i]);
+    for (int i = 0; i < e->nout; i++) fprintf(e->f, "%s *%s, ", ctype_of(e->g->outputs[i].dtype), e->out_names[i]);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
 }
 
@@ -1107,8 +1125,20 @@ static void emit_dim_checks(emitter *e) {
     for (int d = 0; d < e->dyn.n; d++)
         fprintf(e->f, "    if (%s < 0 || %s > ((int64_t)1 << 40)) return cudaErrorInvalidValue;\n", e->dyn_names[d],
                 e->dyn_names[d]);
+    for (int i = e->nout; i < e->g->noutputs; i++) { /* an append's position lies inside its cache */
+        const ts_node *u = &e->g->nodes[e->g->outputs[i].ref.node];
+        ts_sym at = ts_sym_axis(e->g, &e->dyn, u->at_axis), cap = ts_sym_axis(e->g, &e->dyn, u->reduce_axis);
+        fputs("    if ((", e->f);
+        print_sym(e, &at);
+        fputs(") < 1 || (", e->f);
+        print_sym(e, &at);
+        fputs(") > (", e->f);
+        print_sym(e, &cap);
+        fprintf(e->f, ")) return cudaErrorInvalidValue; /* append into %s: position outside the cache */\n",
+                e->in_names[e->g->outputs[i].input]);
+    }
     bool every_output_can_be_empty = true;
-    for (int i = 0; i < e->g->noutputs; i++) {
+    for (int i = 0; i < e->nout; i++) {
         const ts_view *v = &e->g->outputs[i].ref.view;
         bool dynamic = false;
         for (int d = 0; d < v->ndim; d++) {
@@ -1119,7 +1149,7 @@ static void emit_dim_checks(emitter *e) {
     }
     if (every_output_can_be_empty) {
         fputs("    if (", e->f);
-        for (int i = 0; i < e->g->noutputs; i++) {
+        for (int i = 0; i < e->nout; i++) {
             fputs(i ? " && (" : "(", e->f);
             print_output_empty(e, i);
             fputc(')', e->f);
@@ -1136,12 +1166,12 @@ static void emit_dim_checks(emitter *e) {
 static void emit_pointer_checks(emitter *e) {
     fputs("    if (", e->f);
     for (int i = 0; i < e->g->ninputs; i++) fprintf(e->f, "%s!%s", i ? " || " : "", e->in_names[i]);
-    for (int i = 0; i < e->g->noutputs; i++) fprintf(e->f, " || !%s", e->out_names[i]);
+    for (int i = 0; i < e->nout; i++) fprintf(e->f, " || !%s", e->out_names[i]);
     fputs(") return cudaErrorInvalidValue;\n    if (", e->f);
     for (int i = 0; i < e->g->ninputs; i++)
         fprintf(e->f, "%sreinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", i ? " ||\n        " : "", e->in_names[i],
                 e->in_names[i]);
-    for (int i = 0; i < e->g->noutputs; i++)
+    for (int i = 0; i < e->nout; i++)
         fprintf(e->f, " ||\n        reinterpret_cast<uintptr_t>(%s) %% sizeof(*%s)", e->out_names[i],
                 e->out_names[i]);
     fputs(" ||\n        reinterpret_cast<uintptr_t>(workspace) % 16)\n        return cudaErrorMisalignedAddress;\n", e->f);
@@ -1239,8 +1269,9 @@ static void emit_c_abi(emitter *e) {
     fprintf(e->f, "    return (int)%s_launch(", n);
     int b = 0;
     for (int i = 0; i < e->g->ninputs; i++, b++)
-        fprintf(e->f, "static_cast<const %s *>(buffers[%d]), ", ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), b);
-    for (int i = 0; i < e->g->noutputs; i++, b++)
+        fprintf(e->f, "static_cast<%s%s *>(buffers[%d]), ", e->g->inputs[i].inout ? "" : "const ",
+                ctype_of(e->g->nodes[e->g->inputs[i].node].dtype), b);
+    for (int i = 0; i < e->nout; i++, b++)
         fprintf(e->f, "static_cast<%s *>(buffers[%d]), ", ctype_of(e->g->outputs[i].dtype), b);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "dims[%d], ", d);
     fputs("workspace, stream);\n}\n", e->f);
@@ -1250,7 +1281,7 @@ static void emit_c_abi(emitter *e) {
 
 /* The cache of <name>_graph_run: one executable graph and the call it was captured for. */
 static void emit_graph_cache(emitter *e) {
-    int nbuf = e->g->ninputs + e->g->noutputs, ndims = e->dyn.n ? e->dyn.n : 1;
+    int nbuf = e->g->ninputs + e->nout, ndims = e->dyn.n ? e->dyn.n : 1;
     fprintf(e->f, "#pragma GCC visibility push(hidden)\nnamespace tsopt_%s {\n\n"
                   "/* The CUDA graph %s_graph_run replays and the call it was captured for (device -1: none). */\n"
                   "struct GraphCache {\n    std::mutex lock;\n    cudaGraphExec_t exec = nullptr;\n    int device = -1;\n"
@@ -1308,7 +1339,7 @@ static void emit_graph_helper(emitter *e) {
                   "    if (err != cudaSuccess) return (int)err;\n"
                   "    c.device = device, c.stream = stream, c.workspace = workspace;\n"
                   "    for (int i = 0; i < %d; i++) c.buffers[i] = buffers[i];\n",
-            n, n, e->g->ninputs + e->g->noutputs);
+            n, n, e->g->ninputs + e->nout);
     if (e->dyn.n) fprintf(e->f, "    for (int i = 0; i < %d; i++) c.dims[i] = dims[i];\n", e->dyn.n);
     fputs("    return (int)cudaSuccess;\n}\n\n", e->f);
     fprintf(e->f, "extern \"C\" int %s_graph_reset(void) {\n    using namespace tsopt_%s;\n"
@@ -1635,6 +1666,7 @@ static void name_identifiers(emitter *e) {
     for (int i = 0; i < e->g->ninputs; i++) e->in_names[i] = ts_emit_ident(e->g->inputs[i].name);
     for (int i = 0; i < e->g->noutputs; i++) e->out_names[i] = ts_emit_ident(e->g->outputs[i].name);
     for (int d = 0; d < e->dyn.n; d++) e->dyn_names[d] = ts_emit_ident(e->g->axes[e->dyn.axis[d]].name);
+    e->nout = ts_graph_abi_outputs(e->g);
 }
 
 static void free_identifiers(emitter *e) {

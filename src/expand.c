@@ -96,6 +96,18 @@ ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis) {
     return add_node(b, &n);
 }
 
+ts_tensor ts_t_update(ts_builder *b, ts_tensor dest, ts_tensor v, int32_t axis, int32_t at) {
+    ts_node n = {.op = TS_OP_UPDATE, .dtype = dest.dtype, .nsrc = 2, .src = {dest.ref, v.ref}, .reduce_axis = axis,
+                 .at_axis = at};
+    set_dims_from_view(&n, &dest.ref.view);
+    int32_t order[TS_MAX_DIMS];
+    int k = 0;
+    for (int d = 0; d < dest.ref.view.ndim; d++)
+        if (dest.ref.view.axis[d] != axis) order[k++] = dest.ref.view.axis[d];
+    ts_view_permute(&n.src[1].view, order, k);
+    return add_node(b, &n);
+}
+
 int32_t ts_t_pair_axis(ts_builder *b) {
     int a = ts_graph_find_axis(b->g, "_pair");
     return a >= 0 ? a : ts_graph_add_axis(b->g, "_pair", 2, false, 0);

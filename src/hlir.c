@@ -218,7 +218,7 @@ ts_graph_stats ts_graph_measure(const ts_graph *g) {
     for (int i = 0; i < g->nnodes; i++) {
         const ts_node *n = &g->nodes[i];
         ts_op_kind k = ts_op_kind_of(n->op);
-        if (k == TS_KIND_SOURCE || n->op == TS_OP_COPY || n->op == TS_OP_CAST) continue;
+        if (k == TS_KIND_SOURCE || k == TS_KIND_UPDATE || n->op == TS_OP_COPY || n->op == TS_OP_CAST) continue;
         double work = k == TS_KIND_REDUCE ? (double)ts_view_numel(&n->src[0].view)
                                           : (double)ts_node_numel(g, n);
         s.flops += work;
@@ -228,7 +228,17 @@ ts_graph_stats ts_graph_measure(const ts_graph *g) {
         const ts_node *n = &g->nodes[g->inputs[i].node];
         s.min_bytes += (double)ts_node_numel(g, n) * ts_dtype_bytes(n->dtype);
     }
-    for (int i = 0; i < g->noutputs; i++)
-        s.min_bytes += (double)ts_view_numel(&g->outputs[i].ref.view) * ts_dtype_bytes(g->outputs[i].dtype);
+    for (int i = 0; i < g->noutputs; i++) {
+        const ts_output *o = &g->outputs[i];
+        if (!o->inout) {
+            s.min_bytes += (double)ts_view_numel(&o->ref.view) * ts_dtype_bytes(o->dtype);
+            continue;
+        }
+        /* an updated cache: its rows before the new one are read, the new one written; the rest untouched */
+        const ts_node *u = &g->nodes[o->ref.node], *in = &g->nodes[g->inputs[o->input].node];
+        double row = (double)ts_node_numel(g, in) / (double)g->axes[u->reduce_axis].size;
+        s.min_bytes -= row * (double)(g->axes[u->reduce_axis].size - g->axes[u->at_axis].size + 1) * ts_dtype_bytes(o->dtype);
+        s.min_bytes += (double)ts_view_numel(&u->src[1].view) * ts_dtype_bytes(o->dtype);
+    }
     return s;
 }

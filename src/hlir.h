@@ -60,6 +60,8 @@ typedef struct {
                             counted axis. Fused ops see every operand with the same dims, which include
                             it; their own dims are those minus it (DUAL: with the pair axis first). */
     int64_t tile;        /* TILE_*, ONLINE_WSUM: the tile size along reduce_axis */
+    int32_t at_axis;     /* UPDATE: the slice written is at index size(at_axis) - 1 of reduce_axis (the axis
+                            written; src[1] has the node's dims without it) */
     double value;        /* CONSTANT */
     int32_t input;       /* INPUT: index into ts_graph.inputs */
     int32_t origin;      /* the ts_graph.named entry (user tensor) whose op built it */
@@ -69,12 +71,16 @@ typedef struct {
     char *name;
     int32_t node;
     int line, col;
+    bool inout; /* declared `inout: true`: an `append` writes into it in place (its buffer is not const) */
 } ts_input;
 
 typedef struct {
     char *name;
     ts_ref ref; /* written contiguously in the order of ref.view's dims */
     ts_dtype dtype;
+    bool inout;    /* the updated value of inout input `input` (an UPDATE node, seen whole): a hidden output,
+                      listed after the user's, that lives in that input's buffer (the caller passes none) */
+    int32_t input;
 } ts_output;
 
 /* A tensor the user named (an input or an op's result), as the graph computes it. */
@@ -99,6 +105,13 @@ typedef struct {
     int nnamed, cap_named;
     ts_named *named; /* index = ts_node.origin */
 } ts_graph;
+
+/* Outputs the caller passes buffers for: the user's, listed before the hidden in-place ones (ts_output.inout). */
+static inline int ts_graph_abi_outputs(const ts_graph *g) {
+    int n = g->noutputs;
+    while (n > 0 && g->outputs[n - 1].inout) n--;
+    return n;
+}
 
 void ts_graph_init(ts_graph *g, const char *name);
 void ts_graph_free(ts_graph *g);

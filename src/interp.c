@@ -388,6 +388,33 @@ static void eval_fused(machine *m, int32_t id, double *out) {
     for (int s = 0; s < n->nsrc; s++) free(line[s]);
 }
 
+/* UPDATE: dest, with v written over its slice at index size(at_axis) - 1 of the written axis. */
+static void eval_update(machine *m, int32_t id, double *out) {
+    const ts_node *n = &m->g->nodes[id];
+    ts_node part = {.nsrc = 1, .src = {n->src[0]}};
+    walker w;
+    walker_init(&w, &part);
+    const double *dest = m->val[n->src[0].node], *v = m->val[n->src[1].node];
+    for (int64_t e = 0, count = ts_node_numel(m->g, n); e < count; e++, walker_next(&w)) out[e] = dest[w.off[0]];
+    int64_t stride[TS_MAX_DIMS], at = 0, s = 1;
+    for (int d = n->ndim - 1; d >= 0; d--) { /* out's stride along each of v's dims (v: out's dims without w) */
+        if (n->axis[d] == n->reduce_axis) {
+            at = (m->g->axes[n->at_axis].size - 1) * s;
+        } else {
+            int j = ts_view_find(&n->src[1].view, n->axis[d]);
+            stride[j] = s;
+        }
+        s *= m->g->axes[n->axis[d]].size;
+    }
+    part.src[0] = n->src[1];
+    walker_init(&w, &part);
+    for (int64_t e = 0, count = ts_view_numel(&n->src[1].view); e < count; e++, walker_next(&w)) {
+        int64_t o = at;
+        for (int d = 0; d < w.nd; d++) o += w.idx[d] * stride[d];
+        out[o] = v[w.off[0]];
+    }
+}
+
 static void eval_node(machine *m, int32_t id, double *const *inputs) {
     const ts_node *n = &m->g->nodes[id];
     if (n->op == TS_OP_INPUT) {
@@ -411,6 +438,7 @@ static void eval_node(machine *m, int32_t id, double *const *inputs) {
         if (!eval_contraction(m, id, out)) eval_reduce(m, id, out);
         break;
     case TS_KIND_FUSED: eval_fused(m, id, out); break;
+    case TS_KIND_UPDATE: eval_update(m, id, out); break;
     default: eval_elementwise(m, id, out);
     }
 }

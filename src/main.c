@@ -344,7 +344,7 @@ static void print_summary(const ts_graph *g, const char *path) {
     for (int i = 0; i < g->nnodes; i++) {
         const ts_node *n = &g->nodes[i];
         ts_op_kind k = ts_op_kind_of(n->op);
-        if (k == TS_KIND_SOURCE || n->op == TS_OP_COPY || n->op == TS_OP_CAST) continue;
+        if (k == TS_KIND_SOURCE || k == TS_KIND_UPDATE || n->op == TS_OP_COPY || n->op == TS_OP_CAST) continue;
         flops[n->origin] += k == TS_KIND_REDUCE ? (double)ts_view_numel(&n->src[0].view) : (double)ts_node_numel(g, n);
     }
     for (int i = 0; i < g->nnamed; i++) {

@@ -14,10 +14,14 @@ typedef enum {
     TS_KIND_BINARY,  /* elementwise, two operands of identical dims */
     TS_KIND_TERNARY, /* elementwise, three operands of identical dims */
     TS_KIND_REDUCE,  /* one operand, reduced over one named axis */
+    TS_KIND_UPDATE,  /* an in-place write into a graph input (src/check.c's `append`): see UPDATE */
     TS_KIND_FUSED,   /* introduced by rules: see TS_FUSED_OPS */
 } ts_op_kind;
 
-/* X(ENUM, "name", arity, kind)   — the identity each computes, elementwise over float64 values */
+/* X(ENUM, "name", arity, kind)   — the identity each computes, elementwise over float64 values.
+ * UPDATE (dest, v) {w, p} is dest (a graph input declared `inout`) with its slice at index size(p) - 1 of
+ * axis w replaced by v (dest's axes without w); the plan writes that slice into dest's own buffer (a
+ * KV cache's new row), and the updated input is a hidden graph output (ts_output.inout). */
 #define TS_OPS(X)                                                                                      \
     X(INPUT, "input", 0, TS_KIND_SOURCE)             /* a graph input                          */     \
     X(CONSTANT, "constant", 0, TS_KIND_SOURCE)       /* c (scalar, broadcast by views)          */     \
@@ -37,7 +41,8 @@ typedef enum {
     X(LESS_THAN, "less_than", 2, TS_KIND_BINARY)     /* a < b ? 1 : 0                           */     \
     X(WHERE, "where", 3, TS_KIND_TERNARY)            /* c != 0 ? a : b                          */     \
     X(REDUCE_SUM, "reduce_sum", 1, TS_KIND_REDUCE)   /* sum of x over the axis                  */     \
-    X(REDUCE_MAX, "reduce_max", 1, TS_KIND_REDUCE)   /* max of x over the axis                  */
+    X(REDUCE_MAX, "reduce_max", 1, TS_KIND_REDUCE)   /* max of x over the axis                  */     \
+    X(UPDATE, "update", 2, TS_KIND_UPDATE)           /* {w, p}: dest, index size(p)-1 of w := v */
 
 /* Ops that rewrite rules introduce (they never appear in YAML). Each is a reduction over one named axis
  * (param 0) of several operands aligned by name, except pick and view, which only change a view.

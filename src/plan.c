@@ -1048,6 +1048,38 @@ unsupported:
     return src;
 }
 
+/* UPDATE (an append): a MAP kernel computes the appended value — the region rooted at it, inlined — straight
+ * into the inout input's own buffer, at index size(p) - 1 of the written axis; the update's value is then
+ * that buffer, which its readers load after this kernel (they reach the buffer through this term, and the
+ * checker lets nothing else read the input). */
+static void emit_update(builder *b, int i) {
+    const tnode node = b->t[i], *t = &node; /* a copy: materialising the value may grow b->t */
+    int32_t w = (int32_t)t->e.param[0], at = (int32_t)t->e.param[1];
+    int value = (int)t->e.kid[1];
+    ts_access dest = materialize(b, (int)t->e.kid[0]);
+    if (b->p->buf[dest.buf].kind != TS_BUF_INPUT && !b->err)
+        b->err = ts_strdup("an append whose destination is not an inout input");
+    ts_kernel tmp = {0};
+    region r = region_of(value, -1, -1);
+    int *memo = fresh_memo(b);
+    region_expr(b, &tmp, &tmp.expr, &r, memo, value); /* materialises operands (may add kernels) */
+    free(memo);
+    ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
+    k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
+    k->out = (ts_access){.buf = dest.buf, .offset = dest.offset};
+    for (int d = 0; d < dest.ndim; d++) {
+        if (dest.axis[d] != w) {
+            k->out.axis[k->out.ndim] = dest.axis[d];
+            k->out.stride[k->out.ndim++] = dest.stride[d];
+            continue;
+        }
+        ts_sym pos = ts_sym_add(sym_axis(b, at), ts_sym_const(-1));
+        k->out.offset = ts_sym_add(k->out.offset, ts_sym_mul(pos, dest.stride[d]));
+    }
+    b->has_mat[i] = true;
+    b->mat[i] = dest;
+}
+
 static ts_access materialize(builder *b, int i) {
     if (b->has_mat[i]) return b->mat[i];
     const tnode node = b->t[i], *t = &node; /* a copy: emitting kernels may grow b->t */
@@ -1062,6 +1094,9 @@ static ts_access materialize(builder *b, int i) {
     } else if (op == TS_OP_VIEW) {
         ts_access v = materialize_view(b, i); /* may grow b->mat: assign after the call */
         b->mat[i] = v;
+    } else if (op == TS_OP_UPDATE) {
+        emit_update(b, i);
+        return b->mat[i];
     } else if (op == TS_OP_PICK) {
         int dual = (int)t->e.kid[0], which = (int)t->e.param[0]; /* read before emit_dual grows b->t */
         if (!b->has_mat[dual]) emit_dual(b, dual);
@@ -1094,6 +1129,11 @@ static bool covers_contiguously(const builder *b, const ts_access *a) {
 static void emit_output(builder *b, int o, int root) {
     const ts_output *out = &b->x->g->outputs[o];
     ts_access a = materialize(b, root);
+    if (out->inout) { /* an updated inout input: already in its own buffer */
+        if ((b->p->buf[a.buf].kind != TS_BUF_INPUT || b->p->buf[a.buf].index != out->input) && !b->err)
+            b->err = ts_strfmt("the updated '%s' is not computed in its own buffer", out->name);
+        return;
+    }
     ts_buffer *B = &b->p->buf[a.buf];
     ts_access c = contiguous_access(b, a.buf);
     bool in_order = a.ndim == out->ref.view.ndim &&
@@ -1207,10 +1247,11 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i) {
     const ts_buffer *B = &p->buf[k->out.buf];
     char dims[256] = "";
     size_t len = 0;
-    for (int d = 0; d < B->ndim && len < sizeof dims - 32; d++)
-        len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%s", d ? "," : "", g->axes[B->axis[d]].name);
-    return ts_strfmt("%s [%s]%s%s", kind_name(k), dims, k->red_axis >= 0 ? " over " : "",
-                     k->red_axis >= 0 ? g->axes[k->red_axis].name : "");
+    for (int d = 0; d < k->out.ndim && len < sizeof dims - 32; d++) /* the output space (an append: one slice) */
+        len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%s", d ? "," : "", g->axes[k->out.axis[d]].name);
+    const char *into = B->kind == TS_BUF_INPUT ? g->inputs[B->index].name : NULL; /* an append, in place */
+    return ts_strfmt("%s [%s]%s%s%s%s", kind_name(k), dims, k->red_axis >= 0 ? " over " : "",
+                     k->red_axis >= 0 ? g->axes[k->red_axis].name : "", into ? " into " : "", into ? into : "");
 }
 
 char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {

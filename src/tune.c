@@ -640,6 +640,10 @@ static int upload_validation(tuner *t) {
     for (int i = 0; i < g->ninputs; i++)
         if (upload(t, &t->din[i], input_dtype(g, i), t->vin[i], ts_input_numel(g, i)) != 0) return -1;
     for (int i = 0; i < g->noutputs; i++) {
+        if (g->outputs[i].inout) { /* an updated inout input: its own input's buffer */
+            t->dout[i] = t->din[g->outputs[i].input];
+            continue;
+        }
         size_t bytes = (size_t)output_numel(g, i) * (size_t)ts_dtype_bytes(g->outputs[i].dtype);
         if (CU(t, cuMemAlloc(&t->dout[i], bytes ? bytes : 1)) != 0) return -1;
     }
@@ -663,6 +667,10 @@ static int upload_timing(tuner *t) {
     }
     if (fresh) ts_free_buffers(fresh, g->ninputs);
     for (int i = 0; i < g->noutputs && rc == 0; i++) {
+        if (g->outputs[i].inout) {
+            t->tout[i] = t->tin[g->outputs[i].input];
+            continue;
+        }
         if (output_numel(g, i) == output_numel(&t->vg, i)) {
             t->tout[i] = t->dout[i];
             continue;
@@ -717,7 +725,8 @@ static int call(tuner *t, ts_tune_cand *c, const entry *e, const CUdeviceptr *in
     const ts_graph *g = t->o->g;
     void **bufs = ts_xcalloc((size_t)(g->ninputs + g->noutputs) + 1, sizeof *bufs);
     for (int i = 0; i < g->ninputs; i++) bufs[i] = (void *)(uintptr_t)in[i];
-    for (int i = 0; i < g->noutputs; i++) bufs[g->ninputs + i] = (void *)(uintptr_t)out[i];
+    for (int i = 0; i < ts_graph_abi_outputs(g); i++) bufs[g->ninputs + i] = (void *)(uintptr_t)out[i]; /* not the
+                                                                       updated inout inputs: they are inputs */
     int rc = e->run(bufs, dims, (void *)(uintptr_t)t->ws, NULL);
     free(bufs);
     if (rc != 0) {
@@ -741,11 +750,40 @@ static double tolerance(const ts_graph *g) {
     return tol;
 }
 
+/* Hidden output i (an updated inout input, src/check.c's append) before a checked run: the input's values
+ * uploaded again, except the slice the append writes, which is poisoned (NaN), so that a run that does not
+ * write it, or writes elsewhere, fails validation. */
+static int restore_inout(tuner *t, const ts_graph *g, int i) {
+    const ts_output *o = &g->outputs[i];
+    const ts_node *u = &g->nodes[o->ref.node];
+    int64_t n = output_numel(g, i), stride = 1, size = g->axes[u->reduce_axis].size;
+    int w = -1;
+    for (int d = u->ndim - 1; d >= 0 && w < 0; d--) {
+        if (u->axis[d] == u->reduce_axis) w = d;
+        else stride *= g->axes[u->axis[d]].size;
+    }
+    double *x = ts_xmalloc(sizeof(double) * (size_t)n + 1);
+    memcpy(x, t->vin[o->input], sizeof(double) * (size_t)n);
+    int64_t pos = g->axes[u->at_axis].size - 1;
+    for (int64_t k = 0; k < n; k++)
+        if ((k / stride) % size == pos) x[k] = NAN;
+    size_t bytes;
+    void *host = to_dtype(o->dtype, x, n, &bytes);
+    int rc = CU(t, cuMemcpyHtoD(t->dout[i], host, bytes));
+    free(host);
+    free(x);
+    return rc;
+}
+
 /* Runs at the validation sizes on poisoned outputs and compares the sampled rows with the reference. */
 static int validate(tuner *t, ts_tune_cand *c, const entry *e) {
     const ts_graph *g = &t->vg;
     for (int i = 0; i < g->noutputs; i++) {
         size_t bytes = (size_t)output_numel(g, i) * (size_t)ts_dtype_bytes(g->outputs[i].dtype);
+        if (g->outputs[i].inout) { /* an inout input: its values again, its written slice poisoned */
+            if (restore_inout(t, g, i) != 0) return c->detail = ts_strdup(t->err), -1;
+            continue;
+        }
         if (CU(t, cuMemsetD8(t->dout[i], 0xff, bytes)) != 0) return c->detail = ts_strdup(t->err), -1; /* NaN */
     }
     if (ensure_workspace(t, e->workspace(t->dyn.n ? t->val_dims : NULL)) != 0) return c->detail = ts_strdup(t->err), -1;
@@ -1266,12 +1304,12 @@ static void release_gpu(tuner *t) {
         const ts_graph *g = t->o->g;
         for (int i = 0; t->tin && i < g->ninputs; i++)
             if (t->tin[i] && t->tin[i] != t->din[i]) t->cu.cuMemFree(t->tin[i]);
-        for (int i = 0; t->tout && i < g->noutputs; i++)
-            if (t->tout[i] && t->tout[i] != t->dout[i]) t->cu.cuMemFree(t->tout[i]);
+        for (int i = 0; t->tout && i < g->noutputs; i++) /* updated inout inputs are their inputs' buffers */
+            if (t->tout[i] && t->tout[i] != t->dout[i] && !g->outputs[i].inout) t->cu.cuMemFree(t->tout[i]);
         for (int i = 0; t->din && i < g->ninputs; i++)
             if (t->din[i]) t->cu.cuMemFree(t->din[i]);
         for (int i = 0; t->dout && i < g->noutputs; i++)
-            if (t->dout[i]) t->cu.cuMemFree(t->dout[i]);
+            if (t->dout[i] && !g->outputs[i].inout) t->cu.cuMemFree(t->dout[i]);
         if (t->flush) t->cu.cuMemFree(t->flush);
         if (t->ws) t->cu.cuMemFree(t->ws);
         if (t->cupti_on) ts_cupti_stop();

@@ -30,6 +30,13 @@ def check(cond, what):
 def headers_match_their_graphs():
     n = 0
     for h in sorted(glob.glob(os.path.join(ROOT, "generated", "*.cuh"))):
+        if "//   inout " in open(h).read(4096):  # an in-place append: refused with a clear error
+            try:
+                tsopt_torch.parse_header(h)
+            except tsopt_torch.HeaderError as e:
+                check("updates an input in place" in str(e), str(e))
+                continue
+            raise AssertionError("%s: parse_header accepted a header with an inout buffer" % h)
         sig = tsopt_torch.parse_header(h)
         spec = yaml.safe_load(open(os.path.join(ROOT, "bench", "graphs", sig.name + ".yaml")))
         check([b.name for b in sig.inputs] == list(spec["inputs"]), "%s: inputs %s" % (h, [b.name for b in sig.inputs]))

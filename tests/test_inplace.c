@@ -1,0 +1,202 @@
+/* test_inplace.c — inputs updated in place (`inout` inputs written by `append`, a KV cache's new row): what
+ * the checker refuses, what the interpreter computes (the appended view and the updated cache, a hidden
+ * output), and what the planner and emitter make of it (one slice written into the input's own buffer at a
+ * run-time position; the cache never copied; the header's parameter writable and the position checked). */
+#include <stdio.h>
+
+#include "compile.h"
+#include "egir.h"
+#include "emit.h"
+#include "saturate.h"
+#include "testutil.h"
+
+/* A decode-attention graph: one query per kv head and group over a cache of s_max positions, of which the
+ * first s are valid after the new key and value are appended at s - 1. */
+#define CACHE_AXES                                                                                     \
+    "axes:\n  b: 2\n  kv_h: 2\n  grp: 2\n  s_max: 8\n  s: {dynamic: true, typical: 5}\n  d_h: 4\n"
+#define CACHE_INPUTS                                                                                   \
+    "inputs:\n"                                                                                        \
+    "  Q: {dtype: fp16, shape: [b, kv_h, grp, d_h]}\n"                                                 \
+    "  K_new: {dtype: fp16, shape: [b, kv_h, d_h]}\n"                                                  \
+    "  V_new: {dtype: fp16, shape: [b, kv_h, d_h]}\n"                                                  \
+    "  K_cache: {dtype: fp16, shape: [b, kv_h, s_max, d_h], inout: true}\n"                            \
+    "  V_cache: {dtype: fp16, shape: [b, kv_h, s_max, d_h], inout: true}\n"
+static const char *const decode_attention =
+    CACHE_AXES CACHE_INPUTS
+    "ops:\n"
+    "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
+    "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"
+    "  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+    "  - {name: P, op: softmax, args: [S], axis: s}\n"
+    "  - {name: O, op: matmul, args: [P, V], over: s}\n"
+    "outputs: [O]\n";
+
+/* ---- the checker ------------------------------------------------------------------------------- */
+
+Test(inplace, a_decode_step_checks_and_lists_the_updated_caches_as_hidden_outputs) {
+    checked c;
+    check_ok(&c, decode_attention);
+    cr_assert_eq(c.g.noutputs, 3);
+    cr_assert_eq(ts_graph_abi_outputs(&c.g), 1, "only O is passed by the caller");
+    cr_assert(c.g.outputs[1].inout && c.g.outputs[2].inout);
+    cr_assert_str_eq(c.g.outputs[1].name, "K_cache");
+    cr_assert_eq(c.g.outputs[1].input, 3);
+    cr_assert(c.g.inputs[3].inout && !c.g.inputs[0].inout);
+    /* minimum bytes: Q, the new rows, the caches' first s - 1 rows read; O and the two new rows written */
+    ts_graph_stats st = ts_graph_measure(&c.g);
+    double row = 2 * 2 * 4 * 2; /* b·kv_h·d_h fp16 */
+    double want = 2 * 2 * 2 * 4 * 2 + 2 * row + 2 * 4 * row + 2 * 2 * 2 * 4 * 2 + 2 * row;
+    cr_assert_float_eq(st.min_bytes, want, 1e-9, "min bytes %g, want %g", st.min_bytes, want);
+    free_checked(&c);
+}
+
+Test(inplace, the_checker_refuses_what_would_make_the_write_order_matter) {
+    assert_error(CACHE_AXES CACHE_INPUTS "ops:\n"
+                 "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
+                 "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"
+                 "  - {name: old, op: reduce_sum, args: [K_cache], axis: s_max}\n"
+                 "outputs: [K, V, old]\n",
+                 "g.yaml:17:40: error: 'K_cache' is inout: only the append that writes it may read it");
+    assert_error(CACHE_AXES CACHE_INPUTS "ops:\n"
+                 "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
+                 "  - {name: K2, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
+                 "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"
+                 "outputs: [K, K2, V]\n",
+                 "g.yaml:16:35: error: 'K_cache' is appended to twice");
+    assert_error(CACHE_AXES CACHE_INPUTS "ops:\n"
+                 "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
+                 "outputs: [K]\n",
+                 "g.yaml:13:3: error: input 'V_cache' is inout but nothing appends to it");
+    assert_error(CACHE_AXES CACHE_INPUTS "ops:\n"
+                 "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
+                 "  - {name: V, op: append, args: [Q, V_new], axis: grp, as: s}\n"
+                 "outputs: [K, V]\n",
+                 "g.yaml:16:34: error: append writes into 'Q' in place, which must be an input declared inout");
+    assert_error(CACHE_AXES CACHE_INPUTS "ops:\n"
+                 "  - {name: K, op: append, args: [K_cache, Q], axis: s_max, as: s}\n"
+                 "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"
+                 "outputs: [K, V]\n",
+                 "g.yaml:15:43: error: the appended value must have the axes of [b, kv_h, s_max, d_h] without "
+                 "'s_max', got [b, kv_h, grp, d_h]");
+    assert_error(CACHE_AXES CACHE_INPUTS "ops:\n"
+                 "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: d_h}\n"
+                 "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"
+                 "outputs: [K, V]\n",
+                 "g.yaml:15:68: error: 'K_cache' already has an axis 'd_h'");
+    assert_error("axes: {b: 2, s_max: 8, d_h: 4}\ninputs:\n  C: {dtype: fp16, shape: [b, s_max, d_h], inout: yes}\n"
+                 "ops: []\noutputs: []\n",
+                 "g.yaml:3:51: error: inout must be true or false");
+}
+
+Test(inplace, the_valid_length_may_not_exceed_the_cache) {
+    char *msg = first_error_for(decode_attention, strlen(decode_attention), "s=9");
+    cr_assert_str_eq(msg, "g.yaml:15:68: error: the valid length 's' (9) exceeds the cache's axis 's_max' (8)");
+    free(msg);
+    msg = first_error_for(decode_attention, strlen(decode_attention), "s=8");
+    cr_assert_str_eq(msg, "");
+    free(msg);
+}
+
+/* ---- the interpreter ---------------------------------------------------------------------------- */
+
+Test(inplace, the_interpreter_writes_the_new_row_and_reads_the_prefix) {
+    checked c;
+    check_ok(&c, "axes:\n  b: 2\n  s_max: 6\n  s: {dynamic: true, typical: 4}\n  d: 3\n"
+                 "inputs:\n  C: {dtype: fp32, shape: [b, s_max, d], inout: true}\n  n: {dtype: fp32, shape: [d, b]}\n"
+                 "ops:\n  - {name: A, op: append, args: [C, n], axis: s_max, as: s}\n"
+                 "  - {name: T, op: reduce_sum, args: [A], axis: s}\n"
+                 "outputs: [T]\n");
+    double cache[2 * 6 * 3], nv[3 * 2];
+    for (int i = 0; i < 36; i++) cache[i] = i + 1;
+    for (int i = 0; i < 6; i++) nv[i] = 1000 * (i + 1); /* n[d][b] */
+    double *ins[2] = {cache, nv}, **outs;
+    char *err = NULL;
+    cr_assert_eq(ts_interp_run(&c.g, ins, &outs, NULL, &err), 0, "%s", err);
+    for (int b = 0; b < 2; b++)
+        for (int d = 0; d < 3; d++) {
+            double want = nv[d * 2 + b]; /* position 3 = s - 1 */
+            for (int j = 0; j < 3; j++) want += cache[(b * 6 + j) * 3 + d];
+            cr_assert_float_eq(outs[0][b * 3 + d], want, 1e-9, "T[%d][%d]", b, d);
+            for (int j = 0; j < 6; j++) /* the updated cache: row 3 replaced, the rest as it was */
+                cr_assert_float_eq(outs[1][(b * 6 + j) * 3 + d], j == 3 ? nv[d * 2 + b] : cache[(b * 6 + j) * 3 + d],
+                                   1e-9, "C[%d][%d][%d]", b, j, d);
+        }
+    cr_assert_float_eq(cache[3 * 3], 10, 1e-9, "the caller's input array is not modified");
+    ts_free_buffers(outs, c.g.noutputs);
+    free_checked(&c);
+}
+
+/* ---- plans and headers ------------------------------------------------------------------------------ */
+
+typedef struct {
+    checked c;
+    ts_rules rs;
+    ts_costmodel cm;
+    ts_compiled comp;
+} compiled;
+
+static void compile_text(compiled *x, const char *yaml) {
+    check_ok(&x->c, yaml);
+    ts_rule_env env = ts_egir_rule_env();
+    ts_rule_init(&x->rs, &env);
+    const char *dir = "rules";
+    cr_assert_eq(ts_load_rule_paths(&x->rs, &dir, 1, stderr), 0);
+    ts_diags d;
+    cr_assert_eq(ts_costmodel_load(&x->cm, "costmodel/h200.yaml", &d), 0);
+    ts_diags_free(&d);
+    char *err = NULL;
+    cr_assert_eq(ts_compile(&x->c.spec, NULL, &x->c.g, &x->rs, &x->cm, &x->comp, &err), 0, "%s", err);
+}
+
+static void compiled_free(compiled *x) {
+    ts_compiled_free(&x->comp);
+    ts_costmodel_free(&x->cm);
+    ts_rule_free(&x->rs);
+    free_checked(&x->c);
+}
+
+Test(inplace, every_plan_writes_one_row_into_each_cache_and_never_copies_it, .timeout = 60) {
+    compiled x;
+    compile_text(&x, decode_attention);
+    int32_t smax = ts_graph_find_axis(&x.c.g, "s_max");
+    for (int pi = 0; pi < x.comp.n; pi++) {
+        const ts_plan *p = &x.comp.plans[pi];
+        int writes[5] = {0};
+        for (int i = 0; i < p->nk; i++) {
+            const ts_kernel *k = &p->k[i];
+            for (int d = 0; d < k->out.ndim; d++)
+                cr_assert_neq(k->out.axis[d], smax, "%s: kernel %d writes along the cache's capacity", p->name, i);
+            const ts_buffer *B = &p->buf[k->out.buf];
+            if (B->kind != TS_BUF_INPUT) continue;
+            writes[B->index]++;
+            cr_assert_eq(k->kind, TS_KERNEL_MAP);
+            /* at position s - 1: offset 32·s - 32 elements (d_h · 1 per position, s_max·d_h per head) */
+            int64_t s3 = 3, s7 = 7;
+            cr_assert_eq(ts_sym_eval(&k->out.offset, &s3), 8, "%s: the row of s = 3", p->name);
+            cr_assert_eq(ts_sym_eval(&k->out.offset, &s7), 24, "%s: the row of s = 7", p->name);
+        }
+        cr_assert(writes[3] == 1 && writes[4] == 1 && !writes[0] && !writes[1] && !writes[2],
+                  "%s: each cache written once, nothing else", p->name);
+    }
+    compiled_free(&x);
+}
+
+Test(inplace, the_header_takes_the_caches_writable_and_checks_the_position, .timeout = 60) {
+    compiled x;
+    compile_text(&x, decode_attention);
+    ts_emit_opts eo = {.source_path = "g.yaml", .source_text = x.c.spec.text, .source_len = x.c.spec.len,
+                       .templates_dir = "templates", .cost_model = &x.cm, .baseline_s = x.comp.baseline_s};
+    char *buf = NULL, *err = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_eq(ts_emit_header(f, &x.c.g, &x.comp.plans[0], &eo, &err), 0, "%s", err);
+    fclose(f);
+    cr_assert_not_null(strstr(buf, "//   inout K_cache    fp16 [b, kv_h, s_max, d_h]\n"));
+    cr_assert_not_null(strstr(buf, "const __half *V_new, __half *K_cache, __half *V_cache, __half *O, int64_t s, "
+                                   "void *workspace, cudaStream_t stream)"));
+    cr_assert_not_null(strstr(buf, "if ((s) < 1 || (s) > ((int64_t)8)) return cudaErrorInvalidValue;"));
+    cr_assert_null(strstr(buf, "__half *K_cache_"), "the hidden outputs are no parameters");
+    cr_assert_not_null(strstr(buf, "static_cast<__half *>(buffers[3])"), "the C ABI passes the cache writable");
+    free(buf);
+    compiled_free(&x);
+}
