@@ -340,8 +340,13 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
 // fp16 or bf16 in, fp32 accumulate (mma.sync m16n8k16, sm_80+; the wgmma form is a later template). Any
-// M, N, K. It is not a library GEMM: no alpha/beta, no split-K, no transposed A. Namespace tsg; depends
-// only on tile.cuh.
+// M, N, K. It is not a library GEMM: no alpha/beta, no transposed A. Namespace tsg; depends only on
+// tile.cuh.
+// Split-K (SPLIT > 1, Hopper and later: a decode-size GEMM with few column tiles streams its weight with
+// SPLIT times as many CTAs): the SPLIT CTAs of a tile form a cluster, each multiplies a contiguous share of
+// the K tiles, the others leave their fp32 accumulators in their shared memory, and rank 0 adds them through
+// distributed shared memory and runs the epilogue — no workspace, the epilogue unchanged (not with row
+// statistics of A, which need every k in one CTA). On an older GPU the launch runs SPLIT = 1.
 //
 // Operands (element strides, int64):
 //   A  (M, K), K contiguous:  A + b*a_batch_stride + m*lda + k
@@ -727,8 +732,31 @@ template <class E, int BM, int THREADS> struct RowFold {
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
+// Split-K's cluster steps (sm_90+; never reached on older GPUs, whose launches run SPLIT = 1).
+__device__ __forceinline__ void split_cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+// Element i of the float array at `local` (a shared-memory address) in the shared memory of cluster rank r.
+__device__ __forceinline__ float split_remote_load(const float *local, int r, int i) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local + i)), ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+#else
+    (void)local, (void)r, (void)i;
+    __trap();
+    return 0.f;
+#endif
+}
+
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC>
+          class Epilogue, bool VEC, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -742,13 +770,16 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
+    static_assert(SPLIT >= 1 && SPLIT <= 8 && (SPLIT == 1 || kRowStats<Epilogue> == 0),
+                  "split-K: 1 to 8 CTAs a tile (a portable cluster), and no row statistics of A");
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
 
     // Block → (tile_m, tile_n), grouped: kGroupM tile rows sweep the tile columns together.
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int id = blockIdx.x, per_group = kGroupM * tiles_n, group = id / per_group;
+    const int id = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
+    const int per_group = kGroupM * tiles_n, group = id / per_group;
     const int first_m = group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
     const int tile_m = first_m + (id % per_group) % group_m, tile_n = (id % per_group) / group_m;
     const int m0 = tile_m * BM, n0 = tile_n * BN, b = blockIdx.z;
@@ -784,11 +815,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
 
-    // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied.
-    const int KT = (p.K + BK - 1) / BK;
+    // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
+    // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
+    const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
+    const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
+    auto load_k = [&](int s, int kt) { load_stage(s, kt0 + kt); };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) load_stage(s, s);
+        if (s < KT) load_k(s, s);
         tst::cp_async_commit();
     }
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
@@ -796,7 +830,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     for (int kt = 0; kt < KT; ++kt) {
         tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
         __syncthreads();                    // ... everyone's part; stage (kt-1)%STAGES is free again
-        if (kt + STAGES - 1 < KT) load_stage((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+        if (kt + STAGES - 1 < KT) load_k((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
         tst::cp_async_commit();
 
         const T *st = smem + (kt % STAGES) * STAGE_ELEMS;
@@ -821,6 +855,40 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     if constexpr (kRowStats<Epilogue> > 0) {
         rows.finish(p.ep, static_cast<int>(threadIdx.x), rs);
         __syncthreads();
+    }
+    if constexpr (SPLIT > 1) {   // ranks 1.. park their sums in their shared memory; rank 0 adds them in
+        constexpr int N_ACC = NB * MI * NI * 4;
+        float *park = reinterpret_cast<float *>(smem_raw);   // the stages are drained: cp_async_wait<0> above
+        __syncthreads();
+        if (split != 0) {
+#pragma unroll
+            for (int j = 0; j < NB; ++j)
+#pragma unroll
+                for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            park[(((j * MI + mi) * NI + ni) * 4 + e) * THREADS + threadIdx.x] = acc[j][mi][ni][e];
+        }
+        split_cluster_sync();   // every rank's sums are parked
+        if (split == 0) {
+            for (int r = 1; r < SPLIT; ++r)
+#pragma unroll
+                for (int j = 0; j < NB; ++j)
+#pragma unroll
+                    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                        for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                            for (int e = 0; e < 4; ++e)
+                                acc[j][mi][ni][e] += split_remote_load(
+                                    park, r, (((j * MI + mi) * NI + ni) * 4 + e) * THREADS + static_cast<int>(threadIdx.x));
+        }
+        split_cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
+        static_assert(N_ACC * THREADS * 4 <= STAGES * STAGE_ELEMS * static_cast<int>(sizeof(T)),
+                      "split-K parks the accumulators in the stages' shared memory");
+        if (split != 0) return;
     }
 
     // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1).
@@ -857,9 +925,9 @@ template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const G
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC>
+          class Epilogue, bool VEC, int SPLIT = 1>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -867,23 +935,48 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     if (e == cudaSuccess) e = tst::set_smem_once(kernel, smem, f.dev, smem_set);
     if (e != cudaSuccess) return e;
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
-    if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
-    kernel<<<dim3((unsigned)tiles, 1, (unsigned)p.batch), WARPS_M * WARPS_N * 32, smem, stream>>>(p);
-    return cudaGetLastError();
+    if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
+    if constexpr (SPLIT == 1) {
+        kernel<<<grid, WARPS_M * WARPS_N * 32, smem, stream>>>(p);
+        return cudaGetLastError();
+    } else {   // the SPLIT CTAs of a tile as one cluster
+        cudaLaunchConfig_t cfg{};
+        cudaLaunchAttribute attr[1];
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(WARPS_M * WARPS_N * 32, 1, 1);
+        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+        cfg.stream = stream;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = SPLIT;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        return cudaLaunchKernelEx(&cfg, kernel, p);
+    }
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
 // cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
 // runtime reports otherwise (e.g. shared memory above the device's limit).
+// SPLIT > 1: split-K over clusters of SPLIT CTAs (see the top), on compute capability 9.0 and later; on an
+// older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
-          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>>
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
+    if constexpr (SPLIT > 1) {
+        tst::DeviceFacts f;
+        cudaError_t e = tst::device_facts(&f);
+        if (e != cudaSuccess) return e;
+        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1>(p, stream);
+    }
     if (gemm_vec_ok<T, Epilogue, DUAL>(p))
-        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true>(p, stream);
-    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false>(p, stream);
+        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true, SPLIT>(p, stream);
+    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false, SPLIT>(p, stream);
 }
 
 }  // namespace tsg

@@ -11,6 +11,11 @@
  * M gets the skinny form as a run-time branch beside the large-tile one. */
 enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
 
+/* Split-K for them: with fewer CTAs than SKINNY_MIN_CTAS (one per SM of the H200) the weight streams through
+ * too few SMs (a 4096-column weight: 64 CTAs, 1.4-1.8 TB/s; bench/NOTES.md run 53), so the K tiles of each
+ * tile are shared by 2 or 4 CTAs of a cluster, as long as each keeps SKINNY_MIN_SPLIT_KT K-slices to pipeline. */
+enum { SKINNY_MIN_CTAS = 132, SKINNY_MIN_SPLIT_KT = 8, SKINNY_MAX_SPLIT = 4 };
+
 /* Small static GEMMs (1024 rows against a 1024×512 weight, as in GEMM-fusion suites) would give fewer
  * wgmma tiles than half a Hopper's 132 SMs: they take the same small-tile form, 64-row tiles over M, for
  * 8x the CTAs (GEMM + two Mish at 1024×1024×512: 0.0205 ms against 0.0995 with 128×256 wgmma tiles on the
@@ -37,6 +42,12 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
     c->sk_stages = SKINNY_SMEM_BUDGET / stage_bytes;
     if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
     if (c->sk_stages < 2) c->sk_stages = 2;
+    int64_t ctas = (m + c->sk_tile_m - 1) / c->sk_tile_m * ((g->axes[k->n_axis].size + c->sk_tile_n - 1) / c->sk_tile_n) *
+                   ts_gemm_batch(g, k), kt = (g->axes[k->red_axis].size + 63) / 64;
+    c->sk_split = 1;
+    while (k->nrowstat == 0 && c->sk_split < SKINNY_MAX_SPLIT && ctas * c->sk_split < SKINNY_MIN_CTAS &&
+           kt / (2 * c->sk_split) >= SKINNY_MIN_SPLIT_KT)
+        c->sk_split *= 2;
 }
 
 /* Whether kernel k runs its skinny form at the graph's current sizes (the cost model's question). */
@@ -111,12 +122,14 @@ void ts_config_choose(const ts_graph *g, ts_kernel *k) {
 }
 
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
+    char split[24] = "";
+    if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
     if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
-        snprintf(buf, n, "skinny %dx%d, %d stages", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
+        snprintf(buf, n, "skinny %dx%d, %d stages%s", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0)
-        snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages", k->cfg.tile_m, k->cfg.tile_n,
+        snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages%s", k->cfg.tile_m, k->cfg.tile_n,
                  k->cfg.stages, k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "",
-                 k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages);
+                 k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);
     else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION)
         snprintf(buf, n, "%dx%d, %d stages%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
                  k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "");

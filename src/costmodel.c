@@ -270,7 +270,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         skinny = ts_config_gemm_skinny(g, k); /* config.h */
         if (skinny) { /* bandwidth-bound: the share of SMs its CTAs keep streaming; MMAs over whole row tiles */
             double rows = ceil(M / k->cfg.sk_tile_m);
-            wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch / m->sms);
+            wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch * fmax(1, k->cfg.sk_split) / m->sms);
             tensor *= rows * k->cfg.sk_tile_m / fmax(M, 1);
         } else {
             double tiles = ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch;

@@ -746,8 +746,11 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     if (c->skinny_m > 0) {
         const char *in = c->skinny_only ? "" : "    ";
         if (!c->skinny_only) fprintf(e->f, "        if (p.M <= %d) { /* decode sizes: stream B at DRAM bandwidth */\n", c->skinny_m);
-        fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d>(p, stream);%s\n", in, t,
-                c->sk_tile_m, c->sk_tile_n, c->sk_stages, kn, du, ki, c->skinny_only ? " /* decode sizes: stream B at DRAM bandwidth */" : "");
+        char split[16] = ""; /* split-K over a cluster (config.h); the default 1 is not printed */
+        if (c->sk_split > 1) snprintf(split, sizeof split, ", %d", c->sk_split);
+        fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d%s>(p, stream);%s\n", in, t,
+                c->sk_tile_m, c->sk_tile_n, c->sk_stages, kn, du, ki, split,
+                c->skinny_only ? " /* decode sizes: stream B at DRAM bandwidth */" : "");
         if (c->skinny_only) {
             fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
             return;

@@ -89,12 +89,13 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *   GEMM, skinny (decode or small) form: calls with M ≤ skinny_m (0: never) run the mma.sync template with
  *     sk_tile_m x sk_tile_n tiles (K-slices of 64, 4 warps along N) and sk_stages, sized so that two CTAs
  *     share an SM and the weight streams at DRAM bandwidth; skinny_only: M can never exceed skinny_m (a
- *     static size), so the other forms are not emitted. */
+ *     static size), so the other forms are not emitted. sk_split > 1: split-K, each tile's K tiles shared by
+ *     a cluster of sk_split CTAs (gemm.cuh), when the column tiles alone would leave SMs idle. */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
     int fb_tile_m, fb_tile_n, fb_tile_k, fb_warps_m, fb_warps_n, fb_stages;
-    int skinny_m, sk_tile_m, sk_tile_n, sk_stages;
+    int skinny_m, sk_tile_m, sk_tile_n, sk_stages, sk_split;
     bool skinny_only;
 } ts_kernel_config;
 

@@ -197,6 +197,7 @@ static void fuse(ts_plan *p, int ri, int gi, const row_reduction *rr) {
             if (gk->stage[j].node[i].kind == TS_X_LOAD) gk->stage[j].node[i].slot = gk->a;
     }
     gk->nrowstat = rr->nout;
+    gk->cfg.sk_split = 1; /* a row's statistics need all of its k in one CTA: no split-K (config.h) */
     for (int o = 0; o < rr->nout; o++) gk->rowstat[o] = ts_expr_copy(rr->value[o]);
     for (int i = 0; i < gk->expr.n; i++) { /* the epilogue's loads of the row values: ACC 2 + o */
         ts_xnode *n = &gk->expr.node[i];

@@ -832,3 +832,29 @@ Test(search, a_soft_capped_attention_is_one_kernel_predicted_slower_than_the_pla
     }
     cr_expect_gt(predicted[1], 1.1 * predicted[0], "soft-capped %g s vs plain %g s", predicted[1], predicted[0]);
 }
+
+/* Split-K for decode-size GEMMs (config.h): a 4096-column weight gives 64 CTAs of 64 columns, so its K tiles
+ * are shared by 4 CTAs (256); a 14336-column one has 224 CTAs already and is not split; a short K (8 K tiles
+ * per CTA at least) is not split; the model counts the CTAs of a split GEMM. */
+Test(search, a_decode_gemm_with_few_column_tiles_is_split_along_k) {
+    const char *cases[][3] = {{"4096", "4096", "4"}, {"14336", "4096", "1"}, {"4096", "256", "1"}, {"6144", "4096", "2"}};
+    for (int i = 0; i < 4; i++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {m: {dynamic: true, typical: 16}, k: %s, n: %s}\n"
+                               "inputs:\n  X: {dtype: fp16, shape: [m, k]}\n  W: {dtype: fp16, shape: [k, n]}\n"
+                               "ops:\n  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n",
+                               cases[i][1], cases[i][0]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        ts_kernel k = *only_gemm(&cg);
+        cr_assert_eq(k.cfg.sk_split, atoi(cases[i][2]), "n=%s k=%s: split %d", cases[i][0], cases[i][1], k.cfg.sk_split);
+        if (k.cfg.sk_split > 1) {
+            ts_kernel_work w1, w;
+            ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w);
+            k.cfg.sk_split = 1;
+            ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w1);
+            cr_assert_gt(w.wave_efficiency, w1.wave_efficiency, "the split GEMM keeps more SMs streaming");
+        }
+        free_compiled(&cg);
+        free(yaml);
+    }
+}
