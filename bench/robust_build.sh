@@ -44,7 +44,9 @@ odd attention_bf16 t_q=1000,t_kv=1000 -
 odd attention_cross t_q=77,t_kv=1000 -
 odd attention_softcap t_q=1000,t_kv=1000 -
 one swiglu_decode - m=1
-odd swiglu_decode - m=77'
+odd swiglu_decode - m=77
+one decoder_decode - b=1,s=1
+odd decoder_decode - b=3,s=77'
 make -s -o build/tsopt gpu-build NVCC_ARCH="$arch"
 mkdir -p build/robust
 nvcc -O2 -std=c++17 -Werror all-warnings $arch bench/robust/abi_driver.cu -o build/robust/abi_driver -ldl
