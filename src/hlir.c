@@ -110,6 +110,13 @@ int64_t ts_view_numel(const ts_view *v) {
 
 /* ---- views ------------------------------------------------------------------------------------- */
 
+bool ts_view_equal(const ts_view *a, const ts_view *b) {
+    if (a->ndim != b->ndim || a->offset != b->offset) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->axis[i] != b->axis[i] || a->size[i] != b->size[i] || a->stride[i] != b->stride[i]) return false;
+    return true;
+}
+
 ts_view ts_view_of_node(const ts_graph *g, int32_t id) {
     const ts_node *n = &g->nodes[id];
     ts_view v = {.ndim = n->ndim};

@@ -129,6 +129,8 @@ int64_t ts_view_numel(const ts_view *v);
 /* ---- views ------------------------------------------------------------------------------------- */
 /* The contiguous row-major view of node `id`. */
 ts_view ts_view_of_node(const ts_graph *g, int32_t id);
+/* Whether a and b see the same elements in the same order: dims, sizes, strides and offset. */
+bool ts_view_equal(const ts_view *a, const ts_view *b);
 /* The index of `axis` among v's dims, or -1. */
 int ts_view_find(const ts_view *v, int32_t axis);
 /* Reorders v's dims to `order` (axis ids, a permutation of v's). */

@@ -43,13 +43,6 @@ static bool is_elementwise(ts_op op) {
     return k == TS_KIND_UNARY || k == TS_KIND_BINARY || k == TS_KIND_TERNARY;
 }
 
-static bool same_view(const ts_view *a, const ts_view *b) {
-    if (a->ndim != b->ndim || a->offset != b->offset) return false;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->axis[i] != b->axis[i] || a->size[i] != b->size[i] || a->stride[i] != b->stride[i]) return false;
-    return true;
-}
-
 /* inlined[i]: node i is elementwise, used once, by a reduction that sees it whole, and not an output. */
 static bool *plan_inlining(const ts_graph *g) {
     int *uses = ts_xcalloc((size_t)g->nnodes + 1, sizeof *uses);
@@ -62,7 +55,7 @@ static bool *plan_inlining(const ts_graph *g) {
         if (ts_op_kind_of(n->op) != TS_KIND_REDUCE) continue;
         int32_t p = n->src[0].node;
         ts_view whole = ts_view_of_node(g, p);
-        if (is_elementwise(g->nodes[p].op) && uses[p] == 1 && same_view(&n->src[0].view, &whole)) inl[p] = true;
+        if (is_elementwise(g->nodes[p].op) && uses[p] == 1 && ts_view_equal(&n->src[0].view, &whole)) inl[p] = true;
     }
     free(uses);
     return inl;

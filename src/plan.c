@@ -303,18 +303,25 @@ static int new_output(builder *b, int i, const int32_t *axes, int n, ts_dtype dt
 
 static ts_dtype dtype_of(const builder *b, int i) { return b->t[i].dtype < 0 ? TS_FP32 : (ts_dtype)b->t[i].dtype; }
 
-/* A MAP kernel computing the elementwise region rooted at i. */
-static void emit_map(builder *b, int i) {
-    int32_t axes[TS_MAX_DIMS];
-    int n = order_axes(b->t[i].axes, NULL, axes);
+/* A MAP kernel (its output not set yet) computing the elementwise region rooted at i; its operands are
+ * materialised first (which may add kernels before it). */
+static ts_kernel *map_of_region(builder *b, int i) {
     ts_kernel tmp = {0};
     region r = region_of(i, -1, -1);
     int *memo = fresh_memo(b);
-    region_expr(b, &tmp, &tmp.expr, &r, memo, i); /* materialises operands (may add kernels) */
+    region_expr(b, &tmp, &tmp.expr, &r, memo, i);
     free(memo);
-    if (n > 0 && tmp.nacc > 0) n = order_axes(b->t[i].axes, widest_operand(tmp.acc, tmp.nacc, b->t[i].axes), axes);
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
     k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
+    return k;
+}
+
+/* A MAP kernel computing the elementwise region rooted at i, into a new temporary. */
+static void emit_map(builder *b, int i) {
+    ts_kernel *k = map_of_region(b, i);
+    int32_t axes[TS_MAX_DIMS];
+    const ts_access *like = k->nacc ? widest_operand(k->acc, k->nacc, b->t[i].axes) : NULL;
+    int n = order_axes(b->t[i].axes, like, axes);
     new_output(b, i, axes, n, dtype_of(b, i), k);
 }
 
@@ -1059,13 +1066,7 @@ static void emit_update(builder *b, int i) {
     ts_access dest = materialize(b, (int)t->e.kid[0]);
     if (b->p->buf[dest.buf].kind != TS_BUF_INPUT && !b->err)
         b->err = ts_strdup("an append whose destination is not an inout input");
-    ts_kernel tmp = {0};
-    region r = region_of(value, -1, -1);
-    int *memo = fresh_memo(b);
-    region_expr(b, &tmp, &tmp.expr, &r, memo, value); /* materialises operands (may add kernels) */
-    free(memo);
-    ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
-    k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
+    ts_kernel *k = map_of_region(b, value);
     k->out = (ts_access){.buf = dest.buf, .offset = dest.offset};
     for (int d = 0; d < dest.ndim; d++) {
         if (dest.axis[d] != w) {
