@@ -5,11 +5,11 @@
 // predicted: 0.2487 ms on NVIDIA H200 at the typical sizes (2.09x the 0.5199 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
-// config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 8 stages, split-K 2
+// config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 2
 // config:    kernel 7 (attention): 128x128, 3 stages, ping-pong
-// config:    kernel 8 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 8 stages, split-K 4
-// config:    kernel 10 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 5 stages
-// config:    kernel 11 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 8 stages, split-K 4
+// config:    kernel 8 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 4
+// config:    kernel 10 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 3 stages
+// config:    kernel 11 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 4
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
@@ -3525,7 +3525,7 @@ static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K
         p.ep.s1[0] = (int64_t)6144;
         p.ep.s1[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 8, true, false, K1, 2>(p, stream);
+            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 5, true, false, K1, 2>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
@@ -3925,7 +3925,7 @@ static cudaError_t K7_launch(__half *K7_b0, const __half *K7_b1, const __half *K
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 8, true, false, K7, 4>(p, stream);
+            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 5, true, false, K7, 4>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K7, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
@@ -4102,7 +4102,7 @@ static cudaError_t K9_launch(__half *K9_b0, const __half *K9_b1, const __half *K
         p.ep.s2[0] = (int64_t)14336;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 5, true, true, K9>(p, stream);
+            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 3, true, true, K9>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K9, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
@@ -4188,7 +4188,7 @@ static cudaError_t K10_launch(__half *K10_b0, const __half *K10_b1, const __half
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 8, true, false, K10, 4>(p, stream);
+            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 5, true, false, K10, 4>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K10, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */

@@ -5,11 +5,11 @@
 // predicted: 0.6860 ms on NVIDIA H200 at the typical sizes (5.02x the 3.4422 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
-// config:    kernel 2 (gemm): 128x128, 5 stages; M <= 64: skinny 64x64, 6 stages
+// config:    kernel 2 (gemm): 128x128, 5 stages; M <= 64: skinny 64x64, 3 stages
 // config:    kernel 5 (attention): 128x128, 3 stages, ping-pong
-// config:    kernel 6 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 6 stages
-// config:    kernel 8 (gemm): 128x128, 4 stages; M <= 64: skinny 64x64, 4 stages
-// config:    kernel 9 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 6 stages
+// config:    kernel 6 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 3 stages
+// config:    kernel 8 (gemm): 128x128, 4 stages; M <= 64: skinny 64x64, 2 stages
+// config:    kernel 9 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 3 stages
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
@@ -3517,7 +3517,7 @@ static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K
         p.ep.s1[0] = (int64_t)6144;
         p.ep.s1[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K1>(p, stream);
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 3, true, false, K1>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 128, 5, 1, true, false, K1, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
@@ -3824,7 +3824,7 @@ static cudaError_t K5_launch(__half *K5_b0, const __half *K5_b1, const __half *K
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K5>(p, stream);
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 3, true, false, K5>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K5, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
@@ -3999,7 +3999,7 @@ static cudaError_t K7_launch(__half *K7_b0, const __half *K7_b1, const __half *K
         p.ep.s2[0] = (int64_t)14336;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 4, true, true, K7>(p, stream);
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 2, true, true, K7>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K7, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
@@ -4084,7 +4084,7 @@ static cudaError_t K8_launch(__half *K8_b0, const __half *K8_b1, const __half *K
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K8>(p, stream);
+            err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 3, true, false, K8>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K8, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */

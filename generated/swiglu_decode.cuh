@@ -5,7 +5,7 @@
 // predicted: 0.0754 ms on NVIDIA H200 at the typical sizes (1.51x the 0.1142 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
-// config:    kernel 1 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 5 stages
+// config:    kernel 1 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 3 stages
 //
 // Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,
 // TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code
@@ -2029,7 +2029,7 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
         p.ep.s2[0] = (int64_t)14336;
         p.ep.s2[1] = (int64_t)1;
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
-            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 5, true, true, K0>(p, stream);
+            err = tsg::launch_gemm<__half, 16, 64, 64, 1, 4, 3, true, true, K0>(p, stream);
         } else {
             err = tsg90::launch_gemm_sm90<__half, 128, 128, 4, 1, true, true, K0, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */

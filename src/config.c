@@ -5,11 +5,15 @@
 
 /* Decode-size GEMMs (M ≤ 64 rows: a few tokens against a weight) are bound by streaming B once: a 128-row
  * wgmma tile would waste ≥ 87% of its MMA work and leave most SMs idle. They run the mma.sync template with
- * the fewest rows that hold M (16, 32 or 64) and 64 columns per CTA (n/64 CTAs: 224 for n = 14336), with as
- * many K-slices in flight as keep two CTAs per SM (≤ 100 KB of shared memory each): every CTA is resident
- * at once and each SM keeps 60-200 KB of loads in flight, what DRAM latency × bandwidth asks for. A dynamic
- * M gets the skinny form as a run-time branch beside the large-tile one. */
-enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
+ * the fewest rows that hold M (16, 32 or 64) and 64 columns per CTA (n/64 CTAs: 224 for n = 14336), with a
+ * shallow pipeline: ≤ 56 KB of shared memory a CTA (4-5 K-slices of a 16-row tile, 3 of the dual form) keeps
+ * three to five CTAs' worth of room on an SM, so that split-K clusters are all resident at once. Deeper
+ * stages lose: at 80 KB a CTA only 62 clusters of 4 fit, and the O projection of Llama-3-8B at 16 tokens
+ * ran 18.5 µs against 13.3 with 4 stages; its down projection 52.8 against 35.0 (ncu on the H200,
+ * `gemm_test decode`, bench/NOTES.md run 56). A dynamic M gets the skinny form as a run-time branch beside
+ * the large-tile one. Small static GEMMs taking the same tiles (below) keep deeper pipelines: they are not
+ * split and their 64-row tiles do more work per K-slice. */
+enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 56 * 1024, SMALL_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
 
 /* Split-K for them: with fewer CTAs than SKINNY_MIN_CTAS (one per SM of the H200) the weight streams through
  * too few SMs (a 4096-column weight: 64 CTAs, 1.4-1.8 TB/s; bench/NOTES.md run 53), so the K tiles of each
@@ -39,7 +43,7 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
     c->skinny_m = small && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
     c->sk_tile_m = m <= 16 ? 16 : m <= 32 ? 32 : 64, c->sk_tile_n = 64;
     int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
-    c->sk_stages = SKINNY_SMEM_BUDGET / stage_bytes;
+    c->sk_stages = (small && m > SKINNY_MAX_M ? SMALL_SMEM_BUDGET : SKINNY_SMEM_BUDGET) / stage_bytes;
     if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
     if (c->sk_stages < 2) c->sk_stages = 2;
     int64_t ctas = (m + c->sk_tile_m - 1) / c->sk_tile_m * ((g->axes[k->n_axis].size + c->sk_tile_n - 1) / c->sk_tile_n) *

@@ -87,8 +87,8 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     pingpong: two consumer warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
  *     fb_tile_k the head-dim chunk of a K/V load, fb_warps_m warps.
  *   GEMM, skinny (decode or small) form: calls with M ≤ skinny_m (0: never) run the mma.sync template with
- *     sk_tile_m x sk_tile_n tiles (K-slices of 64, 4 warps along N) and sk_stages, sized so that two CTAs
- *     share an SM and the weight streams at DRAM bandwidth; skinny_only: M can never exceed skinny_m (a
+ *     sk_tile_m x sk_tile_n tiles (K-slices of 64, 4 warps along N) and sk_stages, a shallow pipeline that
+ *     leaves room for several CTAs (and split-K clusters) an SM (config.c); skinny_only: M can never exceed skinny_m (a
  *     static size), so the other forms are not emitted. sk_split > 1: split-K, each tile's K tiles shared by
  *     a cluster of sk_split CTAs (gemm.cuh), when the column tiles alone would leave SMs idle. */
 typedef struct {

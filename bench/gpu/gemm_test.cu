@@ -12,7 +12,9 @@
 //        bench/gpu/gemm_test.cu -lcublas -o gemm_test
 //   (sm_80 build: replace the -gencode with -arch=sm_80)
 // Run: ./gemm_test            (./gemm_test quick: validation only, no timing, shapes at most 256x1024x1024;
-//      quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share the work)
+//      quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share the work;
+//      ./gemm_test decode: the decode-size set (skinny tiles, split-K), validated and timed, with the weight
+//      stream's TB/s; ./gemm_test profile: the same set validated once at full size, no timing — for ncu)
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -47,6 +49,7 @@ static cublasHandle_t g_blas;
 static void *g_flush;                       // 256 MB, written before each timed run
 static const size_t kFlushBytes = 256u << 20;
 static bool g_timing = true;
+static bool g_decode = false;   // `decode`/`profile`: the decode-size set only (`profile`: full shapes, no timing, for ncu)
 static int g_part = 0, g_parts = 1, g_config = 0;  // `quick K/N`: run config i only when i % N == K
 static const int kQuickM = 256, kQuickN = 1024, kQuickK = 1024;  // `quick`: the largest shape run (see run_config)
 static int g_failures = 0;
@@ -124,7 +127,7 @@ struct Check {
     unsigned long long bad, pad;
 };
 
-template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN, bool DUAL, int KIND>
+template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN, bool DUAL, int KIND, int SPLIT = 1>
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
@@ -132,8 +135,9 @@ static void run_config(const Shape &s, uint64_t seed) {
     constexpr bool STATS = KIND == kRowStat || KIND == kGatedStat;
     // `quick` (validation only, for compute-sanitizer): large shapes shrink to at most kQuickM×kQuickN×kQuickK,
     // still several tiles along M and N and several trips around the K pipeline; the odd shapes run as they are.
-    const int M = g_timing ? s.M : std::min(s.M, kQuickM), N = g_timing ? s.N : std::min(s.N, kQuickN);
-    const int K = g_timing ? s.K : std::min(s.K, kQuickK), batch = s.batch;
+    const bool full = g_timing || g_decode;
+    const int M = full ? s.M : std::min(s.M, kQuickM), N = full ? s.N : std::min(s.N, kQuickN);
+    const int K = full ? s.K : std::min(s.K, kQuickK), batch = s.batch;
     const int64_t lda = K + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
     const int64_t a_bs = (int64_t)M * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
     const int64_t b_bs = s.b_broadcast ? 0 : b_rows * ldb, c_bs = (int64_t)M * ldc;
@@ -182,7 +186,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     const bool vec = tsg::gemm_vec_ok<T, Ep, DUAL>(p);
-    auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep>(p, 0))); };
+    auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
     ours();
     CK(cudaDeviceSynchronize());
@@ -247,13 +251,15 @@ static void run_config(const Shape &s, uint64_t seed) {
         }
     }
     const double flops = 2.0 * M * N * (double)K * batch * (DUAL ? 2 : 1);
-    char cfg[96];
-    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d %s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
-             DUAL ? "(dual)" : "", BM, BN, BK, WM, WN, ST, vec ? "vec" : "scalar");
-    printf("%-24s %-44s M=%-5d N=%-5d K=%-5d b=%-3d relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
-           "cuBLAS %8.4f ms  %6.1f TFLOP/s  ratio %.3f\n",
+    const double b_bytes = (double)b_n * sizeof(T) * (DUAL ? 2 : 1);   // the weights: what a decode GEMM streams
+    char cfg[112];
+    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d%s %s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
+             DUAL ? "(dual)" : "", BM, BN, BK, WM, WN, ST, SPLIT > 1 ? (SPLIT == 2 ? " k2" : SPLIT == 4 ? " k4" : " k8") : "",
+             vec ? "vec" : "scalar");
+    printf("%-24s %-48s M=%-5d N=%-5d K=%-5d b=%-3d relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
+           "cuBLAS %8.4f ms  %6.1f TFLOP/s  %5.2f TB/s(B)  ratio %.3f\n",
            s.name, cfg, M, N, K, batch, c.rel, c.maxerr_over_refmax, c.bad, c.pad, pass ? "PASS" : "FAIL", t_ours, t_blas,
-           flops / (t_ours * 1e-3) / 1e12, t_blas / t_ours);
+           flops / (t_ours * 1e-3) / 1e12, b_bytes / (t_ours * 1e-3) / 1e12, t_blas / t_ours);
     fflush(stdout);
     if (!pass) g_failures++;
 
@@ -277,8 +283,49 @@ static void run_config(const Shape &s, uint64_t seed) {
 using h16 = __half;
 using b16 = __nv_bfloat16;
 
+// Decode-size GEMMs (Llama-3-8B's projections at 16 tokens and two at 1, weights [K, N]): the skinny tiles at
+// several depths, widths and split-K factors, to find what limits a CTA's weight stream (bench/NOTES.md).
+static void decode_configs(uint64_t seed) {
+    const int m = 16;
+    const Shape o{"decode O", m, 4096, 4096, 1}, down{"decode down", m, 4096, 14336, 1};
+    const Shape qkv{"decode QKV", m, 6144, 4096, 1}, up{"decode gate/up", m, 14336, 4096, 1};
+    run_config<h16, 16, 64, 64, 1, 4, 8, true, false, kStore, 4>(o, seed++);   // the pre-run-56 choice
+    run_config<h16, 16, 64, 64, 1, 4, 3, true, false, kStore, 4>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 5, true, false, kStore, 4>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 6, true, false, kStore, 4>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 8>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 3, true, false, kStore, 8>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 2>(o, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 4, true, false, kStore, 4>(o, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 4, true, false, kStore, 8>(o, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 8, true, false, kStore, 4>(down, seed++);   // the pre-run-56 choice
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>(down, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 6, true, false, kStore, 4>(down, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 8>(down, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 2>(down, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 4, true, false, kStore, 4>(down, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 5, true, false, kStore, 4>(down, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 4, true, false, kStore, 8>(down, seed++);
+    run_config<h16, 16, 128, 128, 1, 8, 3, true, false, kStore, 4>(down, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 8, true, false, kStore, 2>(qkv, seed++);   // the pre-run-56 choice
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 2>(qkv, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>(qkv, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 4, true, false, kStore, 4>(qkv, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 5, true, true, kSwiglu, 1>(up, seed++);   // the pre-run-56 choice
+    run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kSwiglu, 1>(up, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, true, kSwiglu, 2>(up, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kSwiglu, 2>(up, seed++);
+    run_config<h16, 16, 128, 64, 1, 4, 3, true, true, kSwiglu, 2>(up, seed++);
+    // M = 1 (batch 1): the same weight stream
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>({"decode O m=1", 1, 4096, 4096, 1}, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>({"decode down m=1", 1, 4096, 14336, 1}, seed++);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
+    if (argc > 1 && strcmp(argv[1], "decode") == 0) g_decode = true;
+    if (argc > 1 && strcmp(argv[1], "profile") == 0) g_decode = true, g_timing = false;
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
                                   g_part >= g_parts)) {
         fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
@@ -291,6 +338,13 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
+    if (g_decode) {
+        decode_configs(seed);
+        CKB(cublasDestroy(g_blas));
+        CK(cudaFree(g_flush));
+        printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+        return g_failures ? 1 : 0;
+    }
 
     // The seed's benchmark GEMMs (fp16, B = weight [d, n]), two tile shapes each for the big one.
     run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
