@@ -2,11 +2,11 @@
 //
 // graph:     decoder_decode (source hash ea699b287efb64e3)
 // plan:      fused/89 — 11 kernels: row [b,d] over d; gemm [b,qkv] over d; map [b,kv_h,grp,two,d_half]; map [b,kv_h,two,d_half]; map [b,kv_h,d_h] into K_cache; map [b,kv_h,d_h] into V_cache; attention [b,kv_h,grp,d_h] over s; gemm [b,d] over q_dim; row [b,d] over d; dual-gemm [b,f] over d; gemm [b,d] over f
-// predicted: 0.2487 ms on NVIDIA H200 at the typical sizes (2.09x the 0.5199 ms predicted for one kernel per op)
+// predicted: 0.2633 ms on NVIDIA H200 at the typical sizes (1.97x the 0.5199 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 2
-// config:    kernel 7 (attention): 128x128, 3 stages, ping-pong
+// config:    kernel 7 (attention): decode: 16 query rows a CTA, keys split over warps and a cluster
 // config:    kernel 8 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 4
 // config:    kernel 10 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 3 stages
 // config:    kernel 11 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 4
@@ -298,6 +298,36 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
 }
 }  // namespace tst
 
+// ---- thread-block clusters (sm_90+): split work whose CTAs merge partial results --------------------
+// Used by split-K GEMMs (gemm.cuh) and split-key decode attention (attention.cuh). Never reached on older
+// GPUs: their launch helpers run one CTA a cluster and skip these calls.
+namespace tst {
+// Every CTA of the cluster arrives; shared-memory writes before it are visible to the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+// The generic address of `local` (a shared-memory variable) in the shared memory of cluster rank r. Plain
+// loads through it are ordinary C++ loads: the compiler may keep several in flight (distributed shared
+// memory is a few hundred cycles away), but never moves them across cluster_sync.
+template <typename V> __device__ __forceinline__ const V *cluster_map(const V *local, int r) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint64_t remote;
+    asm("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<uint64_t>(local)), "r"(r));
+    return reinterpret_cast<const V *>(remote);
+#else
+    (void)r;
+    __trap();
+    return local;
+#endif
+}
+// Element i of the float array at `local` in the shared memory of cluster rank r.
+__device__ __forceinline__ float cluster_load(const float *local, int r, int i) { return cluster_map(local, r)[i]; }
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -344,6 +374,26 @@ inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
     if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_release);
     return e;
+}
+
+// Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+). Returns the launch's error.
+template <class... Params, class... Args>
+inline cudaError_t launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                    int cluster, Args &&...args) {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cluster > 1 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
@@ -1244,29 +1294,6 @@ template <class E, int BM, int THREADS> struct RowFold {
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
-// Split-K's cluster steps (sm_90+; never reached on older GPUs, whose launches run SPLIT = 1).
-__device__ __forceinline__ void split_cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
-// Element i of the float array at `local` (a shared-memory address) in the shared memory of cluster rank r.
-__device__ __forceinline__ float split_remote_load(const float *local, int r, int i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local + i)), ra;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-    return v;
-#else
-    (void)local, (void)r, (void)i;
-    __trap();
-    return 0.f;
-#endif
-}
-
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
           class Epilogue, bool VEC, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
@@ -1383,7 +1410,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                         for (int e = 0; e < 4; ++e)
                             park[(((j * MI + mi) * NI + ni) * 4 + e) * THREADS + threadIdx.x] = acc[j][mi][ni][e];
         }
-        split_cluster_sync();   // every rank's sums are parked
+        tst::cluster_sync();   // every rank's sums are parked
         if (split == 0) {
             for (int r = 1; r < SPLIT; ++r)
 #pragma unroll
@@ -1394,10 +1421,10 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                         for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
                             for (int e = 0; e < 4; ++e)
-                                acc[j][mi][ni][e] += split_remote_load(
+                                acc[j][mi][ni][e] += tst::cluster_load(
                                     park, r, (((j * MI + mi) * NI + ni) * 4 + e) * THREADS + static_cast<int>(threadIdx.x));
         }
-        split_cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
+        tst::cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
         static_assert(N_ACC * THREADS * 4 <= STAGES * STAGE_ELEMS * static_cast<int>(sizeof(T)),
                       "split-K parks the accumulators in the stages' shared memory");
         if (split != 0) return;
@@ -1449,24 +1476,7 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
-    if constexpr (SPLIT == 1) {
-        kernel<<<grid, WARPS_M * WARPS_N * 32, smem, stream>>>(p);
-        return cudaGetLastError();
-    } else {   // the SPLIT CTAs of a tile as one cluster
-        cudaLaunchConfig_t cfg{};
-        cudaLaunchAttribute attr[1];
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(WARPS_M * WARPS_N * 32, 1, 1);
-        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-        cfg.stream = stream;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = SPLIT;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, kernel, p);
-    }
+    return tst::launch_clustered(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
@@ -2828,16 +2838,15 @@ template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t
     return AttnTile<T, D, BM, BN, KC, WARPS>::SMEM_BYTES;
 }
 
-// Checks the parameters, raises the kernel's shared-memory limit, launches; returns cudaGetLastError().
-// Never prints or exits. D (head dim) must equal p.d; tiles default to AttnConfig<D>.
-template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WARPS = AttnConfig<D>::WARPS,
-          int KC = (BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC), typename T, class Score>
-cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
-    using C = AttnTile<T, D, BM, BN, KC, WARPS>;
+// The checks every attention launch makes (both kernels here and attention_sm90.cuh's): cudaSuccess with
+// *empty set when there is nothing to compute; cudaErrorInvalidValue for a bad size, head count, scale or
+// missing pointer; cudaErrorMisalignedAddress when a pointer or stride breaks the 16-byte copies.
+template <int D, typename T, class Score> cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty) {
+    *empty = false;
     if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
-    if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
+    if (p.batch == 0 || p.t_q == 0) return *empty = true, cudaSuccess;
     if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
     auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
     const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_seq_stride, p.k_batch_stride,
@@ -2846,6 +2855,17 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     for (int64_t s : strides)
         if (s % 8 != 0) return cudaErrorMisalignedAddress;
     if (misaligned(p.q) || misaligned(p.k) || misaligned(p.v) || misaligned(p.o)) return cudaErrorMisalignedAddress;
+    return cudaSuccess;
+}
+
+// Checks the parameters, raises the kernel's shared-memory limit, launches; returns cudaGetLastError().
+// Never prints or exits. D (head dim) must equal p.d; tiles default to AttnConfig<D>.
+template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WARPS = AttnConfig<D>::WARPS,
+          int KC = (BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC), typename T, class Score>
+cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
+    using C = AttnTile<T, D, BM, BN, KC, WARPS>;
+    bool empty;
+    if (cudaError_t e = check_attention<D>(p, &empty); e != cudaSuccess || empty) return e;
     const int64_t q_tiles = ((int64_t)p.t_q + BM - 1) / BM;
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
@@ -2857,6 +2877,265 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     if (err != cudaSuccess) return err;
     kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM_BYTES, stream>>>(p);
     return cudaGetLastError();
+}
+
+// ---- decode: few query rows, the keys split over warps and a cluster (flash-decoding) --------------
+// For t_q ≤ kDecodeRows query rows a (batch, head) — a decode step: one new token, or the query heads of a
+// GQA group as rows — the kernel above would run one CTA a head, each streaming the whole cache, which
+// leaves most SMs idle at small batch (8 CTAs for one Llama-3-8B sequence: 54 µs for 17 MB on the H200,
+// bench/NOTES.md run 53). Here one CTA owns the 16 rows of a (batch, head, query tile); each of its WARPS
+// warps, and each of the SPLIT CTAs of its cluster, takes a contiguous share of the keys and streams it
+// through a cp.async pipeline of its own (STAGES steps of 16 keys of K and V, swizzled as above), keeping
+// an online-softmax partial per row: O unnormalised, running max m, sum l. The partials are merged in shared
+// memory across the warps, then across the cluster by rank 0 reading the other CTAs' shared memory
+// (distributed shared memory), which normalises and writes O: no workspace, one launch.
+// The launch helper picks SPLIT (1, 2, 4 or 8; 1 before Hopper) so that the CTAs cover the SMs while every
+// warp keeps at least kDecodeMinSteps steps of keys. Same functors, masks, layouts, edges and fully-masked
+// rule (rows written as 0) as the kernel above.
+// Shared memory: 128 bytes of row totals + WARPS × (16·D + STAGES·2·16·D)·2 bytes (the warp's Q copy and its
+// K/V stages; after the loop the same bytes hold its fp32 partial, 16·D·4 + 128 bytes).
+constexpr int kDecodeRows = 16, kDecodeKeys = 16, kDecodeMinSteps = 4, kDecodeMaxSplit = 8;
+// 4 warps of 4 stages at D ≤ 128 (one CTA an SM at D = 128; best of 6 warps × stages variants at batch 1, 4
+// and 16 of Llama-3-8B's decode, bench/NOTES.md run 57), 2 stages at D = 256 (the shared-memory limit).
+template <int D> struct DecodeConfig {
+    static constexpr int WARPS = 4, STAGES = D <= 128 ? 4 : 2;
+};
+template <int D, int WARPS, int STAGES> struct DecodeTile {
+    static constexpr int Q_ELEMS = kDecodeRows * D, STEP_ELEMS = kDecodeKeys * D;  // a Q copy; K (or V) of a step
+    static constexpr int WARP_BYTES = (Q_ELEMS + STAGES * 2 * STEP_ELEMS) * 2;
+    static constexpr int PART_BYTES = kDecodeRows * D * 4 + 2 * kDecodeRows * 4;  // o[16][D], m[16], l[16]
+    static constexpr int TOTALS_BYTES = 128;                                     // the CTA's m[16], l[16]
+    static constexpr size_t SMEM_BYTES = TOTALS_BYTES + (size_t)WARPS * WARP_BYTES;
+    static_assert(D % 64 == 0 && STAGES >= 2, "decode attention: D a multiple of 64, at least 2 stages");
+    static_assert(WARP_BYTES >= PART_BYTES, "decode attention: a warp's partial must fit its pipeline's bytes");
+    static_assert((kDecodeRows * D / 8) % (WARPS * 32) == 0, "decode attention: output chunks vs threads");
+};
+
+// Weight 2^(c·(m − top)) of a partial whose running max is m, in a merge whose max is top (0 if all masked).
+__device__ __forceinline__ float merge_weight(float m, float top, float c) {
+    return top == -INFINITY ? 0.f : tst::fast_exp2(c * (m - top));
+}
+
+// Grid: x = query head × SPLIT (a cluster: the SPLIT CTAs of one head), y = 16-row query tile, z = batch.
+template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score>
+__global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const AttnParams<T, Score> p) {
+    using C = DecodeTile<D, WARPS, STAGES>;
+    constexpr int DT = D / 8, CPR = D / 8, THREADS = WARPS * 32;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    float *tot_m = reinterpret_cast<float *>(smem_raw), *tot_l = tot_m + kDecodeRows;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    unsigned char *wbase = smem_raw + C::TOTALS_BYTES + warp * C::WARP_BYTES;
+    T *wQ = reinterpret_cast<T *>(wbase), *wKV = wQ + C::Q_ELEMS;  // stage s: K at 2s·STEP, V at (2s+1)·STEP
+
+    const int h = blockIdx.x / SPLIT, rank = blockIdx.x % SPLIT, b = blockIdx.z, q0 = blockIdx.y * kDecodeRows;
+    const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const Score score = tst::score_at(p.score, b, h);
+    const T *gQ = p.q + b * p.q_batch_stride + h * p.q_head_stride + q0 * p.q_seq_stride;
+    const T *gK = p.k + b * p.k_batch_stride + hk * p.k_head_stride;
+    const T *gV = p.v + b * p.v_batch_stride + hk * p.v_head_stride;
+    T *gO = p.o + b * p.o_batch_stride + h * p.o_head_stride;
+
+    int kv_end = p.t_kv;
+    if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + kDecodeRows, p.t_q) + p.t_kv - p.t_q));
+    // This warp's steps [s0, s1) of 16 keys: keys [s0·16, k_hi).
+    const int steps = (kv_end + kDecodeKeys - 1) / kDecodeKeys, parts = SPLIT * WARPS;
+    const int per = (steps + parts - 1) / parts, part = rank * WARPS + warp;
+    const int s0 = min(part * per, steps), s1 = min(s0 + per, steps), n = s1 - s0;
+    const int k_hi = min(s1 * kDecodeKeys, kv_end);
+
+    auto load_step = [&](int j) {  // step s0 + j → stage j % STAGES; one commit group either way
+        if (j < n) {
+            const int k0 = (s0 + j) * kDecodeKeys;
+            T *st = wKV + (j % STAGES) * 2 * C::STEP_ELEMS;
+            load_tile<kDecodeKeys, D, 32>(st, gK + (int64_t)k0 * p.k_seq_stride, p.k_seq_stride, k_hi - k0, lane);
+            load_tile<kDecodeKeys, D, 32>(st + C::STEP_ELEMS, gV + (int64_t)k0 * p.v_seq_stride, p.v_seq_stride,
+                                          k_hi - k0, lane);
+        }
+        tst::cp_async_commit();
+    };
+    if (n > 0) load_tile<kDecodeRows, D, 32>(wQ, gQ, p.q_seq_stride, p.t_q - q0, lane);  // in step 0's group
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; j++) load_step(j);
+
+    float o[1][DT][4], m[1][2] = {{-INFINITY, -INFINITY}}, l[1][2] = {{0.f, 0.f}};
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) o[0][dt][i] = 0.f;
+    const uint32_t q_s = tst::smem_addr(wQ), kv_s = tst::smem_addr(wKV);
+    for (int j = 0; j < n; j++) {
+        tst::cp_async_wait<STAGES - 2>();  // step j (and Q) landed for this lane …
+        __syncwarp();                      // … and for the warp, which is done with step j − 1's stage:
+        load_step(j + STAGES - 1);         // refilled, overlapping this step's compute
+        const uint32_t k_t = kv_s + (j % STAGES) * 2 * C::STEP_ELEMS * 2, v_t = k_t + C::STEP_ELEMS * 2;
+        const int k0 = (s0 + j) * kDecodeKeys;
+        float sc[1][2][4];
+        qk_tile<T, D, 1, 2>(sc, q_s, k_t, lane);
+        if (k0 + kDecodeKeys > k_hi) score_tile<true>(sc, score, q0, k0, k_hi, lane);
+        else score_tile<false>(sc, score, q0, k0, k_hi, lane);
+        softmax_tile(sc, o, m, l, p.c);
+        uint32_t pa[1][1][4];
+        pack_p<T>(pa, sc);
+        pv_tile<T, D, 1, 2, DT>(o, pa, v_t, lane);
+    }
+    tst::cp_async_wait<0>();
+    __syncthreads();  // every warp is past its loop: the stages become the partials
+
+    // This warp's partial → its bytes: o[16][D] fp32, then m[16], l[16].
+    float *po = reinterpret_cast<float *>(wbase), *pm = po + kDecodeRows * D, *pl = pm + kDecodeRows;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = lane / 4 + r * 8;
+        const float sum = tst::quad_sum(l[0][r]);
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++)
+            *reinterpret_cast<float2 *>(po + row * D + dt * 8 + (lane % 4) * 2) = make_float2(o[0][dt][2 * r], o[0][dt][2 * r + 1]);
+        if (lane % 4 == 0) pm[row] = m[0][r], pl[row] = sum;
+    }
+    __syncthreads();
+    auto part_of = [&](int w) { return reinterpret_cast<float *>(smem_raw + C::TOTALS_BYTES + w * C::WARP_BYTES); };
+    if (threadIdx.x < kDecodeRows) {  // the CTA's totals per row: max over the warps, and the weighted sum
+        const int row = threadIdx.x;
+        float top = -INFINITY, sum = 0.f;
+        for (int w = 0; w < WARPS; w++) top = fmaxf(top, part_of(w)[kDecodeRows * D + row]);
+        for (int w = 0; w < WARPS; w++)
+            sum += part_of(w)[kDecodeRows * D + kDecodeRows + row] * merge_weight(part_of(w)[kDecodeRows * D + row], top, p.c);
+        tot_m[row] = top, tot_l[row] = sum;
+    }
+    __syncthreads();
+    // The CTA's O, merged over the warps into warp 0's partial (each element read and written by one thread).
+    constexpr int CHUNKS = kDecodeRows * CPR / THREADS;  // 8-column chunks a thread
+    float *o0 = part_of(0);
+#pragma unroll
+    for (int it = 0; it < CHUNKS; it++) {
+        const int c = threadIdx.x + it * THREADS, row = c / CPR, col = (c % CPR) * 8;
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int w = 0; w < WARPS; w++) {
+            const float wt = merge_weight(part_of(w)[kDecodeRows * D + row], tot_m[row], p.c);
+#pragma unroll
+            for (int e = 0; e < 8; e++) acc[e] += part_of(w)[row * D + col + e] * wt;
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e++) o0[row * D + col + e] = acc[e];
+    }
+    if constexpr (SPLIT > 1) tst::cluster_sync();  // every CTA's merged partial is in place (else: its own warps')
+    else __syncthreads();
+    if (rank == 0) {  // merge the cluster's CTAs, normalise, store 16-byte chunks of rows < t_q
+#pragma unroll
+        for (int it = 0; it < CHUNKS; it++) {
+            const int c = threadIdx.x + it * THREADS, row = c / CPR, col = (c % CPR) * 8;
+            float mr[SPLIT], lr[SPLIT], top = -INFINITY;
+#pragma unroll
+            for (int r = 0; r < SPLIT; r++) {
+                mr[r] = SPLIT > 1 ? tst::cluster_map(tot_m, r)[row] : tot_m[row];
+                lr[r] = SPLIT > 1 ? tst::cluster_map(tot_l, r)[row] : tot_l[row];
+                top = fmaxf(top, mr[r]);
+            }
+            float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, sum = 0.f;
+#pragma unroll
+            for (int r = 0; r < SPLIT; r++) {
+                const float4 *src = reinterpret_cast<const float4 *>((SPLIT > 1 ? tst::cluster_map(o0, r) : o0) + row * D + col);
+                const float4 a = src[0], z = src[1];
+                const float wt = merge_weight(mr[r], top, p.c);
+                sum += lr[r] * wt;
+                acc[0] += a.x * wt, acc[1] += a.y * wt, acc[2] += a.z * wt, acc[3] += a.w * wt;
+                acc[4] += z.x * wt, acc[5] += z.y * wt, acc[6] += z.z * wt, acc[7] += z.w * wt;
+            }
+            const float inv = sum > 0.f ? 1.f / sum : 0.f;  // fully masked row → 0
+            if (q0 + row < p.t_q) {
+                uint32_t w4[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) w4[e] = tst::pack2<T>(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+                *reinterpret_cast<uint4 *>(gO + (int64_t)(q0 + row) * p.o_seq_stride + col) = make_uint4(w4[0], w4[1], w4[2], w4[3]);
+            }
+        }
+    }
+    if constexpr (SPLIT > 1) tst::cluster_sync();  // rank 0 has read the others' shared memory: they may exit
+}
+
+template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score> struct DecodeLaunch {
+    static constexpr auto kernel = attention_decode_kernel<T, D, WARPS, STAGES, SPLIT, Score>;
+    static constexpr size_t smem = DecodeTile<D, WARPS, STAGES>::SMEM_BYTES;
+    static cudaError_t prepare(int dev) {  // the shared-memory limit, once per device
+        static std::atomic<unsigned long long> smem_set{0};
+        return tst::set_smem_once(kernel, (int)smem, dev, smem_set);
+    }
+    static dim3 grid(const AttnParams<T, Score> &p, int64_t q_tiles) {
+        return dim3((unsigned)((int64_t)p.n_q_heads * SPLIT), (unsigned)q_tiles, (unsigned)p.batch);
+    }
+    // How many clusters of SPLIT CTAs can be resident at once (the runtime's answer, cached per device).
+    static cudaError_t max_clusters(int dev, int *n) {
+        static std::atomic<int> cache[tst::kMaxDevices];
+        const bool cached = dev >= 0 && dev < tst::kMaxDevices;
+        if (cached && (*n = cache[dev].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
+        cudaError_t e = prepare(dev);
+        if (e != cudaSuccess) return e;
+        cudaLaunchConfig_t cfg{};
+        cudaLaunchAttribute attr[1];
+        cfg.gridDim = dim3(SPLIT, 1, 1), cfg.blockDim = dim3(WARPS * 32), cfg.dynamicSmemBytes = smem;
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = SPLIT, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr, cfg.numAttrs = 1;
+        if ((e = cudaOccupancyMaxActiveClusters(n, kernel, &cfg)) != cudaSuccess) return e;
+        if (cached && *n > 0) cache[dev].store(*n, std::memory_order_relaxed);
+        return cudaSuccess;
+    }
+    static cudaError_t launch(const AttnParams<T, Score> &p, int dev, int64_t q_tiles, cudaStream_t stream) {
+        if (cudaError_t e = prepare(dev); e != cudaSuccess) return e;
+        return tst::launch_clustered(kernel, grid(p, q_tiles), dim3(WARPS * 32), smem, stream, SPLIT, p);
+    }
+};
+
+// The split launch_attention_decode takes: 1 when the (batch, head, query tile) units alone cover the SMs;
+// else the smallest of 2, 4, 8 whose CTAs cover them, skipping a split whose clusters would not all be
+// resident at once (a second wave of clusters costs more than the split gains: at batch 4, 144 KB CTAs in
+// clusters of 4 ran 39 µs against 30 in clusters of 2, run 57), as long as each warp keeps kDecodeMinSteps
+// steps of 16 keys. 1 before compute capability 9.0 (no clusters).
+template <typename T, int D, int WARPS, int STAGES, class Score>
+cudaError_t decode_split(const AttnParams<T, Score> &p, int64_t units, const tst::DeviceFacts &f, int *split) {
+    const int64_t steps = ((int64_t)p.t_kv + kDecodeKeys - 1) / kDecodeKeys, cover = f.sms * 9 / 10;
+    *split = 1;
+    if (f.cc_major < 9 || units >= cover) return cudaSuccess;
+    for (int s = 2; s <= kDecodeMaxSplit; s *= 2) {
+        if (steps / ((int64_t)s * WARPS) < kDecodeMinSteps) break;
+        int fit = 0;
+        cudaError_t e = s == 2 ? DecodeLaunch<T, D, WARPS, STAGES, 2, Score>::max_clusters(f.dev, &fit)
+                        : s == 4 ? DecodeLaunch<T, D, WARPS, STAGES, 4, Score>::max_clusters(f.dev, &fit)
+                                 : DecodeLaunch<T, D, WARPS, STAGES, 8, Score>::max_clusters(f.dev, &fit);
+        if (e != cudaSuccess) return e;
+        if (units > fit) continue;
+        *split = s;
+        if (units * s >= cover) break;
+    }
+    return cudaSuccess;
+}
+
+template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score>
+cudaError_t launch_attention_decode_split(const AttnParams<T, Score> &p, int dev, int64_t q_tiles, cudaStream_t stream) {
+    return DecodeLaunch<T, D, WARPS, STAGES, SPLIT, Score>::launch(p, dev, q_tiles, stream);
+}
+
+// Attention for t_q ≤ kDecodeRows (any t_q works; more rows run several 16-row tiles, which the kernel
+// above does better). Same contract as launch_attention.
+template <int D, int WARPS = DecodeConfig<D>::WARPS, int STAGES = DecodeConfig<D>::STAGES, typename T, class Score>
+cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t stream) {
+    bool empty;
+    if (cudaError_t e = check_attention<D>(p, &empty); e != cudaSuccess || empty) return e;
+    const int64_t q_tiles = ((int64_t)p.t_q + kDecodeRows - 1) / kDecodeRows;
+    if (q_tiles > 65535 || p.batch > 65535 || (int64_t)p.n_q_heads * kDecodeMaxSplit > 0x7fffffff)
+        return cudaErrorInvalidConfiguration;
+    tst::DeviceFacts f;
+    if (cudaError_t e = tst::device_facts(&f); e != cudaSuccess) return e;
+    int split;
+    if (cudaError_t e = decode_split<T, D, WARPS, STAGES>(p, (int64_t)p.n_q_heads * q_tiles * p.batch, f, &split);
+        e != cudaSuccess)
+        return e;
+    switch (split) {
+    case 1: return launch_attention_decode_split<T, D, WARPS, STAGES, 1>(p, f.dev, q_tiles, stream);
+    case 2: return launch_attention_decode_split<T, D, WARPS, STAGES, 2>(p, f.dev, q_tiles, stream);
+    case 4: return launch_attention_decode_split<T, D, WARPS, STAGES, 4>(p, f.dev, q_tiles, stream);
+    default: return launch_attention_decode_split<T, D, WARPS, STAGES, 8>(p, f.dev, q_tiles, stream);
+    }
 }
 
 // ---- toward sm_90a (not implemented) -------------------------------------------------------------
@@ -3842,11 +4121,7 @@ static cudaError_t K6_launch(__half *K6_b0, const __half *K6_b1, const __half *K
         p.t_kv = s;
         p.d = (int64_t)128;
         p.c = 0.127517431f;
-        err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);
-        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
-            fallback_note = "kernel 7 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);
-        }
+        err = tsa::launch_attention_decode<128>(p, stream);
         if (err != cudaSuccess) return err;
     }
     return cudaSuccess;

@@ -277,6 +277,36 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
 }
 }  // namespace tst
 
+// ---- thread-block clusters (sm_90+): split work whose CTAs merge partial results --------------------
+// Used by split-K GEMMs (gemm.cuh) and split-key decode attention (attention.cuh). Never reached on older
+// GPUs: their launch helpers run one CTA a cluster and skip these calls.
+namespace tst {
+// Every CTA of the cluster arrives; shared-memory writes before it are visible to the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+// The generic address of `local` (a shared-memory variable) in the shared memory of cluster rank r. Plain
+// loads through it are ordinary C++ loads: the compiler may keep several in flight (distributed shared
+// memory is a few hundred cycles away), but never moves them across cluster_sync.
+template <typename V> __device__ __forceinline__ const V *cluster_map(const V *local, int r) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint64_t remote;
+    asm("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<uint64_t>(local)), "r"(r));
+    return reinterpret_cast<const V *>(remote);
+#else
+    (void)r;
+    __trap();
+    return local;
+#endif
+}
+// Element i of the float array at `local` in the shared memory of cluster rank r.
+__device__ __forceinline__ float cluster_load(const float *local, int r, int i) { return cluster_map(local, r)[i]; }
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -323,6 +353,26 @@ inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
     if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_release);
     return e;
+}
+
+// Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+). Returns the launch's error.
+template <class... Params, class... Args>
+inline cudaError_t launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                    int cluster, Args &&...args) {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cluster > 1 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
@@ -1129,29 +1179,6 @@ template <class E, int BM, int THREADS> struct RowFold {
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
-// Split-K's cluster steps (sm_90+; never reached on older GPUs, whose launches run SPLIT = 1).
-__device__ __forceinline__ void split_cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
-// Element i of the float array at `local` (a shared-memory address) in the shared memory of cluster rank r.
-__device__ __forceinline__ float split_remote_load(const float *local, int r, int i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local + i)), ra;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-    return v;
-#else
-    (void)local, (void)r, (void)i;
-    __trap();
-    return 0.f;
-#endif
-}
-
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
           class Epilogue, bool VEC, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
@@ -1268,7 +1295,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                         for (int e = 0; e < 4; ++e)
                             park[(((j * MI + mi) * NI + ni) * 4 + e) * THREADS + threadIdx.x] = acc[j][mi][ni][e];
         }
-        split_cluster_sync();   // every rank's sums are parked
+        tst::cluster_sync();   // every rank's sums are parked
         if (split == 0) {
             for (int r = 1; r < SPLIT; ++r)
 #pragma unroll
@@ -1279,10 +1306,10 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                         for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
                             for (int e = 0; e < 4; ++e)
-                                acc[j][mi][ni][e] += split_remote_load(
+                                acc[j][mi][ni][e] += tst::cluster_load(
                                     park, r, (((j * MI + mi) * NI + ni) * 4 + e) * THREADS + static_cast<int>(threadIdx.x));
         }
-        split_cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
+        tst::cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
         static_assert(N_ACC * THREADS * 4 <= STAGES * STAGE_ELEMS * static_cast<int>(sizeof(T)),
                       "split-K parks the accumulators in the stages' shared memory");
         if (split != 0) return;
@@ -1334,24 +1361,7 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
-    if constexpr (SPLIT == 1) {
-        kernel<<<grid, WARPS_M * WARPS_N * 32, smem, stream>>>(p);
-        return cudaGetLastError();
-    } else {   // the SPLIT CTAs of a tile as one cluster
-        cudaLaunchConfig_t cfg{};
-        cudaLaunchAttribute attr[1];
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(WARPS_M * WARPS_N * 32, 1, 1);
-        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-        cfg.stream = stream;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = SPLIT;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, kernel, p);
-    }
+    return tst::launch_clustered(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:

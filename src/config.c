@@ -1,6 +1,7 @@
 /* config.c — the one place kernel configurations are chosen (config.h). */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /* Decode-size GEMMs (M ≤ 64 rows: a few tokens against a weight) are bound by streaming B once: a 128-row
@@ -73,6 +74,24 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
     return c;
 }
 
+/* Attention with few query rows a head (a decode step; a GQA group's query heads as rows) runs the split-key
+ * kernel (templates/attention.cuh, tsa::kDecodeRows): 4.9x the FlashAttention-3 kernel at one Llama-3-8B
+ * sequence (8 kv heads, cache 4096), 1.2x at 16 (bench/NOTES.md run 57). A dynamic t_q branches at run time. */
+enum { ATTN_DECODE_ROWS = 16, ATTN_DECODE_WARPS = 4, ATTN_DECODE_MIN_STEPS = 4, ATTN_DECODE_MAX_SPLIT = 8 };
+
+int ts_config_attention_split(double units, double t_kv, int sms) {
+    double steps = ceil(t_kv / ATTN_DECODE_ROWS), cover = sms * 0.9;
+    int split = 1;
+    while (units * split < cover && split < ATTN_DECODE_MAX_SPLIT && units * split * 2 <= sms &&
+           steps / (split * 2.0 * ATTN_DECODE_WARPS) >= ATTN_DECODE_MIN_STEPS)
+        split *= 2;
+    return split;
+}
+
+bool ts_config_attention_decode(const ts_graph *g, const ts_kernel *k) {
+    return k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_rows > 0 && g->axes[k->m_axis].size <= k->cfg.dec_rows;
+}
+
 /* Hopper: the FlashAttention-3 schedule, 128 query rows, ping-pong warpgroups (1.66x the mma.sync kernel on
  * the seed attention); 128 keys per K/V tile and 3 stages up to head dim 128; at 256, 64 keys and 2 stages
  * (O is 128 fp32 registers a thread, leaving room for a 64-key S only; 2 stages of K + V fill 192 KB of
@@ -80,7 +99,9 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
  * budgets of templates/attention.cuh. */
 static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) {
     int64_t d = g->axes[k->n_axis].size;
+    const ts_axis *tq = &g->axes[k->m_axis];
     ts_kernel_config c = {.tile_m = 128, .tile_n = 128, .stages = 3, .cluster_m = 1, .pingpong = true};
+    if (tq->dynamic || tq->size <= ATTN_DECODE_ROWS) c.dec_rows = ATTN_DECODE_ROWS, c.dec_only = !tq->dynamic;
     if (d == 256) c.tile_n = 64, c.stages = 2;
     c.fb_warps_m = 4, c.fb_warps_n = 1;
     if (d == 64) c.fb_tile_m = 128, c.fb_tile_n = 128, c.fb_tile_k = 64;
@@ -128,15 +149,21 @@ void ts_config_choose(const ts_graph *g, ts_kernel *k) {
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     char split[24] = "";
     if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
-    if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
+    if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_only)
+        snprintf(buf, n, "decode: %d query rows a CTA, keys split over warps and a cluster", k->cfg.dec_rows);
+    else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
         snprintf(buf, n, "skinny %dx%d, %d stages%s", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0)
         snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages%s", k->cfg.tile_m, k->cfg.tile_n,
                  k->cfg.stages, k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "",
                  k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);
-    else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION)
-        snprintf(buf, n, "%dx%d, %d stages%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
-                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "");
+    else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION) {
+        char dec[40] = "";
+        if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_rows > 0)
+            snprintf(dec, sizeof dec, "; t_q <= %d: decode", k->cfg.dec_rows);
+        snprintf(buf, n, "%dx%d, %d stages%s%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
+                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", dec);
+    }
     else if (n) buf[0] = 0;
     return buf;
 }

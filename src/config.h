@@ -26,6 +26,14 @@ enum { TS_CONFIG_MAX_VARIANTS = 8 };
 /* Whether the attention templates have a kernel for head dimension d. */
 bool ts_config_attention_head_dim_ok(int64_t d);
 
+/* Whether attention kernel k runs its decode form at the graph's current sizes: t_q ≤ cfg.dec_rows. */
+bool ts_config_attention_decode(const ts_graph *g, const ts_kernel *k);
+
+/* The key split the decode form's launch helper would pick for `units` 16-row CTAs (batch × heads × query
+ * tiles) over t_kv keys on `sms` SMs, assuming one CTA an SM (the helper asks the runtime which cluster
+ * sizes are resident at once; this estimate cannot). */
+int ts_config_attention_split(double units, double t_kv, int sms);
+
 /* The configuration in words, e.g. "128x256, 4 stages" (buf of n bytes; "" for kinds without one). */
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n);
 

@@ -295,7 +295,14 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */
         score_sfu = s * scores;
         score_loads = score_tensor_loads(&k->expr) * scores;
-        wave = wave_efficiency(m, ceil(tq / k->cfg.tile_m) * heads);
+        if (ts_config_attention_decode(g, k)) { /* few rows a head: the cache streams through split CTAs */
+            double units = ceil(tq / k->cfg.dec_rows) * heads;
+            skinny = true; /* bandwidth-bound at a share of the SMs, MMAs over whole 16-row tiles */
+            wave = fmin(1, units * ts_config_attention_split(units, tkv, (int)m->sms) / m->sms);
+            tensor *= ceil(tq / k->cfg.dec_rows) * k->cfg.dec_rows / fmax(tq, 1);
+        } else {
+            wave = wave_efficiency(m, ceil(tq / k->cfg.tile_m) * heads);
+        }
         break;
     }
     }

@@ -120,8 +120,9 @@ typedef struct {
                                score computed, at score_loads_per_s, added */
     double tile_waves;      /* GEMM in its wgmma tile form: waves of output tiles over the SMs, each paying
                                gemm_wave_overhead_s (0 for other kernels and the skinny form) */
-    bool skinny;            /* GEMM in its skinny form (config.h): its bytes move at skinny_gemm_efficiency of
-                               the DRAM rate, scaled by the share of SMs its CTAs occupy (wave_efficiency) */
+    bool skinny;            /* GEMM in its skinny form, or attention in its decode form (config.h): its bytes
+                               move at skinny_gemm_efficiency of the DRAM rate, scaled by the share of SMs its
+                               CTAs occupy (wave_efficiency) */
     double rowstat_stages;  /* wgmma GEMM folding row statistics of A (rowstat.h): K-tiles × waves of output
                                tiles, each paying rowstat_stage_s, added (0 otherwise; the skinny form folds
                                them beside a bandwidth-bound loop: counted in fma_flops only) */

@@ -860,13 +860,24 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     print_float(e->f, k->c);
     const ts_kernel_config *c = &k->cfg; /* src/config.c */
     long long d = (long long)e->g->axes[k->n_axis].size;
-    fprintf(e->f, ";\n        err = tsa90::launch_attention_sm90<%lld, %d, %s, %d>(p, stream);\n"
-                  "        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", d, c->stages,
-            c->pingpong ? "true" : "false", c->tile_n);
+    fputs(";\n", e->f);
+    if (c->dec_only) { /* t_q is static and few: the split-key decode kernel alone */
+        fprintf(e->f, "        err = tsa::launch_attention_decode<%lld>(p, stream);\n"
+                      "        if (err != cudaSuccess) return err;\n    }\n", d);
+        return;
+    }
+    if (c->dec_rows > 0) /* a dynamic t_q: the decode kernel when it is few rows */
+        fprintf(e->f, "        if (p.t_q <= %d) {\n            err = tsa::launch_attention_decode<%lld>(p, stream);\n"
+                      "        } else {\n", c->dec_rows, d);
+    const char *in = c->dec_rows > 0 ? "    " : "";
+    fprintf(e->f, "%s        err = tsa90::launch_attention_sm90<%lld, %d, %s, %d>(p, stream);\n"
+                  "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", in, d,
+            c->stages, c->pingpong ? "true" : "false", c->tile_n, in);
     print_fallback_note(e, ki, "attention");
-    fprintf(e->f, "            err = tsa::launch_attention<%lld, %d, %d, %d, %d>(p, stream);\n        }\n"
-                  "        if (err != cudaSuccess) return err;\n    }\n", d, c->fb_tile_m, c->fb_tile_n, c->fb_warps_m,
-            c->fb_tile_k);
+    fprintf(e->f, "%s            err = tsa::launch_attention<%lld, %d, %d, %d, %d>(p, stream);\n%s        }\n", in, d,
+            c->fb_tile_m, c->fb_tile_n, c->fb_warps_m, c->fb_tile_k, in);
+    if (c->dec_rows > 0) fputs("        }\n", e->f);
+    fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
 /* ---- ROW kernels (row.cuh) --------------------------------------------------------------------- */

@@ -90,13 +90,18 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     sk_tile_m x sk_tile_n tiles (K-slices of 64, 4 warps along N) and sk_stages, a shallow pipeline that
  *     leaves room for several CTAs (and split-K clusters) an SM (config.c); skinny_only: M can never exceed skinny_m (a
  *     static size), so the other forms are not emitted. sk_split > 1: split-K, each tile's K tiles shared by
- *     a cluster of sk_split CTAs (gemm.cuh), when the column tiles alone would leave SMs idle. */
+ *     a cluster of sk_split CTAs (gemm.cuh), when the column tiles alone would leave SMs idle.
+ *   ATTENTION, decode form: calls with t_q ≤ dec_rows query rows a head run tsa::launch_attention_decode
+ *     (attention.cuh: 16 rows a CTA, the keys split over its warps and a cluster, picked at run time);
+ *     dec_only: t_q is static and within it. */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
     int fb_tile_m, fb_tile_n, fb_tile_k, fb_warps_m, fb_warps_n, fb_stages;
     int skinny_m, sk_tile_m, sk_tile_n, sk_stages, sk_split;
     bool skinny_only;
+    int dec_rows;  /* ATTENTION: calls with t_q ≤ dec_rows (0: never) run the split-key decode kernel */
+    bool dec_only; /* t_q can never exceed dec_rows: the other attention kernels are not emitted */
 } ts_kernel_config;
 
 typedef struct {

@@ -398,29 +398,6 @@ template <class E, int BM, int THREADS> struct RowFold {
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
-// Split-K's cluster steps (sm_90+; never reached on older GPUs, whose launches run SPLIT = 1).
-__device__ __forceinline__ void split_cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
-// Element i of the float array at `local` (a shared-memory address) in the shared memory of cluster rank r.
-__device__ __forceinline__ float split_remote_load(const float *local, int r, int i) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(local + i)), ra;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(r));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
-    return v;
-#else
-    (void)local, (void)r, (void)i;
-    __trap();
-    return 0.f;
-#endif
-}
-
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
           class Epilogue, bool VEC, int SPLIT = 1>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
@@ -537,7 +514,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                         for (int e = 0; e < 4; ++e)
                             park[(((j * MI + mi) * NI + ni) * 4 + e) * THREADS + threadIdx.x] = acc[j][mi][ni][e];
         }
-        split_cluster_sync();   // every rank's sums are parked
+        tst::cluster_sync();   // every rank's sums are parked
         if (split == 0) {
             for (int r = 1; r < SPLIT; ++r)
 #pragma unroll
@@ -548,10 +525,10 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                         for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
                             for (int e = 0; e < 4; ++e)
-                                acc[j][mi][ni][e] += split_remote_load(
+                                acc[j][mi][ni][e] += tst::cluster_load(
                                     park, r, (((j * MI + mi) * NI + ni) * 4 + e) * THREADS + static_cast<int>(threadIdx.x));
         }
-        split_cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
+        tst::cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
         static_assert(N_ACC * THREADS * 4 <= STAGES * STAGE_ELEMS * static_cast<int>(sizeof(T)),
                       "split-K parks the accumulators in the stages' shared memory");
         if (split != 0) return;
@@ -603,24 +580,7 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
-    if constexpr (SPLIT == 1) {
-        kernel<<<grid, WARPS_M * WARPS_N * 32, smem, stream>>>(p);
-        return cudaGetLastError();
-    } else {   // the SPLIT CTAs of a tile as one cluster
-        cudaLaunchConfig_t cfg{};
-        cudaLaunchAttribute attr[1];
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(WARPS_M * WARPS_N * 32, 1, 1);
-        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-        cfg.stream = stream;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = SPLIT;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, kernel, p);
-    }
+    return tst::launch_clustered(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:

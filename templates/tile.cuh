@@ -6,6 +6,7 @@
 // except the host-side per-device cache at the end (device facts, kernel attributes set once per device).
 #pragma once
 #include <atomic>
+#include <utility>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -177,6 +178,36 @@ __device__ __forceinline__ void ldmatrix_x4_trans_at(uint32_t (&r)[4], uint32_t 
 }
 }  // namespace tst
 
+// ---- thread-block clusters (sm_90+): split work whose CTAs merge partial results --------------------
+// Used by split-K GEMMs (gemm.cuh) and split-key decode attention (attention.cuh). Never reached on older
+// GPUs: their launch helpers run one CTA a cluster and skip these calls.
+namespace tst {
+// Every CTA of the cluster arrives; shared-memory writes before it are visible to the cluster after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+// The generic address of `local` (a shared-memory variable) in the shared memory of cluster rank r. Plain
+// loads through it are ordinary C++ loads: the compiler may keep several in flight (distributed shared
+// memory is a few hundred cycles away), but never moves them across cluster_sync.
+template <typename V> __device__ __forceinline__ const V *cluster_map(const V *local, int r) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint64_t remote;
+    asm("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(reinterpret_cast<uint64_t>(local)), "r"(r));
+    return reinterpret_cast<const V *>(remote);
+#else
+    (void)r;
+    __trap();
+    return local;
+#endif
+}
+// Element i of the float array at `local` in the shared memory of cluster rank r.
+__device__ __forceinline__ float cluster_load(const float *local, int r, int i) { return cluster_map(local, r)[i]; }
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -223,6 +254,26 @@ inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<
         e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, carveout);
     if (e == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_release);
     return e;
+}
+
+// Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+). Returns the launch's error.
+template <class... Params, class... Args>
+inline cudaError_t launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                    int cluster, Args &&...args) {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = cluster > 1 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say

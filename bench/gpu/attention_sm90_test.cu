@@ -9,7 +9,9 @@
 // and TFLOP/s, the mma.sync kernel's time and TFLOP/s, and the speedup. Exits 1 if any config fails, 2 on a
 // CUDA error (a watchdog-trapped deadlock shows as one). An argument runs only the configs whose name contains
 // it (`./attention_sm90_test d256`). `quick` first (`./attention_sm90_test quick [name]`): validation only, no
-// timing, the 4096-long configs at 512 (for compute-sanitizer). Not part of tsopt's build.
+// timing, the 4096-long configs at 512 (for compute-sanitizer). `decode` (`./attention_sm90_test decode [quick]
+// [name]`, `decode sweep`: warps × stages × split variants at Llama-3-8B's shapes): the decode set — few query rows against a long cache — through tsa::launch_attention_decode
+// (split keys), timed beside the sm90 launcher, with the K/V stream's TB/s. Not part of tsopt's build.
 //
 // Build (H200):  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
 //                     bench/gpu/attention_sm90_test.cu -o attention_sm90_test && ./attention_sm90_test
@@ -128,6 +130,39 @@ static void set_strides(int64_t &sb, int64_t &sh, int64_t &ss, const Config &c, 
 // tsa::launch_attention<D> (default tiles) on the same inputs; returns true on PASS.
 static const char *g_only;  // run only the configs whose name contains it (none: all)
 static bool g_timing = true;  // false with `quick`
+static bool g_decode = false;  // `decode`: validate tsa::launch_attention_decode, time it beside the sm90 launcher
+// `decode sweep`: variant g_variant (warps × stages, 0: the library's) at split g_split (0: the helper's choice)
+static int g_variant = 0, g_split = 0;
+static const int kVariants[][2] = {{0, 0}, {4, 3}, {4, 4}, {4, 2}, {8, 2}, {8, 3}, {2, 4}};
+
+template <typename T, int D, int W, int S, class Score> static cudaError_t decode_at_split(const tsa::AttnParams<T, Score> &p) {
+    if (g_split == 0) return tsa::launch_attention_decode<D, W, S>(p, 0);
+    bool empty;
+    if (cudaError_t e = tsa::check_attention<D>(p, &empty); e != cudaSuccess || empty) return e;
+    tst::DeviceFacts f;
+    if (cudaError_t e = tst::device_facts(&f); e != cudaSuccess) return e;
+    const int64_t q_tiles = (p.t_q + tsa::kDecodeRows - 1) / tsa::kDecodeRows;
+    switch (g_split) {
+    case 1: return tsa::launch_attention_decode_split<T, D, W, S, 1>(p, f.dev, q_tiles, 0);
+    case 2: return tsa::launch_attention_decode_split<T, D, W, S, 2>(p, f.dev, q_tiles, 0);
+    case 4: return tsa::launch_attention_decode_split<T, D, W, S, 4>(p, f.dev, q_tiles, 0);
+    default: return tsa::launch_attention_decode_split<T, D, W, S, 8>(p, f.dev, q_tiles, 0);
+    }
+}
+template <int D, typename T, class Score> static cudaError_t decode_variant(const tsa::AttnParams<T, Score> &p) {
+    if constexpr (D == 128) {
+        switch (g_variant) {
+        case 1: return decode_at_split<T, D, 4, 3>(p);
+        case 2: return decode_at_split<T, D, 4, 4>(p);
+        case 3: return decode_at_split<T, D, 4, 2>(p);
+        case 4: return decode_at_split<T, D, 8, 2>(p);
+        case 5: return decode_at_split<T, D, 8, 3>(p);
+        case 6: return decode_at_split<T, D, 2, 4>(p);
+        default: break;
+        }
+    }
+    return tsa::launch_attention_decode<D>(p, 0);
+}
 // `quick` (validation only, for compute-sanitizer): the 4096-long configs run at this length, every other
 // config as it is; the same tile paths (several K/V tiles, causal diagonal, GQA) at a sanitizer's pace.
 static const int kQuickLength = 512;
@@ -159,8 +194,10 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     p.batch = c.batch; p.n_q_heads = c.hq; p.n_kv_heads = c.hkv; p.t_q = c.t_q; p.t_kv = c.t_kv; p.d = D;
     p.c = kLog2e;
     p.score = score;
+    auto sm90 = [&] { return tsa90::launch_attention_sm90<D, STAGES, PINGPONG>(p, 0); };
+    auto ours = [&] { return g_decode ? decode_variant<D>(p) : sm90(); };
     {
-        const cudaError_t e = tsa90::launch_attention_sm90<D, STAGES, PINGPONG>(p, 0);
+        const cudaError_t e = ours();
         if (e == cudaErrorNotSupported) {
             printf("%-24s NOT SUPPORTED (launch_attention_sm90 needs a CC 9.0 device and an sm_90a build)\n", c.name);
             fflush(stdout);
@@ -168,7 +205,7 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
         }
         CK(e);
     }
-    const int path = tsa90::last_path();
+    const int path = g_decode ? 0 : tsa90::last_path();
     CK(cudaDeviceSynchronize());
 
     // Reference on the chosen rows.
@@ -240,16 +277,25 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
         std::sort(ms.begin(), ms.end());
         return (double)ms[ms.size() / 2];
     };
-    const double med = time_it([&] { return tsa90::launch_attention_sm90<D, STAGES, PINGPONG>(p, 0); });
-    const double med_ref = time_it([&] { return tsa::launch_attention<D>(p, 0); });
+    const double med = time_it(ours);
+    const double med_ref = time_it([&] { return g_decode ? sm90() : tsa::launch_attention<D>(p, 0); });
     const double flop = 4.0 * c.batch * c.hq * (double)c.t_q * c.t_kv * D * flop_fraction;
     char tag[48];
-    snprintf(tag, sizeof tag, "%s s%d%s", tsa90::path_name(path), STAGES, PINGPONG ? " pp" : "");
-    printf("%-24s %s b=%d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s [%-20s] rows=%-4d rel=%.2e nonfinite=%-4lld %s "
-           "sm90 %8.4f ms %6.1f TFLOP/s | mma.sync %8.4f ms %6.1f TFLOP/s | x%.2f\n",
-           c.name, type_name<T>(), c.batch, c.hq, c.hkv, c.t_q, c.t_kv, D, c.bshd ? "bshd" : "bhsd", tag, n_rows, rel,
-           (long long)non_finite, pass ? "PASS" : "FAIL", med, flop / (med * 1e-3) / 1e12, med_ref,
-           flop / (med_ref * 1e-3) / 1e12, med_ref / med);
+    if (g_decode) {
+        const double kv_bytes = 2.0 * c.batch * c.hkv * (double)c.t_kv * D * sizeof(T);
+        printf("%-24s %s b=%-2d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s w%ds%d k%d rel=%.2e nonfinite=%-4lld %s decode "
+               "%8.4f ms %5.2f TB/s (K,V) | sm90 launcher %8.4f ms | x%.2f\n",
+               c.name, type_name<T>(), c.batch, c.hq, c.hkv, c.t_q, c.t_kv, D, c.bshd ? "bshd" : "bhsd",
+               kVariants[g_variant][0], kVariants[g_variant][1], g_split, rel,
+               (long long)non_finite, pass ? "PASS" : "FAIL", med, kv_bytes / (med * 1e-3) / 1e12, med_ref, med_ref / med);
+    } else {
+        snprintf(tag, sizeof tag, "%s s%d%s", tsa90::path_name(path), STAGES, PINGPONG ? " pp" : "");
+        printf("%-24s %s b=%d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s [%-20s] rows=%-4d rel=%.2e nonfinite=%-4lld %s "
+               "sm90 %8.4f ms %6.1f TFLOP/s | mma.sync %8.4f ms %6.1f TFLOP/s | x%.2f\n",
+               c.name, type_name<T>(), c.batch, c.hq, c.hkv, c.t_q, c.t_kv, D, c.bshd ? "bshd" : "bhsd", tag, n_rows, rel,
+               (long long)non_finite, pass ? "PASS" : "FAIL", med, flop / (med * 1e-3) / 1e12, med_ref,
+               flop / (med_ref * 1e-3) / 1e12, med_ref / med);
+    }
     fflush(stdout);
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
@@ -262,10 +308,67 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     return pass;
 }
 
+// The decode set: a few query rows (a new token; a GQA group's query heads as rows) against a long cache.
+static int decode_configs() {
+    using H = __half;
+    using B = __nv_bfloat16;
+    const float s128 = 1.f / std::sqrt(128.f), s64 = 0.125f, s256 = 0.0625f;
+    auto causal = [](float scale, int t_q, int t_kv) { return tsa::CausalScaleScore::make(scale, t_q, t_kv); };
+    const tsa::ScaleScore sc{s128};
+    int fails = 0;
+    // name, batch, hq, hkv, t_q, t_kv, bshd, row_step. Llama-3-8B at cache 4096: 8 kv heads, the 4 query heads
+    // of each as rows (as tsopt's plan for bench/graphs/decoder_decode.yaml runs it), or 32 heads of one row.
+    fails += !run_config<H, 128>({"llama grp rows b=1", 1, 8, 8, 4, 4096, false, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"llama grp rows b=16", 16, 8, 8, 4, 4096, false, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"llama grp rows b=4", 4, 8, 8, 4, 4096, false, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"llama heads b=1", 1, 32, 8, 1, 4096, false, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"llama heads b=16", 16, 32, 8, 1, 4096, true, 1}, sc, sc, 1.0);
+    fails += !run_config<B, 128>({"bf16 b=2 cache 32768", 2, 8, 8, 4, 32768, false, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 64>({"d64 b=1 cache 8192", 1, 16, 16, 1, 8192, false, 1}, tsa::ScaleScore{s64},
+                                tsa::ScaleScore{s64}, 1.0);
+    fails += !run_config<H, 256>({"d256 b=1 grp 2", 1, 8, 4, 2, 4096, false, 1}, tsa::ScaleScore{s256},
+                                 tsa::ScaleScore{s256}, 1.0);
+    // Edges: odd cache lengths (a partial last step, warps with no keys), rows past 16 (two tiles), causal
+    // bottom-right (a prefill chunk against the cache), soft-capping, an empty cache, bshd strides.
+    fails += !run_config<H, 128>({"odd cache 77", 3, 8, 2, 4, 77, false, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"odd cache 1", 2, 4, 4, 1, 1, true, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"odd cache 1000 rows 17", 1, 4, 2, 17, 1000, true, 1}, sc, sc, 1.0);
+    fails += !run_config<H, 128>({"causal 5x1000", 2, 8, 8, 5, 1000, false, 1}, causal(s128, 5, 1000),
+                                 causal(s128, 5, 1000), 1.0);
+    fails += !run_config<H, 128>({"causal 16x16", 1, 4, 4, 16, 16, false, 1}, causal(s128, 16, 16),
+                                 causal(s128, 16, 16), 1.0);
+    fails += !run_config<B, 64>({"d64 bf16 causal 3x333", 2, 6, 3, 3, 333, true, 1}, causal(s64, 3, 333),
+                                causal(s64, 3, 333), 1.0);
+    fails += !run_config<H, 256>({"d256 softcap 9x2049", 1, 4, 2, 9, 2049, false, 1},
+                                 tsa::SoftcapScore::make(s256, 50.f), SoftcapExact{s256, 50.f}, 1.0);
+    fails += !run_config<H, 128>({"empty cache", 2, 4, 4, 3, 0, false, 1}, sc, sc, 1.0);
+    return fails;
+}
+
+// `decode sweep`: Llama-3-8B's decode attention at batch 1, 4 and 16 through every variant and split.
+static int decode_sweep() {
+    const tsa::ScaleScore sc{1.f / std::sqrt(128.f)};
+    int fails = 0;
+    for (int b : {1, 4, 16})
+        for (g_variant = 1; g_variant < (int)(sizeof kVariants / sizeof *kVariants); g_variant++)
+            for (int split : {0, 1, 2, 4, 8}) {
+                g_split = split;
+                fails += !run_config<__half, 128>({"sweep llama grp rows", b, 8, 8, 4, 4096, false, 1}, sc, sc, 1.0);
+            }
+    g_variant = 0, g_split = 0;
+    return fails;
+}
+
 int main(int argc, char **argv) {
-    const bool quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    int arg = 1;
+    g_decode = argc > arg && strcmp(argv[arg], "decode") == 0;
+    arg += g_decode;
+    const bool sweep = g_decode && argc > arg && strcmp(argv[arg], "sweep") == 0;
+    arg += sweep;
+    const bool quick = argc > arg && strcmp(argv[arg], "quick") == 0;
+    arg += quick;
     g_timing = !quick;
-    g_only = argc > 1 + quick ? argv[1 + quick] : nullptr;
+    g_only = argc > arg ? argv[arg] : nullptr;
     int dev;
     cudaDeviceProp prop;
     CK(cudaGetDevice(&dev));
@@ -275,6 +378,12 @@ int main(int argc, char **argv) {
            "launcher) and K/V stages; error vs fp32 reference; sm90 launcher time; mma.sync time; speedup\n");
     CK(cudaMalloc(&g_flush, kFlushBytes));
     const int big = quick ? kQuickLength : 4096;  // the long configs' sequence length
+    if (g_decode) {
+        const int fails = sweep ? decode_sweep() : decode_configs();
+        CK(cudaFree(g_flush));
+        printf("%s: %d config(s) failed\n", fails ? "FAIL" : "PASS", fails);
+        return fails ? 1 : 0;
+    }
 
     using H = __half;
     using B = __nv_bfloat16;
