@@ -20,12 +20,15 @@
 #include "version.h"
 
 static const char *const kind_names[TS_NKINDS] = {TS_KERNEL_KINDS(TS_KIND_NAME_)};
+/* The fitted efficiencies: "<name>_efficiency" (tunefit.h). */
+static const char *const slot_names[TS_FIT_SLOTS] = {TS_KERNEL_KINDS(TS_KIND_NAME_) "skinny_gemm"};
 /* The order of tables and lists: the tensor-core kinds first. */
-static const ts_kernel_kind kind_order[TS_NKINDS] = {TS_KERNEL_GEMM, TS_KERNEL_ATTENTION, TS_KERNEL_REDUCE,
-                                                     TS_KERNEL_ROW, TS_KERNEL_MAP};
+static const int slot_order[TS_FIT_SLOTS] = {TS_KERNEL_GEMM, TS_KERNEL_ATTENTION, TS_FIT_SKINNY, TS_KERNEL_REDUCE,
+                                             TS_KERNEL_ROW,  TS_KERNEL_MAP};
 
-double *ts_costmodel_efficiency_slot(ts_costmodel *m, ts_kernel_kind k) {
-    switch (k) {
+double *ts_costmodel_efficiency_slot(ts_costmodel *m, int slot) {
+    switch (slot) {
+    case TS_FIT_SKINNY: return &m->skinny_gemm_efficiency;
     case TS_KERNEL_GEMM: return &m->gemm_efficiency;
     case TS_KERNEL_ATTENTION: return &m->attention_efficiency;
     case TS_KERNEL_REDUCE: return &m->reduce_efficiency;
@@ -449,14 +452,14 @@ typedef struct {
 } sample;
 
 typedef struct {
-    ts_kernel_kind kind;
+    int slot; /* a ts_kernel_kind, or TS_FIT_SKINNY */
     sample *s;
     int n, cap;
 } sample_set;
 
-static double predict(const sample *x, ts_kernel_kind kind, double eff) {
+static double predict(const sample *x, int slot, double eff) {
     ts_costmodel m = *x->cm;
-    *ts_costmodel_efficiency_slot(&m, kind) = eff;
+    *ts_costmodel_efficiency_slot(&m, slot) = eff;
     return ts_costmodel_time(&m, x->w);
 }
 
@@ -465,21 +468,22 @@ static double objective(double log_eff, void *arg) {
     const sample_set *ss = arg;
     double sum = 0, eff = exp(log_eff);
     for (int i = 0; i < ss->n; i++) {
-        double q = log(predict(&ss->s[i], ss->kind, eff) / ss->s[i].measured);
+        double q = log(predict(&ss->s[i], ss->slot, eff) / ss->s[i].measured);
         sum += q * q;
     }
     return sum;
 }
 
-static void collect(const ts_tune_set *s, ts_kernel_kind kind, sample_set *ss) {
-    ss->kind = kind;
+static void collect(const ts_tune_set *s, int slot, sample_set *ss) {
+    ss->slot = slot;
     for (int r = 0; r < s->n; r++)
         for (int c = 0; c < s->r[r].nc; c++) {
             const ts_tune_candidate *cand = &s->r[r].c[c];
             for (int k = 0; k < cand->nk && cand->ok; k++) {
-                if (cand->k[k].work.kind != kind || !(cand->k[k].measured_s > 0)) continue;
-                if (cand->k[k].work.skinny) continue; /* its MMAs run at skinny_tensor_efficiency, not the kind's */
-                if (cand->k[k].work.columns) continue; /* its bytes move at columns_efficiency */
+                const ts_kernel_work *w = &cand->k[k].work;
+                if (!(cand->k[k].measured_s > 0) || w->columns) continue; /* columns: at columns_efficiency */
+                /* a skinny kernel streams at skinny_gemm_efficiency, its MMAs at skinny_tensor_efficiency */
+                if (slot == TS_FIT_SKINNY ? !w->skinny : w->skinny || (int)w->kind != slot) continue;
                 TS_GROW(ss->s, ss->n, ss->cap);
                 ss->s[ss->n++] = (sample){&cand->k[k].work, &s->r[r].cm, cand->k[k].measured_s};
             }
@@ -529,7 +533,7 @@ static void fit_stats(const sample_set *ss, double eff, ts_fit *f) {
     double mean = 0, ss_res = 0, ss_tot = 0, rel2 = 0, relmax = 0;
     for (int i = 0; i < ss->n; i++) mean += ss->s[i].measured / ss->n;
     for (int i = 0; i < ss->n; i++) {
-        double y = ss->s[i].measured, r = predict(&ss->s[i], ss->kind, eff) - y;
+        double y = ss->s[i].measured, r = predict(&ss->s[i], ss->slot, eff) - y;
         ss_res += r * r;
         ss_tot += (y - mean) * (y - mean);
         rel2 += (r / y) * (r / y);
@@ -540,7 +544,7 @@ static void fit_stats(const sample_set *ss, double eff, ts_fit *f) {
     f->resid_max = relmax;
 }
 
-static const char *const kind_models[TS_NKINDS] = {
+static const char *const slot_models[TS_FIT_SLOTS] = {
     [TS_KERNEL_MAP] = "t = launch + max(fma / (fma rate * c0), sfu / sfu rate, bytes / (dram rate * c0)); "
                       "c0 minimises sum log^2(t / measured)",
     [TS_KERNEL_REDUCE] = "t = launch + max(fma / (fma rate * c0), sfu / sfu rate, bytes / (dram rate * c0)); "
@@ -551,11 +555,13 @@ static const char *const kind_models[TS_NKINDS] = {
                             "rate, bytes / dram rate); c0 minimises sum log^2(t / measured)",
     [TS_KERNEL_ROW] = "t = launch + max(fma / (fma rate * c0), sfu / sfu rate, bytes / (dram rate * c0)); "
                       "c0 minimises sum log^2(t / measured)",
+    [TS_FIT_SKINNY] = "t = launch + max(tensor / (tensor rate * skinny tensor eff * wave), fma / fma rate, sfu / sfu "
+                      "rate, bytes / (dram rate * c0 * wave)) (+ epilogue); c0 minimises sum log^2(t / measured)",
 };
 
-static void fit_kind(const ts_tune_set *s, ts_kernel_kind kind, ts_eff_fit *e) {
+static void fit_slot(const ts_tune_set *s, int slot, ts_eff_fit *e) {
     sample_set ss = {0};
-    collect(s, kind, &ss);
+    collect(s, slot, &ss);
     e->samples = ss.n;
     bool flat = false, at_bound = false;
     double eff = ss.n >= TS_TUNE_MIN_SAMPLES ? minimise(&ss, &flat, &at_bound) : e->before;
@@ -567,8 +573,8 @@ static void fit_kind(const ts_tune_set *s, ts_kernel_kind kind, ts_eff_fit *e) {
         e->fitted = true;
         e->at_bound = at_bound;
         e->after = eff;
-        snprintf(e->fit.name, sizeof e->fit.name, "%s_efficiency", kind_names[kind]);
-        e->fit.model = kind_models[kind];
+        snprintf(e->fit.name, sizeof e->fit.name, "%s_efficiency", slot_names[slot]);
+        e->fit.model = slot_models[slot];
         e->fit.n = ss.n;
         e->fit.p = 1;
         e->fit.coef[0] = eff;
@@ -579,10 +585,11 @@ static void fit_kind(const ts_tune_set *s, ts_kernel_kind kind, ts_eff_fit *e) {
 
 void ts_tune_fit_run(const ts_tune_set *s, const ts_costmodel *base, ts_tune_fit *f) {
     memset(f, 0, sizeof *f);
-    for (int k = 0; k < TS_NKINDS; k++) {
+    for (int k = 0; k < TS_FIT_SLOTS; k++) {
         ts_eff_fit *e = &f->kind[k];
-        e->before = e->after = ts_costmodel_efficiency(base, (ts_kernel_kind)k);
-        fit_kind(s, (ts_kernel_kind)k, e);
+        ts_costmodel m = *base; /* a shallow copy, to read the slot through the one accessor */
+        e->before = e->after = *ts_costmodel_efficiency_slot(&m, k);
+        fit_slot(s, k, e);
         f->nfitted += e->fitted;
     }
 }
@@ -714,7 +721,7 @@ int ts_tune_points(const ts_tune_set *s, const double *eff, ts_acc_point **out) 
     *out = NULL;
     for (int r = 0; r < s->n; r++) {
         ts_costmodel cm = s->r[r].cm;
-        for (int k = 0; k < TS_NKINDS && eff; k++) *ts_costmodel_efficiency_slot(&cm, (ts_kernel_kind)k) = eff[k];
+        for (int k = 0; k < TS_FIT_SLOTS && eff; k++) *ts_costmodel_efficiency_slot(&cm, k) = eff[k];
         for (int c = 0; c < s->r[r].nc; c++) {
             const ts_tune_candidate *cand = &s->r[r].c[c];
             if (!cand->ok || !(cand->measured_s > 0)) continue;
@@ -783,9 +790,9 @@ static bool contains(text_line l, const char *needle) {
 static bool comment(text_line l) { return l.len && l.p[0] == '#'; }
 
 static int efficiency_kind(const char *key) {
-    for (int k = 0; k < TS_NKINDS; k++) {
-        size_t n = strlen(kind_names[k]);
-        if (strncmp(key, kind_names[k], n) == 0 && strcmp(key + n, "_efficiency") == 0) return k;
+    for (int k = 0; k < TS_FIT_SLOTS; k++) {
+        size_t n = strlen(slot_names[k]);
+        if (strncmp(key, slot_names[k], n) == 0 && strcmp(key + n, "_efficiency") == 0) return k;
     }
     return -1;
 }
@@ -826,14 +833,14 @@ static void put_wrapped(FILE *out, const char *text) {
 static char *kind_list(const ts_tune_fit *f, bool want, int *count) {
     char *s = ts_strdup("");
     int total = 0;
-    for (int k = 0; k < TS_NKINDS; k++) total += f->kind[k].fitted == want;
+    for (int k = 0; k < TS_FIT_SLOTS; k++) total += f->kind[k].fitted == want;
     *count = 0;
-    for (int i = 0; i < TS_NKINDS; i++) {
-        const ts_eff_fit *e = &f->kind[kind_order[i]];
+    for (int i = 0; i < TS_FIT_SLOTS; i++) {
+        const ts_eff_fit *e = &f->kind[slot_order[i]];
         if (e->fitted != want) continue;
         const char *sep = *count == 0 ? "" : *count + 1 == total ? " and " : ", ";
-        char *t = want ? ts_strfmt("%s%s%s_efficiency (%d kernels)", s, sep, kind_names[kind_order[i]], e->samples)
-                       : ts_strfmt("%s%s%s_efficiency (%s)", s, sep, kind_names[kind_order[i]],
+        char *t = want ? ts_strfmt("%s%s%s_efficiency (%d kernels)", s, sep, slot_names[slot_order[i]], e->samples)
+                       : ts_strfmt("%s%s%s_efficiency (%s)", s, sep, slot_names[slot_order[i]],
                                    e->why_not ? e->why_not : "not fitted");
         free(s);
         s = t, ++*count;
@@ -880,15 +887,15 @@ static void put_sentence(FILE *out, const ts_tune_fit *f, const char *base_path,
 }
 
 static void put_fit_entries(FILE *out, const ts_tune_fit *f) {
-    for (int i = 0; i < TS_NKINDS; i++)
-        if (f->kind[kind_order[i]].fitted) ts_calib_write_fit(out, &f->kind[kind_order[i]].fit);
+    for (int i = 0; i < TS_FIT_SLOTS; i++)
+        if (f->kind[slot_order[i]].fitted) ts_calib_write_fit(out, &f->kind[slot_order[i]].fit);
 }
 
 typedef struct {
     int sentence_from, sentence_to; /* -1: none */
     int fit_after;                  /* the line after which the new fit entries go; -1: no fit section */
-    bool replaced[TS_NKINDS];
-    bool present[TS_NKINDS];        /* an efficiency's line is under coefficients: */
+    bool replaced[TS_FIT_SLOTS];
+    bool present[TS_FIT_SLOTS];        /* an efficiency's line is under coefficients: */
 } layout;
 
 /* Where things are in the base; an error (fresh string) when its layout cannot be rewritten. */
@@ -917,14 +924,14 @@ static char *find_layout(const text_line *l, int n, layout *lay) {
  * then took another's value), after its map_efficiency line (a coefficient every model file has): the
  * fitted value, or the value it had, so that refitting another coefficient does not move it. */
 static void put_missing_efficiencies(FILE *out, const ts_tune_fit *f, layout *lay) {
-    for (int i = 0; i < TS_NKINDS; i++) {
-        int k = kind_order[i];
+    for (int i = 0; i < TS_FIT_SLOTS; i++) {
+        int k = slot_order[i];
         if (lay->present[k]) continue;
         if (f->kind[k].fitted)
-            fprintf(out, "  %s_efficiency: %.5g  # fitted: %d kernels from tsopt tune records\n", kind_names[k],
+            fprintf(out, "  %s_efficiency: %.5g  # fitted: %d kernels from tsopt tune records\n", slot_names[k],
                     f->kind[k].after, f->kind[k].samples);
         else
-            fprintf(out, "  %s_efficiency: %.5g  # not fitted: the value it defaulted to\n", kind_names[k], f->kind[k].after);
+            fprintf(out, "  %s_efficiency: %.5g  # not fitted: the value it defaulted to\n", slot_names[k], f->kind[k].after);
         lay->present[k] = lay->replaced[k] = true;
     }
 }
@@ -985,9 +992,9 @@ char *ts_tune_model_text(const char *base_text, const char *base_path, const ts_
     put_model(out, l, n, &lay, &args);
     fclose(out);
     free(l);
-    for (int k = 0; k < TS_NKINDS && !*err; k++)
+    for (int k = 0; k < TS_FIT_SLOTS && !*err; k++)
         if (f->kind[k].fitted && !lay.replaced[k])
-            *err = ts_strfmt("no line '  %s_efficiency: ...' under 'coefficients:' to replace", kind_names[k]);
+            *err = ts_strfmt("no line '  %s_efficiency: ...' under 'coefficients:' to replace", slot_names[k]);
     if (*err) free(buf), buf = NULL;
     return buf;
 }
@@ -1024,10 +1031,10 @@ static void print_fits(FILE *out, const ts_tune_fit *f, int nrecords) {
             nrecords == 1 ? "" : "s");
     fprintf(out, "  %-22s %7s %8s %8s %10s %10s  %s\n", "efficiency", "samples", "before", "after", "resid rms",
             "resid max", "R²");
-    for (int i = 0; i < TS_NKINDS; i++) {
-        const ts_eff_fit *e = &f->kind[kind_order[i]];
+    for (int i = 0; i < TS_FIT_SLOTS; i++) {
+        const ts_eff_fit *e = &f->kind[slot_order[i]];
         char name[32];
-        snprintf(name, sizeof name, "%s_efficiency", kind_names[kind_order[i]]);
+        snprintf(name, sizeof name, "%s_efficiency", slot_names[slot_order[i]]);
         if (e->fitted)
             fprintf(out, "  %-22s %7d %8.4g %8.4g %9.2f%% %9.2f%%  %.4f%s\n", name, e->samples, e->before, e->after,
                     100 * e->fit.resid_rms, 100 * e->fit.resid_max, e->fit.r2,
@@ -1062,8 +1069,8 @@ static void print_accuracy(FILE *out, const ts_accuracy *b, const ts_accuracy *a
 }
 
 static void report_accuracy(FILE *out, const ts_tune_set *s, const ts_tune_fit *f, bool held_out) {
-    double eff[TS_NKINDS];
-    for (int k = 0; k < TS_NKINDS; k++) eff[k] = f->kind[k].after;
+    double eff[TS_FIT_SLOTS];
+    for (int k = 0; k < TS_FIT_SLOTS; k++) eff[k] = f->kind[k].after;
     ts_acc_point *p;
     ts_accuracy before, after;
     int n = ts_tune_points(s, NULL, &p);
@@ -1084,11 +1091,11 @@ static int verify_model(const char *path, const ts_tune_fit *f) {
         fprintf(stderr, "tsopt: error: internal: the rewritten cost model does not load:\n");
         ts_diags_print(&d, stderr);
     }
-    for (int k = 0; k < TS_NKINDS && rc == 0; k++) {
-        double got = *ts_costmodel_efficiency_slot(&m, (ts_kernel_kind)k), want = f->kind[k].after;
+    for (int k = 0; k < TS_FIT_SLOTS && rc == 0; k++) {
+        double got = *ts_costmodel_efficiency_slot(&m, k), want = f->kind[k].after;
         if (fabs(got - want) > 1e-4 * want) {
             fprintf(stderr, "tsopt: error: internal: the rewritten cost model has %s_efficiency %g, not %g\n",
-                    kind_names[k], got, want);
+                    slot_names[k], got, want);
             rc = -1;
         }
     }

@@ -79,19 +79,26 @@ typedef struct {
     ts_fit fit;          /* when fitted: "<kind>_efficiency", coef[0] = after, R², residual spread, samples */
 } ts_eff_fit;
 
+/* The fitted efficiencies ("slots"): one per kernel kind (indexed by ts_kernel_kind), then
+ * skinny_gemm_efficiency, the share of DRAM bandwidth of the kernels that stream one operand at a share of
+ * the SMs (decode-size GEMMs in their skinny form, decode attention: ts_kernel_work.skinny). */
+#define TS_FIT_SKINNY TS_NKINDS
+#define TS_FIT_SLOTS (TS_NKINDS + 1)
+
 typedef struct {
-    ts_eff_fit kind[TS_NKINDS];
+    ts_eff_fit kind[TS_FIT_SLOTS];
     int nfitted;
 } ts_tune_fit;
 
-/* The efficiency field of m that kernels of kind k use. */
-double *ts_costmodel_efficiency_slot(ts_costmodel *m, ts_kernel_kind k);
+/* The efficiency field of m that slot uses (a ts_kernel_kind, or TS_FIT_SKINNY). */
+double *ts_costmodel_efficiency_slot(ts_costmodel *m, int slot);
 
 /* Fits each kind with at least TS_TUNE_MIN_SAMPLES timed kernels (status "ok", kernel measured_s > 0):
  * the efficiency e in [TS_TUNE_EFF_MIN, TS_TUNE_EFF_MAX] minimising Σ log²(predicted(e) / measured), a
  * kernel predicted with its record's coefficients but e for its kind's efficiency (a log-spaced scan
  * brackets the minimum, GSL's Brent minimiser refines it). `before` values come from base. GEMMs that ran
- * in their skinny form are left out of gemm_efficiency's fit (their MMAs use skinny_tensor_efficiency). */
+ * in their skinny form are left out of gemm_efficiency's fit (their MMAs use skinny_tensor_efficiency); they
+ * and decode attention (every kernel with work.skinny) fit skinny_gemm_efficiency. */
 void ts_tune_fit_run(const ts_tune_set *s, const ts_costmodel *base, ts_tune_fit *f);
 
 /* ---- accuracy -------------------------------------------------------------------------------------- */

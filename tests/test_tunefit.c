@@ -20,6 +20,9 @@
 
 /* The efficiencies the synthetic timings are made with, by ts_kernel_kind: map, reduce, gemm, attention, row. */
 static const double true_eff[TS_NKINDS] = {0.66, 0.45, 0.62, 0.41, 0.55};
+/* ... and skinny_gemm_efficiency (the kernels with work.skinny: decode-size GEMMs, decode attention). */
+static const double true_skinny = 0.95;
+#define SKINNY_BIT (1u << TS_NKINDS) /* a candidate's kernel mask: a skinny GEMM too */
 
 /* H200-like rates (variant v shifts them a little: each record keeps its own) with the shipped model's
  * efficiencies, which the timings do not follow. */
@@ -28,7 +31,7 @@ static ts_costmodel rates(int v) {
                       .tensor_flops_per_s = 6.4e14 * (1 - 0.03 * v), .fma_flops_per_s = 6.4e13, .sfu_ops_per_s = 4.2e12,
                       .sms = 132, .l2_bytes = 62914560, .gemm_efficiency = 0.75, .attention_efficiency = 0.5,
                       .reduce_efficiency = 0.6, .map_efficiency = 0.8, .strided_efficiency = 0.5 + 0.1 * v,
-                      .row_efficiency = 0.8};
+                      .row_efficiency = 0.8, .skinny_gemm_efficiency = 0.85, .skinny_tensor_efficiency = 0.3};
     return m;
 }
 
@@ -37,6 +40,13 @@ static ts_costmodel rates(int v) {
 static ts_kernel_work random_work(ts_kernel_kind kind, unsigned long long *st) {
     double scale = pow(10, 2 * ts_uniform(st));
     ts_kernel_work w = {.kind = kind, .wave_efficiency = 1};
+    if (kind == TS_NKINDS) { /* SKINNY_BIT: a decode-size GEMM streaming its weight from a share of the SMs */
+        w.kind = TS_KERNEL_GEMM, w.skinny = true;
+        w.bytes = 3e7 * scale;
+        w.tensor_flops = w.bytes * 16;
+        w.wave_efficiency = 0.5 + 0.5 * ts_uniform(st);
+        return w;
+    }
     if (kind == TS_KERNEL_GEMM || kind == TS_KERNEL_ATTENTION) {
         w.tensor_flops = 3e9 * scale;
         w.bytes = w.tensor_flops / 600;
@@ -52,7 +62,8 @@ static ts_kernel_work random_work(ts_kernel_kind kind, unsigned long long *st) {
 
 static double true_time(const ts_costmodel *rec, const ts_kernel_work *w) {
     ts_costmodel m = *rec;
-    for (int k = 0; k < TS_NKINDS; k++) *ts_costmodel_efficiency_slot(&m, (ts_kernel_kind)k) = true_eff[k];
+    for (int k = 0; k < TS_NKINDS; k++) *ts_costmodel_efficiency_slot(&m, k) = true_eff[k];
+    m.skinny_gemm_efficiency = true_skinny;
     return ts_costmodel_time(&m, w);
 }
 
@@ -65,11 +76,12 @@ static void put_costmodel(FILE *f, const ts_costmodel *m) {
     fputs("\"costmodel\": {\"path\": \"costmodel/h200.yaml\"", f);
     const char *names[] = {"launch_s", "dram_bytes_per_s", "tensor_flops_per_s", "fma_flops_per_s", "sfu_ops_per_s",
                            "sms", "l2_bytes", "gemm_efficiency", "attention_efficiency", "reduce_efficiency",
-                           "map_efficiency", "strided_efficiency", "row_efficiency"};
+                           "map_efficiency", "strided_efficiency", "row_efficiency", "skinny_gemm_efficiency",
+                           "skinny_tensor_efficiency"};
     double v[] = {m->launch_s, m->dram_bytes_per_s, m->tensor_flops_per_s, m->fma_flops_per_s, m->sfu_ops_per_s, m->sms,
                   m->l2_bytes, m->gemm_efficiency, m->attention_efficiency, m->reduce_efficiency, m->map_efficiency,
-                  m->strided_efficiency, m->row_efficiency};
-    for (int i = 0; i < 13; i++) fputs(", ", f), put_num(f, names[i], v[i]);
+                  m->strided_efficiency, m->row_efficiency, m->skinny_gemm_efficiency, m->skinny_tensor_efficiency};
+    for (int i = 0; i < 15; i++) fputs(", ", f), put_num(f, names[i], v[i]);
     fputs("}", f);
 }
 
@@ -81,6 +93,7 @@ static void put_kernel(FILE *f, const ts_costmodel *m, const ts_kernel_work *w, 
     put_num(f, "bytes", w->bytes), fputs(", ", f);
     put_num(f, "strided_bytes", w->strided_bytes), fputs(", ", f);
     put_num(f, "wave_efficiency", w->wave_efficiency), fputs(", ", f);
+    if (w->skinny) fputs("\"skinny\": true, ", f);
     put_num(f, "predicted_s", ts_costmodel_time(m, w)), fputs(", ", f);
     put_num(f, "measured_s", measured), fputs("}", f);
 }
@@ -92,10 +105,10 @@ typedef enum { CAND_OK, CAND_OK_NO_KERNEL_TIMES, CAND_INVALID, CAND_BUILD_FAILED
 static void put_candidate(FILE *f, const ts_costmodel *m, int rank, cand_type type, unsigned kinds, double noise,
                           unsigned long long *st) {
     static const char *const status[] = {"ok", "ok", "invalid", "build-failed"};
-    ts_kernel_work w[TS_NKINDS];
-    double meas[TS_NKINDS], total = 0, pred = 0;
+    ts_kernel_work w[TS_NKINDS + 1];
+    double meas[TS_NKINDS + 1], total = 0, pred = 0;
     int n = 0;
-    for (int k = 0; k < TS_NKINDS; k++) {
+    for (int k = 0; k <= TS_NKINDS; k++) {
         if (!(kinds >> k & 1)) continue;
         w[n] = random_work((ts_kernel_kind)k, st);
         meas[n] = true_time(m, &w[n]) * (1 + noise * (2 * ts_uniform(st) - 1)) * (type == CAND_INVALID ? 20 : 1);
@@ -142,15 +155,19 @@ static void load_ok(ts_tune_set *s, const char *path, const char *text) {
     ts_diags_free(&d);
 }
 
-/* Three records with every kind: 5 ok candidates each (15 samples a kind), `noise` relative. */
-static void synthetic_set(ts_tune_set *s, double noise) {
+/* Three records with every kind (and a skinny GEMM when `skinny`): 5 ok candidates each (15 samples a kind),
+ * `noise` relative. */
+static void synthetic_set_of(ts_tune_set *s, double noise, bool skinny) {
     memset(s, 0, sizeof *s);
     for (int v = 0; v < 3; v++) {
-        char *text = synthetic_record(v, 5, (1u << TS_NKINDS) - 1, noise, 100 + (unsigned long long)v);
+        unsigned kinds = ((1u << TS_NKINDS) - 1) | (skinny ? SKINNY_BIT : 0);
+        char *text = synthetic_record(v, 5, kinds, noise, 100 + (unsigned long long)v);
         load_ok(s, "synthetic.json", text);
         free(text);
     }
 }
+
+static void synthetic_set(ts_tune_set *s, double noise) { synthetic_set_of(s, noise, false); }
 
 static ts_costmodel shipped_model(void) {
     ts_costmodel m;
@@ -195,6 +212,28 @@ Test(tunefit, recovers_known_efficiencies_from_noisy_timings) {
         cr_assert_gt(e->fit.r2, 0.99);
         cr_assert(!e->at_bound);
     }
+    cr_assert(!f.kind[TS_FIT_SKINNY].fitted && f.kind[TS_FIT_SKINNY].samples == 0, "no skinny kernels: not fitted");
+    ts_costmodel_free(&base);
+    ts_tune_set_free(&s);
+}
+
+/* Kernels in their skinny form (work.skinny) fit skinny_gemm_efficiency alone: their GEMM kind's fit keeps
+ * its own 15 samples and value, and the skinny one recovers the efficiency their timings follow. */
+Test(tunefit, fits_skinny_streaming_apart_from_its_kind) {
+    ts_tune_set s;
+    synthetic_set_of(&s, 0.04, true);
+    ts_costmodel base = shipped_model();
+    ts_tune_fit f;
+    ts_tune_fit_run(&s, &base, &f);
+    const ts_eff_fit *sk = &f.kind[TS_FIT_SKINNY], *g = &f.kind[TS_KERNEL_GEMM];
+    cr_assert(sk->fitted, "%s", sk->why_not);
+    cr_assert_eq(sk->samples, 15);
+    cr_assert_float_eq(sk->after, true_skinny, 0.05 * true_skinny, "fitted %g, true %g", sk->after, true_skinny);
+    cr_assert_float_eq(sk->before, base.skinny_gemm_efficiency, 0);
+    cr_assert_str_eq(sk->fit.name, "skinny_gemm_efficiency");
+    cr_assert_eq(g->samples, 15, "the skinny GEMMs are not gemm_efficiency's samples: %d", g->samples);
+    cr_assert_float_eq(g->after, true_eff[TS_KERNEL_GEMM], 0.05 * true_eff[TS_KERNEL_GEMM]);
+    cr_assert_eq(f.nfitted, TS_NKINDS + 1);
     ts_costmodel_free(&base);
     ts_tune_set_free(&s);
 }
@@ -657,8 +696,9 @@ Test(tunefit, the_rewritten_model_loads_with_the_fitted_values) {
                                     "`tsopt calibrate --from-tune` "
                                     "(tsopt 0.1.0) on 2026-11-29 UTC to the per-kernel timings in 2 tsopt tune records "
                                     "(a.json, b.json), each minimising"), "%s", flat);
-    cr_assert_not_null(strstr(flat, "(the `fit:` section); map_efficiency (fewer than 3 timed kernels): not fitted, "
-                                    "kept at its value from costmodel/h200.yaml.\ngpu:"), "%s", flat);
+    cr_assert_not_null(strstr(flat, "(the `fit:` section); skinny_gemm_efficiency (no timed kernels) and map_efficiency "
+                                    "(fewer than 3 timed kernels): not fitted, kept at their values from "
+                                    "costmodel/h200.yaml.\ngpu:"), "%s", flat);
     free(flat);
     cr_assert_not_null(strstr(text, "\n  map_efficiency: 0.8  # not measured: kept\n"), "%s", text);
     cr_assert_not_null(strstr(text, "  # fitted: 15 kernels from tsopt tune records\n"), "%s", text);
@@ -687,7 +727,7 @@ Test(tunefit, the_rewritten_model_loads_with_the_fitted_values) {
     cr_assert_eq(count(again, "# Template efficiencies:"), 1, "%s", again);
     cr_assert_eq(count(again, "  gemm_efficiency: {model:"), 1, "%s", again);
     cr_assert_eq(count(again, "  map_efficiency: {model:"), 1, "%s", again);
-    cr_assert_eq(count(again, "\n# "), count(text, "\n# ") - 1, "the 6-line sentence replaced by a 5-line one:\n%s", again);
+    cr_assert_eq(count(again, "\n# "), count(text, "\n# "), "the 6-line sentence replaced by another of 6 lines:\n%s", again);
     ts_costmodel m2;
     load_model(again, &m2);
     cr_assert_eq(m2.nfits, base.nfits + 5);
@@ -705,7 +745,7 @@ Test(tunefit, bases_without_a_fit_section_or_in_flow_style) {
     f.kind[TS_KERNEL_GEMM] = (ts_eff_fit){.samples = 3, .fitted = true, .before = 0.75, .after = 0.6,
                                           .fit = {.name = "gemm_efficiency", .model = "m", .n = 3, .p = 1, .coef = {0.6}}};
     f.nfitted = 1;
-    for (int k = 0; k < TS_NKINDS; k++)
+    for (int k = 0; k < TS_FIT_SLOTS; k++)
         if (!f.kind[k].fitted) f.kind[k] = (ts_eff_fit){.why_not = "no timed kernels", .before = 0.5, .after = 0.5};
     const char *records[] = {"r.json"};
     const char *plain = "gpu: X\ncoefficients:\n  launch_s: 3.0e-6\n  dram_bytes_per_s: 4.3e12\n  tensor_flops_per_s: 9.9e14\n"
@@ -716,13 +756,15 @@ Test(tunefit, bases_without_a_fit_section_or_in_flow_style) {
     cr_assert_not_null(text, "%s", err ? err : "");
     cr_assert(strstr(text, "# Template efficiencies: gemm_efficiency (3 kernels) fitted") == text, "%s", text);
     char *flat = unwrapped(text);
-    cr_assert_not_null(strstr(flat, "attention_efficiency (no timed kernels), reduce_efficiency (no timed kernels), "
-                                    "row_efficiency (no timed kernels) and map_efficiency (no timed kernels): not fitted, "
+    cr_assert_not_null(strstr(flat, "attention_efficiency (no timed kernels), skinny_gemm_efficiency (no timed kernels), "
+                                    "reduce_efficiency (no timed kernels), row_efficiency (no timed kernels) and "
+                                    "map_efficiency (no timed kernels): not fitted, "
                                     "kept at their values from plain.yaml.\n"
                                     "gpu: X\n"), "%s", flat);
     free(flat);
-    cr_assert_not_null(strstr(text, "\n  map_efficiency: 0.8\n  row_efficiency: 0.5  # not fitted: the value it defaulted "
-                                    "to\n# The template efficiencies' fits"), "an absent optional efficiency keeps its value:\n%s", text);
+    cr_assert_not_null(strstr(text, "\n  map_efficiency: 0.8\n  skinny_gemm_efficiency: 0.5  # not fitted: the value it "
+                                    "defaulted to\n  row_efficiency: 0.5  # not fitted: the value it defaulted "
+                                    "to\n# The template efficiencies' fits"), "absent optional efficiencies keep their values:\n%s", text);
     ts_costmodel m;
     load_model(text, &m);
     cr_assert_eq(m.nfits, 1);
