@@ -126,8 +126,8 @@ double ts_median(double *x, int n);
 void ts_accuracy_compute(const ts_acc_point *p, int n, ts_accuracy *a);
 
 /* The ok, measured candidates of s as points (one group per record), each predicted as the sum of its
- * kernels' ts_costmodel_time with the record's coefficients — and, when eff is not NULL, eff[kind] for
- * the template efficiencies. Returns the count; *out is freed by the caller. */
+ * kernels' ts_costmodel_time with the record's coefficients — and, when eff is not NULL (TS_FIT_SLOTS
+ * values), eff[slot] for the template efficiencies. Returns the count; *out is freed by the caller. */
 int ts_tune_points(const ts_tune_set *s, const double *eff, ts_acc_point **out);
 
 /* ---- the cost-model file --------------------------------------------------------------------------- */

@@ -209,8 +209,9 @@ Test(calibrate, shipped_calibrated_model_loads_and_a_bad_fit_section_is_an_error
     ts_diags d;
     cr_assert_eq(ts_costmodel_load(&m, "costmodel/h200.yaml", &d), 0);
     cr_assert(m.calibrated, "the shipped model is the H200 calibration");
-    cr_assert_eq(m.nfits, 13, "with its eight microbenchmark fits and five efficiency fits (calibrate --from-tune)");
-    cr_assert(m.gemm_efficiency != 0.75 && m.attention_efficiency != 0.5, "the efficiencies are fitted, not the defaults");
+    cr_assert_eq(m.nfits, 14, "with its eight microbenchmark fits and six efficiency fits (calibrate --from-tune)");
+    cr_assert(m.gemm_efficiency != 0.75 && m.attention_efficiency != 0.5 && m.skinny_gemm_efficiency != 0.85,
+              "the efficiencies are fitted, not the defaults");
     cr_assert_str_eq(m.driver, "580.159.04, CUDA 13.0");
     ts_diags_free(&d);
     ts_costmodel_free(&m);

@@ -397,8 +397,8 @@ Test(tunefit, the_fit_improves_the_accuracy_in_sample) {
     ts_costmodel base;
     ts_tune_fit f;
     fit_synthetic(&s, 0.03, &base, &f);
-    double eff[TS_NKINDS];
-    for (int k = 0; k < TS_NKINDS; k++) eff[k] = f.kind[k].after;
+    double eff[TS_FIT_SLOTS];
+    for (int k = 0; k < TS_FIT_SLOTS; k++) eff[k] = f.kind[k].after;
     ts_acc_point *p;
     ts_accuracy before, after;
     int n = ts_tune_points(&s, NULL, &p);
