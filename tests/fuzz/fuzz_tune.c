@@ -25,7 +25,7 @@ static const char base_text[] =
     "fit:\n  launch: {model: \"t\", coef: [1], r2: 1, resid_rms: 0, resid_max: 0, samples: 3}\n";
 
 static void check_fit(const ts_tune_fit *f) {
-    for (int k = 0; k < TS_NKINDS; k++) {
+    for (int k = 0; k < TS_FIT_SLOTS; k++) {
         const ts_eff_fit *e = &f->kind[k];
         if (!e->fitted) {
             if (!e->why_not || e->after != e->before) fuzz_fail("kind %d not fitted but changed or unexplained", k);
@@ -66,12 +66,13 @@ static void accepted(const ts_tune_set *s) {
     ts_costmodel base = {.launch_s = 4.288e-06, .dram_bytes_per_s = 3.9076e+12, .tensor_flops_per_s = 6.3557e+14,
                          .fma_flops_per_s = 6.3636e+13, .sfu_ops_per_s = 4.1806e+12, .sms = 132,
                          .l2_bytes = 62914560, .gemm_efficiency = 0.75, .attention_efficiency = 0.5,
-                         .reduce_efficiency = 0.6, .map_efficiency = 0.8};
+                         .reduce_efficiency = 0.6, .map_efficiency = 0.8, .skinny_gemm_efficiency = 0.85,
+                         .skinny_tensor_efficiency = 0.3};
     ts_tune_fit f;
     ts_tune_fit_run(s, &base, &f);
     check_fit(&f);
-    double eff[TS_NKINDS];
-    for (int k = 0; k < TS_NKINDS; k++) eff[k] = f.kind[k].after;
+    double eff[TS_FIT_SLOTS];
+    for (int k = 0; k < TS_FIT_SLOTS; k++) eff[k] = f.kind[k].after;
     check_accuracy(s, NULL);
     check_accuracy(s, eff);
     if (f.nfitted) check_model(&f);
