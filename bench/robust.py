@@ -6,7 +6,7 @@ time budget (what does not fit is reported as skipped, never silently dropped):
 
   sanitizer    compute-sanitizer memcheck, racecheck, synccheck and initcheck over the case's C ABI
                (build/robust/abi_driver: inputs random, outputs and workspace left uninitialised), and
-               over every template test program (build/gpu/*_test quick)
+               over every template test program (build/gpu/*_test quick; attention_sm90_test's decode set too)
   baseline     fresh random inputs, NaN-poisoned outputs, compared with bench/graphref.py in fp32
   misaligned   each input (and the first output) moved by 2, 4 and 8 bytes: the answer must be right or
                the call refused with a named error; never a wrong answer
@@ -172,6 +172,8 @@ def sanitize_all(cases, res, budget, args, shard=(0, 1)):
         for k in range(parts):
             targets.append(("template %s%s" % (t, " part %d/%d" % (k + 1, parts) if parts > 1 else ""),
                             ["build/gpu/" + t, "quick"] + (["%d/%d" % (k, parts)] if parts > 1 else [])))
+        if t == "attention_sm90_test":  # its decode set: the split-key kernel, clusters and their merge
+            targets.append(("template %s decode" % t, ["build/gpu/" + t, "decode", "quick"]))
     jobs_list = [("sanitizer " + tool, name, tool, argv) for tool in TOOLS for name, argv in targets
                  if selected(args, "%s %s" % (tool, name))]
     with cf.ThreadPoolExecutor(args.jobs) as ex:
