@@ -312,6 +312,28 @@ template <typename V> __device__ __forceinline__ const V *cluster_map(const V *l
 __device__ __forceinline__ float cluster_load(const float *local, int r, int i) { return cluster_map(local, r)[i]; }
 }  // namespace tst
 
+// ---- programmatic dependent launch (sm_90+) ------------------------------------------------------
+// The kernels of one emitted header's launch function run in one stream; from the second on they are
+// launched with programmatic stream serialization (tst::launch under a PdlSequence, below), so that a
+// kernel's CTAs become resident and start what depends on no earlier kernel (streaming a weight) while the
+// kernel before it drains. Every kernel calls pdl_trigger() first (its dependents may launch once all its
+// CTAs have started) and pdl_wait() before it reads anything an earlier kernel wrote and before it writes
+// anything (griddepcontrol.wait returns once the preceding kernel has completed and its writes are visible;
+// at once for a kernel launched without the attribute, and on GPUs before sm_90 both are no-ops). Because
+// each kernel waits for its predecessor, which waited for its own, the order of the whole chain holds.
+namespace tst {
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -360,24 +382,74 @@ inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<
     return e;
 }
 
+// Where the calling thread is in an emitted launch function's kernel sequence: outside one (kernels launch
+// as plain stream work: the templates' own tests, user code), before its first kernel, or past it (later
+// kernels get programmatic stream serialization). Per thread: concurrent launch functions do not mix.
+enum PdlState { kPdlOff = 0, kPdlFirst, kPdlOn };
+inline PdlState &pdl_state() {
+    static thread_local PdlState state = kPdlOff;
+    return state;
+}
+// Scope of one launch function's kernel sequence (the emitter declares one before the first launch). The
+// first kernel is ordered after earlier stream work as usual: what the caller's kernels wrote (the
+// weights too) is visible to every kernel of the sequence.
+struct PdlSequence {
+    PdlSequence() { pdl_state() = kPdlFirst; }
+    ~PdlSequence() { pdl_state() = kPdlOff; }
+    PdlSequence(const PdlSequence &) = delete;
+    PdlSequence &operator=(const PdlSequence &) = delete;
+};
+
 // Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
-// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+). Returns the launch's error.
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); inside a PdlSequence past its
+// first kernel, on compute capability 9.0+, with programmatic stream serialization. Returns the launch's error.
 template <class... Params, class... Args>
-inline cudaError_t launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                    int cluster, Args &&...args) {
+inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          int cluster, Args &&...args) {
     cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
+    cfg.attrs = attr;
+    if (cluster > 1) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs].val.clusterDim.z = 1;
+        cfg.numAttrs++;
+    }
+    PdlState &pdl = pdl_state();
+    if (pdl == kPdlOn) {
+        DeviceFacts f;
+        cudaError_t e = device_facts(&f);
+        if (e != cudaSuccess) return e;
+        if (f.cc_major >= 9) {
+            attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+            cfg.numAttrs++;
+        }
+    }
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+    if (e == cudaSuccess && pdl == kPdlFirst) pdl = kPdlOn;
+    return e;
+}
+
+// How many clusters of `cluster` CTAs (threads, smem dynamic bytes each) of kernel can be resident at once.
+template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, int cluster, int threads, size_t smem, int *n) {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+    cfg.dynamicSmemBytes = smem;
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = cluster > 1 ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+    cfg.numAttrs = 1;
+    return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
 }
 
 // The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
@@ -634,6 +706,9 @@ template <typename T, class Epilogue> struct GemmParams {
     int64_t lda, ldb;
     int64_t a_batch_stride, b_batch_stride;   // 0 broadcasts an operand over the batch
     Epilogue ep;
+    // B (and B1) are written by no earlier kernel of the launch sequence (weights, read-only inputs): the
+    // mma.sync kernel starts streaming them before it waits for the previous kernel (tile.cuh, PDL).
+    bool b_ready;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -825,17 +900,16 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
-    auto load_stage = [&](int s, int kt) {
-        T *st = smem + s * STAGE_ELEMS;
-        const int k0 = kt * BK;
-        load_tile<T, BM, BK, THREADS, VEC>(st, gA, p.lda, m0, p.M, k0, p.K);
+    auto load_a = [&](int s, int kt) { load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K); };
+    auto load_b = [&](int s, int kt) {
 #pragma unroll
         for (int j = 0; j < NB; ++j) {
-            T *sB = st + A_ELEMS + j * B_ELEMS;
-            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB[j], p.ldb, k0, p.K, n0, p.N);
-            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, k0, p.K);
+            T *sB = smem + s * STAGE_ELEMS + A_ELEMS + j * B_ELEMS;
+            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB[j], p.ldb, kt * BK, p.K, n0, p.N);
+            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, kt * BK, p.K);
         }
     };
+    auto load_stage = [&](int s, int kt) { load_a(s, kt), load_b(s, kt); };
 
     float acc[NB][MI][NI][4];
 #pragma unroll
@@ -852,10 +926,28 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
     auto load_k = [&](int s, int kt) { load_stage(s, kt0 + kt); };
+    // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
+    // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
+    // still cover tile kt's A and B); everything else after it.
+    if (p.b_ready) {
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) load_k(s, s);
-        tst::cp_async_commit();
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_b(s, kt0 + s);
+            tst::cp_async_commit();
+        }
+        tst::pdl_wait();
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_a(s, kt0 + s);
+            tst::cp_async_commit();
+        }
+    } else {
+        tst::pdl_wait();
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_k(s, s);
+            tst::cp_async_commit();
+        }
     }
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
     RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));
@@ -884,6 +976,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                                   [&](int r, int ch) { return st + swz<BK>(r, ch); });
     }
     tst::cp_async_wait<0>();
+    tst::pdl_trigger();   // the main loop is done: the next kernel may launch and start its own loads
     if constexpr (kRowStats<Epilogue> > 0) {
         rows.finish(p.ep, static_cast<int>(threadIdx.x), rs);
         __syncthreads();
@@ -969,7 +1062,7 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
-    return tst::launch_clustered(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
+    return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
@@ -1640,6 +1733,8 @@ __global__ void __launch_bounds__(384, 1)
     unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
     float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
 
     const TileOrder<BM, BN, CM> order(p.M, p.N);
     const int items = order.per_batch * p.batch, stride = static_cast<int>(gridDim.x) / CM;
@@ -1860,26 +1955,6 @@ inline int &last_fallback_reason() {
     return r;
 }
 
-// A launch configuration for clusters of cm CTAs along x (cfg.attrs points into the object: not copyable).
-struct ClusterLaunch {
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    ClusterLaunch(dim3 grid, int threads, int smem, cudaStream_t stream, int cm) {
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-        cfg.stream = stream;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = static_cast<unsigned>(cm);
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-    }
-    ClusterLaunch(const ClusterLaunch &) = delete;
-    ClusterLaunch &operator=(const ClusterLaunch &) = delete;
-};
-
 // How many CTAs of kernel (threads, smem bytes, clusters of CM) the device holds at once: sms × blocks an SM,
 // or CM × the clusters cudaOccupancyMaxActiveClusters reports; at least CM.
 template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, int threads, int smem, int sms, int *out) {
@@ -1889,8 +1964,7 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem);
         n *= sms;
     } else {
-        const ClusterLaunch cl(dim3(CM, 1, 1), threads, smem, 0, CM);
-        e = cudaOccupancyMaxActiveClusters(&n, kernel, &cl.cfg);
+        e = tst::max_active_clusters(kernel, CM, threads, static_cast<size_t>(smem), &n);
         n *= CM;
     }
     if (e != cudaSuccess) return e;
@@ -1957,14 +2031,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
     const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
-    if constexpr (CM == 1) {
-        kernel<<<grid, C::THREADS, C::SMEM, stream>>>(p, ta, tb0, tb1, flags);
-    } else {
-        const ClusterLaunch cl(grid, C::THREADS, C::SMEM, stream, CM);
-        e = cudaLaunchKernelEx(&cl.cfg, kernel, p, ta, tb0, tb1, flags);
-        if (e != cudaSuccess) return e;
-    }
-    return cudaGetLastError();
+    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, flags);
 }
 
 }  // namespace tsg90
@@ -2025,6 +2092,7 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
         p.ep.o1 = 0;
         p.ep.s1[0] = (int64_t)16;
         p.ep.s1[1] = (int64_t)1;
+        p.b_ready = true;
         err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 6, true, false, K0, 4>(p, stream); /* decode sizes: stream B at DRAM bandwidth */
         if (err != cudaSuccess) return err;
     }
@@ -2080,6 +2148,7 @@ static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K
         p.ep.o1 = 0;
         p.ep.s1[0] = (int64_t)4096;
         p.ep.s1[1] = (int64_t)1;
+        p.b_ready = true;
         err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1, false>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
@@ -2160,6 +2229,7 @@ static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)4096;
         p.ep.s2[1] = (int64_t)1;
+        p.b_ready = true;
         err = tsg90::launch_gemm_sm90<__half, 128, 128, 5, 1, true, false, K2, true>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 3 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
@@ -2193,6 +2263,7 @@ cudaError_t lora_launch(const __half *X, const __half *W, const __half *A, const
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
+    tst::PdlSequence pdl;
     /* kernel 1: gemm [m,r] over d */
     err = K0_launch(tmp0, X, A, sms, stream);
     if (err != cudaSuccess) return err;

@@ -768,6 +768,13 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
+/* Whether buffer b is an input no kernel writes (not an inout): a weight, which a GEMM may stream before the
+ * kernels before it in the launch sequence are done (GemmParams::b_ready). */
+static bool read_only_input(const emitter *e, int b) {
+    const ts_buffer *buf = &e->p->buf[b];
+    return buf->kind == TS_BUF_INPUT && !e->g->inputs[buf->index].inout;
+}
+
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
@@ -791,6 +798,8 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? ts_access_stride(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", ts_access_stride(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
+    if (read_only_input(e, b->buf) && (k->b1 < 0 || read_only_input(e, k->acc[k->b1].buf)))
+        fputs("        p.b_ready = true;\n", e->f);
     emit_gemm_calls(e, ki, k, t);
 }
 
@@ -1635,6 +1644,8 @@ static int emit_launch_fn(emitter *e, char **err) {
     else fputs("    (void)workspace;\n", e->f);
     fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
           "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n", e->f);
+    if (e->p->nk > 1) /* kernels after the first launch as programmatic dependents (tile.cuh) */
+        fputs("    tst::PdlSequence pdl;\n", e->f);
     for (int i = 0; i < e->p->nk; i++) emit_kernel_call(e, i);
     fputs("    return cudaSuccess;\n}\n\n", e->f);
     return 0;

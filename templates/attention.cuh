@@ -268,6 +268,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
     T *sQ = reinterpret_cast<T *>(smem_raw);  // [BM][D]
     T *sK = sQ + C::Q_ELEMS;                  // [2][BN][D]
     T *sV = sK + 2 * C::KV_ELEMS;             // [2][BN][D]
+    tst::pdl_wait();                          // tile.cuh: the kernel before this one is done
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int h = blockIdx.x, b = blockIdx.z;
@@ -330,6 +331,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
         }
     }
     tst::cp_async_wait<0>();  // nothing may land in sQ after the epilogue starts writing it
+    tst::pdl_trigger();       // the keys are streamed: the next kernel may launch
     __syncthreads();
 
     // Epilogue: O / l → this warp's rows of sQ (swizzled) → 16-byte coalesced stores of rows < t_q.
@@ -398,8 +400,7 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     cudaError_t err = tst::device_facts(&f);
     if (err == cudaSuccess) err = tst::set_smem_once(kernel, (int)C::SMEM_BYTES, f.dev, smem_set, 100);
     if (err != cudaSuccess) return err;
-    kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM_BYTES, stream>>>(p);
-    return cudaGetLastError();
+    return tst::launch(kernel, dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), dim3(C::THREADS), C::SMEM_BYTES, stream, 1, p);
 }
 
 // ---- decode: few query rows, the keys split over warps and a cluster (flash-decoding) --------------
@@ -449,6 +450,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     unsigned char *wbase = smem_raw + C::TOTALS_BYTES + warp * C::WARP_BYTES;
     T *wQ = reinterpret_cast<T *>(wbase), *wKV = wQ + C::Q_ELEMS;  // stage s: K at 2s·STEP, V at (2s+1)·STEP
+    tst::pdl_wait();  // tile.cuh: the kernel before this one is done
 
     const int h = blockIdx.x / SPLIT, rank = blockIdx.x % SPLIT, b = blockIdx.z, q0 = blockIdx.y * kDecodeRows;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
@@ -502,6 +504,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
         pv_tile<T, D, 1, 2, DT>(o, pa, v_t, lane);
     }
     tst::cp_async_wait<0>();
+    tst::pdl_trigger();  // the keys are streamed: the next kernel may launch
     __syncthreads();  // every warp is past its loop: the stages become the partials
 
     // This warp's partial → its bytes: o[16][D] fp32, then m[16], l[16].
@@ -593,19 +596,13 @@ template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score> stru
         if (cached && (*n = cache[dev].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
         cudaError_t e = prepare(dev);
         if (e != cudaSuccess) return e;
-        cudaLaunchConfig_t cfg{};
-        cudaLaunchAttribute attr[1];
-        cfg.gridDim = dim3(SPLIT, 1, 1), cfg.blockDim = dim3(WARPS * 32), cfg.dynamicSmemBytes = smem;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = SPLIT, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr, cfg.numAttrs = 1;
-        if ((e = cudaOccupancyMaxActiveClusters(n, kernel, &cfg)) != cudaSuccess) return e;
+        if ((e = tst::max_active_clusters(kernel, SPLIT, WARPS * 32, smem, n)) != cudaSuccess) return e;
         if (cached && *n > 0) cache[dev].store(*n, std::memory_order_relaxed);
         return cudaSuccess;
     }
     static cudaError_t launch(const AttnParams<T, Score> &p, int dev, int64_t q_tiles, cudaStream_t stream) {
         if (cudaError_t e = prepare(dev); e != cudaSuccess) return e;
-        return tst::launch_clustered(kernel, grid(p, q_tiles), dim3(WARPS * 32), smem, stream, SPLIT, p);
+        return tst::launch(kernel, grid(p, q_tiles), dim3(WARPS * 32), smem, stream, SPLIT, p);
     }
 };
 

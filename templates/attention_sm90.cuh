@@ -171,6 +171,8 @@ __global__ void __launch_bounds__(384, 1)
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
     const uint32_t sQ = base, sKV = base + C::Q_BYTES;
     const uint32_t bar_q = sKV + STAGES * C::STAGE_BYTES, bar_full = bar_q + 8, bar_empty = bar_full + 8 * STAGES;
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
 
     const int h = blockIdx.x, b = blockIdx.z;
     const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
@@ -496,8 +498,8 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
         if (e != cudaSuccess) return e;
         last_path() = 0;
-        kernel<<<dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), C::THREADS, C::SMEM, stream>>>(p, tq, tk, tv);
-        return cudaGetLastError();
+        return tst::launch(kernel, dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), dim3(C::THREADS), C::SMEM, stream, 1, p,
+                           tq, tk, tv);
     }
 }
 

@@ -245,6 +245,9 @@ template <typename T, class Epilogue> struct GemmParams {
     int64_t lda, ldb;
     int64_t a_batch_stride, b_batch_stride;   // 0 broadcasts an operand over the batch
     Epilogue ep;
+    // B (and B1) are written by no earlier kernel of the launch sequence (weights, read-only inputs): the
+    // mma.sync kernel starts streaming them before it waits for the previous kernel (tile.cuh, PDL).
+    bool b_ready;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -436,17 +439,16 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
-    auto load_stage = [&](int s, int kt) {
-        T *st = smem + s * STAGE_ELEMS;
-        const int k0 = kt * BK;
-        load_tile<T, BM, BK, THREADS, VEC>(st, gA, p.lda, m0, p.M, k0, p.K);
+    auto load_a = [&](int s, int kt) { load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K); };
+    auto load_b = [&](int s, int kt) {
 #pragma unroll
         for (int j = 0; j < NB; ++j) {
-            T *sB = st + A_ELEMS + j * B_ELEMS;
-            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB[j], p.ldb, k0, p.K, n0, p.N);
-            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, k0, p.K);
+            T *sB = smem + s * STAGE_ELEMS + A_ELEMS + j * B_ELEMS;
+            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB[j], p.ldb, kt * BK, p.K, n0, p.N);
+            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, kt * BK, p.K);
         }
     };
+    auto load_stage = [&](int s, int kt) { load_a(s, kt), load_b(s, kt); };
 
     float acc[NB][MI][NI][4];
 #pragma unroll
@@ -463,10 +465,28 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
     auto load_k = [&](int s, int kt) { load_stage(s, kt0 + kt); };
+    // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
+    // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
+    // still cover tile kt's A and B); everything else after it.
+    if (p.b_ready) {
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) load_k(s, s);
-        tst::cp_async_commit();
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_b(s, kt0 + s);
+            tst::cp_async_commit();
+        }
+        tst::pdl_wait();
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_a(s, kt0 + s);
+            tst::cp_async_commit();
+        }
+    } else {
+        tst::pdl_wait();
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_k(s, s);
+            tst::cp_async_commit();
+        }
     }
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
     RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));
@@ -495,6 +515,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                                   [&](int r, int ch) { return st + swz<BK>(r, ch); });
     }
     tst::cp_async_wait<0>();
+    tst::pdl_trigger();   // the main loop is done: the next kernel may launch and start its own loads
     if constexpr (kRowStats<Epilogue> > 0) {
         rows.finish(p.ep, static_cast<int>(threadIdx.x), rs);
         __syncthreads();
@@ -580,7 +601,7 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
-    return tst::launch_clustered(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
+    return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:

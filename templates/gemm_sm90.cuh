@@ -645,6 +645,8 @@ __global__ void __launch_bounds__(384, 1)
     unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
     float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
 
     const TileOrder<BM, BN, CM> order(p.M, p.N);
     const int items = order.per_batch * p.batch, stride = static_cast<int>(gridDim.x) / CM;
@@ -865,26 +867,6 @@ inline int &last_fallback_reason() {
     return r;
 }
 
-// A launch configuration for clusters of cm CTAs along x (cfg.attrs points into the object: not copyable).
-struct ClusterLaunch {
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    ClusterLaunch(dim3 grid, int threads, int smem, cudaStream_t stream, int cm) {
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-        cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-        cfg.stream = stream;
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = static_cast<unsigned>(cm);
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-    }
-    ClusterLaunch(const ClusterLaunch &) = delete;
-    ClusterLaunch &operator=(const ClusterLaunch &) = delete;
-};
-
 // How many CTAs of kernel (threads, smem bytes, clusters of CM) the device holds at once: sms × blocks an SM,
 // or CM × the clusters cudaOccupancyMaxActiveClusters reports; at least CM.
 template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, int threads, int smem, int sms, int *out) {
@@ -894,8 +876,7 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem);
         n *= sms;
     } else {
-        const ClusterLaunch cl(dim3(CM, 1, 1), threads, smem, 0, CM);
-        e = cudaOccupancyMaxActiveClusters(&n, kernel, &cl.cfg);
+        e = tst::max_active_clusters(kernel, CM, threads, static_cast<size_t>(smem), &n);
         n *= CM;
     }
     if (e != cudaSuccess) return e;
@@ -962,14 +943,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
     const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
-    if constexpr (CM == 1) {
-        kernel<<<grid, C::THREADS, C::SMEM, stream>>>(p, ta, tb0, tb1, flags);
-    } else {
-        const ClusterLaunch cl(grid, C::THREADS, C::SMEM, stream, CM);
-        e = cudaLaunchKernelEx(&cl.cfg, kernel, p, ta, tb0, tb1, flags);
-        if (e != cudaSuccess) return e;
-    }
-    return cudaGetLastError();
+    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, flags);
 }
 
 }  // namespace tsg90

@@ -64,6 +64,8 @@ __device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I 
 template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
     constexpr int VEC = Fn::kVec;
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
     const int64_t inner = pick(p.size, p.ndim - 1), inner_stride = pick(p.out_stride, p.ndim - 1);
     const I per_row = ((I)inner + VEC - 1) / VEC, spans = (I)(p.numel / inner) * per_row;
     for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < spans; t += (I)gridDim.x * blockDim.x) {
@@ -88,9 +90,8 @@ cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t str
     int64_t blocks = (spans + 255) / 256;
     int64_t cap = (int64_t)sm_count * 16;
     unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
-    if (spans < ((int64_t)1 << 31)) map_kernel<T, Fn, uint32_t><<<grid, 256, 0, stream>>>(p);
-    else map_kernel<T, Fn, int64_t><<<grid, 256, 0, stream>>>(p);
-    return cudaGetLastError();
+    if (spans < ((int64_t)1 << 31)) return tst::launch(map_kernel<T, Fn, uint32_t>, dim3(grid), dim3(256), 0, stream, 1, p);
+    return tst::launch(map_kernel<T, Fn, int64_t>, dim3(grid), dim3(256), 0, stream, 1, p);
 }
 
 }  // namespace tsm

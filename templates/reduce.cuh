@@ -55,6 +55,8 @@ __device__ __forceinline__ int64_t unravel(const ReduceParams<T, Inner, Finish> 
 
 template <typename T, class Inner, class Finish, int COMBINE>
 __global__ void __launch_bounds__(256) reduce_kernel(const ReduceParams<T, Inner, Finish> p) {
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
     const int lane = threadIdx.x % 32;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     for (int64_t o = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; o < p.numel; o += warps) {
@@ -89,6 +91,8 @@ __global__ void __launch_bounds__(256) reduce_kernel(const ReduceParams<T, Inner
 template <typename T, class Inner, class Finish, int COMBINE>
 __global__ void __launch_bounds__(256) reduce_rows_kernel(const ReduceParams<T, Inner, Finish> p) {
     __shared__ WState part[8];
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     for (int64_t o = blockIdx.x; o < p.numel; o += gridDim.x) {
         int64_t idx[kMaxDims];
@@ -132,12 +136,12 @@ cudaError_t launch_reduce(const ReduceParams<T, Inner, Finish> &p, int sm_count,
     if (p.ndim < 0 || p.ndim > kMaxDims || p.len < 1) return cudaErrorInvalidValue;
     const int64_t cap = (int64_t)sm_count * 16;
     if (p.len >= 1024 && p.numel <= (int64_t)sm_count * 64) { /* few long rows: a block per row */
-        reduce_rows_kernel<T, Inner, Finish, COMBINE><<<(unsigned)(p.numel < cap ? p.numel : cap), 256, 0, stream>>>(p);
-        return cudaGetLastError();
+        return tst::launch(reduce_rows_kernel<T, Inner, Finish, COMBINE>, dim3((unsigned)(p.numel < cap ? p.numel : cap)),
+                           dim3(256), 0, stream, 1, p);
     }
     int64_t blocks = (p.numel + 7) / 8;
-    reduce_kernel<T, Inner, Finish, COMBINE><<<(unsigned)(blocks < cap ? blocks : cap), 256, 0, stream>>>(p);
-    return cudaGetLastError();
+    return tst::launch(reduce_kernel<T, Inner, Finish, COMBINE>, dim3((unsigned)(blocks < cap ? blocks : cap)), dim3(256), 0,
+                       stream, 1, p);
 }
 
 }  // namespace tsr

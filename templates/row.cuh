@@ -161,6 +161,8 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
     static_assert(kThreads % TPR == 0 && (TPR % 32 == 0 || 32 % TPR == 0),
                   "a row's group is whole warps of one block, or an aligned part of one warp");
     __shared__ float slots[NS][kThreads / 32];
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
     const int lane = threadIdx.x % TPR;
     for (int64_t r0 = (int64_t)blockIdx.x * GROUPS; r0 < p.rows; r0 += (int64_t)gridDim.x * GROUPS) {
         const int64_t row = r0 + threadIdx.x / TPR;
@@ -229,6 +231,8 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
     static_assert(kColumnThreads % COLS == 0, "a block is COLS rows by SPLIT threads");
     __shared__ float part_of[SPLIT][COLS];
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
+    tst::pdl_wait();
     const int col = threadIdx.x % COLS, split = threadIdx.x / COLS;
     for (int64_t r0 = (int64_t)blockIdx.x * COLS; r0 < p.rows; r0 += (int64_t)gridDim.x * COLS) {
         const int64_t row = r0 + col;
@@ -263,8 +267,8 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
 }
 
 template <class Fn, int COLS> cudaError_t launch_row_columns_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    row_columns_kernel<Fn, COLS><<<row_grid((p.rows + COLS - 1) / COLS), kColumnThreads, 0, stream>>>(p);
-    return cudaGetLastError();
+    return tst::launch(row_columns_kernel<Fn, COLS>, row_grid((p.rows + COLS - 1) / COLS), dim3(kColumnThreads), 0,
+                       stream, 1, p);
 }
 
 // Rows along a strided axis: 32 neighbouring rows a block (a warp's load is 32 consecutive elements) where
@@ -282,8 +286,8 @@ template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int s
 // ---- launch ----------------------------------------------------------------------------------------
 
 template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks> cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    row_kernel<Fn, TPR, ITEMS, MINB><<<row_grid((p.rows + kThreads / TPR - 1) / (kThreads / TPR)), kThreads, 0, stream>>>(p);
-    return cudaGetLastError();
+    return tst::launch(row_kernel<Fn, TPR, ITEMS, MINB>, row_grid((p.rows + kThreads / TPR - 1) / (kThreads / TPR)),
+                       dim3(kThreads), 0, stream, 1, p);
 }
 
 // The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,

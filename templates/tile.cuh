@@ -208,6 +208,28 @@ template <typename V> __device__ __forceinline__ const V *cluster_map(const V *l
 __device__ __forceinline__ float cluster_load(const float *local, int r, int i) { return cluster_map(local, r)[i]; }
 }  // namespace tst
 
+// ---- programmatic dependent launch (sm_90+) ------------------------------------------------------
+// The kernels of one emitted header's launch function run in one stream; from the second on they are
+// launched with programmatic stream serialization (tst::launch under a PdlSequence, below), so that a
+// kernel's CTAs become resident and start what depends on no earlier kernel (streaming a weight) while the
+// kernel before it drains. Every kernel calls pdl_trigger() first (its dependents may launch once all its
+// CTAs have started) and pdl_wait() before it reads anything an earlier kernel wrote and before it writes
+// anything (griddepcontrol.wait returns once the preceding kernel has completed and its writes are visible;
+// at once for a kernel launched without the attribute, and on GPUs before sm_90 both are no-ops). Because
+// each kernel waits for its predecessor, which waited for its own, the order of the whole chain holds.
+namespace tst {
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -256,24 +278,74 @@ inline cudaError_t set_smem_once(Kernel kernel, int bytes, int dev, std::atomic<
     return e;
 }
 
+// Where the calling thread is in an emitted launch function's kernel sequence: outside one (kernels launch
+// as plain stream work: the templates' own tests, user code), before its first kernel, or past it (later
+// kernels get programmatic stream serialization). Per thread: concurrent launch functions do not mix.
+enum PdlState { kPdlOff = 0, kPdlFirst, kPdlOn };
+inline PdlState &pdl_state() {
+    static thread_local PdlState state = kPdlOff;
+    return state;
+}
+// Scope of one launch function's kernel sequence (the emitter declares one before the first launch). The
+// first kernel is ordered after earlier stream work as usual: what the caller's kernels wrote (the
+// weights too) is visible to every kernel of the sequence.
+struct PdlSequence {
+    PdlSequence() { pdl_state() = kPdlFirst; }
+    ~PdlSequence() { pdl_state() = kPdlOff; }
+    PdlSequence(const PdlSequence &) = delete;
+    PdlSequence &operator=(const PdlSequence &) = delete;
+};
+
 // Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
-// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+). Returns the launch's error.
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); inside a PdlSequence past its
+// first kernel, on compute capability 9.0+, with programmatic stream serialization. Returns the launch's error.
 template <class... Params, class... Args>
-inline cudaError_t launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                    int cluster, Args &&...args) {
+inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                          int cluster, Args &&...args) {
     cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
+    cfg.attrs = attr;
+    if (cluster > 1) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attr[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
+        attr[cfg.numAttrs].val.clusterDim.y = 1;
+        attr[cfg.numAttrs].val.clusterDim.z = 1;
+        cfg.numAttrs++;
+    }
+    PdlState &pdl = pdl_state();
+    if (pdl == kPdlOn) {
+        DeviceFacts f;
+        cudaError_t e = device_facts(&f);
+        if (e != cudaSuccess) return e;
+        if (f.cc_major >= 9) {
+            attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+            attr[cfg.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+            cfg.numAttrs++;
+        }
+    }
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+    if (e == cudaSuccess && pdl == kPdlFirst) pdl = kPdlOn;
+    return e;
+}
+
+// How many clusters of `cluster` CTAs (threads, smem dynamic bytes each) of kernel can be resident at once.
+template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, int cluster, int threads, size_t smem, int *n) {
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
+    cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+    cfg.dynamicSmemBytes = smem;
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
     attr[0].val.clusterDim.y = 1;
     attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = cluster > 1 ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+    cfg.numAttrs = 1;
+    return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
 }
 
 // The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say

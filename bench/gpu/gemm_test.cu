@@ -181,6 +181,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     p.M = M, p.N = N, p.K = K, p.batch = batch;
     p.lda = lda, p.ldb = ldb, p.a_batch_stride = a_bs, p.b_batch_stride = b_bs;
     p.ep.out = out, p.ep.ldc = ldc, p.ep.batch_stride = c_bs, p.ep.n = N;
+    p.b_ready = seed & 1;   // both prologue orders (B first, or A and B together)
     if constexpr (KIND == kRowScale) p.ep.scale = scale, p.ep.scale_batch_stride = M;
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;

@@ -25,7 +25,7 @@ static int pending; /* a <<<>>> configuration pushed and not yet popped */
 stub_state stub = {.cc_major = 9, .cc_minor = 0, .sms = 132, .ptx_version = 80};
 
 void stub_reset(void) {
-    stub.launches = stub.attribute_queries = stub.func_attribute_sets = 0;
+    stub.launches = stub.attribute_queries = stub.func_attribute_sets = stub.pdl_launches = stub.first_pdl = 0;
     stub.last_kernel = NULL;
     stub.captures = stub.captured_launches = stub.instantiations = stub.updates = stub.graph_launches = 0;
 }
@@ -90,8 +90,32 @@ char __cudaInitModule(void **h) {
 int __cudaLaunchKernel(const void *kernel, dim3_c grid, dim3_c block, void **args, size_t shmem, void *stream) {
     return cudaLaunchKernel(kernel, grid, block, args, shmem, stream);
 }
+/* cudaLaunchConfig_t and cudaLaunchAttribute as driver_types.h lays them out (CUDA 12-13). */
+typedef struct {
+    int id;
+    char pad[4];
+    union {
+        char pad[64];
+        int flag;
+    } val;
+} launch_attr_c;
+typedef struct {
+    dim3_c grid, block;
+    size_t smem;
+    void *stream;
+    const launch_attr_c *attrs;
+    unsigned nattrs;
+} launch_config_c;
+enum { ATTR_PROGRAMMATIC_STREAM_SERIALIZATION = 6 };
+
 int cudaLaunchKernelExC(const void *config, const void *func, void **args) {
-    (void)config, (void)args;
+    (void)args;
+    const launch_config_c *c = config;
+    int pdl = 0;
+    for (unsigned i = 0; i < c->nattrs; i++)
+        if (c->attrs[i].id == ATTR_PROGRAMMATIC_STREAM_SERIALIZATION && c->attrs[i].val.flag) pdl = 1;
+    if (pdl && stub.launches + stub.captured_launches == 0) stub.first_pdl = 1;
+    stub.pdl_launches += pdl;
     launched(name_of(func));
     return 0;
 }

@@ -8,6 +8,8 @@ typedef struct {
     int attribute_queries;                    /* cudaDeviceGetAttribute calls since stub_reset */
     int func_attribute_sets;                  /* cudaFuncSetAttribute calls since stub_reset */
     const char *last_kernel;                  /* device name of the last kernel launched */
+    int pdl_launches;                         /* launches with programmatic stream serialization since stub_reset */
+    int first_pdl;                            /* the first launch since stub_reset had it */
     int device;                               /* what cudaGetDevice answers */
     /* CUDA graphs: counts since stub_reset, except the live ones */
     int captures, captured_launches;          /* stream captures begun; launches recorded into them, not run */

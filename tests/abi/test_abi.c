@@ -119,7 +119,20 @@ static void decoder_cases(void) {
     call("decoder_layer, t = 2^31 (past the GEMM's int M)", decoder_layer_run, 9, -1, 0, &t, ws, INVALID_VALUE, 0);
     t = ((int64_t)1 << 40) + 1;
     call("decoder_layer, t = 2^40 + 1", decoder_layer_run, 9, -1, 0, &t, ws, INVALID_VALUE, 0);
+    /* Programmatic dependent launch: every kernel after the first of a call, on a Hopper device; none before */
     t = 7;
+    call("decoder_layer, t = 7 (sm_90)", decoder_layer_run, 9, -1, 0, &t, ws, OK, -1);
+    expect(stub.launches > 1 && stub.pdl_launches == stub.launches - 1 && !stub.first_pdl,
+           "decoder_layer, sm_90: launches after the first with programmatic stream serialization", stub.pdl_launches,
+           stub.launches - 1);
+    call("decoder_layer, second call (sm_90)", decoder_layer_run, 9, -1, 0, &t, ws, OK, -1);
+    expect(!stub.first_pdl, "decoder_layer, second call: its first kernel waits for earlier stream work", stub.first_pdl, 0);
+    call("matmul, one kernel (sm_90)", matmul_run, 3, -1, 0, NULL, NULL, OK, 1);
+    expect(stub.pdl_launches == 0, "matmul, one kernel: no programmatic launch", stub.pdl_launches, 0);
+    stub.cc_major = 8, stub.device = 2; /* a device no other case uses (facts are cached): an sm_80 GPU */
+    call("decoder_layer, t = 7 (sm_80)", decoder_layer_run, 9, -1, 0, &t, ws, OK, -1);
+    expect(stub.pdl_launches == 0, "decoder_layer, sm_80: no programmatic launch", stub.pdl_launches, 0);
+    stub.cc_major = 9, stub.device = 0;
     expect(decoder_layer_workspace(&t) > 0, "decoder_layer, workspace bytes at t = 7", 0, 1);
     expect(decoder_layer_workspace(NULL) == 0, "decoder_layer, workspace bytes with dims NULL", 1, 0);
 }
