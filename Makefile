@@ -73,7 +73,7 @@ EVAL_DIMS_attention_mask   := t_q=64,t_kv=96
 EVAL_DIMS_swiglu_decode    := m=16,d=512,n=1024
 EVAL_DIMS_rmsnorm_mlp_decode := m=16,d=512,n=1024
 
-.PHONY: all test run deps clean unit-tests compile-tests generated gpu-build gpu-check check-generated torch-tests install check-install
+.PHONY: all test run deps clean unit-tests compile-tests generated gpu-build gpu-check check-generated torch-tests install check-install check-gpu-tests
 all: $(BUILD)/tsopt
 
 # ---- dependencies ----------------------------------------------------------------------------------
@@ -159,12 +159,12 @@ unit-tests: $(TEST_BIN) $(BUILD)/tsopt $(BUILD)/tests/libmockcuda.so
 #     analysis is type-based, as at -O2). build/tsopt itself still runs in step 3 (every bench graph
 #     compiled and diffed, the install, the importer) and under valgrind in .ci/run.
 #  2. The tests, verify-rules and the Python checks under ASan + UBSan (build-san/).
-#  3. check-generated, torch-tests and check-install side by side (independent: each writes its own files
-#     under build/; --output-sync keeps each one's output together).
+#  3. check-generated, torch-tests, check-install and check-gpu-tests side by side (independent: each writes
+#     its own files under build/; --output-sync keeps each one's output together).
 test: build/.deps
 	$(MAKE) -j$(JOBS) all compile-tests
 	$(MAKE) -j$(JOBS) SAN=1 unit-tests
-	$(MAKE) -j$(JOBS) --output-sync=target --no-print-directory check-generated torch-tests check-install
+	$(MAKE) -j$(JOBS) --output-sync=target --no-print-directory check-generated torch-tests check-install check-gpu-tests
 
 # The test sources at this build's flags, without linking or running them (make test's -O2 warning check).
 compile-tests: $(TEST_OBJ)
@@ -305,6 +305,16 @@ gpu-build: $(BUILD)/tsopt
 
 gpu-check:
 	bash bench/gpu_run.sh
+
+# The template test programs (bench/gpu/*_test.cu, what gpu-build links and the H200 runs) compiled here,
+# host and device code for sm_90a, warnings as errors, not linked: a template change that breaks one of them
+# fails make test, not the next GPU session.
+GPU_TEST_OBJS := $(foreach t,$(GPU_TESTS),$(BUILD)/gpu-tests/$(firstword $(subst :, ,$(t))).o)
+$(BUILD)/gpu-tests/%.o: bench/gpu/%.cu $(wildcard templates/*.cuh bench/gpu/*.cuh)
+	@mkdir -p $(@D)
+	@$(NVCC_CHECK) -O1 $(NVCC_SM90A) -I templates -c $< -o $@ > $(@:.o=.log) 2>&1 || { echo "$<:"; cat $(@:.o=.log); rm -f $@; exit 1; }
+check-gpu-tests: $(GPU_TEST_OBJS)
+	@echo "the template test programs (bench/gpu/*_test.cu) compile: ok"
 
 clean:
 	rm -rf build build-san

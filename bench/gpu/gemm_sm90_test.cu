@@ -310,15 +310,22 @@ static void run_config(const Shape &s, uint64_t seed) {
 
 // Active clusters of 2 the device can hold for a kernel (how many of the 2-CTA clusters run in one wave).
 template <typename T, int BM, int BN, int ST, bool B_KN, bool DUAL, class Ep> static void print_cluster_occupancy(const char *what) {
-#ifdef GEMM_SM90_TEST_NO_PP   // templates from before tsg90::ClusterLaunch
+#ifdef GEMM_SM90_TEST_NO_PP   // templates from before the ping-pong form
     printf("cluster occupancy %s: not asked (older templates)\n", what);
 #else
     using C = tsg90::Cfg<BM, BN, ST, 2, DUAL>;
     auto kernel = tsg90::gemm_sm90_kernel<T, BM, BN, ST, 2, B_KN, DUAL, Ep, false>;
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
-    const tsg90::ClusterLaunch cl(dim3(128, 1, 1), C::THREADS, C::SMEM, 0, 2);
+    // the launch configuration built here, not by a template helper: gemm_ab.sh builds this file against
+    // older templates too
+    cudaLaunchConfig_t cfg{};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3(128, 1, 1), cfg.blockDim = dim3(C::THREADS, 1, 1), cfg.dynamicSmemBytes = C::SMEM;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr, cfg.numAttrs = 1;
     int n = -1;
-    cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cl.cfg);
+    cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
     printf("cluster occupancy %s: %d active 2-CTA clusters (%s)\n", what, n, cudaGetErrorString(e));
     (void)cudaGetLastError();
 #endif
