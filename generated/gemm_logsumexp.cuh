@@ -311,9 +311,11 @@ __device__ __forceinline__ float cluster_load(const float *local, int r, int i) 
 // The kernels of one emitted header's launch function run in one stream; from the second on they are
 // launched with programmatic stream serialization (tst::launch under a PdlSequence, below), so that a
 // kernel's CTAs become resident and start what depends on no earlier kernel (streaming a weight) while the
-// kernel before it drains. Every kernel calls pdl_trigger() first (its dependents may launch once all its
-// CTAs have started) and pdl_wait() before it reads anything an earlier kernel wrote and before it writes
-// anything (griddepcontrol.wait returns once the preceding kernel has completed and its writes are visible;
+// kernel before it drains. Every kernel calls pdl_trigger() (its dependents may launch once all its CTAs have
+// called it or exited: first thing in the short map, row and reduce kernels and the wgmma ones, after the
+// main loop in the mma.sync GEMM and attention kernels — triggering those first made the decode step slower,
+// bench/NOTES.md runs 58-59) and pdl_wait() before it reads anything an earlier kernel wrote and before it
+// writes anything (griddepcontrol.wait returns once the preceding kernel has completed and its writes are visible;
 // at once for a kernel launched without the attribute, and on GPUs before sm_90 both are no-ops). Because
 // each kernel waits for its predecessor, which waited for its own, the order of the whole chain holds.
 namespace tst {
@@ -395,6 +397,16 @@ struct PdlSequence {
     PdlSequence &operator=(const PdlSequence &) = delete;
 };
 
+// The launch attribute that groups CTAs into clusters of `cluster` along x.
+inline cudaLaunchAttribute cluster_attr(int cluster) {
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = static_cast<unsigned>(cluster);
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return a;
+}
+
 // Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
 // that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); inside a PdlSequence past its
 // first kernel, on compute capability 9.0+, with programmatic stream serialization. Returns the launch's error.
@@ -408,13 +420,7 @@ inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    if (cluster > 1) {
-        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
-        attr[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
-        attr[cfg.numAttrs].val.clusterDim.y = 1;
-        attr[cfg.numAttrs].val.clusterDim.z = 1;
-        cfg.numAttrs++;
-    }
+    if (cluster > 1) attr[cfg.numAttrs++] = cluster_attr(cluster);
     PdlState &pdl = pdl_state();
     if (pdl == kPdlOn) {
         DeviceFacts f;
@@ -434,14 +440,10 @@ inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size
 // How many clusters of `cluster` CTAs (threads, smem dynamic bytes each) of kernel can be resident at once.
 template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, int cluster, int threads, size_t smem, int *n) {
     cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[1] = {cluster_attr(cluster)};
     cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
     cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
     cfg.dynamicSmemBytes = smem;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
@@ -1305,7 +1307,6 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, kt * BK, p.K);
         }
     };
-    auto load_stage = [&](int s, int kt) { load_a(s, kt), load_b(s, kt); };
 
     float acc[NB][MI][NI][4];
 #pragma unroll
@@ -1321,7 +1322,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
     const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
-    auto load_k = [&](int s, int kt) { load_stage(s, kt0 + kt); };
+    auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
     // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
     // still cover tile kt's A and B); everything else after it.
@@ -1331,19 +1332,15 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             if (s < KT) load_b(s, kt0 + s);
             tst::cp_async_commit();
         }
-        tst::pdl_wait();
+    }
+    tst::pdl_wait();
 #pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < KT) load_a(s, kt0 + s);
-            tst::cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) {
+            load_a(s, kt0 + s);
+            if (!p.b_ready) load_b(s, kt0 + s);
         }
-    } else {
-        tst::pdl_wait();
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < KT) load_k(s, s);
-            tst::cp_async_commit();
-        }
+        tst::cp_async_commit();
     }
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
     RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));

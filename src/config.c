@@ -75,12 +75,15 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
 }
 
 /* Attention with few query rows a head (a decode step; a GQA group's query heads as rows) runs the split-key
- * kernel (templates/attention.cuh, tsa::kDecodeRows): 4.9x the FlashAttention-3 kernel at one Llama-3-8B
- * sequence (8 kv heads, cache 4096), 1.2x at 16 (bench/NOTES.md run 57). A dynamic t_q branches at run time. */
-enum { ATTN_DECODE_ROWS = 16, ATTN_DECODE_WARPS = 4, ATTN_DECODE_MIN_STEPS = 4, ATTN_DECODE_MAX_SPLIT = 8 };
+ * kernel (templates/attention.cuh, tsa::kDecodeRows): 5.5x the FlashAttention-3 kernel at one Llama-3-8B
+ * sequence (8 kv heads, cache 4096), 1.27x at 16 (bench/NOTES.md run 57). A dynamic t_q branches at run time.
+ * The constants are the template's (kDecodeRows, kDecodeKeys, DecodeConfig's WARPS, kDecodeMinSteps,
+ * kDecodeMaxSplit). */
+enum { ATTN_DECODE_ROWS = 16, ATTN_DECODE_KEYS = 16, ATTN_DECODE_WARPS = 4, ATTN_DECODE_MIN_STEPS = 4,
+       ATTN_DECODE_MAX_SPLIT = 8 };
 
 int ts_config_attention_split(double units, double t_kv, int sms) {
-    double steps = ceil(t_kv / ATTN_DECODE_ROWS), cover = sms * 0.9;
+    double steps = ceil(t_kv / ATTN_DECODE_KEYS), cover = sms * 0.9;
     int split = 1;
     while (units * split < cover && split < ATTN_DECODE_MAX_SPLIT && units * split * 2 <= sms &&
            steps / (split * 2.0 * ATTN_DECODE_WARPS) >= ATTN_DECODE_MIN_STEPS)

@@ -448,7 +448,6 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             else load_tile<T, BN, BK, THREADS, VEC>(sB, gB[j], p.ldb, n0, p.N, kt * BK, p.K);
         }
     };
-    auto load_stage = [&](int s, int kt) { load_a(s, kt), load_b(s, kt); };
 
     float acc[NB][MI][NI][4];
 #pragma unroll
@@ -464,7 +463,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
     const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
-    auto load_k = [&](int s, int kt) { load_stage(s, kt0 + kt); };
+    auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
     // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
     // still cover tile kt's A and B); everything else after it.
@@ -474,19 +473,15 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             if (s < KT) load_b(s, kt0 + s);
             tst::cp_async_commit();
         }
-        tst::pdl_wait();
+    }
+    tst::pdl_wait();
 #pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < KT) load_a(s, kt0 + s);
-            tst::cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) {
+            load_a(s, kt0 + s);
+            if (!p.b_ready) load_b(s, kt0 + s);
         }
-    } else {
-        tst::pdl_wait();
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < KT) load_k(s, s);
-            tst::cp_async_commit();
-        }
+        tst::cp_async_commit();
     }
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
     RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));

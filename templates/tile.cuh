@@ -212,9 +212,11 @@ __device__ __forceinline__ float cluster_load(const float *local, int r, int i) 
 // The kernels of one emitted header's launch function run in one stream; from the second on they are
 // launched with programmatic stream serialization (tst::launch under a PdlSequence, below), so that a
 // kernel's CTAs become resident and start what depends on no earlier kernel (streaming a weight) while the
-// kernel before it drains. Every kernel calls pdl_trigger() first (its dependents may launch once all its
-// CTAs have started) and pdl_wait() before it reads anything an earlier kernel wrote and before it writes
-// anything (griddepcontrol.wait returns once the preceding kernel has completed and its writes are visible;
+// kernel before it drains. Every kernel calls pdl_trigger() (its dependents may launch once all its CTAs have
+// called it or exited: first thing in the short map, row and reduce kernels and the wgmma ones, after the
+// main loop in the mma.sync GEMM and attention kernels — triggering those first made the decode step slower,
+// bench/NOTES.md runs 58-59) and pdl_wait() before it reads anything an earlier kernel wrote and before it
+// writes anything (griddepcontrol.wait returns once the preceding kernel has completed and its writes are visible;
 // at once for a kernel launched without the attribute, and on GPUs before sm_90 both are no-ops). Because
 // each kernel waits for its predecessor, which waited for its own, the order of the whole chain holds.
 namespace tst {
@@ -296,6 +298,16 @@ struct PdlSequence {
     PdlSequence &operator=(const PdlSequence &) = delete;
 };
 
+// The launch attribute that groups CTAs into clusters of `cluster` along x.
+inline cudaLaunchAttribute cluster_attr(int cluster) {
+    cudaLaunchAttribute a{};
+    a.id = cudaLaunchAttributeClusterDimension;
+    a.val.clusterDim.x = static_cast<unsigned>(cluster);
+    a.val.clusterDim.y = 1;
+    a.val.clusterDim.z = 1;
+    return a;
+}
+
 // Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
 // that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); inside a PdlSequence past its
 // first kernel, on compute capability 9.0+, with programmatic stream serialization. Returns the launch's error.
@@ -309,13 +321,7 @@ inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    if (cluster > 1) {
-        attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
-        attr[cfg.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster);
-        attr[cfg.numAttrs].val.clusterDim.y = 1;
-        attr[cfg.numAttrs].val.clusterDim.z = 1;
-        cfg.numAttrs++;
-    }
+    if (cluster > 1) attr[cfg.numAttrs++] = cluster_attr(cluster);
     PdlState &pdl = pdl_state();
     if (pdl == kPdlOn) {
         DeviceFacts f;
@@ -335,14 +341,10 @@ inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size
 // How many clusters of `cluster` CTAs (threads, smem dynamic bytes each) of kernel can be resident at once.
 template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, int cluster, int threads, size_t smem, int *n) {
     cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[1] = {cluster_attr(cluster)};
     cfg.gridDim = dim3(static_cast<unsigned>(cluster), 1, 1);
     cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
     cfg.dynamicSmemBytes = smem;
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
