@@ -21,15 +21,15 @@
     "  V_new: {dtype: fp16, shape: [b, kv_h, d_h]}\n"                                                  \
     "  K_cache: {dtype: fp16, shape: [b, kv_h, s_max, d_h], inout: true}\n"                            \
     "  V_cache: {dtype: fp16, shape: [b, kv_h, s_max, d_h], inout: true}\n"
-static const char *const decode_attention =
-    CACHE_AXES CACHE_INPUTS
-    "ops:\n"
-    "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"
-    "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"
-    "  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
-    "  - {name: P, op: softmax, args: [S], axis: s}\n"
-    "  - {name: O, op: matmul, args: [P, V], over: s}\n"
-    "outputs: [O]\n";
+/* K_new and V_new appended, then Q attends over the caches' first s positions. */
+#define APPEND_AND_ATTEND                                                                              \
+    "  - {name: K, op: append, args: [K_cache, K_new], axis: s_max, as: s}\n"                          \
+    "  - {name: V, op: append, args: [V_cache, V_new], axis: s_max, as: s}\n"                          \
+    "  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"                                             \
+    "  - {name: P, op: softmax, args: [S], axis: s}\n"                                                 \
+    "  - {name: O, op: matmul, args: [P, V], over: s}\n"                                               \
+    "outputs: [O]\n"
+static const char *const decode_attention = CACHE_AXES CACHE_INPUTS "ops:\n" APPEND_AND_ATTEND;
 
 /* ---- the checker ------------------------------------------------------------------------------- */
 
@@ -198,5 +198,61 @@ Test(inplace, the_header_takes_the_caches_writable_and_checks_the_position, .tim
     cr_assert_null(strstr(buf, "__half *K_cache_"), "the hidden outputs are no parameters");
     cr_assert_not_null(strstr(buf, "static_cast<__half *>(buffers[3])"), "the C ABI passes the cache writable");
     free(buf);
+    compiled_free(&x);
+}
+
+/* A rotated key appended as the model writes it: RoPE over [b, kv_h, two, d_half] (rotate-half pairs), the
+ * result reshaped to [b, kv_h, d_h] and appended. The reshape only merges axes, so the append's kernel
+ * computes the rotation itself and writes it through the cache's strides split the same way: one kernel,
+ * no temporary, where it took a rotation kernel and a copy. */
+static const char *const rope_append =
+    "axes:\n  b: 2\n  kv_h: 2\n  grp: 2\n  s_max: 8\n  s: {dynamic: true, typical: 5}\n  d_h: 4\n"
+    "  two: 2\n  d_half: 2\n"
+    "inputs:\n"
+    "  Q: {dtype: fp16, shape: [b, kv_h, grp, d_h]}\n"
+    "  k: {dtype: fp16, shape: [b, kv_h, two, d_half]}\n"
+    "  cos_t: {dtype: fp16, shape: [d_half]}\n"
+    "  sin_t: {dtype: fp16, shape: [d_half]}\n"
+    "  V_new: {dtype: fp16, shape: [b, kv_h, d_h]}\n"
+    "  K_cache: {dtype: fp16, shape: [b, kv_h, s_max, d_h], inout: true}\n"
+    "  V_cache: {dtype: fp16, shape: [b, kv_h, s_max, d_h], inout: true}\n"
+    "ops:\n"
+    "  - {name: j, op: iota, axis: two, dtype: fp16}\n"
+    "  - {name: j2, op: scale, args: [j], by: 2}\n"
+    "  - {name: sign, op: add, args: [j2, -1]}\n"
+    "  - {name: k_flip, op: slice, args: [k], axis: two, start: 1, step: -1, as: two}\n"
+    "  - {name: k_rot, op: mul, args: [k_flip, sign]}\n"
+    "  - {name: k_cos, op: mul, args: [k, cos_t]}\n"
+    "  - {name: k_sin, op: mul, args: [k_rot, sin_t]}\n"
+    "  - {name: k_pe, op: add, args: [k_cos, k_sin]}\n"
+    "  - {name: K_new, op: reshape, args: [k_pe], shape: [b, kv_h, d_h]}\n" APPEND_AND_ATTEND;
+
+Test(inplace, a_rotated_key_is_computed_by_its_append_through_the_merged_axes, .timeout = 60) {
+    compiled x;
+    compile_text(&x, rope_append);
+    const ts_plan *p = &x.comp.plans[0];
+    int32_t two = ts_graph_find_axis(&x.c.g, "two"), half = ts_graph_find_axis(&x.c.g, "d_half");
+    int into_k = -1;
+    for (int i = 0; i < p->nk; i++) {
+        const ts_buffer *B = &p->buf[p->k[i].out.buf];
+        if (B->kind == TS_BUF_INPUT && B->index == 5) into_k = i;
+    }
+    cr_assert_geq(into_k, 0, "a kernel writes K_cache");
+    const ts_kernel *k = &p->k[into_k];
+    cr_assert_eq(k->kind, TS_KERNEL_MAP);
+    cr_assert_eq(k->out.ndim, 4, "over the rotation's own axes [b, kv_h, two, d_half]");
+    int64_t s5 = 5, stride_two = -1, stride_half = -1;
+    for (int d = 0; d < 4; d++) {
+        if (k->out.axis[d] == two) stride_two = ts_sym_eval(&k->out.stride[d], &s5);
+        if (k->out.axis[d] == half) stride_half = ts_sym_eval(&k->out.stride[d], &s5);
+    }
+    cr_assert(stride_two == 2 && stride_half == 1, "d_h = two · d_half: strides %lld, %lld", (long long)stride_two,
+              (long long)stride_half);
+    cr_assert_eq(ts_sym_eval(&k->out.offset, &s5), 16, "the row of s = 5: 4 · (s - 1)");
+    for (int s = 0; s < k->nacc; s++)
+        cr_assert_neq(p->buf[k->acc[s].buf].kind, TS_BUF_TEMP, "it reads the key itself, not a rotated copy");
+    for (int b = 0; b < p->nbuf; b++) /* no kernel of its own computes the rotation */
+        for (int d = 0; d < p->buf[b].ndim && p->buf[b].kind == TS_BUF_TEMP; d++)
+            cr_assert_neq(p->buf[b].axis[d], two, "temporary %d holds the rotated key", b);
     compiled_free(&x);
 }
