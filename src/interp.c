@@ -16,16 +16,30 @@
 int64_t ts_input_numel(const ts_graph *g, int i) { return ts_node_numel(g, &g->nodes[g->inputs[i].node]); }
 int64_t ts_output_numel(const ts_graph *g, int i) { return ts_view_numel(&g->outputs[i].ref.view); }
 
+/* One input's values: element k is draw `first + k` of the stream, rounded to the input's type. */
+typedef struct {
+    double *out;
+    ts_dtype dtype;
+    unsigned long long seed, first;
+} random_fill;
+
+static void fill_random(void *ctx, long long begin, long long end) {
+    const random_fill *f = ctx;
+    unsigned long long state = ts_splitmix64_skip(f->seed, f->first + (unsigned long long)begin);
+    for (long long k = begin; k < end; k++) f->out[k] = ts_dtype_round(f->dtype, 2.0 * ts_uniform(&state) - 1.0);
+}
+
+/* One stream over all the inputs in order; large inputs are filled by several threads (the values do not
+ * depend on how many: a 32-layer stack's 7·10^9 weights, first touched in parallel). */
 double **ts_random_inputs(const ts_graph *g, uint64_t seed) {
     double **bufs = ts_xcalloc((size_t)g->ninputs + 1, sizeof *bufs);
-    unsigned long long state = seed;
+    unsigned long long first = 0;
     for (int i = 0; i < g->ninputs; i++) {
         int64_t n = ts_input_numel(g, i);
-        ts_dtype t = g->nodes[g->inputs[i].node].dtype;
-        bufs[i] = ts_xmalloc(sizeof(double) * (size_t)n);
-        for (int64_t k = 0; k < n; k++) {
-            bufs[i][k] = ts_dtype_round(t, 2.0 * ts_uniform(&state) - 1.0);
-        }
+        bufs[i] = ts_xmalloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        random_fill f = {bufs[i], g->nodes[g->inputs[i].node].dtype, seed, first};
+        ts_parallel_ranges(n, 1 << 20, fill_random, &f);
+        first += (unsigned long long)n;
     }
     return bufs;
 }

@@ -404,13 +404,24 @@ static bool weight_name(const char *name) { return name[0] == 'W'; }
 /* Fresh inputs at the validation sizes: uniform in [-1, 1) rounded to each dtype; weight matrices (inputs
  * named W...) scaled by 1/sqrt(their first dim) so that fp16 activations stay in range through deep
  * graphs (the same convention as bench/gpu_check.py). */
+typedef struct {
+    double *x;
+    ts_dtype dtype;
+    double scale;
+} scale_job;
+
+static void scale_range(void *ctx, long long begin, long long end) {
+    const scale_job *j = ctx;
+    for (long long e = begin; e < end; e++) j->x[e] = ts_dtype_round(j->dtype, j->x[e] * j->scale);
+}
+
 static double **validation_inputs(const ts_graph *g, uint64_t seed) {
     double **in = ts_random_inputs(g, seed);
     for (int i = 0; i < g->ninputs; i++) {
         const ts_node *n = &g->nodes[g->inputs[i].node];
         if (!weight_name(g->inputs[i].name) || n->ndim < 2) continue;
-        double s = 1 / sqrt((double)g->axes[n->axis[0]].size);
-        for (int64_t e = 0, m = ts_input_numel(g, i); e < m; e++) in[i][e] = ts_dtype_round(n->dtype, in[i][e] * s);
+        scale_job j = {in[i], n->dtype, 1 / sqrt((double)g->axes[n->axis[0]].size)};
+        ts_parallel_ranges(ts_input_numel(g, i), 1 << 20, scale_range, &j);
     }
     return in;
 }
@@ -502,10 +513,36 @@ static void save_reference(tuner *t, const char *path) {
     free(tmp);
 }
 
-/* Inputs, and the reference from the cache or the interpreter (then cached). */
+/* Bytes of host memory the float64 validation inputs take (the interpreter's intermediates come on top). */
+static double validation_input_bytes(const ts_graph *g) {
+    double bytes = 0;
+    for (int i = 0; i < g->ninputs; i++) bytes += 8.0 * (double)ts_input_numel(g, i);
+    return bytes;
+}
+
+static double physical_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+}
+
+/* Inputs, and the reference from the cache or the interpreter (then cached). A reference whose float64
+ * inputs would take over REF_MEMORY_SHARE of this machine's memory (a 32-layer stack: 56 GB) is not made:
+ * --build-only leaves it to the GPU machine's tune (t->ref stays NULL), tune proper fails with the sizes. */
+#define REF_MEMORY_SHARE 0.6
 static int prepare_reference(tuner *t, char **err) {
     if (plan_validation(t, err) != 0) return -1;
     reference_key(t);
+    double need = validation_input_bytes(&t->vg), have = physical_memory_bytes();
+    if (need > REF_MEMORY_SHARE * have) {
+        if (t->o->build_only) {
+            fprintf(stderr, "tune: the float64 reference is left to the GPU machine: its inputs take %.1f GB, "
+                            "this machine has %.1f GB\n", need * 1e-9, have * 1e-9);
+            return 0;
+        }
+        *err = ts_strfmt("the float64 validation inputs take %.1f GB, more than %.0f%% of this machine's %.1f GB",
+                         need * 1e-9, 100 * REF_MEMORY_SHARE, have * 1e-9);
+        return -1;
+    }
     t->vin = validation_inputs(&t->vg, t->o->seed);
     char *path = ts_strfmt("%s/ref-%s.bin", t->o->cache_dir, t->ref_key);
     int rc = 0;
@@ -584,20 +621,32 @@ uint16_t ts_half_bits(double x) {
     return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((int)q - 1024);
 }
 
-/* Device bytes of a float64 array in dtype t. */
-static void *to_dtype(ts_dtype t, const double *x, int64_t n, size_t *bytes) {
-    *bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
-    void *out = ts_xmalloc(*bytes ? *bytes : 1);
-    for (int64_t i = 0; i < n; i++) {
-        float f = (float)x[i];
-        if (t == TS_FP32) memcpy((char *)out + 4 * i, &f, 4);
-        else if (t == TS_FP16) ((uint16_t *)out)[i] = ts_half_bits(x[i]);
+typedef struct {
+    ts_dtype t;
+    const double *x;
+    void *out;
+} convert_job;
+
+static void convert_range(void *ctx, long long begin, long long end) {
+    const convert_job *j = ctx;
+    for (long long i = begin; i < end; i++) {
+        float f = (float)j->x[i];
+        if (j->t == TS_FP32) memcpy((char *)j->out + 4 * i, &f, 4);
+        else if (j->t == TS_FP16) ((uint16_t *)j->out)[i] = ts_half_bits(j->x[i]);
         else { /* bf16: values are bf16-representable, so the top half of the float is exact */
             uint32_t u;
             memcpy(&u, &f, 4);
-            ((uint16_t *)out)[i] = (uint16_t)(u >> 16);
+            ((uint16_t *)j->out)[i] = (uint16_t)(u >> 16);
         }
     }
+}
+
+/* Device bytes of a float64 array in dtype t (large arrays converted by several threads). */
+static void *to_dtype(ts_dtype t, const double *x, int64_t n, size_t *bytes) {
+    *bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
+    void *out = ts_xmalloc(*bytes ? *bytes : 1);
+    convert_job j = {t, x, out};
+    ts_parallel_ranges(n, 1 << 20, convert_range, &j);
     return out;
 }
 
@@ -1402,8 +1451,8 @@ int ts_tune(const ts_tune_opts *o) {
         goto out;
     }
     if (o->build_only) {
-        printf("graph %s: %d candidate%s built into %s (reference %s cached)\n", o->g->name, t.n, t.n == 1 ? "" : "s",
-               o->cache_dir, t.ref_key);
+        printf("graph %s: %d candidate%s built into %s (reference %s %s)\n", o->g->name, t.n, t.n == 1 ? "" : "s",
+               o->cache_dir, t.ref_key, t.ref ? "cached" : "not made here");
         print_build_table(&t);
         for (int i = 0; i < t.n; i++)
             if (t.c[i].status == TS_CAND_BUILD_FAILED) rc = EXIT_INPUT;

@@ -22,6 +22,16 @@ static inline unsigned long long ts_splitmix64(unsigned long long *state) {
 }
 /* A uniform double in [0, 1) from the stream. */
 static inline double ts_uniform(unsigned long long *state) { return (double)(ts_splitmix64(state) >> 11) * 0x1.0p-53; }
+/* The state a stream started at `state` reaches after k draws: the stream is a counter, so its k-th value can
+ * be computed without the k before it (inputs filled by several threads, equal to one thread's). */
+static inline unsigned long long ts_splitmix64_skip(unsigned long long state, unsigned long long k) {
+    return state + k * 0x9E3779B97F4A7C15ull;
+}
+
+/* fn(ctx, begin, end) over [0, n) in contiguous parts, one per thread (the online processors, each part at
+ * least min_part long), returning when all are done; one part runs on the calling thread. */
+void ts_parallel_ranges(long long n, long long min_part, void (*fn)(void *ctx, long long begin, long long end),
+                        void *ctx);
 
 /* FNV-1a over n bytes, continuing from h (start with TS_FNV_OFFSET): content hashes for banners and caches. */
 #define TS_FNV_OFFSET 0xcbf29ce484222325ull

@@ -181,6 +181,23 @@ Test(interp, dtype_round_handles_subnormals_and_ties) {
     NEAR(ts_dtype_round(TS_FP32, 1 + 0x1p-24), 1);
 }
 
+/* Large inputs are filled by several threads: the values are the one stream's, drawn in order across the
+ * inputs (a small one first, then 3·2^20 elements, more than one thread's part), whatever the processors. */
+Test(interp, random_inputs_are_one_stream_however_many_threads_fill_them) {
+    checked c;
+    check_ok(&c, "axes: {a: 5, n: 3145728}\ninputs:\n  S: {dtype: fp32, shape: [a]}\n  X: {dtype: bf16, shape: [n]}\n"
+                 "ops:\n  - {name: Y, op: neg, args: [X]}\n  - {name: Z, op: neg, args: [S]}\noutputs: [Y, Z]\n");
+    double **in = ts_random_inputs(&c.g, 42);
+    unsigned long long state = 42;
+    for (int i = 0; i < 5; i++) cr_assert_eq(in[0][i], ts_dtype_round(TS_FP32, 2.0 * ts_uniform(&state) - 1.0));
+    for (int64_t k = 0; k < 3145728; k++) {
+        double want = ts_dtype_round(TS_BF16, 2.0 * ts_uniform(&state) - 1.0);
+        if (in[1][k] != want) cr_assert_fail("element %lld: %.17g, the stream's is %.17g", (long long)k, in[1][k], want);
+    }
+    ts_free_buffers(in, 2);
+    free_checked(&c);
+}
+
 Test(interp, random_inputs_are_seeded_representable_and_not_zero) {
     checked c;
     check_ok(&c, "axes: {n: 64}\ninputs:\n  X: {dtype: fp16, shape: [n]}\nops:\n"

@@ -278,6 +278,32 @@ Test(tune, build_only_needs_no_gpu_and_fills_the_cache) {
     remove_dir(dir);
 }
 
+/* A reference whose float64 inputs could not fit in this machine's memory (a 32-layer stack's take 56 GB;
+ * here two 2^20 x 2^20 operands, 17.6 TB): --build-only builds the candidates and leaves the reference to the
+ * GPU machine; tune proper refuses with the sizes instead of allocating. Nothing is allocated either way. */
+Test(tune, a_reference_too_large_for_memory_is_left_or_refused_before_allocating, .timeout = 120) {
+    char *dir = scratch("hugeref");
+    char *args = ts_strfmt("tune --build-only --top 1 --dims m=1048576,d=1048576,n=1048576 --nvcc tests/tune/fake_nvcc.sh "
+                           "--cache %s/cache bench/graphs/matmul.yaml",
+                           dir);
+    tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
+    cr_expect_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "the float64 reference is left to the GPU machine: its inputs take 17592.2 GB"),
+                       "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "not made here"), "%s", r.out);
+    free(r.out), free(args);
+    char *env = ts_strfmt("TSOPT_LIBCUDA=%s TSOPT_LIBCUPTI=%s", mock(), mock());
+    args = ts_strfmt("tune --top 1 --dims m=1048576,d=1048576,n=1048576 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
+                     "-o %s/out bench/graphs/matmul.yaml",
+                     dir, dir);
+    r = run_tsopt_env(env, args);
+    cr_expect_eq(r.code, 1, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "cannot compute the reference: the float64 validation inputs take 17592.2 GB"),
+                       "%s", r.out);
+    free(r.out), free(args), free(env);
+    remove_dir(dir);
+}
+
 /* matmul's third plan computes the contraction as a reduce kernel, predicted 48x the best: not a candidate;
  * the best plan (its twin "fused" has the same header) and two configurations of it are. */
 Test(tune, plans_predicted_over_ten_times_the_best_are_not_candidates) {
