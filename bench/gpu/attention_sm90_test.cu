@@ -282,11 +282,20 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     const double flop = 4.0 * c.batch * c.hq * (double)c.t_q * c.t_kv * D * flop_fraction;
     char tag[48];
     if (g_decode) {
+        int split = g_split;  // 0: the helper's choice, named for the library's variant (-1 for the others)
+        if (split == 0 && g_variant != 0) split = -1;
+        if (split == 0) {
+            tst::DeviceFacts f;
+            CK(tst::device_facts(&f));
+            using DC = tsa::DecodeConfig<D>;
+            const int64_t units = (int64_t)c.hq * ((c.t_q + tsa::kDecodeRows - 1) / tsa::kDecodeRows) * c.batch;
+            CK((tsa::decode_split<T, D, DC::WARPS, DC::STAGES>(p, units, f, &split)));
+        }
         const double kv_bytes = 2.0 * c.batch * c.hkv * (double)c.t_kv * D * sizeof(T);
         printf("%-24s %s b=%-2d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s w%ds%d k%d rel=%.2e nonfinite=%-4lld %s decode "
                "%8.4f ms %5.2f TB/s (K,V) | sm90 launcher %8.4f ms | x%.2f\n",
                c.name, type_name<T>(), c.batch, c.hq, c.hkv, c.t_q, c.t_kv, D, c.bshd ? "bshd" : "bhsd",
-               kVariants[g_variant][0], kVariants[g_variant][1], g_split, rel,
+               kVariants[g_variant][0], kVariants[g_variant][1], split, rel,
                (long long)non_finite, pass ? "PASS" : "FAIL", med, kv_bytes / (med * 1e-3) / 1e12, med_ref, med_ref / med);
     } else {
         snprintf(tag, sizeof tag, "%s s%d%s", tsa90::path_name(path), STAGES, PINGPONG ? " pp" : "");
