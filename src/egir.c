@@ -137,7 +137,13 @@ static void make_data(void *ctx, const ts_egraph *eg, const ts_enode *n, void *o
         const ts_egir_data *k = kid_data(eg, n, 0);
         *out = *k;
         out->axes &= ~axis_bit(n->param[0]);
-        if (k->is_const && op == TS_OP_REDUCE_SUM) out->value *= (double)x->g->axes[n->param[0]].size;
+        /* a sum of a constant is the constant times the axis's size: a constant only when that size is fixed
+         * (a dynamic axis's size is known at run time, its typical size only stands in for ranking) */
+        if (k->is_const && op == TS_OP_REDUCE_SUM) {
+            const ts_axis *ax = &x->g->axes[n->param[0]];
+            if (ax->dynamic || x->g->axes[ts_axis_root(x->g, (int32_t)n->param[0])].dynamic) out->is_const = false;
+            else out->value *= (double)ax->size;
+        }
         return;
     }
     case TS_KIND_FUSED:
@@ -238,7 +244,7 @@ static uint32_t add_hlir_node(ts_egir *x, const ts_node *n) {
     case TS_OP_CAST: e.param[0] = n->dtype; break;
     case TS_OP_REDUCE_SUM:
     case TS_OP_REDUCE_MAX: e.param[0] = n->reduce_axis; break;
-    case TS_OP_UPDATE: e.param[0] = n->reduce_axis, e.param[1] = n->at_axis; break;
+    case TS_OP_UPDATE: e.param[0] = n->reduce_axis, e.param[1] = n->at_axis, e.param[2] = n->rows_axis; break;
     default: break;
     }
     return ts_eg_add(x->eg, &e);
@@ -301,7 +307,7 @@ ts_tensor ts_egir_build_node(ts_builder *b, const ts_egir_view *views, int32_t o
     case TS_OP_REDUCE_SUM:
     case TS_OP_REDUCE_MAX: return ts_t_reduce(b, o, with_axis(b, kids[0], (int32_t)param[0]), (int32_t)param[0]);
     case TS_OP_PICK: return ts_t_pick(b, kids[0], param[0]);
-    case TS_OP_UPDATE: return ts_t_update(b, kids[0], kids[1], (int32_t)param[0], (int32_t)param[1]);
+    case TS_OP_UPDATE: return ts_t_update(b, kids[0], kids[1], (int32_t)param[0], (int32_t)param[1], (int32_t)param[2]);
     case TS_OP_VIEW: {
         const ts_egir_view *v = &views[param[0]];
         ts_tensor src = contiguous_in(b, kids[0], v->src_axis, v->src_ndim);
@@ -371,9 +377,9 @@ static void put(strbuf *b, const char *s) {
     b->len += n;
 }
 
-/* Whether param i of op is an axis id (printed by name). */
+/* Whether param i of op is an axis id (printed by name; an update's rows axis only when it has one). */
 static bool param_is_axis(ts_op op, int i) {
-    if (op == TS_OP_UPDATE) return i < 2;
+    if (op == TS_OP_UPDATE) return i < 3;
     if (i != 0) return false;
     return op == TS_OP_IOTA || ts_op_kind_of(op) == TS_KIND_REDUCE ||
            (ts_op_kind_of(op) == TS_KIND_FUSED && op != TS_OP_PICK && op != TS_OP_VIEW);
@@ -392,6 +398,7 @@ static void put_node(const ts_egir *x, const ts_eg_term *t, uint32_t i, strbuf *
     if (arity) put(b, "(");
     put(b, ts_op_name(op));
     for (int p = 0; p < np; p++) {
+        if (op == TS_OP_UPDATE && p == 2 && n->param[p] < 0) continue; /* a one-row append */
         put(b, p ? "," : "{");
         if (param_is_axis(op, p)) put(b, x->g->axes[n->param[p]].name);
         else if (op == TS_OP_CAST) put(b, ts_dtype_name((ts_dtype)n->param[p]));

@@ -111,6 +111,36 @@ Test(egir, constants_fold_into_a_constant_node) {
     free_checked(&c);
 }
 
+/* Σ_a c is c·size(a): a constant for a fixed a, folded; for a dynamic a its size is known only at run time
+ * (the typical size stands in for ranking), so the sum stays a computation. Folding it at the typical size
+ * baked 4096 - 512 into decoder_prefill's mask and rotation for every size. */
+static const ts_egir_data *output_data(ts_egir *x) {
+    return ts_eg_data_const(x->eg, ts_eg_find(x->eg, x->output_class[0]));
+}
+
+Test(egir, a_sum_of_a_constant_folds_over_a_fixed_axis_only) {
+    const char *fixed = "axes: {a: 8}\ninputs:\n  X: {dtype: fp32, shape: [a]}\nops:\n"
+                        "  - {name: one, op: constant, value: 3}\n  - {name: ones, op: expand, args: [one], shape: [a]}\n"
+                        "  - {name: Y, op: reduce_sum, args: [ones], axis: a}\noutputs: [Y]\n";
+    const char *dynamic = "axes: {a: {dynamic: true, typical: 8}}\ninputs:\n  X: {dtype: fp32, shape: [a]}\nops:\n"
+                          "  - {name: one, op: constant, value: 3}\n  - {name: ones, op: expand, args: [one], shape: [a]}\n"
+                          "  - {name: Y, op: reduce_sum, args: [ones], axis: a}\noutputs: [Y]\n";
+    checked c;
+    ts_egir x;
+    char *err;
+    check_ok(&c, fixed);
+    cr_assert_eq(ts_egir_init(&x, &c.g, &err), 0);
+    cr_assert(output_data(&x)->is_const);
+    cr_assert_eq(output_data(&x)->value, 24);
+    ts_egir_free(&x);
+    free_checked(&c);
+    check_ok(&c, dynamic);
+    cr_assert_eq(ts_egir_init(&x, &c.g, &err), 0);
+    cr_assert(!output_data(&x)->is_const, "3 · size(a), not 3 · 8");
+    ts_egir_free(&x);
+    free_checked(&c);
+}
+
 Test(egir, analysis_tracks_axes_through_reductions) {
     checked c;
     check_bench(&c, "matmul", "m=3,d=8,n=5");
