@@ -239,6 +239,8 @@ def track_axes(spec):
         elif kind == "where":
             typed = args[1] if args[1][0] else args[2]
             r = (_union(*[a for a, _ in args]), typed[1])
+        elif kind == "append":  # the cache seen over its first `as` positions
+            r = ([op["as"] if a == op["axis"] else a for a in args[0][0]], args[0][1])
         else:  # elementwise, unary, scale, softmax, rmsnorm
             order = args if kind in ("sub", "div", "less_than") else sorted(args, key=lambda t: -len(t[0]))
             typed = [t for t in args if t[0]]

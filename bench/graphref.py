@@ -244,16 +244,26 @@ class Graph:
             r = Tensor(be.const(v), [], op.get("dtype", "fp32"))
         elif kind == "iota":
             r = Tensor(be.arange(self.sizes[op["axis"]]), [op["axis"]], op.get("dtype", "fp32"))
-        elif kind == "append":  # in place, as a KV cache is updated: row n-1 of the cache, then its first n rows
-            cache, v = args
-            ax, new = op["axis"], op["as"]
+        elif kind == "append":  # in place, as a KV cache is updated: row n-1 of the cache (or the block of
+            cache, v = args     # `rows` rows ending there), then its first n rows
+            ax, new, rows = op["axis"], op["as"], op.get("rows")
             n, i = self.sizes[new], cache.axes.index(ax)
-            row = aligned(be, v, [a for a in cache.axes if a != ax])
+            if rows is None:
+                row = aligned(be, v, [a for a in cache.axes if a != ax])
+            else:
+                row = aligned(be, v, [rows if a == ax else a for a in cache.axes])
+            first = n - (1 if rows is None else self.sizes[rows])
             if be.torch:
-                cache.data.select(i, n - 1).copy_(row)
+                if rows is None:
+                    cache.data.select(i, n - 1).copy_(row)
+                else:
+                    cache.data.narrow(i, first, n - first).copy_(row)
                 d = cache.data.narrow(i, 0, n)
             else:
-                be.xp.moveaxis(cache.data, i, 0)[n - 1] = row
+                if rows is None:
+                    be.xp.moveaxis(cache.data, i, 0)[n - 1] = row
+                else:
+                    be.xp.moveaxis(cache.data, i, 0)[first:n] = be.xp.moveaxis(row, i, 0)
                 d = be.xp.take(cache.data, list(range(n)), axis=i)
             r = Tensor(d, [new if a == ax else a for a in cache.axes], cache.dtype)
         elif kind in ("reduce_sum", "reduce_max", "mean", "softmax", "rmsnorm", "logsumexp", "var", "layernorm"):

@@ -983,9 +983,29 @@ static int inout_operand(ctx *c, op_call *o, int arg) {
     return n->input;
 }
 
+/* The block append's `rows` axis: an axis of v in the place of the cache's w, no longer than s. */
+static int append_rows_axis(ctx *c, op_call *o, yaml_node_t *rn, int32_t w, int32_t s) {
+    int rows = lookup_axis(c, rn);
+    if (rows < 0) return -1;
+    const ts_view *cv = &o->args[0].ref.view, *vv = &o->args[1].ref.view;
+    if (rows == w || rows == s || ts_view_find(cv, rows) >= 0 || ts_view_find(vv, rows) < 0) {
+        ERR(c, rn, "rows: names the appended value's axis of new positions, one the cache does not have",
+            "'%s' is not an axis of the appended value alone", axis_name(c, rows));
+        return -1;
+    }
+    if (!c->scaled && c->g->axes[rows].size > c->g->axes[s].size) {
+        ERR(c, rn, NULL, "the block of %lld rows ('%s') is longer than the valid length '%s' (%lld)",
+            (long long)c->g->axes[rows].size, axis_name(c, rows), axis_name(c, s), (long long)c->g->axes[s].size);
+        return -1;
+    }
+    return rows;
+}
+
 /* append(cache, v, axis: w, as: s): the cache (an inout input) with v written at index size(s) - 1 of its
  * axis w, seen over the first size(s) positions of w as the new axis s (a KV cache and its valid length:
- * the new token's row, then everything up to it). The write happens in the cache's own buffer. */
+ * the new token's row, then everything up to it). With rows: n, v has the axis n in w's place and its rows
+ * are written at size(s) - size(n) .. size(s) - 1 (a prefill chunk of n tokens). The write happens in the
+ * cache's own buffer. */
 static int lower_append(ctx *c, op_call *o) {
     int in = inout_operand(c, o, 0);
     int32_t w;
@@ -993,6 +1013,9 @@ static int lower_append(ctx *c, op_call *o) {
     yaml_node_t *as = require_attr(c, o, "as", "as: <the valid length's axis: the cache's first positions>");
     int s = as ? lookup_axis(c, as) : -1;
     if (s < 0) return -1;
+    yaml_node_t *rn = attr(c, o, "rows");
+    int rows = rn ? append_rows_axis(c, o, rn, w, s) : -1;
+    if (rn && rows < 0) return -1;
     if (c->append_line[in]) {
         char *hint = ts_strfmt("it is appended to at line %d; an input is written by one append", c->append_line[in]);
         ERR(c, o->arg_nodes[0], hint, "'%s' is appended to twice", ts_yaml_str(o->arg_nodes[0]));
@@ -1010,12 +1033,16 @@ static int lower_append(ctx *c, op_call *o) {
             (long long)c->g->axes[s].size, axis_name(c, w), (long long)c->g->axes[w].size);
         return -1;
     }
-    bool fits = vv->ndim == cv->ndim - 1 && ts_view_find(vv, w) < 0;
-    for (int d = 0; d < vv->ndim && fits; d++) fits = ts_view_find(cv, vv->axis[d]) >= 0;
+    bool fits = vv->ndim == cv->ndim - (rows < 0) && ts_view_find(vv, w) < 0;
+    for (int d = 0; d < vv->ndim && fits; d++) fits = vv->axis[d] == rows || ts_view_find(cv, vv->axis[d]) >= 0;
     if (!fits) {
         char *want = dims_str(c, cv), *got = dims_str(c, vv);
-        ERR(c, o->arg_nodes[1], NULL, "the appended value must have the axes of %s without '%s', got %s", want,
-            axis_name(c, w), got);
+        if (rows < 0)
+            ERR(c, o->arg_nodes[1], "a block of new rows: name its axis with rows:",
+                "the appended value must have the axes of %s without '%s', got %s", want, axis_name(c, w), got);
+        else
+            ERR(c, o->arg_nodes[1], NULL, "the appended value must have the axes of %s with '%s' for '%s', got %s",
+                want, axis_name(c, rows), axis_name(c, w), got);
         free(want), free(got);
         return -1;
     }
@@ -1024,7 +1051,7 @@ static int lower_append(ctx *c, op_call *o) {
             ts_dtype_name(o->args[0].dtype));
         return -1;
     }
-    ts_tensor u = ts_t_update(&c->b, o->args[0], o->args[1], w, s);
+    ts_tensor u = ts_t_update(&c->b, o->args[0], o->args[1], w, s, rows);
     c->append_line[in] = ts_yaml_line(o->op_node);
     c->updated[in] = u.ref;
     o->result = u;
@@ -1105,7 +1132,7 @@ static const op_def op_defs[] = {
     {"reshape", 1, 1, {"shape"}, lower_reshape, -1, false},
     {"slice", 1, 1, {"axis", "start", "step", "as"}, lower_slice, -1, false},
     /* in place */
-    {"append", 2, 2, {"axis", "as"}, lower_append, -1, false},
+    {"append", 2, 2, {"axis", "as", "rows"}, lower_append, -1, false},
 };
 #undef P
 

@@ -19,7 +19,7 @@
 /* ======== ops ===================================================================================== */
 
 #define TS_PRIM_NPARAMS(e, kind)                                                                       \
-    ((kind) == TS_KIND_UPDATE ? 2 : (kind) == TS_KIND_SOURCE || (kind) == TS_KIND_REDUCE || TS_OP_##e == TS_OP_CAST ? 1 : 0)
+    ((kind) == TS_KIND_UPDATE ? 3 : (kind) == TS_KIND_SOURCE || (kind) == TS_KIND_REDUCE || TS_OP_##e == TS_OP_CAST ? 1 : 0)
 
 static const ts_eg_opinfo prim_info[TS_OP_COUNT] = {
 #define TS_X_INFO(e, name, arity, kind) [TS_OP_##e] = {name, arity, TS_PRIM_NPARAMS(e, kind)},

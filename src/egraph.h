@@ -39,8 +39,8 @@ typedef struct {
 
 /* The op ids in use: the primitives of ops.h (ids 0..TS_OP_COUNT-1), then extra[i] with id TS_OP_COUNT+i
  * (view ops, fused ops, test leaves, ...). The primitives' params: input {index}, constant {bit pattern},
- * iota {axis}, reduce_sum / reduce_max {axis}, cast {target dtype}, update {written axis, position axis}; the
- * others take none. */
+ * iota {axis}, reduce_sum / reduce_max {axis}, cast {target dtype}, update {written axis, position axis, rows
+ * axis or -1}; the others take none. */
 typedef struct {
     const ts_eg_opinfo *extra;
     int32_t nextra;

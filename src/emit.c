@@ -661,9 +661,14 @@ static void emit_banner(emitter *e) {
     for (int i = e->nout; i < e->g->noutputs; i++) { /* the appends: what each writes in place */
         const ts_output *up = &e->g->outputs[i];
         const ts_node *u = &e->g->nodes[up->ref.node];
-        fprintf(e->f, "//   (%s is written in place: index %s - 1 of %s, the appended value; nothing else; needs 1 <= %s <= %s)\n",
-                e->in_names[up->input], e->g->axes[u->at_axis].name, e->g->axes[u->reduce_axis].name,
-                e->g->axes[u->at_axis].name, e->g->axes[u->reduce_axis].name);
+        const char *at = e->g->axes[u->at_axis].name, *w = e->g->axes[u->reduce_axis].name;
+        if (u->rows_axis < 0)
+            fprintf(e->f, "//   (%s is written in place: index %s - 1 of %s, the appended value; nothing else; needs 1 <= %s <= %s)\n",
+                    e->in_names[up->input], at, w, at, w);
+        else
+            fprintf(e->f, "//   (%s is written in place: indices %s - %s .. %s - 1 of %s, the appended rows; nothing else; "
+                          "needs %s <= %s <= %s)\n",
+                    e->in_names[up->input], at, e->g->axes[u->rows_axis].name, at, w, e->g->axes[u->rows_axis].name, at, w);
     }
     fprintf(e->f, "// Sizes:");
     for (int a = 0; a < e->g->naxes; a++) {
@@ -1153,7 +1158,14 @@ static void emit_dim_checks(emitter *e) {
         ts_sym at = ts_sym_axis(e->g, &e->dyn, u->at_axis), cap = ts_sym_axis(e->g, &e->dyn, u->reduce_axis);
         fputs("    if ((", e->f);
         print_sym(e, &at);
-        fputs(") < 1 || (", e->f);
+        if (u->rows_axis >= 0) { /* a block: its rows all inside the cache */
+            ts_sym rows = ts_sym_axis(e->g, &e->dyn, u->rows_axis);
+            fputs(") < (", e->f);
+            print_sym(e, &rows);
+            fputs(") || (", e->f);
+        } else {
+            fputs(") < 1 || (", e->f);
+        }
         print_sym(e, &at);
         fputs(") > (", e->f);
         print_sym(e, &cap);

@@ -96,14 +96,15 @@ ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis) {
     return add_node(b, &n);
 }
 
-ts_tensor ts_t_update(ts_builder *b, ts_tensor dest, ts_tensor v, int32_t axis, int32_t at) {
+ts_tensor ts_t_update(ts_builder *b, ts_tensor dest, ts_tensor v, int32_t axis, int32_t at, int32_t rows) {
     ts_node n = {.op = TS_OP_UPDATE, .dtype = dest.dtype, .nsrc = 2, .src = {dest.ref, v.ref}, .reduce_axis = axis,
-                 .at_axis = at};
+                 .at_axis = at, .rows_axis = rows};
     set_dims_from_view(&n, &dest.ref.view);
     int32_t order[TS_MAX_DIMS];
     int k = 0;
     for (int d = 0; d < dest.ref.view.ndim; d++)
         if (dest.ref.view.axis[d] != axis) order[k++] = dest.ref.view.axis[d];
+        else if (rows >= 0) order[k++] = rows;
     ts_view_permute(&n.src[1].view, order, k);
     return add_node(b, &n);
 }

@@ -241,10 +241,12 @@ ts_graph_stats ts_graph_measure(const ts_graph *g) {
             s.min_bytes += (double)ts_view_numel(&o->ref.view) * ts_dtype_bytes(o->dtype);
             continue;
         }
-        /* an updated cache: its rows before the new one are read, the new one written; the rest untouched */
+        /* an updated cache: its rows before the new ones are read, the new ones written; the rest untouched */
         const ts_node *u = &g->nodes[o->ref.node], *in = &g->nodes[g->inputs[o->input].node];
         double row = (double)ts_node_numel(g, in) / (double)g->axes[u->reduce_axis].size;
-        s.min_bytes -= row * (double)(g->axes[u->reduce_axis].size - g->axes[u->at_axis].size + 1) * ts_dtype_bytes(o->dtype);
+        double added = u->rows_axis >= 0 ? (double)g->axes[u->rows_axis].size : 1;
+        s.min_bytes -= row * ((double)(g->axes[u->reduce_axis].size - g->axes[u->at_axis].size) + added) *
+                       ts_dtype_bytes(o->dtype);
         s.min_bytes += (double)ts_view_numel(&u->src[1].view) * ts_dtype_bytes(o->dtype);
     }
     return s;

@@ -62,6 +62,8 @@ typedef struct {
     int64_t tile;        /* TILE_*, ONLINE_WSUM: the tile size along reduce_axis */
     int32_t at_axis;     /* UPDATE: the slice written is at index size(at_axis) - 1 of reduce_axis (the axis
                             written; src[1] has the node's dims without it) */
+    int32_t rows_axis;   /* UPDATE: -1, or the axis of src[1] standing for reduce_axis (a block of rows:
+                            its index i written at size(at_axis) - size(rows_axis) + i) */
     double value;        /* CONSTANT */
     int32_t input;       /* INPUT: index into ts_graph.inputs */
     int32_t origin;      /* the ts_graph.named entry (user tensor) whose op built it */

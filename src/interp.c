@@ -395,7 +395,8 @@ static void eval_fused(machine *m, int32_t id, double *out) {
     for (int s = 0; s < n->nsrc; s++) free(line[s]);
 }
 
-/* UPDATE: dest, with v written over its slice at index size(at_axis) - 1 of the written axis. */
+/* UPDATE: dest, with v written over its slice at index size(at_axis) - 1 of the written axis (a block of
+ * rows: v's rows_axis over indices size(at_axis) - size(rows_axis) ..). */
 static void eval_update(machine *m, int32_t id, double *out) {
     const ts_node *n = &m->g->nodes[id];
     ts_node part = {.nsrc = 1, .src = {n->src[0]}};
@@ -406,7 +407,9 @@ static void eval_update(machine *m, int32_t id, double *out) {
     int64_t stride[TS_MAX_DIMS], at = 0, s = 1;
     for (int d = n->ndim - 1; d >= 0; d--) { /* out's stride along each of v's dims (v: out's dims without w) */
         if (n->axis[d] == n->reduce_axis) {
-            at = (m->g->axes[n->at_axis].size - 1) * s;
+            int64_t rows = n->rows_axis >= 0 ? m->g->axes[n->rows_axis].size : 1;
+            at = (m->g->axes[n->at_axis].size - rows) * s;
+            if (n->rows_axis >= 0) stride[ts_view_find(&n->src[1].view, n->rows_axis)] = s;
         } else {
             int j = ts_view_find(&n->src[1].view, n->axis[d]);
             stride[j] = s;

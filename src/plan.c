@@ -1055,46 +1055,55 @@ unsupported:
     return src;
 }
 
-/* `over` (an access indexed by view i's axes) re-expressed over the axes of the view's source, when the
- * view is a reshape that only merges consecutive source axes (RoPE's [.., two, d_half] read as [.., d_h]):
- * each source axis then lands in one view axis at a fixed multiple of that axis's stride. false for any
- * other view (an offset, a slice, a split, a transpose, a broadcast). */
+static bool unit_axis(const builder *b, int32_t axis) { return ts_sym_equal(sym_axis(b, axis), ts_sym_const(1)); }
+
+/* `over` (an access indexed by view i's axes) re-expressed over the axes of the view's source, when every
+ * axis of the view is a run of consecutive source axes merged (RoPE's [.., two, d_half] read as [.., d_h]),
+ * the runs in any order (a permutation of them as well): each source axis then lands in one view axis at a
+ * fixed multiple of that axis's stride. false for any other view (an offset, a slice, a split, a broadcast). */
 static bool access_through_merge(const builder *b, int i, const ts_access *over, ts_access *out) {
     int vid = (int)b->t[i].e.param[0];
     const ts_egir_view *v = &b->x->views[vid], *v2 = b->views2 ? &b->views2[vid] : v;
-    ts_sym off;
+    ts_sym off, stride[TS_MAX_DIMS];
     int64_t off0;
     if (!sym_sample(b, v->view.offset, v2->view.offset, &off) || !ts_sym_const_value(&off, &off0) || off0 != 0)
         return false;
+    for (int d = 0; d < v->view.ndim; d++)
+        if (!sym_sample(b, v->view.stride[d], v2->view.stride[d], &stride[d])) return false;
     *out = (ts_access){.buf = over->buf, .offset = over->offset, .ndim = v->src_ndim};
+    bool used[TS_MAX_DIMS] = {false};
     ts_sym inner = ts_sym_const(1); /* the contiguous stride of the next source axis to place */
-    int j = v->src_ndim - 1;
-    for (int d = v->view.ndim - 1; d >= 0; d--) { /* view axes inner to outer: contiguous, strides rising */
-        ts_sym stride, end = ts_sym_mul(inner, sym_axis(b, v->view.axis[d]));
-        if (!sym_sample(b, v->view.stride[d], v2->view.stride[d], &stride) || !ts_sym_equal(stride, inner))
-            return false;
+    for (int j = v->src_ndim - 1; j >= 0;) {
+        int d = 0; /* the view axis whose run starts at source axis j: its stride is j's contiguous stride */
+        while (d < v->view.ndim && (used[d] || unit_axis(b, v->view.axis[d]) || !ts_sym_equal(stride[d], inner))) d++;
+        if (d == v->view.ndim) return false;
+        used[d] = true;
+        ts_sym end = ts_sym_mul(inner, sym_axis(b, v->view.axis[d]));
         ts_sym step = ts_access_stride(over, v->view.axis[d]), mult = ts_sym_const(1);
-        while (!ts_sym_equal(inner, end)) { /* the source axes that make up view axis d */
+        do { /* the source axes that make up view axis d */
             if (j < 0) return false;
             out->axis[j] = v->src_axis[j];
             out->stride[j] = ts_sym_mul(step, mult);
             mult = ts_sym_mul(mult, sym_axis(b, v->src_axis[j]));
             inner = ts_sym_mul(inner, sym_axis(b, v->src_axis[j]));
             j--;
-        }
+        } while (!ts_sym_equal(inner, end));
     }
-    return j < 0;
+    for (int d = 0; d < v->view.ndim; d++) /* every view axis placed, or of size 1 */
+        if (!used[d] && !unit_axis(b, v->view.axis[d])) return false;
+    return true;
 }
 
 /* UPDATE (an append): a MAP kernel computes the appended value — the region rooted at it, inlined — straight
- * into the inout input's own buffer, at index size(p) - 1 of the written axis; the update's value is then
+ * into the inout input's own buffer, at index size(p) - 1 of the written axis (a block of rows from
+ * size(p) - size(rows) on, its rows axis stepping along the written one); the update's value is then
  * that buffer, which its readers load after this kernel (they reach the buffer through this term, and the
  * checker lets nothing else read the input). A value that is a merging reshape of an elementwise result
  * nothing else reads (RoPE's rotated key, [.., two, d_half] appended as [.., d_h]) is computed in the same
  * kernel, over the source's axes, rather than by a kernel of its own before the copy. */
 static void emit_update(builder *b, int i) {
     const tnode node = b->t[i], *t = &node; /* a copy: materialising the value may grow b->t */
-    int32_t w = (int32_t)t->e.param[0], at = (int32_t)t->e.param[1];
+    int32_t w = (int32_t)t->e.param[0], at = (int32_t)t->e.param[1], rows = (int32_t)t->e.param[2];
     int value = (int)t->e.kid[1];
     ts_access dest = materialize(b, (int)t->e.kid[0]);
     if (b->p->buf[dest.buf].kind != TS_BUF_INPUT && !b->err)
@@ -1106,8 +1115,11 @@ static void emit_update(builder *b, int i) {
             out.stride[out.ndim++] = dest.stride[d];
             continue;
         }
-        ts_sym pos = ts_sym_add(sym_axis(b, at), ts_sym_const(-1));
-        out.offset = ts_sym_add(out.offset, ts_sym_mul(pos, dest.stride[d]));
+        /* the first row written: size(at) - 1, or size(at) - size(rows) for a block whose rows step along w */
+        ts_sym first = ts_sym_add(sym_axis(b, at), rows >= 0 ? ts_sym_mul(ts_sym_const(-1), sym_axis(b, rows))
+                                                              : ts_sym_const(-1));
+        out.offset = ts_sym_add(out.offset, ts_sym_mul(first, dest.stride[d]));
+        if (rows >= 0) out.axis[out.ndim] = rows, out.stride[out.ndim++] = dest.stride[d];
     }
     int src = b->t[value].e.op == TS_OP_VIEW ? (int)b->t[value].e.kid[0] : -1;
     ts_access through;

@@ -44,7 +44,8 @@ static bool view_keeps_axis(const ts_graph *g, const ts_ref *r, int32_t a) {
 static bool reduces_over(const ts_graph *g, const ts_node *n, int32_t a) {
     ts_op_kind kind = ts_op_kind_of(n->op);
     if (kind == TS_KIND_UPDATE) /* the position written depends on the whole of both */
-        return ts_axis_root(g, n->reduce_axis) == a || ts_axis_root(g, n->at_axis) == a;
+        return ts_axis_root(g, n->reduce_axis) == a || ts_axis_root(g, n->at_axis) == a ||
+               (n->rows_axis >= 0 && ts_axis_root(g, n->rows_axis) == a);
     return (kind == TS_KIND_REDUCE || kind == TS_KIND_FUSED) && ts_axis_root(g, n->reduce_axis) == a;
 }
 

@@ -23,6 +23,7 @@ CASES = {
     "attention_mask": "h=2,t_q=8,t_kv=12,d_h=4",
     "decoder_layer": "t=5,d=16,f=8",
     "decoder_decode": "b=3,s=5,s_max=7,d=16,f=8",
+    "decoder_prefill": "b=2,n=3,s=5,s_max=7,d=16,f=8",
     "matmul": "m=3,d=8,n=5",
     "rmsnorm": "m=3,d=8,n=5",
     "rmsnorm_mlp": "m=3,d=8,n=5",

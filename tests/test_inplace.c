@@ -126,6 +126,53 @@ Test(inplace, the_interpreter_writes_the_new_row_and_reads_the_prefix) {
     free_checked(&c);
 }
 
+/* A block of rows (a prefill chunk): v's axis n in the cache's s_max place, its rows written at s - n .. s - 1,
+ * in any order of v's axes. */
+static const char *const block_append =
+    "axes:\n  b: 2\n  s_max: 6\n  s: {dynamic: true, typical: 5}\n  n: 2\n  d: 3\n"
+    "inputs:\n  C: {dtype: fp32, shape: [b, s_max, d], inout: true}\n  v: {dtype: fp32, shape: [n, d, b]}\n"
+    "ops:\n  - {name: A, op: append, args: [C, v], axis: s_max, as: s, rows: n}\n"
+    "  - {name: T, op: reduce_sum, args: [A], axis: s}\n"
+    "outputs: [T]\n";
+
+Test(inplace, the_interpreter_writes_a_block_of_rows_ending_at_the_valid_length) {
+    checked c;
+    check_ok(&c, block_append);
+    double cache[2 * 6 * 3], nv[2 * 3 * 2];
+    for (int i = 0; i < 36; i++) cache[i] = i + 1;
+    for (int i = 0; i < 12; i++) nv[i] = 1000 * (i + 1); /* v[n][d][b] */
+    double *ins[2] = {cache, nv}, **outs;
+    char *err = NULL;
+    cr_assert_eq(ts_interp_run(&c.g, ins, &outs, NULL, &err), 0, "%s", err);
+    for (int b = 0; b < 2; b++)
+        for (int d = 0; d < 3; d++) {
+            double want = 0; /* positions 0-2 from the cache, 3 and 4 = s - 2, s - 1 from v */
+            for (int j = 0; j < 3; j++) want += cache[(b * 6 + j) * 3 + d];
+            want += nv[(0 * 3 + d) * 2 + b] + nv[(1 * 3 + d) * 2 + b];
+            cr_assert_float_eq(outs[0][b * 3 + d], want, 1e-9, "T[%d][%d]", b, d);
+            for (int j = 0; j < 6; j++) {
+                double w = j == 3 || j == 4 ? nv[((j - 3) * 3 + d) * 2 + b] : cache[(b * 6 + j) * 3 + d];
+                cr_assert_float_eq(outs[1][(b * 6 + j) * 3 + d], w, 1e-9, "C[%d][%d][%d]", b, j, d);
+            }
+        }
+    ts_free_buffers(outs, c.g.noutputs);
+    free_checked(&c);
+}
+
+Test(inplace, a_block_append_names_an_axis_of_the_value_no_longer_than_the_valid_length) {
+    char *msg = first_error_for(block_append, strlen(block_append), "s=1");
+    cr_assert_str_eq(msg, "g.yaml:11:67: error: the block of 2 rows ('n') is longer than the valid length 's' (1)");
+    free(msg);
+    assert_error("axes: {b: 2, s_max: 6, s: 5, n: 2, d: 3}\n"
+                 "inputs:\n  C: {dtype: fp32, shape: [b, s_max, d], inout: true}\n  v: {dtype: fp32, shape: [b, d]}\n"
+                 "ops:\n  - {name: A, op: append, args: [C, v], axis: s_max, as: s, rows: n}\noutputs: [A]\n",
+                 "g.yaml:6:67: error: 'n' is not an axis of the appended value alone");
+    assert_error("axes: {b: 2, s_max: 6, s: 5, n: 2, d: 3}\n"
+                 "inputs:\n  C: {dtype: fp32, shape: [b, s_max, d], inout: true}\n  v: {dtype: fp32, shape: [b, n, d]}\n"
+                 "ops:\n  - {name: A, op: append, args: [C, v], axis: s_max, as: s}\noutputs: [A]\n",
+                 "g.yaml:6:37: error: the appended value must have the axes of [b, s_max, d] without 's_max', got [b, n, d]");
+}
+
 /* ---- plans and headers ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -254,5 +301,89 @@ Test(inplace, a_rotated_key_is_computed_by_its_append_through_the_merged_axes, .
     for (int b = 0; b < p->nbuf; b++) /* no kernel of its own computes the rotation */
         for (int d = 0; d < p->buf[b].ndim && p->buf[b].kind == TS_BUF_TEMP; d++)
             cr_assert_neq(p->buf[b].axis[d], two, "temporary %d holds the rotated key", b);
+    compiled_free(&x);
+}
+
+Test(inplace, a_block_is_written_from_s_minus_n_and_the_header_checks_it_fits, .timeout = 60) {
+    compiled x;
+    compile_text(&x, block_append);
+    const ts_plan *p = &x.comp.plans[0];
+    int32_t n = ts_graph_find_axis(&x.c.g, "n");
+    int writers = 0;
+    for (int i = 0; i < p->nk; i++) {
+        const ts_kernel *k = &p->k[i];
+        if (p->buf[k->out.buf].kind != TS_BUF_INPUT) continue;
+        writers++;
+        int64_t s5 = 5;
+        cr_assert_eq(ts_sym_eval(&k->out.offset, &s5), 9, "row s - n = 3 of 6, 3 elements a row");
+        int64_t stride_n = -1;
+        for (int d = 0; d < k->out.ndim; d++)
+            if (k->out.axis[d] == n) stride_n = ts_sym_eval(&k->out.stride[d], &s5);
+        cr_assert_eq(stride_n, 3, "the block's rows step along the cache's positions");
+    }
+    cr_assert_eq(writers, 1);
+    ts_emit_opts eo = {.source_path = "g.yaml", .source_text = x.c.spec.text, .source_len = x.c.spec.len,
+                       .templates_dir = "templates", .cost_model = &x.cm, .baseline_s = x.comp.baseline_s};
+    char *buf = NULL, *err = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_eq(ts_emit_header(f, &x.c.g, p, &eo, &err), 0, "%s", err);
+    fclose(f);
+    cr_assert_not_null(strstr(buf, "indices s - n .. s - 1 of s_max, the appended rows; nothing else; needs n <= s <= s_max"));
+    cr_assert_not_null(strstr(buf, "if ((s) < ((int64_t)2) || (s) > ((int64_t)6)) return cudaErrorInvalidValue;"),
+                       "%s", strstr(buf, "if ((s)") ? strstr(buf, "if ((s)") : "no check");
+    free(buf);
+    compiled_free(&x);
+}
+
+static int find_dim_of(const ts_buffer *B, int32_t axis) {
+    for (int d = 0; d < B->ndim; d++)
+        if (B->axis[d] == axis) return d;
+    return -1;
+}
+
+/* bench/graphs/decoder_prefill.yaml: a chunk of n tokens' rotated keys appended as [b, n, kv_h, d_h] into a
+ * [b, kv_h, s_max, d_h] cache (a merge and a permutation of the rotation's axes): one kernel computes the
+ * rotation and writes it at rows s - n .., through the cache's strides; the positions s - n + i are counted
+ * at run time (reductions over s and n), not folded at the typical sizes. */
+Test(inplace, a_prefill_chunk_rotates_and_appends_its_keys_in_one_kernel_at_the_run_time_position, .timeout = 60) {
+    FILE *f = fopen("bench/graphs/decoder_prefill.yaml", "rb");
+    cr_assert_not_null(f);
+    char *text = ts_xmalloc(1 << 16);
+    size_t len = fread(text, 1, (1 << 16) - 1, f);
+    text[len] = '\0';
+    fclose(f);
+    compiled x;
+    compile_text(&x, text);
+    const ts_plan *p = &x.comp.plans[0];
+    ts_dyn dyn;
+    cr_assert_eq(ts_dyn_of(&x.c.g, &dyn), 0);
+    int64_t sizes[TS_SYM_MAX_DYN] = {0}; /* b = 2, n = 3, s = 7 */
+    for (int d = 0; d < dyn.n; d++) {
+        const char *name = x.c.g.axes[dyn.axis[d]].name;
+        sizes[d] = !strcmp(name, "b") ? 2 : !strcmp(name, "n") ? 3 : 7;
+    }
+    int32_t two = ts_graph_find_axis(&x.c.g, "two"), n = ts_graph_find_axis(&x.c.g, "n");
+    int into_k = -1, counts = 0;
+    for (int i = 0; i < p->nk; i++) {
+        const ts_kernel *k = &p->k[i];
+        const ts_buffer *B = &p->buf[k->out.buf];
+        if (B->kind == TS_BUF_INPUT && !strcmp(x.c.g.inputs[B->index].name, "K_cache")) into_k = i;
+        counts += k->kind == TS_KERNEL_REDUCE && k->out.ndim == 0;
+    }
+    cr_assert_geq(into_k, 0);
+    const ts_kernel *k = &p->k[into_k];
+    int64_t stride_two = -1, stride_n = -1;
+    for (int d = 0; d < k->out.ndim; d++) {
+        if (k->out.axis[d] == two) stride_two = ts_sym_eval(&k->out.stride[d], sizes);
+        if (k->out.axis[d] == n) stride_n = ts_sym_eval(&k->out.stride[d], sizes);
+    }
+    cr_assert(stride_two == 64 && stride_n == 128, "two · d_half = d_h, n along the positions: %lld, %lld",
+              (long long)stride_two, (long long)stride_n);
+    cr_assert_eq(ts_sym_eval(&k->out.offset, sizes), 128 * (7 - 3), "rows s - n .. s - 1");
+    for (int s = 0; s < k->nacc; s++) /* it reads the projection itself, not a rotated copy */
+        cr_assert(p->buf[k->acc[s].buf].kind != TS_BUF_TEMP || find_dim_of(&p->buf[k->acc[s].buf], two) < 0);
+    cr_assert_eq(counts, 2, "s and n counted at run time");
+    free(text);
     compiled_free(&x);
 }
