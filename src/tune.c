@@ -433,34 +433,51 @@ static void bind_dynamic(const ts_graph *g, const ts_binding *bind, const ts_dyn
     for (int d = 0; d < dyn->n; d++) ts_binding_set(out, g->axes[dyn->axis[d]].name, size[d]);
 }
 
-/* Chooses the validation sizes (dynamic axes halved while the sampled reference is over budget) and the
- * sampled rows. */
-static int plan_validation(tuner *t, char **err) {
+/* The graph checked at dynamic sizes `dims` into t->vbind / t->vg, its sampled rows chosen into t->sp; the
+ * sampled reference's FLOPs, or -1 when the graph does not check there. */
+static double validation_flops(tuner *t, const int64_t *dims) {
     const ts_tune_opts *o = t->o;
+    ts_binding_free(&t->vbind);
+    bind_dynamic(o->g, o->bind, &t->dyn, dims, &t->vbind);
+    ts_graph_free(&t->vg);
+    ts_diags d;
+    ts_diags_init(&d, o->spec->path, o->spec->text, o->spec->len);
+    int rc = ts_check(o->spec, &t->vbind, &t->vg, &d);
+    ts_diags_free(&d);
+    if (rc != 0) return -1;
+    ts_sample_free(&t->sp);
+    ts_sample_choose(&t->vg, REF_ROWS, REF_BUDGET_FLOPS, o->seed, &t->sp);
+    return ts_sample_flops(&t->vg, &t->sp);
+}
+
+/* Chooses the validation sizes and the sampled rows: while the sampled reference is over budget, each dynamic
+ * axis whose halving saves at least REF_MIN_SAVING of its work is halved (not below REF_MIN_DYN). An axis that
+ * costs little stays at its timed size: a decode step keeps its 4096-long cache (the weights' work does not
+ * shrink with it), so the reference checks the kernels on the cache length they are timed at. */
+#define REF_MIN_SAVING 0.1
+static int plan_validation(tuner *t, char **err) {
     for (int d = 0; d < t->dyn.n; d++) t->val_dims[d] = t->time_dims[d];
-    for (;;) {
-        ts_binding_free(&t->vbind);
-        bind_dynamic(o->g, o->bind, &t->dyn, t->val_dims, &t->vbind);
-        ts_graph_free(&t->vg);
-        ts_diags d;
-        ts_diags_init(&d, o->spec->path, o->spec->text, o->spec->len);
-        int rc = ts_check(o->spec, &t->vbind, &t->vg, &d);
-        ts_diags_free(&d);
-        if (rc != 0) {
-            *err = ts_strdup("the graph does not check at the validation sizes");
-            return -1;
+    double flops = validation_flops(t, t->val_dims);
+    while (flops > REF_BUDGET_FLOPS) {
+        int64_t next[TS_SYM_MAX_DYN];
+        memcpy(next, t->val_dims, sizeof next);
+        for (int d = 0; d < t->dyn.n; d++) {
+            if (t->val_dims[d] <= REF_MIN_DYN) continue;
+            int64_t trial[TS_SYM_MAX_DYN];
+            memcpy(trial, t->val_dims, sizeof trial);
+            trial[d] = t->val_dims[d] / 2 > REF_MIN_DYN ? t->val_dims[d] / 2 : REF_MIN_DYN;
+            double f = validation_flops(t, trial);
+            if (f >= 0 && f <= (1 - REF_MIN_SAVING) * flops) next[d] = trial[d];
         }
-        ts_sample_free(&t->sp);
-        ts_sample_choose(&t->vg, REF_ROWS, REF_BUDGET_FLOPS, o->seed, &t->sp);
-        bool shrunk = false;
-        if (ts_sample_flops(&t->vg, &t->sp) > REF_BUDGET_FLOPS)
-            for (int d2 = 0; d2 < t->dyn.n; d2++)
-                if (t->val_dims[d2] > REF_MIN_DYN) {
-                    t->val_dims[d2] = t->val_dims[d2] / 2 > REF_MIN_DYN ? t->val_dims[d2] / 2 : REF_MIN_DYN;
-                    shrunk = true;
-                }
-        if (!shrunk) return 0;
+        if (memcmp(next, t->val_dims, sizeof next) == 0) break;
+        memcpy(t->val_dims, next, sizeof next);
+        flops = validation_flops(t, t->val_dims);
     }
+    if (flops < 0 || validation_flops(t, t->val_dims) < 0) {
+        *err = ts_strdup("the graph does not check at the validation sizes");
+        return -1;
+    }
+    return 0;
 }
 
 /* The key of the cached reference: the graph text, the sizes, the rows, the seed and the input policy. */
@@ -813,9 +830,9 @@ static int restore_inout(tuner *t, const ts_graph *g, int i) {
     }
     double *x = ts_xmalloc(sizeof(double) * (size_t)n + 1);
     memcpy(x, t->vin[o->input], sizeof(double) * (size_t)n);
-    int64_t pos = g->axes[u->at_axis].size - 1;
+    int64_t end = g->axes[u->at_axis].size, first = end - (u->rows_axis >= 0 ? g->axes[u->rows_axis].size : 1);
     for (int64_t k = 0; k < n; k++)
-        if ((k / stride) % size == pos) x[k] = NAN;
+        if ((k / stride) % size >= first && (k / stride) % size < end) x[k] = NAN;
     size_t bytes;
     void *host = to_dtype(o->dtype, x, n, &bytes);
     int rc = CU(t, cuMemcpyHtoD(t->dout[i], host, bytes));

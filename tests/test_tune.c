@@ -278,6 +278,30 @@ Test(tune, build_only_needs_no_gpu_and_fills_the_cache) {
     remove_dir(dir);
 }
 
+/* Validation sizes: a dynamic axis is halved while the reference is over budget only when that saves work.
+ * Here the GEMM's rows m carry the work (8.6 GFLOP at 4096) and are halved to 1024; the other axis s only
+ * feeds a cheap sum and keeps its timed 4096 (a decode step's cache length is validated where it is timed).
+ * The output is a scalar, so no rows can be sampled instead. */
+Test(tune, validation_shrinks_the_axes_that_carry_the_work, .timeout = 120) {
+    char *dir = scratch("valsizes");
+    char *graph = ts_strfmt("%s/g.yaml", dir);
+    FILE *f = fopen(graph, "w");
+    cr_assert_not_null(f);
+    fputs("graph: g\naxes:\n  m: {dynamic: true, typical: 4096}\n  s: {dynamic: true, typical: 4096}\n"
+          "  d: 1024\n  n: 1024\ninputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+          "  C: {dtype: fp16, shape: [s, n]}\nops:\n  - {name: Y, op: matmul, args: [X, W], over: d}\n"
+          "  - {name: T, op: reduce_sum, args: [Y], axis: m}\n  - {name: U, op: reduce_sum, args: [C], axis: s}\n"
+          "  - {name: V, op: add, args: [T, U]}\n  - {name: Z, op: reduce_sum, args: [V], axis: n}\noutputs: [Z]\n",
+          f);
+    fclose(f);
+    char *env = ts_strfmt("TSOPT_LIBCUDA=%s TSOPT_LIBCUPTI=%s", mock(), mock());
+    char *args = ts_strfmt("tune --top 1 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache -o %s/out %s", dir, dir, graph);
+    tsopt_result r = run_tsopt_env(env, args);
+    cr_expect_not_null(strstr(r.out, "validated at m=1024, timed"), "%s", r.out);
+    free(r.out), free(args), free(env), free(graph);
+    remove_dir(dir);
+}
+
 /* A reference whose float64 inputs could not fit in this machine's memory (a 32-layer stack's take 56 GB;
  * here two 2^20 x 2^20 operands, 17.6 TB): --build-only builds the candidates and leaves the reference to the
  * GPU machine; tune proper refuses with the sizes instead of allocating. Nothing is allocated either way. */
