@@ -179,13 +179,18 @@ static void score_ops(const ts_expr *e, double *fma, double *sfu) {
     free(live);
 }
 
-/* Tensors a score expression loads (distinct operand slots among its live nodes), each once per score. */
-static double score_tensor_loads(const ts_expr *e) {
+/* Tensors a score expression loads once per score: distinct operand slots among its live nodes that vary
+ * along the keys (a mask, a bias). A load that is the same for every key of a row — a per-row position, a
+ * per-head slope, a scalar — comes from L1 and costs next to nothing against the row's keys (run 65: a
+ * prefill chunk's attention reading one scalar, counted per score, was predicted 158 µs and ran 84). */
+static double score_tensor_loads(const ts_kernel *k) {
+    const ts_expr *e = &k->expr;
     bool *live = ts_xmalloc(sizeof *live * (size_t)(e->n + 1));
     ts_expr_live(e, true, live);
     double n = 0;
     for (int i = 0; i < e->n; i++) {
         if (!live[i] || e->node[i].kind != TS_X_LOAD) continue;
+        if (ts_sym_equal(ts_access_stride(&k->acc[e->node[i].slot], k->red_axis), ts_sym_const(0))) continue;
         bool seen = false;
         for (int j = 0; j < i && !seen; j++)
             seen = live[j] && e->node[j].kind == TS_X_LOAD && e->node[j].slot == e->node[i].slot;
@@ -294,7 +299,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         score_ops(&k->expr, &f, &s);
         fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */
         score_sfu = s * scores;
-        score_loads = score_tensor_loads(&k->expr) * scores;
+        score_loads = score_tensor_loads(k) * scores;
         if (ts_config_attention_decode(g, k)) { /* few rows a head: the cache streams through split CTAs */
             double units = ceil(tq / k->cfg.dec_rows) * heads;
             skinny = true; /* bandwidth-bound at a share of the SMs, MMAs over whole 16-row tiles */

@@ -545,6 +545,10 @@ Test(search, scores_reading_per_head_or_per_sequence_tensors_are_one_attention_k
                       "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n");
     const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
     cr_assert_eq(k->nacc, 4, "Q, K, V and the slope");
+    /* the slope is the same for every key of a row: no load a score in the cost model (run 65) */
+    ts_kernel_work w;
+    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+    cr_assert_float_eq(w.score_loads, 0, 1e-9, "a per-head slope is no load a score");
     free_compiled(&cg);
     compile_yaml(&cg, "graph: g\naxes: {b: 4, h: 8, t: 512, s: 512, d: 64}\n"
                       "inputs:\n  Q: {dtype: fp16, shape: [b, h, t, d]}\n  K: {dtype: fp16, shape: [b, h, s, d]}\n"
@@ -554,6 +558,8 @@ Test(search, scores_reading_per_head_or_per_sequence_tensors_are_one_attention_k
                       "outputs: [O]\n");
     k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
     cr_assert_str_eq(axis_name(&cg, k->batch_axis), "b");
+    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+    cr_assert_float_eq(w.score_loads, 4.0 * 8 * 512 * 512, 1, "the padding mask varies along the keys");
     free_compiled(&cg);
 }
 
