@@ -394,6 +394,7 @@ VALGRIND_DIMS_attention_cross  := t_q=4,t_kv=16
 VALGRIND_DIMS_attention_softcap := t_q=8,t_kv=8
 VALGRIND_DIMS_decoder_layer    := t=4,d=256,f=64
 VALGRIND_DIMS_decoder_decode   := b=2,s=5,s_max=8,d=256,f=64
+VALGRIND_DIMS_decoder_prefill  := b=2,n=3,s=5,s_max=8,d=256,f=64
 VALGRIND_DIMS_matmul           := m=4,d=64,n=64
 VALGRIND_DIMS_rmsnorm          := m=4,d=64,n=64
 VALGRIND_DIMS_rmsnorm_mlp      := m=4,d=64,n=64
