@@ -216,7 +216,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0;
+           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0;
     bool skinny = false;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
@@ -300,6 +300,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */
         score_sfu = s * scores;
         score_loads = score_tensor_loads(k) * scores;
+        scores_of = scores;
         if (ts_config_attention_decode(g, k)) { /* few rows a head: the cache streams through split CTAs */
             double units = ceil(tq / k->cfg.dec_rows) * heads;
             skinny = true; /* bandwidth-bound at a share of the SMs, MMAs over whole 16-row tiles */
@@ -315,6 +316,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && k->cfg.pingpong,
+                          .scores = scores_of, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .rowstat_stages = rowstat_stages};
 }
@@ -332,8 +334,9 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double eff = w->skinny ? m->skinny_tensor_efficiency : w->columns ? m->columns_efficiency : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
-    double pp = w->pingpong ? m->gemm_pingpong_efficiency : 1;
-    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * pp);
+    double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;
+    double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * form);
+    t = fmax(t, w->scores / m->attention_scores_per_s);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;

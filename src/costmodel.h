@@ -48,6 +48,12 @@
  *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
  *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.74-0.79 over four store-epilogue
  *                        GEMMs from 1024×4096×4096 to 8192³ (bench/NOTES.md run 49)
+ *   attention_whole_tiles_ratio  the tensor rate of an attention kernel without a causal mask relative to
+ *                        attention_efficiency's (fitted mostly on causal kernels, whose diagonal tiles and
+ *                        row imbalance cost): 1.26 from run 62's ten attention graphs (bench/NOTES.md run 66)
+ *   attention_scores_per_s  scores per second an attention kernel's softmax sustains (its FP32 and exp work a
+ *                        score, in the consumer warps beside the other warpgroup's MMAs): a floor under the
+ *                        MMA time that binds at small head dims (d = 64: 1.06e12, run 62; absent: no floor)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -73,6 +79,8 @@
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(gemm_pingpong_efficiency, NULL, 0.76)                                                            \
+    X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
+    X(attention_scores_per_s, NULL, 1e30)                                                              \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -128,6 +136,10 @@ typedef struct {
                                them beside a bandwidth-bound loop: counted in fma_flops only) */
     bool pingpong;          /* GEMM in its ping-pong wgmma form (config.h): the main loop at gemm_pingpong_efficiency
                                of the rate, each tile's epilogue beside the next tile's main loop */
+    double scores;          /* attention: scores computed (heads × rows × keys, halved under a causal mask): the
+                               consumer warps' softmax work, at most attention_scores_per_s */
+    bool whole_tiles;       /* attention (not the decode form) without a causal diagonal: every K/V tile of every
+                               row computed whole, at attention_whole_tiles_ratio × attention_efficiency */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */

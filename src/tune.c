@@ -1248,6 +1248,8 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         if (w.columns) fputs(", \"columns\": true", f);
         if (w.pingpong) fputs(", \"pingpong\": true", f);
+        if (w.scores > 0) fputs(", \"scores\": ", f), json_number(f, w.scores);
+        if (w.whole_tiles) fputs(", \"whole_tiles\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

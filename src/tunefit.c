@@ -243,6 +243,7 @@ static const num_field kernel_fields[] = {
     {"score_loads", offsetof(ts_tune_kernel, work.score_loads), NUM_NONNEG, OPTIONAL, 0},
     {"tile_waves", offsetof(ts_tune_kernel, work.tile_waves), NUM_NONNEG, OPTIONAL, 0},
     {"rowstat_stages", offsetof(ts_tune_kernel, work.rowstat_stages), NUM_NONNEG, OPTIONAL, 0},
+    {"scores", offsetof(ts_tune_kernel, work.scores), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},
 };
@@ -279,6 +280,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
                           strncmp(ts_yaml_str(cfg), "skinny", 6) == 0;
     k->work.columns = optional_flag(r, kn, what, "columns");   /* a ROW kernel down columns */
     k->work.pingpong = optional_flag(r, kn, what, "pingpong"); /* a GEMM in its ping-pong form */
+    k->work.whole_tiles = optional_flag(r, kn, what, "whole_tiles"); /* attention without a causal diagonal */
 
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,

@@ -690,6 +690,48 @@ Test(search, a_tile_gemm_pays_an_overhead_per_wave_and_a_skinny_gemm_its_own_mma
     free_compiled(&cg);
 }
 
+/* Attention: a kernel without a causal diagonal runs its MMAs at attention_whole_tiles_ratio × the fitted rate
+ * (a causal one at the rate); the softmax's attention_scores_per_s is a floor under the MMA time, binding at
+ * head dim 64 (bench/NOTES.md run 66). */
+Test(search, attention_time_knows_whole_tiles_and_the_softmax_floor) {
+#define ATTENTION_D64(mask, scores)                                                                     \
+    "graph: g\naxes: {h: 32, t: 4096, s: 4096, d: 64}\n"                                                     \
+    "inputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n  K: {dtype: fp16, shape: [h, s, d]}\n"                  \
+    "  V: {dtype: fp16, shape: [h, s, d]}\n"                                                                 \
+    "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d}\n" mask                                         \
+    "  - {name: P, op: softmax, args: [" scores "], axis: s}\n"                                              \
+    "  - {name: O, op: matmul, args: [P, V], over: s}\n"                                                     \
+    "  - {name: Ob, op: permute, args: [O], order: [h, t, d]}\noutputs: [Ob]\n"
+    const char *const yamls[2] = {
+        ATTENTION_D64("", "S"),
+        ATTENTION_D64("  - {name: i, op: iota, axis: t}\n  - {name: j, op: iota, axis: s}\n"
+                      "  - {name: i2, op: expand, args: [i], shape: [t, s]}\n"
+                      "  - {name: F, op: less_than, args: [i2, j]}\n  - {name: Sm, op: where, args: [F, -inf, S]}\n",
+                      "Sm")};
+    for (int causal = 0; causal < 2; causal++) {
+        const char *yaml = yamls[causal];
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
+        ts_kernel_work w;
+        ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+        cr_assert_eq(w.whole_tiles, !causal);
+        cr_assert_float_eq(w.scores, 32.0 * 4096 * 4096 * (causal ? 0.5 : 1), 1);
+        ts_costmodel m = cg.cm;
+        m.attention_scores_per_s = 1e30; /* no floor: the MMAs alone */
+        double mma = ts_costmodel_time(&m, &w);
+        m.attention_whole_tiles_ratio *= 1.25; /* (not so far that the exp2 rate binds instead) */
+        double faster = ts_costmodel_time(&m, &w) - m.launch_s, base = mma - m.launch_s;
+        if (causal) cr_assert_float_eq(faster, base, 1e-12, "a causal kernel is at the fitted rate");
+        else cr_assert_float_eq(faster, base / 1.25, 1e-12, "whole tiles at the ratio");
+        m = cg.cm;
+        m.attention_scores_per_s = w.scores / 1e-3; /* a floor of 1 ms */
+        cr_assert_float_eq(ts_costmodel_time(&m, &w), m.launch_s + 1e-3, 1e-9, "the softmax floor binds");
+        free_compiled(&cg);
+    }
+}
+#undef ATTENTION_D64
+
 Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_gemm) {
     char *yaml = swiglu_at("1024");
     compiled_graph cg;
