@@ -29,10 +29,9 @@ ts_tensor ts_t_copy(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_binary(ts_builder *b, ts_op op, ts_tensor x, ts_tensor y);
 ts_tensor ts_t_where(ts_builder *b, ts_tensor c, ts_tensor x, ts_tensor y);
 ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis);
-/* dest with its slice at index size(at) - 1 of `axis` replaced by v, whose axes are dest's without `axis`
- * (aligned by name). dest is an inout input (src/check.c checks the rest). */
-/* dest with v written along `axis`: one row at size(at) - 1 (rows = -1; v has dest's dims without axis), or
- * the block of v's axis `rows` at size(at) - size(rows) + i (v has dest's dims with rows in axis's place). */
+/* dest with v written along `axis` (aligned by name): one row at index size(at) - 1 (rows = -1; v has dest's
+ * dims without axis), or the block of v's axis `rows`, its index i at size(at) - size(rows) + i (v has dest's
+ * dims with rows in axis's place). dest is an inout input (src/check.c checks the rest). */
 ts_tensor ts_t_update(ts_builder *b, ts_tensor dest, ts_tensor v, int32_t axis, int32_t at, int32_t rows);
 
 /* A fused op (ops.h TS_FUSED_OPS, not PICK or VIEW) reducing `axis` of xs[0..n), aligned by name; an

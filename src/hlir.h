@@ -62,8 +62,9 @@ typedef struct {
     int64_t tile;        /* TILE_*, ONLINE_WSUM: the tile size along reduce_axis */
     int32_t at_axis;     /* UPDATE: the slice written is at index size(at_axis) - 1 of reduce_axis (the axis
                             written; src[1] has the node's dims without it) */
-    int32_t rows_axis;   /* UPDATE: -1, or the axis of src[1] standing for reduce_axis (a block of rows:
-                            its index i written at size(at_axis) - size(rows_axis) + i) */
+    int32_t rows_axis;   /* UPDATE: -1 (one slice, as above), or a block of rows: src[1] has this axis in
+                            reduce_axis's place, its index i written at size(at_axis) - size(rows_axis) + i
+                            (set by ts_t_update, the only maker of UPDATE nodes) */
     double value;        /* CONSTANT */
     int32_t input;       /* INPUT: index into ts_graph.inputs */
     int32_t origin;      /* the ts_graph.named entry (user tensor) whose op built it */
