@@ -53,13 +53,15 @@ def min_bytes(tsopt, yaml_path, sizes):
 
 
 def inout_rows(g):
-    """{cache input: (axis index written, position)} for every append of the graph."""
+    """{cache input: (axis index written, first row, end row)} for every append of the graph (one row at
+    size(as) - 1, or a block of `rows` rows ending there)."""
     rows = {}
     for op in g.spec["ops"]:
         if op["op"] == "append":
             cache = op["args"][0]
             shape = next(s for n, _, s in g.inputs if n == cache)
-            rows[cache] = (shape.index(op["axis"]), g.sizes[op["as"]] - 1)
+            end = g.sizes[op["as"]]
+            rows[cache] = (shape.index(op["axis"]), end - (g.sizes[op["rows"]] if "rows" in op else 1), end)
     return rows
 
 
@@ -92,8 +94,8 @@ def run_case(name, record_path, yaml_path, tsopt, reps):
            "tune_measured_ms": (chosen.get("measured_s") or 0) * 1e3, "times_ms": {}, "errors": {}, "notes": {}}
     ins = gc.make_inputs(g, 1)
     rows = inout_rows(g)
-    for cache, (ax, pos) in rows.items():  # the rows this step writes: NaN until it does
-        ins[cache].select(ax, pos).fill_(float("nan"))
+    for cache, (ax, first, end) in rows.items():  # the rows this step writes: NaN until it does
+        ins[cache].narrow(ax, first, end - first).fill_(float("nan"))
     ref_ins = {n: x.float().clone() for n, x in ins.items()}
     be = graphref.Backend(torch, device="cuda", dtype=torch.float32)
     ref = g.evaluate(be, ref_ins)  # writes the new rows into ref_ins' caches
@@ -107,8 +109,8 @@ def run_case(name, record_path, yaml_path, tsopt, reps):
         """call() on NaN outputs and NaN new cache rows, checked against the reference, then timed."""
         for n in g.outputs:
             outs[n].fill_(float("nan"))
-        for cache, (ax, pos) in rows.items():
-            ins[cache].select(ax, pos).fill_(float("nan"))
+        for cache, (ax, first, end) in rows.items():
+            ins[cache].narrow(ax, first, end - first).fill_(float("nan"))
         call()
         torch.cuda.synchronize()
         for n in g.outputs:

@@ -38,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 import gpu_check  # noqa: E402
+import decode  # noqa: E402  (inout_rows: the rows an append writes)
 import graphref  # noqa: E402
 import tsopt_torch  # noqa: E402
 
@@ -80,18 +81,32 @@ def as_dict(g, outs):
     return dict(zip(g.outputs, outs))
 
 
-def validate(op, yaml_path, header, dims, seed):
-    """Worst relative L2 error of the op against graphref at `dims` (None: the header's sizes)."""
+def op_args(sig, g, ins):
+    """The op's arguments: the graph's inputs (its caches among them), then the sizes no tensor has (s)."""
+    return [ins[n] for n, _, _ in g.inputs] + [g.sizes[a] for a in sig.size_args]
+
+
+def validate(op, sig, yaml_path, header, dims, seed):
+    """Worst relative L2 error of the op against graphref at `dims` (None: the header's sizes), over its
+    outputs and the caches it updates in place (their new rows NaN before the call, as decode.py does)."""
     g = graphref.Graph(yaml_path, dims)
     ins = gpu_check.make_inputs(g, seed)
-    outs = as_dict(g, op(*[ins[n] for n, _, _ in g.inputs]))
-    be, ref = gpu_check.reference(g, ins)
-    return gpu_check.worst_error(g, outs, gpu_check.output_layouts(header), be, ref), g, ins, outs
+    rows = decode.inout_rows(g)
+    for cache, (ax, first, end) in rows.items():
+        ins[cache].narrow(ax, first, end - first).fill_(float("nan"))
+    ref_ins = {n: x.float().clone() for n, x in ins.items()}  # the reference first: the op writes the caches
+    be = graphref.Backend(torch, device="cuda", dtype=torch.float32)
+    ref = g.evaluate(be, ref_ins)
+    outs = as_dict(g, op(*op_args(sig, g, ins)))
+    err = gpu_check.worst_error(g, outs, gpu_check.output_layouts(header), be, ref)
+    for cache in rows:
+        err = max(err, gpu_check.rel_error(ins[cache], ref_ins[cache]))
+    return err, g, ins, outs
 
 
 def wrong_size_message(op, sig, g, ins):
     """The op's error for an input one element too large along an axis of compiled (static) size."""
-    args = [ins[n] for n, _, _ in g.inputs]
+    args = op_args(sig, g, ins)
     for i, b in enumerate(sig.inputs):
         for d, axis in enumerate(b.axes):
             if isinstance(sig.sizes[sig.root(axis)], int):
@@ -117,11 +132,11 @@ def check_graph(name, header, so, seed):
     yaml_path = os.path.join(HERE, "graphs", name + ".yaml")
     op = tsopt_torch.load(header)
     r = {"graph": name, "failures": []}
-    err, g, ins, outs = validate(op, yaml_path, header, None, seed)
+    err, g, ins, outs = validate(op, sig, yaml_path, header, None, seed)
     r["rel_err"] = err
     if not err <= gpu_check.TOLERANCE:
         r["failures"].append("rel err %.2e against graphref" % err)
-    args = [ins[n] for n, _, _ in g.inputs]
+    args = op_args(sig, g, ins)
     runtime = [g.sizes[a] for a in sig.dims]
     step(name, "ctypes library")
     lib = gpu_check.Library(so, name)
@@ -132,7 +147,7 @@ def check_graph(name, header, so, seed):
         r["failures"].append("outputs differ from the C ABI called through ctypes")
     if sig.dims:
         odd = {a: ODD_SIZE for a in sig.dims}
-        r["odd_rel_err"], _, _, _ = validate(op, yaml_path, header, odd, seed + 1)
+        r["odd_rel_err"], _, _, _ = validate(op, sig, yaml_path, header, odd, seed + 1)
         if not r["odd_rel_err"] <= gpu_check.TOLERANCE:
             r["failures"].append("rel err %.2e at %s" % (r["odd_rel_err"], odd))
     step(name, "wrong-size input")
