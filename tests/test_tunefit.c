@@ -569,6 +569,28 @@ static const struct {
     {"\"bytes\": 1e7", "\"bytes\": ", "'bytes' must be a non-negative number, not nothing"},
 };
 
+/* An attention kernel's softmax work (`scores`, absent: 0) and whether it ran whole tiles (`whole_tiles`,
+ * absent: false — records before run 66 fit as before). */
+Test(tunefit, an_attention_kernels_scores_and_whole_tiles_are_read) {
+    char *t = mini_with("\"kind\": \"map\",", "\"kind\": \"attention\", \"scores\": 268435456, \"whole_tiles\": true,");
+    ts_tune_set s = {0};
+    load_ok(&s, "g.json", t);
+    cr_expect_float_eq(s.r[0].c[0].k[0].work.scores, 268435456.0, 0);
+    cr_expect(s.r[0].c[0].k[0].work.whole_tiles);
+    ts_tune_set_free(&s);
+    free(t);
+    t = mini_with("\"kind\": \"map\",", "\"kind\": \"attention\",");
+    ts_tune_set a = {0};
+    load_ok(&a, "g.json", t);
+    cr_expect_float_eq(a.r[0].c[0].k[0].work.scores, 0, 0);
+    cr_expect(!a.r[0].c[0].k[0].work.whole_tiles);
+    ts_tune_set_free(&a);
+    free(t);
+    t = mini_with("\"kind\": \"map\",", "\"kind\": \"attention\", \"scores\": -1,");
+    EXPECT_LOAD_ERROR(t, strlen(t), "'scores'");
+    free(t);
+}
+
 Test(tunefit, malformed_records_are_errors_with_their_place) {
     /* truncated anywhere: an error, never a crash */
     for (size_t cut = 0; cut < strlen(mini) - 1; cut += 7) {
