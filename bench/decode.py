@@ -45,11 +45,15 @@ def dram_bytes_per_s():
     raise RuntimeError("costmodel/h200.yaml has no dram_bytes_per_s")
 
 
-def min_bytes(tsopt, yaml_path, sizes):
-    dims = ",".join("%s=%d" % kv for kv in sizes.items())
-    out = subprocess.run([tsopt, "check", "--dims", dims, yaml_path], check=True, capture_output=True, text=True).stdout
+def check_work(tsopt, yaml_path, dims):
+    """(minimum bytes, FLOPs) as `tsopt check --dims` prints them at the sizes `dims` (a dict; may be empty)."""
+    arg = ",".join("%s=%d" % kv for kv in dims.items())
+    cmd = [tsopt, "check"] + (["--dims", arg] if arg else []) + [yaml_path]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     m = re.search(r"minimum bytes: ([0-9.]+) (KB|MB|GB)", out)
-    return float(m.group(1)) * {"KB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)]
+    f = re.search(r"FLOPs: ([0-9.]+) (MFLOP|GFLOP|TFLOP)", out)
+    flops = float(f.group(1)) * {"MFLOP": 1e6, "GFLOP": 1e9, "TFLOP": 1e12}[f.group(2)] if f else 0.0
+    return float(m.group(1)) * {"KB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)], flops
 
 
 def inout_rows(g):
@@ -148,7 +152,7 @@ def run_case(name, record_path, yaml_path, tsopt, reps):
             res["times_ms"][label] = gc.timed(f, reps)
         except Exception as e:
             res["notes"][label] = "unavailable: %s" % str(e)[:300]
-    mb = min_bytes(tsopt, yaml_path, sizes)
+    mb, _ = check_work(tsopt, yaml_path, sizes)
     res["min_bytes"] = mb
     res["floor_ms"] = mb / dram_bytes_per_s() * 1e3
     return res

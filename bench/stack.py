@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accuracy  # noqa: E402
+import bench  # noqa: E402  (time_limit: a compile's budget)
 import decode  # noqa: E402
 import gpu_check as gc  # noqa: E402
 import graphref  # noqa: E402
@@ -44,33 +44,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TENSOR_PEAK = 989e12  # dense fp16 wgmma FLOP/s of the H200 (the physical ceiling README's floors use)
 
 
-class OutOfTime(BaseException):
-    pass
-
-
-def within(seconds, fn):
-    """fn() under a SIGALRM deadline (a compile that runs past it raises OutOfTime)."""
-    def handler(signum, frame):
-        raise OutOfTime()
-    old = signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds))
-    try:
-        return fn()
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-
-
 def floor_ms(tsopt, yaml_path, spec, sizes):
     """(floor ms, minimum bytes, FLOPs) from `tsopt check` at the graph's dynamic sizes (the others follow)."""
-    dynamic = [a for a, v in spec["axes"].items() if isinstance(v, dict) and v.get("dynamic")]
-    dims = ",".join("%s=%d" % (a, sizes[a]) for a in dynamic if a in sizes)
-    cmd = [tsopt, "check"] + (["--dims", dims] if dims else []) + [yaml_path]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    m = re.search(r"minimum bytes: ([0-9.]+) (KB|MB|GB)", out)
-    f = re.search(r"FLOPs: ([0-9.]+) (MFLOP|GFLOP|TFLOP)", out)
-    mb = float(m.group(1)) * {"KB": 1e3, "MB": 1e6, "GB": 1e9}[m.group(2)]
-    flops = float(f.group(1)) * {"MFLOP": 1e6, "GFLOP": 1e9, "TFLOP": 1e12}[f.group(2)] if f else 0.0
+    dynamic = {a: sizes[a] for a, v in spec["axes"].items() if isinstance(v, dict) and v.get("dynamic") and a in sizes}
+    mb, flops = decode.check_work(tsopt, yaml_path, dynamic)
     return max(mb / decode.dram_bytes_per_s(), flops / TENSOR_PEAK) * 1e3, mb, flops
 
 
@@ -208,10 +185,12 @@ def main():
             run = chained(fn, stream, weights)
             t0 = time.time()
             if budget:
-                within(budget, lambda: (run(x0), torch.cuda.synchronize()))
+                with bench.time_limit(budget):
+                    run(x0)
+                    torch.cuda.synchronize()
                 res["compile_s"][label] = round(time.time() - t0, 1)
             check_and_time(label, lambda: run(x0), lambda out: out)
-        except OutOfTime:
+        except bench.BudgetExceeded:
             res["notes"][label] = "skipped: compiling took over %.0f s" % budget
             print("  %-13s %s" % (label, res["notes"][label]), flush=True)
         except Exception as e:

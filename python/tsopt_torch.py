@@ -191,11 +191,10 @@ def _bound_checks(sig):
     """C++ lines checking an append's position against the range the banner states (low <= s <= high)."""
     lines = []
     for low, at, high in sig.bounds:
-        lo = "(int64_t)1" if low == "1" else _size_expr(sig, low)
+        lo, v, hi = "(int64_t)1" if low == "1" else _size_expr(sig, low), _size_expr(sig, at), _size_expr(sig, high)
         lines.append('    TSOPT_CHECK(%s <= %s && %s <= %s, OP ": %s must lie in [%s, %s] (the cache\'s valid length after '
                      'the append), got %%lld of [%%lld, %%lld]", (long long)%s, (long long)%s, (long long)%s);'
-                     % (lo, _size_expr(sig, at), _size_expr(sig, at), _size_expr(sig, high), at, low, high,
-                        _size_expr(sig, at), lo, _size_expr(sig, high)))
+                     % (lo, v, v, hi, at, low, high, v, lo, hi))
     return lines
 
 

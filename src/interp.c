@@ -38,7 +38,7 @@ double **ts_random_inputs(const ts_graph *g, uint64_t seed) {
         int64_t n = ts_input_numel(g, i);
         bufs[i] = ts_xmalloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
         random_fill f = {bufs[i], g->nodes[g->inputs[i].node].dtype, seed, first};
-        ts_parallel_ranges(n, 1 << 20, fill_random, &f);
+        ts_parallel_ranges(n, TS_PARALLEL_MIN_PART, fill_random, &f);
         first += (unsigned long long)n;
     }
     return bufs;

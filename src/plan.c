@@ -1036,23 +1036,31 @@ static void emit_dual(builder *b, int i) {
     b->has_mat[i] = true;
 }
 
+/* View vid as an access over its axes into its source's contiguous layout (buf unset): offset and strides
+ * recovered as monomials of the dynamic sizes; false when they are not. */
+static bool view_access(const builder *b, int vid, ts_access *out) {
+    const ts_egir_view *v = &b->x->views[vid], *v2 = b->views2 ? &b->views2[vid] : v;
+    *out = (ts_access){.ndim = v->view.ndim};
+    if (!sym_sample(b, v->view.offset, v2->view.offset, &out->offset)) return false;
+    for (int d = 0; d < v->view.ndim; d++) {
+        out->axis[d] = v->view.axis[d];
+        if (!sym_sample(b, v->view.stride[d], v2->view.stride[d], &out->stride[d])) return false;
+    }
+    return true;
+}
+
 static ts_access materialize_view(builder *b, int i) {
     const tnode node = b->t[i], *t = &node; /* a copy: materialising the source may grow b->t */
     int vid = (int)t->e.param[0];
-    const ts_egir_view *v = &b->x->views[vid], *v2 = b->views2 ? &b->views2[vid] : v;
-    ts_access src = contiguous_as(b, (int)t->e.kid[0], v->src_axis, v->src_ndim);
-    ts_access out = {.buf = src.buf, .ndim = v->view.ndim, .offset = src.offset};
-    ts_sym off;
-    if (!sym_sample(b, v->view.offset, v2->view.offset, &off)) goto unsupported;
-    out.offset = ts_sym_add(out.offset, off);
-    for (int d = 0; d < v->view.ndim; d++) {
-        out.axis[d] = v->view.axis[d];
-        if (!sym_sample(b, v->view.stride[d], v2->view.stride[d], &out.stride[d])) goto unsupported;
+    const ts_egir_view *v = &b->x->views[vid];
+    ts_access src = contiguous_as(b, (int)t->e.kid[0], v->src_axis, v->src_ndim), out;
+    if (!view_access(b, vid, &out)) {
+        if (!b->err) b->err = ts_strdup("a view whose strides are not monomials of the dynamic sizes");
+        return src;
     }
+    out.buf = src.buf;
+    out.offset = ts_sym_add(src.offset, out.offset);
     return out;
-unsupported:
-    if (!b->err) b->err = ts_strdup("a view whose strides are not monomials of the dynamic sizes");
-    return src;
 }
 
 static bool unit_axis(const builder *b, int32_t axis) { return ts_sym_equal(sym_axis(b, axis), ts_sym_const(1)); }
@@ -1063,13 +1071,11 @@ static bool unit_axis(const builder *b, int32_t axis) { return ts_sym_equal(sym_
  * fixed multiple of that axis's stride. false for any other view (an offset, a slice, a split, a broadcast). */
 static bool access_through_merge(const builder *b, int i, const ts_access *over, ts_access *out) {
     int vid = (int)b->t[i].e.param[0];
-    const ts_egir_view *v = &b->x->views[vid], *v2 = b->views2 ? &b->views2[vid] : v;
-    ts_sym off, stride[TS_MAX_DIMS];
+    const ts_egir_view *v = &b->x->views[vid];
+    ts_access va;
     int64_t off0;
-    if (!sym_sample(b, v->view.offset, v2->view.offset, &off) || !ts_sym_const_value(&off, &off0) || off0 != 0)
-        return false;
-    for (int d = 0; d < v->view.ndim; d++)
-        if (!sym_sample(b, v->view.stride[d], v2->view.stride[d], &stride[d])) return false;
+    if (!view_access(b, vid, &va) || !ts_sym_const_value(&va.offset, &off0) || off0 != 0) return false;
+    const ts_sym *stride = va.stride;
     *out = (ts_access){.buf = over->buf, .offset = over->offset, .ndim = v->src_ndim};
     bool used[TS_MAX_DIMS] = {false};
     ts_sym inner = ts_sym_const(1); /* the contiguous stride of the next source axis to place */

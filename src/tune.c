@@ -421,7 +421,7 @@ static double **validation_inputs(const ts_graph *g, uint64_t seed) {
         const ts_node *n = &g->nodes[g->inputs[i].node];
         if (!weight_name(g->inputs[i].name) || n->ndim < 2) continue;
         scale_job j = {in[i], n->dtype, 1 / sqrt((double)g->axes[n->axis[0]].size)};
-        ts_parallel_ranges(ts_input_numel(g, i), 1 << 20, scale_range, &j);
+        ts_parallel_ranges(ts_input_numel(g, i), TS_PARALLEL_MIN_PART, scale_range, &j);
     }
     return in;
 }
@@ -469,11 +469,12 @@ static int plan_validation(tuner *t, char **err) {
             double f = validation_flops(t, trial);
             if (f >= 0 && f <= (1 - REF_MIN_SAVING) * flops) next[d] = trial[d];
         }
-        if (memcmp(next, t->val_dims, sizeof next) == 0) break;
+        bool shrunk = memcmp(next, t->val_dims, sizeof next) != 0;
         memcpy(t->val_dims, next, sizeof next);
-        flops = validation_flops(t, t->val_dims);
+        flops = validation_flops(t, t->val_dims); /* t->vg and t->sp back at the chosen sizes after the trials */
+        if (!shrunk) break;
     }
-    if (flops < 0 || validation_flops(t, t->val_dims) < 0) {
+    if (flops < 0) {
         *err = ts_strdup("the graph does not check at the validation sizes");
         return -1;
     }
@@ -663,7 +664,7 @@ static void *to_dtype(ts_dtype t, const double *x, int64_t n, size_t *bytes) {
     *bytes = (size_t)n * (size_t)ts_dtype_bytes(t);
     void *out = ts_xmalloc(*bytes ? *bytes : 1);
     convert_job j = {t, x, out};
-    ts_parallel_ranges(n, 1 << 20, convert_range, &j);
+    ts_parallel_ranges(n, TS_PARALLEL_MIN_PART, convert_range, &j);
     return out;
 }
 
@@ -831,8 +832,10 @@ static int restore_inout(tuner *t, const ts_graph *g, int i) {
     double *x = ts_xmalloc(sizeof(double) * (size_t)n + 1);
     memcpy(x, t->vin[o->input], sizeof(double) * (size_t)n);
     int64_t end = g->axes[u->at_axis].size, first = end - (u->rows_axis >= 0 ? g->axes[u->rows_axis].size : 1);
-    for (int64_t k = 0; k < n; k++)
-        if ((k / stride) % size >= first && (k / stride) % size < end) x[k] = NAN;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t row = (k / stride) % size;
+        if (row >= first && row < end) x[k] = NAN;
+    }
     size_t bytes;
     void *host = to_dtype(o->dtype, x, n, &bytes);
     int rc = CU(t, cuMemcpyHtoD(t->dout[i], host, bytes));

@@ -14,8 +14,9 @@ char *ts_strdup(const char *s);
 char *ts_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The next value of a splitmix64 stream (seeded random numbers for inputs and rule verification). */
+#define TS_SPLITMIX64_STEP 0x9E3779B97F4A7C15ull /* what each draw adds to the state */
 static inline unsigned long long ts_splitmix64(unsigned long long *state) {
-    unsigned long long z = (*state += 0x9E3779B97F4A7C15ull);
+    unsigned long long z = (*state += TS_SPLITMIX64_STEP);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -25,11 +26,14 @@ static inline double ts_uniform(unsigned long long *state) { return (double)(ts_
 /* The state a stream started at `state` reaches after k draws: the stream is a counter, so its k-th value can
  * be computed without the k before it (inputs filled by several threads, equal to one thread's). */
 static inline unsigned long long ts_splitmix64_skip(unsigned long long state, unsigned long long k) {
-    return state + k * 0x9E3779B97F4A7C15ull;
+    return state + k * TS_SPLITMIX64_STEP;
 }
 
 /* fn(ctx, begin, end) over [0, n) in contiguous parts, one per thread (the online processors, each part at
- * least min_part long), returning when all are done; one part runs on the calling thread. */
+ * least min_part long), returning when all are done; one part runs on the calling thread. Element-wise
+ * passes over large float64 arrays use TS_PARALLEL_MIN_PART: below a million elements a thread is not worth
+ * starting. */
+#define TS_PARALLEL_MIN_PART (1 << 20)
 void ts_parallel_ranges(long long n, long long min_part, void (*fn)(void *ctx, long long begin, long long end),
                         void *ctx);
 
