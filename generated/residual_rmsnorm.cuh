@@ -93,6 +93,7 @@ cudaError_t residual_rmsnorm_launch(const __half *X, const __half *R, const __ha
 #endif
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -385,11 +386,18 @@ inline PdlState &pdl_state() {
     static thread_local PdlState state = kPdlOff;
     return state;
 }
+// Whether programmatic dependent launch is wanted: yes unless the environment sets TSOPT_NO_PDL to a value
+// other than "0" (every kernel then launches as plain stream work, so that a profiler's per-kernel
+// durations are each kernel's own, with no wait for its predecessor inside: tsopt tune's per-kernel profile).
+inline bool pdl_wanted() {
+    const char *v = std::getenv("TSOPT_NO_PDL");
+    return !v || !v[0] || (v[0] == '0' && !v[1]);
+}
 // Scope of one launch function's kernel sequence (the emitter declares one before the first launch). The
 // first kernel is ordered after earlier stream work as usual: what the caller's kernels wrote (the
 // weights too) is visible to every kernel of the sequence.
 struct PdlSequence {
-    PdlSequence() { pdl_state() = kPdlFirst; }
+    PdlSequence() { pdl_state() = pdl_wanted() ? kPdlFirst : kPdlOff; }
     ~PdlSequence() { pdl_state() = kPdlOff; }
     PdlSequence(const PdlSequence &) = delete;
     PdlSequence &operator=(const PdlSequence &) = delete;

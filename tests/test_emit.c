@@ -77,9 +77,11 @@ Test(emit, header_has_the_contract_pieces) {
     cr_assert_null(strstr(h, "printf("), "headers never print");
     cr_assert_null(strstr(h, "exit("), "headers never exit");
     /* only CUDA toolkit headers (the runtime's, and cuda.h for TMA descriptor types: no libcuda link), and
-     * the C++ standard library's <atomic> (the per-device caches) and <mutex> (the CUDA-graph cache's lock) */
+     * the C++ standard library's <atomic> (the per-device caches), <cstdlib> (getenv: TSOPT_NO_PDL) and <mutex>
+     * (the CUDA-graph cache's lock) */
     for (const char *p = strstr(h, "#include"); p; p = strstr(p + 1, "#include")) {
-        bool ok = !strncmp(p, "#include <atomic>", 17) || !strncmp(p, "#include <mutex>", 16) || !strncmp(p, "#include <cuda_runtime.h>", 25) || !strncmp(p, "#include <cuda_fp16.h>", 22) ||
+        bool ok = !strncmp(p, "#include <atomic>", 17) || !strncmp(p, "#include <cstdlib>", 18) ||
+                  !strncmp(p, "#include <mutex>", 16) || !strncmp(p, "#include <cuda_runtime.h>", 25) || !strncmp(p, "#include <cuda_fp16.h>", 22) ||
                   !strncmp(p, "#include <cuda_bf16.h>", 22) || !strncmp(p, "#include <stdint.h>", 19) ||
                   !strncmp(p, "#include <math.h>", 17) || !strncmp(p, "#include <cuda.h>", 17) ||
                   !strncmp(p, "#include <stddef.h>", 19) ||

@@ -93,6 +93,7 @@ cudaError_t norm_softmax_launch(const __half *X, const __half *g, __half *S, int
 #endif
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -95,6 +95,7 @@ cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half 
 #endif
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
