@@ -523,10 +523,6 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 //       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
 // and then apply and apply_loaded take this row's O values as a last parameter `const float *rs`. Both
 // kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
-// Optionally (this kernel only, not gemm_sm90.cuh's), A scaled along k by a vector before it is multiplied
-// — an RMSNorm's gain, so that rmsnorm(x)·W runs as one kernel: r[m] · Σ_k (x[m, k]·g[k])·W[k, n]:
-//       static constexpr bool kAScale = true;   // GemmParams::a_scale: g, K contiguous elements of T
-// The MMA then multiplies A[m, k]·g[k] (the product rounded to T), while row statistics still see A[m, k].
 
 
 namespace tsg {
@@ -546,11 +542,6 @@ template <class E> struct RowStatsOf<E, std::void_t<decltype(E::kRowStats)>> {
 };
 template <class E> constexpr int kRowStats = RowStatsOf<E>::S;
 template <class E> constexpr int kRowOuts = RowStatsOf<E>::O;
-
-// Whether epilogue functor E asks for A scaled along k (kAScale, above).
-template <class E, class = void> struct AScaleOf : std::false_type {};
-template <class E> struct AScaleOf<E, std::void_t<decltype(E::kAScale)>> : std::bool_constant<E::kAScale> {};
-template <class E> constexpr bool kAScale = AScaleOf<E>::value;
 
 // The epilogue call, with this row's statistics when the functor has them (rs: its O values).
 template <typename T, class E>
@@ -724,7 +715,6 @@ template <typename T, class Epilogue> struct GemmParams {
     // B (and B1) are written by no earlier kernel of the launch sequence (weights, read-only inputs): the
     // mma.sync kernel starts streaming them before it waits for the previous kernel (tile.cuh, PDL).
     bool b_ready;
-    const T *a_scale;      // kAScale epilogues only: A's scale along k (K elements, contiguous)
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -801,11 +791,10 @@ __device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t
 
 // Shared memory one block needs (bytes).
 // (+ the row statistics' values and scratch: BM·O and BM·8·S floats, with O values and S reductions)
-// (+ a stage's BK scale elements of A when A_SCALE)
-template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool A_SCALE = false>
+template <typename T, int BM, int BN, int BK, int STAGES, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0>
 constexpr int gemm_smem_bytes() {
-    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN + (A_SCALE ? BK : 0)) * static_cast<int>(sizeof(T)) +
-           BM * ROW_OUTS * 4 + BM * 8 * ROW_STATS * 4;
+    return STAGES * (BM * BK + (DUAL ? 2 : 1) * BK * BN) * static_cast<int>(sizeof(T)) + BM * ROW_OUTS * 4 +
+           BM * 8 * ROW_STATS * 4;
 }
 
 // Row statistics folded from the shared-memory A tiles as a main loop passes them (both kernels): each of
@@ -900,37 +889,6 @@ template <class E, int BM, int THREADS> struct RowFold {
     }
 };
 
-// A's scale along k (kAScale): the BK elements of K-tile kt into s (zero past K; VEC: 16-byte cp.async, g
-// 16-byte aligned), by the block's first BK/8 threads.
-template <typename T, int BK, bool VEC>
-__device__ __forceinline__ void load_scale(T *s, const T *g, int k0, int K) {
-    const int ch = static_cast<int>(threadIdx.x);
-    if (ch >= BK / 8) return;
-    const int k = k0 + ch * 8;
-    if constexpr (VEC) {
-        const int bytes = k < K ? min(8, K - k) * 2 : 0;
-        tst::cp_async16_zfill(s + ch * 8, k < K ? g + k : g, bytes);
-    } else {
-        const uint16_t *src = reinterpret_cast<const uint16_t *>(g);
-        uint16_t *dst = reinterpret_cast<uint16_t *>(s + ch * 8);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) dst[e] = k + e < K ? src[k + e] : 0;
-    }
-}
-
-// An A fragment of one k16 step (ldmatrix x4: rows r and r + 8 at k pairs 2·(lane % 4) and + 8) times the
-// scale at those k (sc: the step's 16 scale elements).
-template <typename T> __device__ __forceinline__ void scale_a_frag(uint32_t (&af)[4], const T *sc, int lane) {
-    using P = typename tst::elem<T>::pair;
-    const P lo = *reinterpret_cast<const P *>(sc + 2 * (lane & 3)), hi = *reinterpret_cast<const P *>(sc + 8 + 2 * (lane & 3));
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        P v = *reinterpret_cast<P *>(&af[r]);
-        v = __hmul2(v, r < 2 ? lo : hi);
-        af[r] = *reinterpret_cast<uint32_t *>(&v);
-    }
-}
-
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
@@ -941,8 +899,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
     constexpr int MI = WM / 16, NI = WN / 8;              // m16 and n8 MMA tiles per warp
     constexpr int NB = DUAL ? 2 : 1;
-    constexpr int A_ELEMS = BM * BK, B_ELEMS = BK * BN, SCALE_AT = A_ELEMS + NB * B_ELEMS;
-    constexpr int STAGE_ELEMS = SCALE_AT + (kAScale<Epilogue> ? BK : 0);   // [A | B0 (| B1) (| A's scale)]
+    constexpr int A_ELEMS = BM * BK, B_ELEMS = BK * BN, STAGE_ELEMS = A_ELEMS + NB * B_ELEMS;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     static_assert(BM % (16 * WARPS_M) == 0, "BM must be a multiple of 16*WARPS_M (m16 MMA tiles per warp)");
     static_assert(BN % (16 * WARPS_N) == 0, "BN must be a multiple of 16*WARPS_N (pairs of n8 MMA tiles per warp)");
@@ -951,7 +908,6 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
     static_assert(SPLIT >= 1 && SPLIT <= 8, "split-K: 1 to 8 CTAs a tile (a portable cluster)");
-    constexpr bool A_SCALE = kAScale<Epilogue>;
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
@@ -973,10 +929,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
-    auto load_a = [&](int s, int kt) {
-        load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K);
-        if constexpr (A_SCALE) load_scale<T, BK, VEC>(smem + s * STAGE_ELEMS + SCALE_AT, p.a_scale, kt * BK, p.K);
-    };
+    auto load_a = [&](int s, int kt) { load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K); };
     auto load_b = [&](int s, int kt) {
 #pragma unroll
         for (int j = 0; j < NB; ++j) {
@@ -1035,9 +988,6 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 #pragma unroll
             for (int mi = 0; mi < MI; ++mi)
                 tst::ldmatrix_x4(af[mi], st + swz<BK>(wm + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
-            if constexpr (A_SCALE)
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi) scale_a_frag<T>(af[mi], st + SCALE_AT + kk * 16, lane);
 #pragma unroll
             for (int j = 0; j < NB; ++j) {
                 uint32_t bf[NI][2];
@@ -1120,7 +1070,7 @@ template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_
 
 // True when the 16-byte cp.async loader may be used for p (else the element-wise loader runs).
 template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const GemmParams<T, Epilogue> &p) {
-    bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1)) && (!kAScale<Epilogue> || aligned16(p.a_scale));
+    bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1));
     ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0;
     if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0;
     return ok;
@@ -1130,8 +1080,7 @@ template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAG
           class Epilogue, bool VEC, int SPLIT = 1>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT>;
-    constexpr int smem =
-        gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>, kAScale<Epilogue>>();
+    constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
     cudaError_t e = tst::device_facts(&f);
@@ -1152,7 +1101,7 @@ template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, 
           bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
-    if (!p.A || !p.B0 || (DUAL && !p.B1) || (kAScale<Epilogue> && !p.a_scale)) return cudaErrorInvalidValue;
+    if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
     if constexpr (SPLIT > 1) {
         tst::DeviceFacts f;
@@ -2058,7 +2007,6 @@ template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bo
           class Epilogue = tsg::StoreEpilogue<T>, bool PP = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
-    static_assert(!tsg::kAScale<Epilogue>, "A scaled along k (kAScale) runs gemm.cuh's kernel only");
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     tst::DeviceFacts f;

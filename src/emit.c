@@ -763,13 +763,6 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
         fputs("        } else {\n", e->f);
     }
     const char *in = c->skinny_m > 0 ? "    " : "";
-    if (k->a_scale >= 0) { /* A scaled along k: gemm.cuh's kernel alone (rowstat.h) */
-        fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n", in, t,
-                c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki);
-        if (c->skinny_m > 0) fputs("        }\n", e->f);
-        fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
-        return;
-    }
     fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d, %s>(p, stream);\n", in, t,
             c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false");
     fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
@@ -810,7 +803,6 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? ts_access_stride(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", ts_access_stride(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
-    if (k->a_scale >= 0) print_base(e, "p.a_scale", &k->acc[k->a_scale]);
     if (read_only_input(e, b->buf) && (k->b1 < 0 || read_only_input(e, k->acc[k->b1].buf)))
         fputs("        p.b_ready = true;\n", e->f);
     emit_gemm_calls(e, ki, k, t);
@@ -1456,7 +1448,6 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     }
     bool stats = k->nrowstat > 0;
     if (stats) emit_gemm_row_stats(e, k);
-    if (k->a_scale >= 0) fputs("    static constexpr bool kAScale = true;   /* p.a_scale: A's scale along k */\n", e->f);
     const char *rs_param = stats ? ", const float *rs" : "", *rs_arg = stats ? ", rs" : "";
     fprintf(e->f, "    __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1%s%s) const {\n",
             nl ? ", const float *ld" : "", rs_param);

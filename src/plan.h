@@ -150,10 +150,6 @@ typedef struct {
      * (stage j's result), which the epilogue `expr` reads as ACC 2 + o. 0 for every other kernel. */
     int nrowstat;
     ts_expr rowstat[TS_KERNEL_MAX_OUTS];
-    /* GEMM: the operand (an access moving along red_axis only, A's element type, unit stride) by which A is
-     * scaled along k before it is multiplied — an RMSNorm's gain folded in with its statistics (rowstat.h);
-     * the stages still read A unscaled. -1: none. */
-    int a_scale;
     double predicted_s;                 /* set by the cost model */
 } ts_kernel;
 
@@ -183,8 +179,6 @@ static inline void ts_attention_head_axes(int heads_ndim, const int32_t *head_ax
 
 /* A heap copy of e's nodes. */
 ts_expr ts_expr_copy(const ts_expr *e);
-/* Appends node n to e (its kids already in e); returns its index. */
-int ts_expr_push(ts_expr *e, ts_xnode n);
 
 /* Whether node i of x is tanh as the composite expands and the rules leave it, 1 + (−2)·1/(2^y + 1)
  * (operands of the adds and the multiply in either order): then it equals tanh(y·ln2/2) and the node index

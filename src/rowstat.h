@@ -20,15 +20,7 @@
  *     epilogue, through the view the kernel wrote them with; what it writes per row reads only its stage
  *     results and constants.
  * The kernel and its buffers leave the plan; the GEMM gets nstage / stage / nrowstat / rowstat (plan.h) and
- * its epilogue reads the values as ACC 2 + o.
- * Also every ROW kernel that writes a GEMM's A operand normalised — A[m, k] = f(stages of row m) · x[m, k]
- * · g[k], a product of x, of at most one contiguous vector g along the row (an RMSNorm's gain) and of
- * factors that read only its stage results, its stages sums or maxima of a term of x — when that tensor is
- * a temporary only this GEMM reads (as A), and the GEMM runs its skinny form at the graph's sizes (the
- * scaling is the mma.sync kernel's, gemm.cuh's kAScale): the GEMM reads x as A, scales it by g (a_scale),
- * folds the stages, and multiplies its accumulators by f before its epilogue. x and g must have A's
- * element type.
- * Returns false, writing nothing to *out, when none qualifies. */
-bool ts_plan_with_row_stats(const ts_graph *g, const ts_plan *p, ts_plan *out);
+ * its epilogue reads the values as ACC 2 + o. Returns false, writing nothing to *out, when none qualifies. */
+bool ts_plan_with_row_stats(const ts_plan *p, ts_plan *out);
 
 #endif

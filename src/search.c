@@ -324,7 +324,7 @@ static void choose_configs(const search *s, ts_plan *p) {
  * offered to the pool beside p; its predicted time, INFINITY when there was nothing to move. */
 static double offer_row_stats(search *s, const ts_plan *p) {
     ts_plan q;
-    if (!ts_plan_with_row_stats(s->g, p, &q)) return INFINITY;
+    if (!ts_plan_with_row_stats(p, &q)) return INFINITY;
     ts_costmodel_predict(s->cm, s->g, &q);
     double t = q.predicted_s;
     char *name = ts_strfmt("%s+rowstats", q.name);

@@ -892,7 +892,6 @@ template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bo
           class Epilogue = tsg::StoreEpilogue<T>, bool PP = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
-    static_assert(!tsg::kAScale<Epilogue>, "A scaled along k (kAScale) runs gemm.cuh's kernel only");
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     tst::DeviceFacts f;

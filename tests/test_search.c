@@ -285,63 +285,21 @@ Test(search, a_gemm_folds_the_row_statistics_of_its_operand_where_the_model_says
     cr_assert_str_eq(best, "dual-gemm+rowstats [m,n] over d");
     free(best);
     free_compiled(&cg);
-}
-
-/* An RMSNorm with a gain before a skinny GEMM — every decode step's two norms: the GEMM reads x as A, scales it
- * by the gain along k as it multiplies (a_scale), folds Σ x² from the same tiles and multiplies its
- * accumulator by the row's rsqrt before the epilogue. Not where the normalised tensor is returned too, nor
- * past the skinny form (the scaling is the mma.sync kernel's). */
-static const char *rmsnorm_gain_matmul(const char *m, const char *outputs, char *buf, size_t n) {
-    snprintf(buf, n,
-             "graph: g\naxes: {m: %s, d: 4096, n: 6144}\n"
-             "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  G: {dtype: fp16, shape: [d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
-             "ops:\n  - {name: N, op: rmsnorm, args: [X, G], axis: d, eps: 1e-5}\n"
-             "  - {name: Y, op: matmul, args: [N, W], over: d}\noutputs: [%s]\n",
-             m, outputs);
-    return buf;
-}
-
-Test(search, a_skinny_gemm_folds_an_rmsnorm_with_its_gain) {
-    char yaml[1024];
-    compiled_graph cg;
-    compile_yaml(&cg, rmsnorm_gain_matmul("{dynamic: true, typical: 1}", "Y", yaml, sizeof yaml));
-    char *best = best_plan(&cg);
-    cr_assert_str_eq(best, "gemm+rowstats [m,n] over d");
-    free(best);
-    const ts_plan *one = plan_described(&cg, "gemm+rowstats [m,n] over d");
-    const ts_kernel *k = &one->k[0];
-    cr_assert_eq(one->nbuf, 4, "X, G, W and Y: the normalised tensor is gone");
-    cr_assert_geq(k->a_scale, 0);
-    const ts_access *a = &k->acc[k->a], *g = &k->acc[k->a_scale];
-    cr_assert_eq(one->buf[a->buf].kind, TS_BUF_INPUT);
-    cr_assert_eq(one->buf[a->buf].index, 0, "A is X itself");
-    cr_assert_eq(one->buf[g->buf].index, 1, "the scale is G");
-    cr_assert_eq(ts_access_unit_axis(g), k->red_axis);
-    cr_assert_eq(k->nstage, 1);
-    cr_assert_eq(k->nrowstat, 1);
-    cr_assert_gt(k->cfg.sk_split, 1, "split-K stays: the ranks' sums are merged");
-    bool scales_acc = false;
-    for (int i = 0; i < k->expr.n; i++) {
-        const ts_xnode *n = &k->expr.node[i];
-        if (n->kind == TS_X_OP && n->op == TS_OP_MUL)
-            scales_acc |= k->expr.node[n->kid[0]].kind == TS_X_ACC && k->expr.node[n->kid[0]].slot == 0 &&
-                          k->expr.node[n->kid[1]].kind == TS_X_ACC && k->expr.node[n->kid[1]].slot == 2;
-    }
-    cr_assert(scales_acc, "the epilogue reads acc · rsqrt");
+    /* one token against a 4096×6144 weight: 96 column tiles leave SMs idle, so the skinny GEMM splits K over
+     * a cluster, and the folded form keeps that split (each rank folds its share; gemm.cuh merges them) */
+    compile_yaml(&cg, "graph: g\naxes: {m: 1, d: 4096, n: 6144}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                      "ops:\n  - {name: N, op: rmsnorm, args: [X], axis: d, eps: 1e-6}\n"
+                      "  - {name: Y, op: matmul, args: [N, W], over: d}\noutputs: [Y]\n");
+    one = plan_described(&cg, "gemm+rowstats [m,n] over d");
+    cr_assert_not_null(one);
+    cr_assert_gt(one->k[0].cfg.sk_split, 1, "split-K %d", one->k[0].cfg.sk_split);
     free_compiled(&cg);
-    const char *no_fold[][2] = {{"{dynamic: true, typical: 1}", "Y, N"}, {"1024", "Y"}};
-    for (size_t i = 0; i < 2; i++) {
-        compile_yaml(&cg, rmsnorm_gain_matmul(no_fold[i][0], no_fold[i][1], yaml, sizeof yaml));
-        for (int p = 0; p < cg.out.n; p++)
-            for (int j = 0; j < cg.out.plans[p].nk; j++) cr_assert_eq(cg.out.plans[p].k[j].a_scale, -1, "case %zu", i);
-        free_compiled(&cg);
-    }
 }
 
-/* What must stay a kernel of its own: a statistic the graph also returns (a GEMM may fold it for its own use
- * as well — the row kernel that scales A by it goes — but the output is still written by a kernel of its
- * own), one over another tensor's rows, one over the weight's columns. (A log-sum-exp of A's rows may fold
- * its max into the GEMM: the second pass, Σ exp(x − max), stays a row kernel that computes its own max.) */
+/* What must stay a kernel of its own: a statistic the graph also returns, one over another tensor's rows,
+ * one over the weight's columns. (A log-sum-exp of A's rows may fold its max into the GEMM: the second pass,
+ * Σ exp(x − max), stays a row kernel that computes its own max.) */
 Test(search, row_statistics_stay_outside_the_gemm_when_they_cannot_fold) {
     static const char *const graphs[] = {
         /* the scale is an output too */
@@ -364,17 +322,8 @@ Test(search, row_statistics_stay_outside_the_gemm_when_they_cannot_fold) {
     for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++) {
         compiled_graph cg;
         compile_yaml(&cg, graphs[i]);
-        for (int p = 0; p < cg.out.n; p++) {
-            const ts_plan *pl = &cg.out.plans[p];
-            bool writes_s = false;
-            for (int j = 0; j < pl->nk; j++) {
-                if (i > 0) cr_assert_eq(pl->k[j].nrowstat, 0, "graph %zu", i);
-                for (int b = 0; b < pl->nbuf; b++)
-                    writes_s |= pl->buf[b].kind == TS_BUF_OUTPUT && pl->buf[b].index == 1 && ts_kernel_writes(&pl->k[j], b) &&
-                                pl->k[j].kind != TS_KERNEL_GEMM;
-            }
-            if (i == 0) cr_assert(writes_s, "plan %s: the returned statistic has a kernel of its own", pl->name);
-        }
+        for (int p = 0; p < cg.out.n; p++)
+            for (int j = 0; j < cg.out.plans[p].nk; j++) cr_assert_eq(cg.out.plans[p].k[j].nrowstat, 0, "graph %zu", i);
         free_compiled(&cg);
     }
 }

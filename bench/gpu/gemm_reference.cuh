@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstdint>
 
-enum Kind { kStore, kRowScale, kSwiglu, kGated, kResidual, kRowStat, kGatedStat, kScaledStat };
-static const char *kind_name[] = {"store", "rowscale", "swiglu", "gated", "residual", "rowstat", "gatedstat", "scaledstat"};
+enum Kind { kStore, kRowScale, kSwiglu, kGated, kResidual, kRowStat, kGatedStat };
+static const char *kind_name[] = {"store", "rowscale", "swiglu", "gated", "residual", "rowstat", "gatedstat"};
 static const float kStatEps = 1e-6f;
 
 // The row statistics kRowStat / kGatedStat fold inside the GEMM, in double: scale[b·M + m] =
@@ -27,17 +27,6 @@ __global__ void ref_row_stats(const T *A, int64_t lda, int64_t a_bs, int M, int 
     }
 }
 
-// kScaledStat's A operand as the kernel multiplies it: A'[b, m, k] = T(A[b, m, k]·g[k]) (dense, lda K).
-template <typename T>
-__global__ void ref_scale_a(T *out, const T *A, int64_t lda, int64_t a_bs, const T *g, int M, int K, int batch) {
-    size_t total = (size_t)batch * M * K;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
-        int k = (int)(i % K), m = (int)((i / K) % M), b = (int)(i / ((size_t)K * M));
-        const float a = tst::elem<T>::to_float(A[b * a_bs + (int64_t)m * lda + k]);
-        out[i] = tst::elem<T>::from_float(a * tst::elem<T>::to_float(g[k]));
-    }
-}
-
 // ref[b, m, n] (dense) = epilogue(C0, C1) in fp32.
 template <typename T>
 __global__ void ref_epilogue(float *ref, const float *c0, const float *c1, int kind, const float *scale, const float *mx,
@@ -48,7 +37,7 @@ __global__ void ref_epilogue(float *ref, const float *c0, const float *c1, int k
         float v = c0[i], r = v;
         if (kind == kRowScale) r = v * scale[(size_t)b * M + m];
         else if (kind == kSwiglu) { float w = c1[i]; r = v * (w / (1.f + expf(-w))); }
-        else if (kind == kGated || kind == kGatedStat || kind == kScaledStat) { float s = scale ? scale[(size_t)b * M + m] : 1.f; r = (v * s) * (c1[i] * s); }
+        else if (kind == kGated || kind == kGatedStat) { float s = scale ? scale[(size_t)b * M + m] : 1.f; r = (v * s) * (c1[i] * s); }
         else if (kind == kRowStat) r = v * scale[(size_t)b * M + m] + mx[(size_t)b * M + m];
         else if (kind == kResidual) r = v + tst::elem<T>::to_float(res[b * res_bs + (int64_t)m * ldr + n]);
         ref[i] = r;
@@ -93,9 +82,3 @@ template <typename T> struct EpFor<T, kGated> { using type = tsg::GatedEpilogue<
 template <typename T> struct EpFor<T, kResidual> { using type = tsg::ResidualEpilogue<T>; };
 template <typename T> struct EpFor<T, kRowStat> { using type = tsg::RowStatEpilogue<T>; };
 template <typename T> struct EpFor<T, kGatedStat> { using type = tsg::GatedStatEpilogue<T>; };
-// RMSNorm with a gain feeding a gated MLP in one kernel: the gated statistics, A scaled by g along k
-// (gemm.cuh's kAScale; GemmParams::a_scale). The mma.sync kernel only.
-template <typename TOut> struct ScaledGatedStatEpilogue : tsg::GatedStatEpilogue<TOut> {
-    static constexpr bool kAScale = true;
-};
-template <typename T> struct EpFor<T, kScaledStat> { using type = ScaledGatedStatEpilogue<T>; };

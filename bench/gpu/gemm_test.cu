@@ -131,10 +131,8 @@ template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN,
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
-    static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat || KIND == kScaledStat),
-                  "DUAL epilogues go with DUAL configs");
-    constexpr bool STATS = KIND == kRowStat || KIND == kGatedStat || KIND == kScaledStat;
-    constexpr bool SCALED = KIND == kScaledStat;
+    static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat), "DUAL epilogues go with DUAL configs");
+    constexpr bool STATS = KIND == kRowStat || KIND == kGatedStat;
     // `quick` (validation only, for compute-sanitizer): large shapes shrink to at most kQuickM×kQuickN×kQuickK,
     // still several tiles along M and N and several trips around the K pipeline; the odd shapes run as they are.
     const bool full = g_timing || g_decode;
@@ -145,7 +143,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     const int64_t b_bs = s.b_broadcast ? 0 : b_rows * ldb, c_bs = (int64_t)M * ldc;
     const int64_t b_batches = s.b_broadcast ? 1 : batch;
 
-    T *A, *B0, *B1 = nullptr, *out, *res = nullptr, *blas_out, *gain = nullptr, *a_scaled = nullptr;
+    T *A, *B0, *B1 = nullptr, *out, *res = nullptr, *blas_out;
     float *scale = nullptr, *mx = nullptr, *c0, *c1 = nullptr, *ref;
     const size_t a_n = s.a_off + (size_t)batch * a_bs, b_n = (size_t)b_batches * b_rows * ldb, c_n = (size_t)batch * c_bs;
     const size_t r_n = (size_t)batch * M * N;
@@ -174,13 +172,6 @@ static void run_config(const Shape &s, uint64_t seed) {
         rand_fill(res, c_n, seed * 16 + 5, -4.f, 4.f);
     }
     const T *Aview = A + s.a_off;
-    if (SCALED) {   // the gain along k, and A·g as the kernel multiplies it (the reference's A)
-        CK(cudaMalloc(&gain, (size_t)K * sizeof(T)));
-        rand_fill(gain, (size_t)K, seed * 16 + 6, 0.5f, 1.5f);
-        CK(cudaMalloc(&a_scaled, (size_t)batch * M * K * sizeof(T)));
-        ref_scale_a<T><<<1024, 256>>>(a_scaled, Aview, lda, a_bs, gain, M, K, batch);
-        CK(cudaGetLastError());
-    }
 
     // Our kernel.
     tsg::GemmParams<T, Ep> p{};
@@ -195,7 +186,6 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
-    if constexpr (SCALED) p.a_scale = gain;
     const bool vec = tsg::gemm_vec_ok<T, Ep, DUAL>(p);
     auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
@@ -203,10 +193,8 @@ static void run_config(const Shape &s, uint64_t seed) {
     CK(cudaDeviceSynchronize());
 
     // Reference.
-    const T *Aref = SCALED ? a_scaled : Aview;
-    const int64_t lda_ref = SCALED ? K : lda, a_bs_ref = SCALED ? (int64_t)M * K : a_bs;
-    blas_gemm<T>(B_KN, Aref, lda_ref, a_bs_ref, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
-    if (DUAL) blas_gemm<T>(B_KN, Aref, lda_ref, a_bs_ref, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (STATS) {   // the statistics the kernel folded itself, computed here from A
         CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
         CK(cudaMalloc(&mx, (size_t)batch * M * sizeof(float)));
@@ -287,8 +275,6 @@ static void run_config(const Shape &s, uint64_t seed) {
     if (scale) CK(cudaFree(scale));
     if (mx) CK(cudaFree(mx));
     if (res) CK(cudaFree(res));
-    if (gain) CK(cudaFree(gain));
-    if (a_scaled) CK(cudaFree(a_scaled));
     CK(cudaFree(sums));
     CK(cudaFree(counts));
     CK(cudaFree(maxbits));
@@ -332,10 +318,8 @@ static void decode_configs(uint64_t seed) {
     run_config<h16, 16, 64, 64, 1, 4, 4, true, true, kSwiglu, 2>(up, seed++);
     run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kSwiglu, 2>(up, seed++);
     run_config<h16, 16, 128, 64, 1, 4, 3, true, true, kSwiglu, 2>(up, seed++);
-    // RMSNorm (gain and statistics) folded in: the same streams with A scaled and its rows' Σ x² merged
-    run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kScaledStat, 1>(up, seed++);
+    // RMSNorm's statistics folded in, merged over split-K
     run_config<h16, 16, 64, 64, 1, 4, 5, true, false, kRowStat, 2>(qkv, seed++);
-    run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kScaledStat, 1>({"decode gate/up m=1", 1, 14336, 4096, 1}, seed++);
     // M = 1 (batch 1): the same weight stream
     run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>({"decode O m=1", 1, 4096, 4096, 1}, seed++);
     run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>({"decode down m=1", 1, 4096, 14336, 1}, seed++);
@@ -379,14 +363,10 @@ int main(int argc, char **argv) {
     run_config<b16, 128, 128, 64, 2, 4, 4, false, false, kRowStat>({"batched NK rowstat", 200, 384, 320, 4, 64, 16, 8, 0, 72}, seed++);
     run_config<h16, 16, 64, 64, 1, 4, 8, true, false, kRowStat>({"m=5 skinny rowstat", 5, 4096, 4096, 1}, seed++);
     run_config<h16, 16, 64, 64, 1, 4, 6, true, true, kGatedStat>({"m=3 skinny gatedstat", 3, 1000, 1000, 1}, seed++);
-    // ... merged over a split-K cluster (each rank folds its share of k), and with A scaled along k (an
-    // RMSNorm's gain) — the decode step's norms folded into their GEMMs
+    // ... merged over a split-K cluster (each rank folds its share of k; rank 0 adds the partials)
     run_config<h16, 16, 64, 64, 1, 4, 5, true, false, kRowStat, 2>({"m=5 skinny rowstat k2", 5, 4096, 4096, 1}, seed++);
     run_config<b16, 16, 64, 64, 1, 4, 4, true, false, kRowStat, 4>({"m=16 skinny rowstat k4", 16, 1000, 1000, 1}, seed++);
-    run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kScaledStat>({"m=3 skinny scaledstat", 3, 1000, 1000, 1}, seed++);
-    run_config<h16, 16, 64, 64, 1, 4, 3, true, true, kScaledStat, 2>({"m=1 skinny scaledstat k2", 1, 4096, 4096, 1}, seed++);
-    run_config<b16, 16, 64, 64, 1, 4, 4, false, true, kScaledStat, 4>({"m=7 NK scaledstat k4", 7, 520, 1001, 1}, seed++);
-    run_config<h16, 128, 128, 64, 2, 4, 3, true, true, kScaledStat>({"scaledstat 128x128", 300, 1024, 1000, 1}, seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, true, kGatedStat, 2>({"m=7 skinny gatedstat k2", 7, 1000, 1001, 1}, seed++);
     // B_NK (K contiguous): a plain one and batched attention scores Q·Kᵀ (h=16, t=1024, d_h=128).
     run_config<h16, 128, 256, 64, 2, 4, 3, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore>({"scores Q.K^T", 1024, 1024, 128, 16}, seed++);
