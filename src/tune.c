@@ -401,9 +401,7 @@ static int build_missing(tuner *t) {
 
 static bool weight_name(const char *name) { return name[0] == 'W'; }
 
-/* Fresh inputs at the validation sizes: uniform in [-1, 1) rounded to each dtype; weight matrices (inputs
- * named W...) scaled by 1/sqrt(their first dim) so that fp16 activations stay in range through deep
- * graphs (the same convention as bench/gpu_check.py). */
+/* x[e] ← round(x[e] · scale) over a range of e (ts_parallel_ranges). */
 typedef struct {
     double *x;
     ts_dtype dtype;
@@ -415,6 +413,9 @@ static void scale_range(void *ctx, long long begin, long long end) {
     for (long long e = begin; e < end; e++) j->x[e] = ts_dtype_round(j->dtype, j->x[e] * j->scale);
 }
 
+/* Fresh inputs at the validation sizes: uniform in [-1, 1) rounded to each dtype; weight matrices (inputs
+ * named W...) scaled by 1/sqrt(their first dim) so that fp16 activations stay in range through deep
+ * graphs (the same convention as bench/gpu_check.py). */
 static double **validation_inputs(const ts_graph *g, uint64_t seed) {
     double **in = ts_random_inputs(g, seed);
     for (int i = 0; i < g->ninputs; i++) {
