@@ -1120,6 +1120,16 @@ template <typename T, class Epilogue> struct GemmParams {
     // B (and B1) are written by no earlier kernel of the launch sequence (weights, read-only inputs): the
     // mma.sync kernel starts streaming them before it waits for the previous kernel (tile.cuh, PDL).
     bool b_ready;
+    // A too (with b_ready; and A2, B2 of a second pair): the main loop depends on no earlier kernel, so both
+    // kernels run it before they wait for the previous kernel, which only their epilogue needs — a GEMM
+    // whose row scales a row kernel computes just before (FlashNorm's RMSNorm·W) overlaps that kernel's tail.
+    bool a_ready;
+    // A second operand pair, K2 > 0 (launched with TWO; not with DUAL or row statistics): C = epilogue(A·B0 +
+    // A2·B2), the main loop running over A/B0's K tiles, then A2/B2's — one contraction over the concatenated
+    // K, as a LoRA update beside its base weight. A2 is (batch, M, K2) with lda2; B2 has B0's layout, ldb2.
+    const T *A2, *B2;
+    int K2;
+    int64_t lda2, ldb2, a2_batch_stride, b2_batch_stride;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -1298,7 +1308,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC, int SPLIT = 1>
+          class Epilogue, bool VEC, int SPLIT = 1, bool TWO = false>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -1332,10 +1342,29 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     const T *gB[NB];
     gB[0] = p.B0 + b * p.b_batch_stride;
     if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
+    // K tiles [0, KT1) are A·B0's; with TWO (a second pair, never DUAL) A2·B2's follow, tile KT1 + i being its
+    // i-th. TWO is a template argument: a run-time test of the pair for every tile cost the decode GEMMs 1-8%
+    // (bench/NOTES.md run 74), so the kernels without a second pair compile as they did before it.
+    static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
+    const int KT1 = (p.K + BK - 1) / BK;
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
-    auto load_a = [&](int s, int kt) { load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K); };
+    auto load_a = [&](int s, int kt) {
+        if (!TWO || kt < KT1) {
+            load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K);
+        } else {
+            const T *gA2 = p.A2 + b * p.a2_batch_stride;
+            load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA2, p.lda2, m0, p.M, (kt - KT1) * BK, p.K2);
+        }
+    };
     auto load_b = [&](int s, int kt) {
+        if (TWO && kt >= KT1) {   // the second pair's B2
+            T *sB = smem + s * STAGE_ELEMS + A_ELEMS;
+            const T *gB2 = p.B2 + b * p.b2_batch_stride;
+            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB2, p.ldb2, (kt - KT1) * BK, p.K2, n0, p.N);
+            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB2, p.ldb2, n0, p.N, (kt - KT1) * BK, p.K2);
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < NB; ++j) {
             T *sB = smem + s * STAGE_ELEMS + A_ELEMS + j * B_ELEMS;
@@ -1356,12 +1385,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
-    const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
+    const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0), KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
     // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
     // still cover tile kt's A and B); everything else after it.
+    const bool ready = p.a_ready && p.b_ready;   // the main loop needs no earlier kernel: wait before the epilogue
     if (p.b_ready) {
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
@@ -1369,7 +1399,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             tst::cp_async_commit();
         }
     }
-    tst::pdl_wait();
+    if (!ready) tst::pdl_wait();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) {
@@ -1405,6 +1435,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                                   [&](int r, int ch) { return st + swz<BK>(r, ch); });
     }
     tst::cp_async_wait<0>();
+    if (ready) tst::pdl_wait();   // the epilogue reads and writes what earlier kernels may still touch
     tst::pdl_trigger();   // the main loop is done: the next kernel may launch and start its own loads
     if constexpr (kRowStats<Epilogue> > 0) rows.merge(static_cast<int>(threadIdx.x));
     if constexpr (SPLIT > 1) {   // ranks 1.. park their sums in their shared memory; rank 0 adds them in
@@ -1478,13 +1509,17 @@ template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const G
     bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1));
     ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0;
     if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0;
+    if (p.K2 > 0) {   // the second pair's loads too
+        ok = ok && aligned16(p.A2) && aligned16(p.B2) && p.lda2 % 8 == 0 && p.ldb2 % 8 == 0;
+        if (p.batch > 1) ok = ok && p.a2_batch_stride % 8 == 0 && p.b2_batch_stride % 8 == 0;
+    }
     return ok;
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC, int SPLIT = 1>
+          class Epilogue, bool VEC, int SPLIT = 1, bool TWO = false>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -1503,20 +1538,21 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
 // SPLIT > 1: split-K over clusters of SPLIT CTAs (see the top), on compute capability 9.0 and later; on an
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
-          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1>
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
+    if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    if ((p.K2 > 0) != TWO || (TWO && (DUAL || kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
     if constexpr (SPLIT > 1) {
         tst::DeviceFacts f;
         cudaError_t e = tst::device_facts(&f);
         if (e != cudaSuccess) return e;
-        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1>(p, stream);
+        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
     }
     if (gemm_vec_ok<T, Epilogue, DUAL>(p))
-        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true, SPLIT>(p, stream);
-    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false, SPLIT>(p, stream);
+        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true, SPLIT, TWO>(p, stream);
+    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false, SPLIT, TWO>(p, stream);
 }
 
 }  // namespace tsg
@@ -2151,12 +2187,14 @@ __device__ __forceinline__ void epilogue_direct(const tsg::GemmParams<T, Epilogu
 // items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
 // ring runs on from one tile to the next, so the producer loads the next tile's first stages while the
 // consumers run the previous tile's epilogue. batch_flags: bit 0 → A's tensor map has a batch dimension,
-// bit 1 → the B maps do.
-template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP>
+// bit 1 → the B maps do; bits 2 and 3 the same for a second operand pair's A2 and B2.
+// TWO, a second operand pair (p.K2 > 0, never with DUAL): tma_a2 and tma_b1 describe A2 and B2, whose K tiles
+// follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
-                     const int batch_flags) {
+                     const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
 #if TSOPT_TSG90_DEVICE_OK
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
@@ -2165,13 +2203,14 @@ __global__ void __launch_bounds__(384, 1)
     unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
     float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
-    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
-    tst::pdl_wait();
+    tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one ...
+    const bool ready = p.a_ready && p.b_ready;   // ... unless the operands need none: then only the epilogue waits
+    if (!ready) tst::pdl_wait();
 
     const TileOrder<BM, BN, CM> order(p.M, p.N);
     const int items = order.per_batch * p.batch, stride = static_cast<int>(gridDim.x) / CM;
     const int first_item = static_cast<int>(blockIdx.x) / CM, rank = static_cast<int>(blockIdx.x) % CM;
-    const int KT = (p.K + C::BK - 1) / C::BK;
+    const int KT1 = (p.K + C::BK - 1) / C::BK, KT = KT1 + (TWO ? (p.K2 + C::BK - 1) / C::BK : 0);   // A/B0's, A2/B2's
 
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -2191,23 +2230,25 @@ __global__ void __launch_bounds__(384, 1)
         if (threadIdx.x == 0) {
             tma_prefetch_desc(&tma_a);
             tma_prefetch_desc(&tma_b0);
-            if constexpr (DUAL) tma_prefetch_desc(&tma_b1);
+            if constexpr (DUAL || TWO) tma_prefetch_desc(&tma_b1);
+            if constexpr (TWO) tma_prefetch_desc(&tma_a2);
             Ring<STAGES> ring;
             for (int q = first_item; q < items; q += stride) {
                 int m0, n0, b;
                 order.at(q, rank, m0, n0, b);
-                const int ba = (batch_flags & 1) ? b : 0, bb = (batch_flags & 2) ? b : 0;
                 for (int kt = 0; kt < KT; ++kt, ring.next()) {
                     mbar_wait(bar_empty + 8 * ring.s, ring.ph ^ 1);   // first pass: the "previous" phase counts as done
                     const uint32_t full = bar_full + 8 * ring.s;
                     mbar_arrive_expect_tx(full, C::STAGE_BYTES);   // A + all B boxes (ours and the peer's multicast)
                     const uint32_t sA = base + ring.s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
-                    const int k0 = kt * C::BK;
-                    tma_load(sA, &tma_a, k0, m0, ba, full);
+                    const bool second = TWO && kt >= KT1;   // a K tile of the second pair (zero-filled past K2)
+                    const int k0 = (second ? kt - KT1 : kt) * C::BK, flags = second ? batch_flags >> 2 : batch_flags;
+                    const int ba = (flags & 1) ? b : 0, bb = (flags & 2) ? b : 0;
+                    tma_load(sA, second ? &tma_a2 : &tma_a, k0, m0, ba, full);
 #pragma unroll
                     for (int i = 0; i < C::NBOX; ++i) {
                         if (i % CM != rank) continue;
-                        const CUtensorMap *map = (DUAL && i >= BN / 64) ? &tma_b1 : &tma_b0;
+                        const CUtensorMap *map = ((DUAL && i >= BN / 64) || second) ? &tma_b1 : &tma_b0;
                         const int nn = n0 + 64 * (i % (BN / 64));
                         const int c0 = B_KN ? nn : k0, c1 = B_KN ? k0 : nn;
                         if constexpr (CM == 1) tma_load(sB + i * C::BOX_BYTES, map, c0, c1, bb, full);
@@ -2298,6 +2339,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
             if (prev >= 0) release(prev);   // the producer may refill it with the next tile's operands
+            if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
             if constexpr (RO > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
                 named_barrier_sync(2 + cw, 128);
                 rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
@@ -2376,6 +2418,10 @@ template <typename T, class Epilogue, bool DUAL> inline bool sm90_tma_ok(const t
     bool ok = tsg::aligned16(p.A) && tsg::aligned16(p.B0) && (!DUAL || tsg::aligned16(p.B1));
     ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.lda > 0 && p.ldb > 0;
     if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0 && p.a_batch_stride >= 0 && p.b_batch_stride >= 0;
+    if (p.K2 > 0) {   // the second operand pair
+        ok = ok && tsg::aligned16(p.A2) && tsg::aligned16(p.B2) && p.lda2 % 8 == 0 && p.ldb2 % 8 == 0 && p.lda2 > 0 && p.ldb2 > 0;
+        if (p.batch > 1) ok = ok && p.a2_batch_stride % 8 == 0 && p.b2_batch_stride % 8 == 0 && p.a2_batch_stride >= 0 && p.b2_batch_stride >= 0;
+    }
     return ok;
 }
 
@@ -2409,29 +2455,31 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 // cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
 // not compiled for sm_90a; whatever the runtime reports otherwise.
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
-          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false>
+          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
+    static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    if (p.K2 < 0 || (p.K2 > 0) != TWO || (TWO && (tsg::kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
     tst::DeviceFacts f;
     cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
     if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
-    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP>;
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO>;
     static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
     if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
         last_fallback_reason() = 1;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
     }
     const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
     const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
-    CUtensorMap ta, tb0, tb1;
+    CUtensorMap ta, tb0, tb1, ta2;
     bool ok = make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
     if (B_KN) ok = ok && make_map(&tb0, p.B0, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
     else ok = ok && make_map(&tb0, p.B0, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
@@ -2441,12 +2489,21 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     } else {
         tb1 = tb0;
     }
+    ta2 = ta;
+    bool a2_batched = false, b2_batched = false;
+    if constexpr (TWO) {   // the second pair: A2's map, and B2's in tb1's place (no DUAL here)
+        a2_batched = p.batch > 1 && p.a2_batch_stride != 0, b2_batched = p.batch > 1 && p.b2_batch_stride != 0;
+        const uint64_t ab2 = a2_batched ? p.batch : 1, bbn2 = b2_batched ? p.batch : 1;
+        ok = ok && make_map(&ta2, p.A2, p.K2, p.M, ab2, p.lda2, p.a2_batch_stride, 64, BM);
+        if (B_KN) ok = ok && make_map(&tb1, p.B2, p.N, p.K2, bbn2, p.ldb2, p.b2_batch_stride, 64, 64);
+        else ok = ok && make_map(&tb1, p.B2, p.K2, p.N, bbn2, p.ldb2, p.b2_batch_stride, 64, 64);
+    }
     if (!ok) {
         last_fallback_reason() = 2;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
     }
     last_fallback_reason() = 0;
-    const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0);
+    const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0) | (a2_batched ? 4 : 0) | (b2_batched ? 8 : 0);
 
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
@@ -2463,7 +2520,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
     const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
-    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, flags);
+    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
 }
 
 }  // namespace tsg90
@@ -2543,6 +2600,7 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)1;
         p.b_ready = true;
+        p.a_ready = true; /* the main loop runs before the wait for the kernel before */
         err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0, false>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 1 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";

@@ -48,7 +48,7 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
     if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
     if (c->sk_stages < 2) c->sk_stages = 2;
     int64_t ctas = (m + c->sk_tile_m - 1) / c->sk_tile_m * ((g->axes[k->n_axis].size + c->sk_tile_n - 1) / c->sk_tile_n) *
-                   ts_gemm_batch(g, k), kt = (g->axes[k->red_axis].size + 63) / 64;
+                   ts_gemm_batch(g, k), kt = ts_gemm_k_slices(g, k);
     c->sk_split = 1;
     while (c->sk_split < SKINNY_MAX_SPLIT && ctas * c->sk_split < SKINNY_MIN_CTAS &&
            kt / (2 * c->sk_split) >= SKINNY_MIN_SPLIT_KT)

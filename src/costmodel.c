@@ -268,6 +268,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     case TS_KERNEL_GEMM: {
         epilogue = epilogue_ops(&k->expr) * out;
         double M = size_of(g, k->m_axis), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
+        if (k->two_k) K += 64 * ceil(size_of(g, k->red_axis2) / 64); /* the second pair's K-slices, padded */
         double batch = (double)ts_gemm_batch(g, k);
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
         /* operands and result move once: tiles are rasterised so that re-reads hit L2 (an L2-overflow

@@ -748,11 +748,12 @@ static void print_fallback_note(emitter *e, int ki, const char *what) {
 static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *t) {
     const ts_kernel_config *c = &k->cfg;
     const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
+    const char *two = k->two_k ? ", true" : ""; /* the templates' TWO: a second operand pair */
     if (c->skinny_m > 0) {
         const char *in = c->skinny_only ? "" : "    ";
         if (!c->skinny_only) fprintf(e->f, "        if (p.M <= %d) { /* decode sizes: stream B at DRAM bandwidth */\n", c->skinny_m);
-        char split[16] = ""; /* split-K over a cluster (config.h); the default 1 is not printed */
-        if (c->sk_split > 1) snprintf(split, sizeof split, ", %d", c->sk_split);
+        char split[24] = ""; /* split-K over a cluster (config.h), and a second operand pair; defaults not printed */
+        if (c->sk_split > 1 || k->two_k) snprintf(split, sizeof split, ", %d%s", c->sk_split > 1 ? c->sk_split : 1, two);
         fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d%s>(p, stream);%s\n", in, t,
                 c->sk_tile_m, c->sk_tile_n, c->sk_stages, kn, du, ki, split,
                 c->skinny_only ? " /* decode sizes: stream B at DRAM bandwidth */" : "");
@@ -763,21 +764,35 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
         fputs("        } else {\n", e->f);
     }
     const char *in = c->skinny_m > 0 ? "    " : "";
-    fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d, %s>(p, stream);\n", in, t,
-            c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false");
+    fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d, %s%s>(p, stream);\n", in, t,
+            c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false", two);
     fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
     print_fallback_note(e, ki, "GEMM");
-    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream);\n%s        }\n",
-            in, t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki, in);
+    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d%s>(p, stream);\n%s        }\n",
+            in, t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki,
+            k->two_k ? ", 1, true" : "", in);
     if (c->skinny_m > 0) fputs("        }\n", e->f);
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
 /* Whether buffer b is an input no kernel writes (not an inout): a weight, which a GEMM may stream before the
- * kernels before it in the launch sequence are done (GemmParams::b_ready). */
+ * kernels before it in the launch sequence are done (GemmParams::b_ready; with A one too, a_ready: its whole
+ * main loop). */
 static bool read_only_input(const emitter *e, int b) {
     const ts_buffer *buf = &e->p->buf[b];
     return buf->kind == TS_BUF_INPUT && !e->g->inputs[buf->index].inout;
+}
+
+/* A two-pair GEMM's second operand pair (contract_add): A2, B2 and their K, leading dims and batch strides. */
+static void emit_gemm_second_pair(emitter *e, const ts_kernel *k) {
+    const ts_access *a2 = &k->acc[k->a2], *b2 = &k->acc[k->b2];
+    print_base(e, "p.A2", a2);
+    print_base(e, "p.B2", b2);
+    print_assign(e, "p.K2", ts_sym_axis(e->g, &e->dyn, k->red_axis2));
+    print_assign(e, "p.lda2", ts_access_stride(a2, k->m_axis));
+    print_assign(e, "p.ldb2", ts_access_stride(b2, k->b_kn ? k->red_axis2 : k->n_axis));
+    print_assign(e, "p.a2_batch_stride", k->batch_axis >= 0 ? ts_access_stride(a2, k->batch_axis) : ts_sym_const(0));
+    print_assign(e, "p.b2_batch_stride", k->batch_axis >= 0 ? ts_access_stride(b2, k->batch_axis) : ts_sym_const(0));
 }
 
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
@@ -803,8 +818,12 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? ts_access_stride(&k->out, k->batch_axis) : ts_sym_const(0));
     print_assign(e, "p.ep.om", ts_access_stride(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
-    if (read_only_input(e, b->buf) && (k->b1 < 0 || read_only_input(e, k->acc[k->b1].buf)))
-        fputs("        p.b_ready = true;\n", e->f);
+    if (k->two_k) emit_gemm_second_pair(e, k);
+    bool b_ready = read_only_input(e, b->buf) && (k->b1 < 0 || read_only_input(e, k->acc[k->b1].buf)) &&
+                   (!k->two_k || read_only_input(e, k->acc[k->b2].buf));
+    if (b_ready) fputs("        p.b_ready = true;\n", e->f);
+    if (b_ready && read_only_input(e, a->buf) && (!k->two_k || read_only_input(e, k->acc[k->a2].buf)))
+        fputs("        p.a_ready = true; /* the main loop runs before the wait for the kernel before */\n", e->f);
     emit_gemm_calls(e, ki, k, t);
 }
 
@@ -1233,7 +1252,7 @@ static void emit_size_limits(emitter *e) {
     for (int i = 0; i < e->p->nk; i++) {
         const ts_kernel *k = &e->p->k[i];
         if (k->kind != TS_KERNEL_GEMM && k->kind != TS_KERNEL_ATTENTION) continue;
-        const int32_t axes[] = {k->m_axis, k->red_axis, k->n_axis, k->batch_axis, k->batch_outer};
+        const int32_t axes[] = {k->m_axis, k->red_axis, k->n_axis, k->batch_axis, k->batch_outer, k->two_k ? k->red_axis2 : -1};
         for (size_t a = 0; a < sizeof axes / sizeof *axes; a++) emit_int_limit(e, axes[a], seen, &nseen);
         for (int h = 0; k->kind == TS_KERNEL_ATTENTION && h < k->heads_ndim && h < 4; h++)
             emit_int_limit(e, k->head_axis[h], seen, &nseen);

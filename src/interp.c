@@ -376,6 +376,9 @@ static void eval_fused(machine *m, int32_t id, double *out) {
         }
         switch (n->op) {
         case TS_OP_CONTRACT: out[e] = dot(line[0], line[1], len); break;
+        case TS_OP_CONTRACT_ADD: /* c is broadcast along k: its value at any k */
+            out[e] = m->val[n->src[2].node][ts_view_offset(&n->src[2].view, idx)] + dot(line[0], line[1], len);
+            break;
         case TS_OP_TILE_SUM: out[e] = fold_tiles(line[0], len, n->tile, false); break;
         case TS_OP_TILE_MAX: out[e] = fold_tiles(line[0], len, n->tile, true); break;
         case TS_OP_WSUM: out[e] = weighted_sum(line[0], line[1], line[2], len); break;

@@ -49,6 +49,7 @@ typedef enum {
  * X(ENUM, "name", arity, nparams)   — reference semantics in src/interp.c */
 #define TS_FUSED_OPS(X)                                                                                \
     X(CONTRACT, "contract", 2, 1)        /* {k}: Σ_k a·b                                          */     \
+    X(CONTRACT_ADD, "contract_add", 3, 1) /* {k}: c + Σ_k a·b (c lacks k): a GEMM accumulating onto c  */ \
     X(TILE_SUM, "tile_sum", 1, 2)        /* {k, T}: Σ_k x, as partial sums over tiles of T, combined */  \
     X(TILE_MAX, "tile_max", 1, 2)        /* {k, T}: max_k x, tile by tile                          */     \
     X(WSUM, "wsum", 3, 1)                /* {k}: Σ_k e_k·v_k / Σ_k e_k, e = 2^(c·(s - max_k s))     */     \

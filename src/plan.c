@@ -676,12 +676,49 @@ static int32_t largest_axis(const ts_graph *g, uint64_t m, const ts_access *a) {
 
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks). Returns false, building nothing, when the shapes do not fit the template. */
+static void grow_marks(builder *b);
+
+/* contract_add node c (x + Σ_r c·d): whether x is a contraction this GEMM may run as its first operand pair —
+ * nothing else reads it, the search put no boundary there, and it is no graph output. */
+static bool base_contraction_inlinable(const builder *b, const tnode *c) {
+    const tnode *x = &b->t[c->e.kid[2]];
+    return x->e.op == TS_OP_CONTRACT && !b->has_mat[c->e.kid[2]] && !x->cut && !x->output && x->uses == 1;
+}
+
+/* The second operand pair of a two-pair GEMM (contract_add's Σ_r c·d) in the roles of the first: *a2 the one
+ * over (batch, m, r), *b2 over (batch, r, n). False when the pair's axes do not line up with the first's. */
+static bool second_pair_roles(const builder *b, const tnode *c, uint64_t batch, int32_t m, int32_t n, int *a2, int *b2) {
+    int p = (int)c->e.kid[0], q = (int)c->e.kid[1];
+    uint64_t P = b->t[p].axes, Q = b->t[q].axes, R = 1ull << c->e.param[0];
+    if (!(P & R) || !(Q & R) || ((P & Q) & ~R) != batch) return false;
+    uint64_t PM = P & ~Q & ~R, QN = Q & ~P & ~R;
+    if (PM == 1ull << m && QN == 1ull << n) *a2 = p, *b2 = q;
+    else if (PM == 1ull << n && QN == 1ull << m) *a2 = q, *b2 = p;
+    else return false;
+    return half_types(b, p) && half_types(b, q);
+}
+
+/* contract_add node i that will not be one two-pair GEMM: rewritten as add(contract(c, d), x), so that the
+ * contraction takes x in its epilogue (or x's GEMM takes the contraction's result). */
+static void split_contract_add(builder *b, int i) {
+    ts_enode e = {.op = TS_OP_CONTRACT, .kid = {b->t[i].e.kid[0], b->t[i].e.kid[1]}, .param = {b->t[i].e.param[0]}};
+    int c = add_tnode(b, &e, b->t[i].axes, b->t[i].dtype);
+    grow_marks(b);
+    b->t[c].uses = 1;
+    b->t[i].e = (ts_enode){.op = TS_OP_ADD, .kid = {(uint32_t)c, b->t[i].e.kid[2]}};
+}
+
 static bool try_gemm(builder *b, int root, int c0, int c1) {
     const tnode cn = b->t[c0], *c = &cn; /* a copy: materialising operands may grow b->t */
     int dual = -1;
     int32_t kax;
     int opa, opb, opb1 = -1;
-    if (c->e.op == TS_OP_CONTRACT) {
+    bool two_k = c->e.op == TS_OP_CONTRACT_ADD;
+    if (two_k) { /* x + Σ_r c·d with x = Σ_k a·b: (a, b) is the first pair, (c, d) the second */
+        if (!base_contraction_inlinable(b, c)) return false;
+        const tnode *x = &b->t[c->e.kid[2]];
+        kax = (int32_t)x->e.param[0], opa = (int)x->e.kid[0], opb = (int)x->e.kid[1];
+    } else if (c->e.op == TS_OP_CONTRACT) {
         kax = (int32_t)c->e.param[0], opa = (int)c->e.kid[0], opb = (int)c->e.kid[1];
     } else { /* pick of a dual */
         dual = (int)c->e.kid[0];
@@ -706,6 +743,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     int nfree = __builtin_popcountll(M);
     bool broadcast_b = !batch && (nfree == 2 || nfree == 3) && only_axis(N) >= 0;
+    if (two_k && (broadcast_b || __builtin_popcountll(batch) > 1)) return false; /* one plain (batched) GEMM */
     int32_t m = broadcast_b ? (int32_t)__builtin_ctzll(M) : only_axis(M), n = only_axis(N);
     /* two batch axes (Q·Kᵀ over a batch of sequences and their heads) are one batch index when they nest */
     bool two_batches = __builtin_popcountll(batch) == 2 && dual < 0;
@@ -745,6 +783,9 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         int32_t tm = m;
         m = n, n = tm;
     }
+    int opa2 = -1, opb2 = -1;
+    int32_t rax = two_k ? (int32_t)c->e.param[0] : -1;
+    if (two_k && !second_pair_roles(b, c, batch, m, n, &opa2, &opb2)) return false;
     int32_t aorder[4], border[4];
     int na = 0, nb = 0;
     if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
@@ -780,6 +821,23 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     ts_kernel tmp = {0};
     int ia = kernel_access(&tmp, &a), ib = kernel_access(&tmp, &bacc), ib1 = opb1 >= 0 ? kernel_access(&tmp, &bacc1) : -1;
+    int ia2 = -1, ib2 = -1;
+    if (two_k) { /* the second pair in the first's layouts: A2 r-contiguous, B2 as B (n or r contiguous) */
+        int32_t o[3];
+        int no = 0;
+        if (bt >= 0) o[no++] = bt;
+        o[no++] = m, o[no++] = rax;
+        ts_access a2 = unit_stride(b, opa2, rax, o, no);
+        ts_access b2 = typed_operand(b, opb2);
+        int unit = find_dim(&b2, kn ? n : rax);
+        if (unit < 0 || !ts_sym_is_one(&b2.stride[unit])) {
+            no = 0;
+            if (bt >= 0) o[no++] = bt;
+            o[no++] = kn ? rax : n, o[no++] = kn ? n : rax;
+            b2 = contiguous_as(b, opb2, o, no);
+        }
+        ia2 = kernel_access(&tmp, &a2), ib2 = kernel_access(&tmp, &b2);
+    }
     region r = region_of(root, c0, c1);
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, root);
@@ -799,6 +857,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     ts_kernel *k = new_kernel(b, TS_KERNEL_GEMM);
     k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
     k->a = ia, k->b0 = ib, k->b1 = ib1, k->b_kn = kn;
+    k->two_k = two_k, k->a2 = ia2, k->b2 = ib2, k->red_axis2 = rax;
     k->m_axis = m, k->n_axis = n, k->batch_axis = bt, k->batch_outer = bo, k->red_axis = kax;
     int32_t out[4];
     int no = 0;
@@ -980,6 +1039,16 @@ static void emit_region(builder *b, int i) {
     if ((op == TS_OP_ONLINE_WSUM || op == TS_OP_WSUM) && try_attention(b, i)) return;
     int cores[16], nc = 0;
     region_cores(b, i, cores, &nc, true);
+    /* x + Σ_r c·d (contract_add) that only this region reads: one GEMM over both contractions' K when x is one
+     * (the two-pair form); otherwise the sum as written, x added in the contraction's epilogue */
+    for (int j = 0; j < nc; j++) {
+        int c = cores[j];
+        if (b->t[c].e.op != TS_OP_CONTRACT_ADD || b->has_mat[c] || !used_only_in_region(b, i, c)) continue;
+        if (b->fuse && try_gemm(b, i, c, -1)) return;
+        split_contract_add(b, c);
+        emit_region(b, i);
+        return;
+    }
     /* a contraction with several users is computed once, into a buffer, rather than in each epilogue */
     for (int j = nc - 1; j >= 0; j--) /* the last single-use contraction accumulates; others are loaded */
         if (b->t[cores[j]].e.op == TS_OP_CONTRACT && !b->has_mat[cores[j]] && used_only_in_region(b, i, cores[j]) &&
@@ -1308,8 +1377,9 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i) {
     for (int d = 0; d < k->out.ndim && len < sizeof dims - 32; d++) /* the output space (an append: one slice) */
         len += (size_t)snprintf(dims + len, sizeof dims - len, "%s%s", d ? "," : "", g->axes[k->out.axis[d]].name);
     const char *into = B->kind == TS_BUF_INPUT ? g->inputs[B->index].name : NULL; /* an append, in place */
-    return ts_strfmt("%s [%s]%s%s%s%s", kind_name(k), dims, k->red_axis >= 0 ? " over " : "",
-                     k->red_axis >= 0 ? g->axes[k->red_axis].name : "", into ? " into " : "", into ? into : "");
+    return ts_strfmt("%s [%s]%s%s%s%s%s%s", kind_name(k), dims, k->red_axis >= 0 ? " over " : "",
+                     k->red_axis >= 0 ? g->axes[k->red_axis].name : "", k->two_k ? "+" : "",
+                     k->two_k ? g->axes[k->red_axis2].name : "", into ? " into " : "", into ? into : "");
 }
 
 char *ts_plan_describe(const ts_plan *p, const ts_graph *g) {

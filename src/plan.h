@@ -120,6 +120,12 @@ typedef struct {
     int32_t batch_outer; /* GEMM: a second batch axis merged with batch_axis (-1: none): batch index b runs over
                           * both, outer-major, at batch_axis's stride (it nests: outer stride = inner's × size) */
     int a, b0, b1;                      /* GEMM: operand accesses (b1 -1 unless dual); ATTENTION: q, k, v */
+    /* GEMM over two operand pairs (contract_add: c + Σ_k a·b with c itself a contraction Σ_r a2·b2): the main
+     * loop runs over red_axis's K tiles of (a, b0), then red_axis2's of (a2, b2) — A2 [batch, m, r] with r
+     * contiguous, B2 in B's layout — accumulating one result, ACC 0 (a LoRA update beside its base weight). */
+    bool two_k;
+    int a2, b2;
+    int32_t red_axis2;
     bool b_kn;                          /* GEMM: B is [k, n] with n contiguous (else [n, k], k contiguous) */
     bool causal;                        /* ATTENTION: the score masks keys after the query (tiles skipped) */
     double c;                           /* REDUCE WSUM / ATTENTION: weights are 2^(c·(s − max s)) */
@@ -166,6 +172,11 @@ typedef struct {
 static inline int64_t ts_gemm_batch(const ts_graph *g, const ts_kernel *k) {
     return (k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1) *
            (k->batch_outer >= 0 ? g->axes[k->batch_outer].size : 1);
+}
+
+/* GEMM: the K-slices of 64 its main loop runs (both operand pairs' when two_k), at the typical sizes. */
+static inline int64_t ts_gemm_k_slices(const ts_graph *g, const ts_kernel *k) {
+    return (g->axes[k->red_axis].size + 63) / 64 + (k->two_k ? (g->axes[k->red_axis2].size + 63) / 64 : 0);
 }
 
 /* ATTENTION: the kernel's kv-head axis and its query-only head axis (GQA's group), -1 where there is none.

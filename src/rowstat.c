@@ -146,6 +146,7 @@ static void drop_unused_operands(ts_kernel *k) {
         if (k->a >= 0) used[k->a] = true;
         if (k->b0 >= 0) used[k->b0] = true;
         if (k->b1 >= 0) used[k->b1] = true;
+        if (k->two_k) used[k->a2] = used[k->b2] = true;
     }
     for (int i = 0; i < nx; i++)
         for (int j = 0; j < x[i]->n; j++)
@@ -162,6 +163,7 @@ static void drop_unused_operands(ts_kernel *k) {
         if (k->a >= 0) k->a = to[k->a];
         if (k->b0 >= 0) k->b0 = to[k->b0];
         if (k->b1 >= 0) k->b1 = to[k->b1];
+        if (k->two_k) k->a2 = to[k->a2], k->b2 = to[k->b2];
     }
     k->nacc = n;
     free(used);
@@ -228,7 +230,7 @@ static int writer_of(const ts_plan *p, int buf, int before) {
 /* The reduction kernel (before gi) that can move into GEMM gi, its form in *rr; -1 when there is none. */
 static int fusable_into(const ts_plan *p, int gi, row_reduction *rr) {
     const ts_kernel *gk = &p->k[gi];
-    if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat) return -1;
+    if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat || gk->two_k) return -1; /* one A: its rows */
     for (int s = 0; s < gk->nacc; s++) {
         if (s == gk->a || s == gk->b0 || s == gk->b1 || p->buf[gk->acc[s].buf].kind != TS_BUF_TEMP) continue;
         int ri = writer_of(p, gk->acc[s].buf, gi);

@@ -50,10 +50,11 @@ static bool readable_in_place(const ts_egir *x, uint32_t cls) {
 }
 
 /* A contraction's operands that must be materialised first cost a write and a read of their elements:
- * this is what makes a row scale after the contraction (an epilogue) beat one before it (a pass). */
-static double operand_penalty(const ts_egir *x, const cost_preset *c, const ts_enode *n) {
+ * this is what makes a row scale after the contraction (an epilogue) beat one before it (a pass). The first
+ * `nkids` kids are its operands (contract_add's third, the tensor it accumulates onto, is no operand). */
+static double operand_penalty(const ts_egir *x, const cost_preset *c, const ts_enode *n, int nkids) {
     double p = 0;
-    for (int k = 0; k < ts_op_arity((ts_op)n->op); k++) {
+    for (int k = 0; k < nkids; k++) {
         uint32_t cls = ts_eg_find(x->eg, n->kid[k]);
         if (!readable_in_place(x, cls)) p += c->materialise * axes_numel(x->g, cdata(x, cls)->axes);
     }
@@ -77,8 +78,9 @@ static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *
     case TS_OP_VIEW: return c->view * work;
     case TS_OP_REDUCE_SUM:
     case TS_OP_REDUCE_MAX: return c->reduce * work;
-    case TS_OP_CONTRACT: return c->contract * work + operand_penalty(x, c, n);
-    case TS_OP_DUAL: return c->dual * work + operand_penalty(x, c, n);
+    case TS_OP_CONTRACT:
+    case TS_OP_CONTRACT_ADD: return c->contract * work + operand_penalty(x, c, n, 2);
+    case TS_OP_DUAL: return c->dual * work + operand_penalty(x, c, n, 3);
     case TS_OP_WSUM: return c->wsum * work;
     case TS_OP_ONLINE_WSUM: return c->online * work;
     case TS_OP_TILE_SUM:
@@ -370,7 +372,7 @@ static bool swapped(const search *s, const ts_enode *n, const ts_enode *m) {
 static bool cuttable(const ts_enode *n) {
     ts_op_kind k = ts_op_kind_of((ts_op)n->op);
     return k == TS_KIND_UNARY || k == TS_KIND_BINARY || k == TS_KIND_TERNARY || k == TS_KIND_REDUCE ||
-           n->op == TS_OP_CONTRACT || n->op == TS_OP_TILE_SUM || n->op == TS_OP_TILE_MAX;
+           n->op == TS_OP_CONTRACT || n->op == TS_OP_CONTRACT_ADD || n->op == TS_OP_TILE_SUM || n->op == TS_OP_TILE_MAX;
 }
 
 static bool is_output_class(const search *s, uint32_t cls) {

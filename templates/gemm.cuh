@@ -249,6 +249,16 @@ template <typename T, class Epilogue> struct GemmParams {
     // B (and B1) are written by no earlier kernel of the launch sequence (weights, read-only inputs): the
     // mma.sync kernel starts streaming them before it waits for the previous kernel (tile.cuh, PDL).
     bool b_ready;
+    // A too (with b_ready; and A2, B2 of a second pair): the main loop depends on no earlier kernel, so both
+    // kernels run it before they wait for the previous kernel, which only their epilogue needs — a GEMM
+    // whose row scales a row kernel computes just before (FlashNorm's RMSNorm·W) overlaps that kernel's tail.
+    bool a_ready;
+    // A second operand pair, K2 > 0 (launched with TWO; not with DUAL or row statistics): C = epilogue(A·B0 +
+    // A2·B2), the main loop running over A/B0's K tiles, then A2/B2's — one contraction over the concatenated
+    // K, as a LoRA update beside its base weight. A2 is (batch, M, K2) with lda2; B2 has B0's layout, ldb2.
+    const T *A2, *B2;
+    int K2;
+    int64_t lda2, ldb2, a2_batch_stride, b2_batch_stride;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -427,7 +437,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC, int SPLIT = 1>
+          class Epilogue, bool VEC, int SPLIT = 1, bool TWO = false>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -461,10 +471,29 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     const T *gB[NB];
     gB[0] = p.B0 + b * p.b_batch_stride;
     if constexpr (DUAL) gB[NB - 1] = p.B1 + b * p.b_batch_stride;
+    // K tiles [0, KT1) are A·B0's; with TWO (a second pair, never DUAL) A2·B2's follow, tile KT1 + i being its
+    // i-th. TWO is a template argument: a run-time test of the pair for every tile cost the decode GEMMs 1-8%
+    // (bench/NOTES.md run 74), so the kernels without a second pair compile as they did before it.
+    static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
+    const int KT1 = (p.K + BK - 1) / BK;
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
-    auto load_a = [&](int s, int kt) { load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K); };
+    auto load_a = [&](int s, int kt) {
+        if (!TWO || kt < KT1) {
+            load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K);
+        } else {
+            const T *gA2 = p.A2 + b * p.a2_batch_stride;
+            load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA2, p.lda2, m0, p.M, (kt - KT1) * BK, p.K2);
+        }
+    };
     auto load_b = [&](int s, int kt) {
+        if (TWO && kt >= KT1) {   // the second pair's B2
+            T *sB = smem + s * STAGE_ELEMS + A_ELEMS;
+            const T *gB2 = p.B2 + b * p.b2_batch_stride;
+            if constexpr (B_KN) load_tile<T, BK, BN, THREADS, VEC>(sB, gB2, p.ldb2, (kt - KT1) * BK, p.K2, n0, p.N);
+            else load_tile<T, BN, BK, THREADS, VEC>(sB, gB2, p.ldb2, n0, p.N, (kt - KT1) * BK, p.K2);
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < NB; ++j) {
             T *sB = smem + s * STAGE_ELEMS + A_ELEMS + j * B_ELEMS;
@@ -485,12 +514,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
-    const int KT_ALL = (p.K + BK - 1) / BK, KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
+    const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0), KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
     // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
     // still cover tile kt's A and B); everything else after it.
+    const bool ready = p.a_ready && p.b_ready;   // the main loop needs no earlier kernel: wait before the epilogue
     if (p.b_ready) {
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
@@ -498,7 +528,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             tst::cp_async_commit();
         }
     }
-    tst::pdl_wait();
+    if (!ready) tst::pdl_wait();
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < KT) {
@@ -534,6 +564,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
                                   [&](int r, int ch) { return st + swz<BK>(r, ch); });
     }
     tst::cp_async_wait<0>();
+    if (ready) tst::pdl_wait();   // the epilogue reads and writes what earlier kernels may still touch
     tst::pdl_trigger();   // the main loop is done: the next kernel may launch and start its own loads
     if constexpr (kRowStats<Epilogue> > 0) rows.merge(static_cast<int>(threadIdx.x));
     if constexpr (SPLIT > 1) {   // ranks 1.. park their sums in their shared memory; rank 0 adds them in
@@ -607,13 +638,17 @@ template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const G
     bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1));
     ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0;
     if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0;
+    if (p.K2 > 0) {   // the second pair's loads too
+        ok = ok && aligned16(p.A2) && aligned16(p.B2) && p.lda2 % 8 == 0 && p.ldb2 % 8 == 0;
+        if (p.batch > 1) ok = ok && p.a2_batch_stride % 8 == 0 && p.b2_batch_stride % 8 == 0;
+    }
     return ok;
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC, int SPLIT = 1>
+          class Epilogue, bool VEC, int SPLIT = 1, bool TWO = false>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -632,20 +667,21 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
 // SPLIT > 1: split-K over clusters of SPLIT CTAs (see the top), on compute capability 9.0 and later; on an
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
-          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1>
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
+    if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
+    if ((p.K2 > 0) != TWO || (TWO && (DUAL || kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
     if constexpr (SPLIT > 1) {
         tst::DeviceFacts f;
         cudaError_t e = tst::device_facts(&f);
         if (e != cudaSuccess) return e;
-        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1>(p, stream);
+        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
     }
     if (gemm_vec_ok<T, Epilogue, DUAL>(p))
-        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true, SPLIT>(p, stream);
-    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false, SPLIT>(p, stream);
+        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true, SPLIT, TWO>(p, stream);
+    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false, SPLIT, TWO>(p, stream);
 }
 
 }  // namespace tsg

@@ -597,6 +597,53 @@ Test(search, a_layernorm_mlp_is_a_row_kernel_and_two_gemms_not_four) {
     free_compiled(&cg);
 }
 
+/* ---- two contractions added: one GEMM over both K ------------------------------------------------ */
+
+/* A low-rank adapter on a linear layer (weights stored [out, in]), its update scaled: Y = X·Wᵀ + s·(X·Aᵀ)·Bᵀ.
+ * `extra` adds outputs. */
+static char *adapter(const char *extra) {
+    return ts_strfmt("graph: g\naxes: {t: 2048, k: 3072, o: 1024, r: 8}\n"
+                     "inputs:\n  X: {dtype: bf16, shape: [t, k]}\n  W: {dtype: bf16, shape: [o, k]}\n"
+                     "  A: {dtype: bf16, shape: [r, k]}\n  B: {dtype: bf16, shape: [o, r]}\n"
+                     "ops:\n  - {name: Base, op: matmul, args: [X, W], over: k}\n"
+                     "  - {name: XA, op: matmul, args: [X, A], over: k}\n  - {name: Up, op: matmul, args: [XA, B], over: r}\n"
+                     "  - {name: Upd, op: scale, args: [Up], by: 0.5}\n  - {name: Y, op: add, args: [Base, Upd]}\n"
+                     "outputs: [Y%s]\n", extra);
+}
+
+Test(search, an_added_low_rank_update_is_one_gemm_over_both_contractions) {
+    char *yaml = adapter("");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_assert_eq(p->nk, 2, "%s", best);
+    const ts_kernel *down = &p->k[0], *k = &p->k[1];
+    cr_assert(k->kind == TS_KERNEL_GEMM && k->two_k && !down->two_k, "%s", best);
+    /* one pair is X·W over k, the other the rank-8 product (its scale applied where X·A is computed) over r */
+    uint32_t axes = (1u << k->red_axis) | (1u << k->red_axis2);
+    cr_assert_eq(axes, (1u << ts_graph_find_axis(&cg.c.g, "k")) | (1u << ts_graph_find_axis(&cg.c.g, "r")), "%s", best);
+    int low_rank_a = k->red_axis == ts_graph_find_axis(&cg.c.g, "r") ? k->a : k->a2;
+    cr_assert_eq(k->acc[low_rank_a].buf, down->out.buf, "the rank-8 pair's A is the first GEMM's result");
+    cr_assert_eq(ts_gemm_k_slices(&cg.c.g, k), 3072 / 64 + 1, "K tiles of both pairs, the rank-8 one padded");
+    free(best);
+    free_compiled(&cg);
+    free(yaml);
+}
+
+Test(search, a_base_projection_that_is_also_an_output_stays_its_own_gemm) {
+    char *yaml = adapter(", Base");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    for (int i = 0; i < p->nk; i++) cr_assert(!p->k[i].two_k, "Base is written anyway, not recomputed: %s", best);
+    cr_assert_eq(p->nk, 3, "%s", best);
+    free(best);
+    free_compiled(&cg);
+    free(yaml);
+}
+
 /* ---- decode-size GEMMs ---------------------------------------------------------------------------- */
 
 /* SwiGLU against 4096×14336 weights with M rows (a size, or `{dynamic: true, typical: N}`). */

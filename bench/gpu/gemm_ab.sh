@@ -3,8 +3,8 @@
 # runs bench/gpu/gemm_sm90_test.cu built twice (NEW: templates/ of this tree; OLD: the templates of a git
 # revision), each in full (validation + timing beside cuBLAS), then the new one in quick mode under
 # compute-sanitizer racecheck and memcheck (4 processes each, `quick K/4`). Prints per config: ours old,
-# ours new, cuBLAS (new run), new/old (OLD built without the ping-pong configs when its templates predate
-# them). Build here (no GPU needed):
+# ours new, cuBLAS (new run), new/old (OLD built without the ping-pong or two-pair configs when its templates
+# predate them). Build here (no GPU needed):
 #   REV=HEAD bash bench/gpu/gemm_ab.sh build      → build/gpu/gemm_sm90_test{,_old}
 # then on the GPU machine (carry build/gpu/gemm_sm90_test and build/gpu/gemm_sm90_test_old):
 #   OUT=build/gemm-ab bash bench/gpu/gemm_ab.sh run
@@ -15,6 +15,7 @@ if [ "${1:-}" = build ]; then
     git archive "${REV:-HEAD}" templates | tar x -C build/old-templates --strip-components=1 || exit 1
     flags="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/gpu/gemm_sm90_test.cu -lcublas"
     oldflag=; grep -q "bool PP" build/old-templates/gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
+    grep -q "bool TWO" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
     nvcc $flags -I templates -o build/gpu/gemm_sm90_test &
     new=$!
     nvcc $flags $oldflag -I build/old-templates -o build/gpu/gemm_sm90_test_old &

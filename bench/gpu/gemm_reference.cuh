@@ -73,6 +73,39 @@ __global__ void compare(const T *out, int64_t ldc, int64_t out_bs, const float *
     if (pad) atomicAdd(&counts[1], pad);
 }
 
+// A two-pair GEMM's second operand pair (GemmParams::A2/B2/K2: C = A·B0 + A2·B2) for the tests: A2 is
+// (batch, M, K2) and B2 in B0's layout, with the shape's row padding; fill(ptr, n, seed) fills each with fresh
+// random values; describe() puts them into p; the reference adds A2·B2 to the first product (beta = 1).
+template <typename T> struct SecondPair {
+    T *A2 = nullptr, *B2 = nullptr;
+    int K2 = 0;
+    int64_t lda2 = 0, ldb2 = 0, a2_bs = 0, b2_bs = 0;
+    template <class Fill>
+    cudaError_t make(bool b_kn, int M, int N, int k2, int batch, int lda_pad, int ldb_pad, bool b_broadcast, uint64_t seed,
+                     Fill fill) {
+        K2 = k2;
+        if (K2 <= 0) return cudaSuccess;
+        lda2 = K2 + lda_pad, ldb2 = (b_kn ? N : K2) + ldb_pad, a2_bs = (int64_t)M * lda2;
+        const int64_t b_rows = b_kn ? K2 : N;
+        b2_bs = b_broadcast ? 0 : b_rows * ldb2;
+        const size_t a_n = (size_t)batch * a2_bs, b_n = (size_t)(b_broadcast ? 1 : batch) * b_rows * ldb2;
+        cudaError_t e = cudaMalloc(&A2, a_n * sizeof(T));
+        if (e == cudaSuccess) e = cudaMalloc(&B2, b_n * sizeof(T));
+        if (e != cudaSuccess) return e;
+        fill(A2, a_n, seed * 16 + 6);
+        fill(B2, b_n, seed * 16 + 7);
+        return cudaGetLastError();
+    }
+    template <class Ep> void describe(tsg::GemmParams<T, Ep> &p) const {
+        p.A2 = A2, p.B2 = B2, p.K2 = K2, p.lda2 = lda2, p.ldb2 = ldb2, p.a2_batch_stride = a2_bs, p.b2_batch_stride = b2_bs;
+    }
+    void release() {
+        if (A2) cudaFree(A2);
+        if (B2) cudaFree(B2);
+        A2 = B2 = nullptr;
+    }
+};
+
 // The tsg epilogue functor of each kind.
 template <typename T, int KIND> struct EpFor;
 template <typename T> struct EpFor<T, kStore> { using type = tsg::StoreEpilogue<T>; };

@@ -19,7 +19,7 @@
 // Run: ./gemm_sm90_test          (quick: validation only, no timing, large shapes cut to 256x1024x1024; cluster:
 //      CM=1 against CM=2 on large shapes and a K sweep over one wave of tiles; one: the bench matmul alone,
 //      for ncu; quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share
-//      the work)
+//      the work; twopair: the two-operand-pair set alone, timed)
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -89,6 +89,7 @@ struct Shape {
     int64_t a_bs_pad = 0;                        // extra elements between A batches
     bool b_broadcast = false;                    // B batch stride 0
     bool expect_wgmma = true;                    // false: the launcher must fall back to tsg::launch_gemm
+    int K2 = 0;                                  // > 0: a second operand pair (A2 M×K2, B2), C = A·B + A2·B2
 };
 
 template <typename T> struct TypeName;
@@ -99,8 +100,8 @@ template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "b
 // C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ).
 template <typename T>
 static void blas_gemm(bool b_kn, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
-                      cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch) {
-    const float one = 1.f, zero = 0.f;
+                      cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch, float beta = 0.f) {
+    const float one = 1.f, zero = beta;
     CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B,
                                    TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
                                    (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -137,7 +138,13 @@ struct Check {
 
 static const char *path_name(int r) { return r == 0 ? "wgmma" : r == 1 ? "fallback(align)" : "fallback(encode)"; }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP>
+// s with a second operand pair of K2 columns.
+static Shape with_k2(Shape s, int k2) {
+    s.K2 = k2;
+    return s;
+}
+
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP, bool TWO>
 static void run_config_impl(const Shape &s, uint64_t seed) {
     using Ep = typename EpFor<T, KIND>::type;
     static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat), "DUAL epilogues go with DUAL configs");
@@ -182,6 +189,10 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
         rand_fill(res, c_n, seed * 16 + 5, -4.f, 4.f);
     }
     const T *Aview = A + s.a_off;
+    SecondPair<T> two;   // s.K2 > 0: the second operand pair (never with DUAL or folded statistics)
+    const int K2 = clip ? std::min(s.K2, kQuickK) : s.K2;
+    CK(two.make(B_KN, M, N, K2, batch, s.lda_pad, s.ldb_pad, s.b_broadcast, seed,
+                [](T *ptr, size_t n, uint64_t sd) { rand_fill(ptr, n, sd, -1.f, 1.f); }));
 
     // Our kernel.
     tsg::GemmParams<T, Ep> p{};
@@ -191,6 +202,10 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     p.M = M, p.N = N, p.K = K, p.batch = batch;
     p.lda = lda, p.ldb = ldb, p.a_batch_stride = a_bs, p.b_batch_stride = b_bs;
     p.ep.out = out, p.ep.ldc = ldc, p.ep.batch_stride = c_bs, p.ep.n = N;
+#ifndef GEMM_SM90_TEST_NO_TWO   // (and a_ready, from the same change)
+    two.describe(p);
+    p.a_ready = p.b_ready = seed & 1;   // odd seeds: the main loop before the PDL wait, the epilogue after it
+#endif
     if constexpr (KIND == kRowScale) p.ep.scale = scale, p.ep.scale_batch_stride = M;
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
@@ -202,8 +217,10 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     fflush(stdout);
 #ifdef GEMM_SM90_TEST_NO_PP
     auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep>(p, 0); };
-#else
+#elif defined(GEMM_SM90_TEST_NO_TWO)
     auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP>(p, 0); };
+#else
+    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP, TWO>(p, 0); };
 #endif
     auto ours = [&] { CK(launch()); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
@@ -215,6 +232,9 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     // Reference.
     blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (K2 > 0)
+        blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
+                     K2, batch, 1.f);
     if (STATS) {   // the statistics the kernel folded itself, computed here from A
         CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
         CK(cudaMalloc(&mx, (size_t)batch * M * sizeof(float)));
@@ -263,6 +283,9 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
             if (DUAL)
                 blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
                              batch);
+            if (K2 > 0)
+                blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
+                             (int64_t)M * N, M, N, K2, batch, 1.f);
         });
         CK(cudaDeviceSynchronize());
         c2 = check();   // after 28 more runs: a race would move the error
@@ -271,7 +294,7 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
             moved = true;
         }
     }
-    const double flops = 2.0 * M * N * (double)K * batch * (DUAL ? 2 : 1);
+    const double flops = 2.0 * M * N * ((double)K * (DUAL ? 2 : 1) + K2) * batch;
     printf("M=%-5d N=%-5d K=%-5d b=%-3d %-16s relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
            "cuBLAS %8.4f ms  %6.1f TFLOP/s  ratio %.3f%s\n",
            M, N, K, batch, path_name(path), c.rel, c.maxerr_over_refmax, c.bad, c.pad, pass ? "PASS" : "FAIL", t_ours, t_blas,
@@ -282,6 +305,7 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     fflush(stdout);
     if (!pass) g_failures++;
 
+    two.release();
     CK(cudaFree(A));
     CK(cudaFree(B0));
     if (B1) CK(cudaFree(B1));
@@ -298,14 +322,18 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     CK(cudaFree(maxbits));
 }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false>
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false, bool TWO = false>
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
 #ifdef GEMM_SM90_TEST_NO_PP   // templates from before the ping-pong form (bench/gpu/gemm_ab.sh's OLD build)
     if constexpr (PP) return;
     else
 #endif
-        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP>(s, seed);
+#ifdef GEMM_SM90_TEST_NO_TWO   // templates from before the second operand pair (gemm_ab.sh's OLD build)
+    if constexpr (TWO) return;
+    else
+#endif
+        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP, TWO>(s, seed);
 }
 
 // Active clusters of 2 the device can hold for a kernel (how many of the 2-CTA clusters run in one wave).
@@ -314,7 +342,11 @@ template <typename T, int BM, int BN, int ST, bool B_KN, bool DUAL, class Ep> st
     printf("cluster occupancy %s: not asked (older templates)\n", what);
 #else
     using C = tsg90::Cfg<BM, BN, ST, 2, DUAL>;
+#ifdef GEMM_SM90_TEST_NO_TWO
     auto kernel = tsg90::gemm_sm90_kernel<T, BM, BN, ST, 2, B_KN, DUAL, Ep, false>;
+#else
+    auto kernel = tsg90::gemm_sm90_kernel<T, BM, BN, ST, 2, B_KN, DUAL, Ep, false, false>;
+#endif
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM));
     // the launch configuration built here, not by a template helper: gemm_ab.sh builds this file against
     // older templates too
@@ -336,6 +368,22 @@ using h16 = __half;
 using b16 = __nv_bfloat16;
 using tsg::StoreEpilogue;
 
+// Two operand pairs, C = A·B + A2·B2 (a LoRA update beside its base weight): the bench LoRA's 16-wide second pair
+// inside one zero-filled K tile (and the same GEMM without it, for its cost), a second pair over several tiles
+// with a partial one (batched, B_NK, odd M), ping-pong, and a K2 whose rows no tensor map can describe (the
+// mma.sync fallback). Returns the next seed.
+static uint64_t two_pair_configs(uint64_t seed) {
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"lora base alone", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, true>(with_k2({"lora two-pair", 4096, 4096, 4096, 1}, 16), seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, true>(with_k2({"two-pair 1024", 1024, 4096, 4096, 1}, 16), seed++);
+    run_config<b16, 128, 128, 5, 1, false, false, kResidual, false, true>(
+        with_k2({"two-pair batched NK", 333, 700, 448, 3, 8, 16, 0}, 136), seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true, true>(with_k2({"two-pair pp", 1000, 2000, 1000, 1}, 40), seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, true>(
+        with_k2({"two-pair K2=13 fallback", 300, 520, 512, 1, 0, 0, 3, 0, 0, false, false}, 13), seed++);
+    return seed;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
@@ -350,6 +398,11 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
+    if (argc > 1 && strcmp(argv[1], "twopair") == 0) {   // the two-pair set alone, timed
+        two_pair_configs(seed);
+        printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+        return g_failures ? 1 : 0;
+    }
     if (argc > 1 && strcmp(argv[1], "one") == 0) {   // the bench matmul alone (for a profiler)
         run_config<h16, 128, 256, 4, 1, true, false, kStore>({"matmul", 1024, 4096, 4096, 1}, seed++);
         return g_failures ? 1 : 0;
@@ -412,6 +465,7 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 256, 4, 1, false, false, kStore>({"odd B_NK", 77, 1000, 1000, 1, 0, 0, 8}, seed++);
     run_config<h16, 256, 128, 4, 1, true, false, kStore>({"odd 256x128", 300, 1000, 1000, 1, 0, 0, 8}, seed++);
     run_config<b16, 128, 128, 4, 1, false, true, kGated>({"odd dual B_NK bf16", 333, 1000, 1000, 1, 0, 0, 8}, seed++);
+    seed = two_pair_configs(seed);
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"m=1", 1, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"K=8 N=1003 (partial)", 200, 1003, 8, 1, 0, 5, 1}, seed++);
     run_config<h16, 128, 256, 4, 1, true, false, kStore>({"K=12 N=1003 (lda 16)", 200, 1003, 12, 1, 4, 5, 1}, seed++);

@@ -14,7 +14,8 @@
 // Run: ./gemm_test            (./gemm_test quick: validation only, no timing, shapes at most 256x1024x1024;
 //      quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share the work;
 //      ./gemm_test decode: the decode-size set (skinny tiles, split-K), validated and timed, with the weight
-//      stream's TB/s; ./gemm_test profile: the same set validated once at full size, no timing — for ncu)
+//      stream's TB/s; ./gemm_test profile: the same set validated once at full size, no timing — for ncu;
+//      ./gemm_test narrow: outputs 16 or 8 columns wide, several tile shapes and splits, validated and timed)
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -82,6 +83,7 @@ struct Shape {
     int a_off = 0;                               // A starts this many elements into its buffer
     int64_t a_bs_pad = 0;                        // extra elements between A batches
     bool b_broadcast = false;                    // B batch stride 0
+    int K2 = 0;                                  // > 0: a second operand pair (A2 M×K2, B2), C = A·B + A2·B2
 };
 
 template <typename T> struct TypeName;
@@ -92,8 +94,8 @@ template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "b
 // C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ).
 template <typename T>
 static void blas_gemm(bool b_kn, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
-                      cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch) {
-    const float one = 1.f, zero = 0.f;
+                      cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch, float beta = 0.f) {
+    const float one = 1.f, zero = beta;
     CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B,
                                    TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
                                    (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -127,7 +129,14 @@ struct Check {
     unsigned long long bad, pad;
 };
 
-template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN, bool DUAL, int KIND, int SPLIT = 1>
+// s with a second operand pair of K2 columns.
+static Shape with_k2(Shape s, int k2) {
+    s.K2 = k2;
+    return s;
+}
+
+template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN, bool DUAL, int KIND, int SPLIT = 1,
+          bool TWO = false>
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
@@ -172,6 +181,10 @@ static void run_config(const Shape &s, uint64_t seed) {
         rand_fill(res, c_n, seed * 16 + 5, -4.f, 4.f);
     }
     const T *Aview = A + s.a_off;
+    SecondPair<T> two;   // s.K2 > 0: the second operand pair (never with DUAL or folded statistics)
+    const int K2 = full ? s.K2 : std::min(s.K2, kQuickK);
+    CK(two.make(B_KN, M, N, K2, batch, s.lda_pad, s.ldb_pad, s.b_broadcast, seed,
+                [](T *ptr, size_t n, uint64_t sd) { rand_fill(ptr, n, sd, -1.f, 1.f); }));
 
     // Our kernel.
     tsg::GemmParams<T, Ep> p{};
@@ -181,13 +194,15 @@ static void run_config(const Shape &s, uint64_t seed) {
     p.M = M, p.N = N, p.K = K, p.batch = batch;
     p.lda = lda, p.ldb = ldb, p.a_batch_stride = a_bs, p.b_batch_stride = b_bs;
     p.ep.out = out, p.ep.ldc = ldc, p.ep.batch_stride = c_bs, p.ep.n = N;
-    p.b_ready = seed & 1;   // both prologue orders (B first, or A and B together)
+    two.describe(p);
+    p.b_ready = seed & 1;   // both prologue orders (B first, or A and B together) ...
+    p.a_ready = p.b_ready && (seed & 2);   // ... and the main loop before the PDL wait
     if constexpr (KIND == kRowScale) p.ep.scale = scale, p.ep.scale_batch_stride = M;
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     const bool vec = tsg::gemm_vec_ok<T, Ep, DUAL>(p);
-    auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT>(p, 0))); };
+    auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT, TWO>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
     ours();
     CK(cudaDeviceSynchronize());
@@ -195,6 +210,9 @@ static void run_config(const Shape &s, uint64_t seed) {
     // Reference.
     blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (K2 > 0)
+        blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
+                     K2, batch, 1.f);
     if (STATS) {   // the statistics the kernel folded itself, computed here from A
         CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
         CK(cudaMalloc(&mx, (size_t)batch * M * sizeof(float)));
@@ -242,6 +260,9 @@ static void run_config(const Shape &s, uint64_t seed) {
             if (DUAL)
                 blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
                              batch);
+            if (K2 > 0)
+                blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
+                             (int64_t)M * N, M, N, K2, batch, 1.f);
         });
         CK(cudaDeviceSynchronize());
         Check c2 = check();   // after 28 more runs: a race would move the error
@@ -251,7 +272,7 @@ static void run_config(const Shape &s, uint64_t seed) {
                     c.rel, c2.rel, c2.bad, c2.pad);
         }
     }
-    const double flops = 2.0 * M * N * (double)K * batch * (DUAL ? 2 : 1);
+    const double flops = 2.0 * M * N * ((double)K * (DUAL ? 2 : 1) + K2) * batch;
     const double b_bytes = (double)b_n * sizeof(T) * (DUAL ? 2 : 1);   // the weights: what a decode GEMM streams
     char cfg[112];
     snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d%s %s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
@@ -264,6 +285,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     fflush(stdout);
     if (!pass) g_failures++;
 
+    two.release();
     CK(cudaFree(A));
     CK(cudaFree(B0));
     if (B1) CK(cudaFree(B1));
@@ -325,10 +347,27 @@ static void decode_configs(uint64_t seed) {
     run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 4>({"decode down m=1", 1, 4096, 14336, 1}, seed++);
 }
 
+// Narrow outputs (N ≤ 64: a LoRA down-projection X·A at rank 16 or 8, a router's logits): the small-GEMM
+// form's 64×64 tiles with split-K (what src/config.c picks for them) against taller tiles and other splits.
+static void narrow_configs(uint64_t seed) {
+    for (const Shape &s : {Shape{"narrow lora X.A", 4096, 16, 4096, 1}, Shape{"narrow adapter", 2048, 8, 3072, 1}}) {
+        run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 4>(s, seed++);   // the small-GEMM form (run 74)
+        run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 1>(s, seed++);
+        run_config<h16, 64, 64, 64, 1, 4, 4, true, false, kStore, 2>(s, seed++);
+        run_config<h16, 64, 64, 64, 4, 1, 4, true, false, kStore, 1>(s, seed++);
+        run_config<h16, 64, 64, 64, 4, 1, 4, true, false, kStore, 2>(s, seed++);
+        run_config<h16, 128, 64, 64, 4, 1, 4, true, false, kStore, 1>(s, seed++);
+        run_config<h16, 128, 64, 64, 4, 1, 4, true, false, kStore, 2>(s, seed++);
+        run_config<h16, 128, 64, 64, 8, 1, 3, true, false, kStore, 1>(s, seed++);
+        run_config<h16, 32, 64, 64, 2, 2, 6, true, false, kStore, 1>(s, seed++);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
     if (argc > 1 && strcmp(argv[1], "decode") == 0) g_decode = true;
     if (argc > 1 && strcmp(argv[1], "profile") == 0) g_decode = true, g_timing = false;
+    const bool narrow = argc > 1 && strcmp(argv[1], "narrow") == 0;
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
                                   g_part >= g_parts)) {
         fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
@@ -341,8 +380,9 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
-    if (g_decode) {
-        decode_configs(seed);
+    if (g_decode || narrow) {
+        if (narrow) narrow_configs(seed);
+        else decode_configs(seed);
         CKB(cublasDestroy(g_blas));
         CK(cudaFree(g_flush));
         printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
@@ -368,6 +408,12 @@ int main(int argc, char **argv) {
     run_config<b16, 16, 64, 64, 1, 4, 4, true, false, kRowStat, 4>({"m=16 skinny rowstat k4", 16, 1000, 1000, 1}, seed++);
     run_config<h16, 16, 64, 64, 1, 4, 4, true, true, kGatedStat, 2>({"m=7 skinny gatedstat k2", 7, 1000, 1001, 1}, seed++);
     // B_NK (K contiguous): a plain one and batched attention scores Q·Kᵀ (h=16, t=1024, d_h=128).
+    // two operand pairs, C = A·B + A2·B2: a 16-wide second pair, a scalar one (K2 = 13) batched over NK weights, and
+    // the skinny form with split-K over both pairs' K tiles
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore, 1, true>(with_k2({"two-pair", 1000, 1024, 1000, 1}, 16), seed++);
+    run_config<b16, 128, 128, 64, 2, 4, 3, false, false, kResidual, 1, true>(
+        with_k2({"two-pair scalar NK", 200, 384, 320, 2, 8, 16, 0}, 13), seed++);
+    run_config<h16, 16, 64, 64, 1, 4, 4, true, false, kStore, 2, true>(with_k2({"m=5 skinny two-pair k2", 5, 4096, 4096, 1}, 16), seed++);
     run_config<h16, 128, 256, 64, 2, 4, 3, false, false, kStore>({"matmul B_NK", 1024, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore>({"scores Q.K^T", 1024, 1024, 128, 16}, seed++);
     // bf16
