@@ -3041,30 +3041,51 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
 // leaves most SMs idle at small batch (8 CTAs for one Llama-3-8B sequence: 54 µs for 17 MB on the H200,
 // bench/NOTES.md run 53). Here one CTA owns the 16 rows of a (batch, head, query tile); each of its WARPS
 // warps, and each of the SPLIT CTAs of its cluster, takes a contiguous share of the keys and streams it
-// through a cp.async pipeline of its own (STAGES steps of 16 keys of K and V, swizzled as above), keeping
-// an online-softmax partial per row: O unnormalised, running max m, sum l. The partials are merged in shared
-// memory across the warps, then across the cluster by rank 0 reading the other CTAs' shared memory
-// (distributed shared memory), which normalises and writes O: no workspace, one launch.
-// The launch helper picks SPLIT (1, 2, 4 or 8; 1 before Hopper) so that the CTAs cover the SMs while every
-// warp keeps at least kDecodeMinSteps steps of keys. Same functors, masks, layouts, edges and fully-masked
-// rule (rows written as 0) as the kernel above.
-// Shared memory: 128 bytes of row totals + WARPS × (16·D + STAGES·2·16·D)·2 bytes (the warp's Q copy and its
-// K/V stages; after the loop the same bytes hold its fp32 partial, 16·D·4 + 128 bytes).
-constexpr int kDecodeRows = 16, kDecodeKeys = 16, kDecodeMinSteps = 4, kDecodeMaxSplit = 8;
-// 4 warps of 4 stages at D ≤ 128 (one CTA an SM at D = 128; best of 6 warps × stages variants at batch 1, 4
-// and 16 of Llama-3-8B's decode, bench/NOTES.md run 57), 2 stages at D = 256 (the shared-memory limit).
+// through a cp.async ring of its own (STAGES steps of 16 keys of K and V, swizzled as above), keeping an
+// online-softmax partial per row: O unnormalised, running max m, sum l. The CTA's warps share one copy of
+// Q, held in registers at D ≤ 128. The partials of the valid rows (< t_q) are merged in shared memory
+// across the warps; each CTA then stores every 8-column chunk of its merged partial into the shared memory
+// of the cluster rank that owns the chunk (distributed shared memory: chunk i is rank i % SPLIT's), and
+// after one cluster barrier each rank merges, normalises and writes its chunks from its own shared memory:
+// no workspace, one launch. (Pushing costs no round trip and needs no barrier before exiting; the ranks
+// reading each other's partials, then a second barrier, took ~2.4 µs of a 10.8 µs kernel at Llama-3-8B's
+// batch 1, bench/results/decode-attn-helper.md.)
+// What a step costs is what bounds this kernel (each warp is one dependent chain, bench/NOTES.md run 73), so
+// a step is kept short: the copies' addresses are set up once per lane, Q is not re-read, the two halves of
+// Q·Kᵀ accumulate apart (two chains of D/32 MMAs, not one of D/16), and O is rescaled only when a row's
+// running max grew (rare past the first steps).
+// The launch helper picks SPLIT (1, 2, 4, 8 or 16 — a non-portable cluster size; 1 before Hopper) so that
+// the CTAs cover the SMs while every warp keeps at least kDecodeMinSteps steps of keys and every cluster is
+// resident at once. Same functors, masks, layouts, edges and fully-masked rule (rows written as 0) as the
+// kernel above.
+// Shared memory: the chunks received from the cluster (SPLIT × (16·D·4 / SPLIT + 128) bytes: o, m, l) + Q
+// (16·D·2 bytes) + WARPS × STAGES·2·16·D·2 bytes (the warps' K/V rings; after its loop a warp's ring holds
+// its fp32 partial, 16·(D + 8)·4 + 128 bytes). D = 128 with the defaults (4 warps, 3 stages): 108–110 KB,
+// two CTAs an SM, so that clusters of 16 are resident.
+constexpr int kDecodeRows = 16, kDecodeKeys = 16, kDecodeMinSteps = 4, kDecodeMaxSplit = 16;
+constexpr int kDecodePortableSplit = 8;  // larger clusters need cudaFuncAttributeNonPortableClusterSizeAllowed
+// 4 warps of 3 stages at D ≤ 128 (two CTAs an SM at D = 128), 2 stages at D = 256 (one CTA an SM). Of 12
+// warps × stages variants at Llama-3-8B's batch 1, 4 and 16, 4 × 4 and 8 × 3 were 0.7 µs faster at batch 1
+// but take one CTA an SM, which 32 heads of one row at batch 16 lose 35% by (bench/results/decode-attn-helper.md).
 template <int D> struct DecodeConfig {
-    static constexpr int WARPS = 4, STAGES = D <= 128 ? 4 : 2;
+    static constexpr int WARPS = 4, STAGES = D <= 128 ? 3 : 2;
 };
-template <int D, int WARPS, int STAGES> struct DecodeTile {
-    static constexpr int Q_ELEMS = kDecodeRows * D, STEP_ELEMS = kDecodeKeys * D;  // a Q copy; K (or V) of a step
-    static constexpr int WARP_BYTES = (Q_ELEMS + STAGES * 2 * STEP_ELEMS) * 2;
-    static constexpr int PART_BYTES = kDecodeRows * D * 4 + 2 * kDecodeRows * 4;  // o[16][D], m[16], l[16]
-    static constexpr int TOTALS_BYTES = 128;                                     // the CTA's m[16], l[16]
-    static constexpr size_t SMEM_BYTES = TOTALS_BYTES + (size_t)WARPS * WARP_BYTES;
-    static_assert(D % 64 == 0 && STAGES >= 2, "decode attention: D a multiple of 64, at least 2 stages");
-    static_assert(WARP_BYTES >= PART_BYTES, "decode attention: a warp's partial must fit its pipeline's bytes");
-    static_assert((kDecodeRows * D / 8) % (WARPS * 32) == 0, "decode attention: output chunks vs threads");
+template <int D, int WARPS, int STAGES, int SPLIT = 1> struct DecodeTile {
+    static constexpr int CPR = D / 8;                                   // 16-byte chunks a row
+    static constexpr int STEP_BYTES = kDecodeKeys * D * 2;              // K (or V) of one step
+    static constexpr int STAGE_BYTES = 2 * STEP_BYTES;                  // K then V
+    static constexpr int WARP_BYTES = STAGES * STAGE_BYTES;             // a warp's ring
+    static constexpr int Q_BYTES = kDecodeRows * D * 2;                 // the CTA's Q tile
+    static constexpr int PART_STRIDE = D + 8;                           // floats a partial's row (8: no bank conflicts)
+    static constexpr int PART_BYTES = kDecodeRows * PART_STRIDE * 4 + 2 * kDecodeRows * 4;  // o, m[16], l[16]
+    // What a rank receives: m[16], l[16] from each rank, then slot s of each rank (8 floats of chunk s·SPLIT + rank).
+    static constexpr int SLOTS = (kDecodeRows * CPR + SPLIT - 1) / SPLIT;
+    static constexpr int RECV_ML_BYTES = SPLIT * 2 * kDecodeRows * 4, RECV_BYTES = RECV_ML_BYTES + SPLIT * SLOTS * 32;
+    static constexpr size_t SMEM_BYTES = RECV_BYTES + Q_BYTES + (size_t)WARPS * WARP_BYTES;
+    static constexpr bool Q_IN_REGS = D <= 128;  // 2·D/4 registers a lane; at D = 256 O alone takes 128
+    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2, "decode attention: D 64, 128 or 256, at least 2 stages");
+    static_assert(WARP_BYTES >= PART_BYTES, "decode attention: a warp's partial must fit its ring's bytes");
+    static_assert(RECV_BYTES % 128 == 0, "decode attention: Q and the rings start 128-byte aligned (the swizzle)");
 };
 
 // Weight 2^(c·(m − top)) of a partial whose running max is m, in a merge whose max is top (0 if all masked).
@@ -3072,20 +3093,179 @@ __device__ __forceinline__ float merge_weight(float m, float top, float c) {
     return top == -INFINITY ? 0.f : tst::fast_exp2(c * (m - top));
 }
 
+// 16 bytes global → shared (a shared-window address); with zfill, only when ok, else 16 zero bytes.
+__device__ __forceinline__ void decode_cp16(uint32_t dst, const void *src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+__device__ __forceinline__ void decode_cp16_zfill(uint32_t dst, const void *src, bool ok) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+}
+
+// The generic address of `local` (this CTA's shared memory) in cluster rank r's shared memory, for stores
+// (tst::cluster_map is for loads); the CTA's own address without a cluster.
+template <int SPLIT> __device__ __forceinline__ float *decode_at_rank(float *local, int r) {
+    if constexpr (SPLIT == 1) {
+        (void)r;
+        return local;
+    } else {
+        return const_cast<float *>(tst::cluster_map(local, r));
+    }
+}
+
+// The cluster barrier in halves (sm_90+), for the stores above: a CTA may reach another's shared memory only
+// once that CTA is running, which every CTA says by arriving at the kernel's start (relaxed: nothing to
+// publish) and the pushing CTA checks by waiting before its first store (long since true by then).
+__device__ __forceinline__ void decode_cluster_arrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+__device__ __forceinline__ void decode_cluster_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+#else
+    __trap();
+#endif
+}
+
+// One warp's K/V stream: step j (16 keys from key k0) → stage j % STAGES of its ring, one commit group a
+// step. A warp-wide copy covers RPI rows (rows r0 + RPI·i, chunk c of each: lane = r0·CPR + c), so the
+// lane's source offsets and swizzled destination are computed once: the swizzle only XORs bits 4–6 of the
+// destination with (row & 7), and (r0 + RPI·i) & 7 = (r0 & 7) ^ (RPI·i & 7) (r0 < RPI, both powers of 2),
+// a constant per i. A step is then a 64-bit add and one 16-byte cp.async per copy (zero-filling rows past
+// the warp's last key only in its last step).
+template <typename T, int D, int STAGES> struct DecodeStream {
+    static constexpr int CPR = D / 8, RPI = 32 / CPR, COPIES = kDecodeKeys / RPI;  // copies a tile a lane
+    static constexpr int STEP_BYTES = kDecodeKeys * D * 2;
+    const T *k, *v;      // this lane's element of key 0
+    int64_t ks, vs;      // RPI rows of K, V
+    int64_t k_seq, v_seq;
+    uint32_t ring, off;  // the ring's shared address; the lane's swizzled byte offset in a tile (row r0)
+    int r0;
+
+    __device__ __forceinline__ DecodeStream(const T *gK, const T *gV, int64_t k_stride, int64_t v_stride,
+                                            uint32_t ring, int lane) {
+        r0 = lane / CPR;
+        const int c = lane % CPR;
+        k = gK + r0 * k_stride + c * 8, v = gV + r0 * v_stride + c * 8;
+        ks = RPI * k_stride, vs = RPI * v_stride, k_seq = k_stride, v_seq = v_stride;
+        this->ring = ring, off = (uint32_t)(r0 * D * 2) + ((uint32_t)(c ^ (r0 & 7)) << 4);
+    }
+    // Byte offset in a tile of the lane's copy i: rows RPI·i further, its chunk XORed with (RPI·i) & 7.
+    __device__ __forceinline__ uint32_t at(int i) const {
+        return (uint32_t)(i * RPI * D * 2) + (off ^ (uint32_t)(((i * RPI) & 7) << 4));
+    }
+    // Step j, keys [k0, k0 + rows) of the warp's range (rows < 16 only in its last step).
+    __device__ __forceinline__ void load(int j, int k0, int rows) const {
+        const uint32_t st = ring + (uint32_t)((j % STAGES) * 2 * STEP_BYTES);
+        const T *pk = k + k0 * k_seq, *pv = v + k0 * v_seq;
+        if (rows >= kDecodeKeys) {
+#pragma unroll
+            for (int i = 0; i < COPIES; i++) {
+                decode_cp16(st + at(i), pk + i * ks);
+                decode_cp16(st + STEP_BYTES + at(i), pv + i * vs);
+            }
+        } else {  // rows past the last key read nothing; their address is row k0's (in the tensor)
+            const T *k_row0 = pk - r0 * k_seq, *v_row0 = pv - r0 * v_seq;
+#pragma unroll
+            for (int i = 0; i < COPIES; i++) {
+                const bool ok = r0 + i * RPI < rows;
+                decode_cp16_zfill(st + at(i), ok ? pk + i * ks : k_row0, ok);
+                decode_cp16_zfill(st + STEP_BYTES + at(i), ok ? pv + i * vs : v_row0, ok);
+            }
+        }
+    }
+};
+
+// S (16 rows × 16 keys) = Q·Kᵀ for one step: Q's A fragments from registers (qa, D ≤ 128) or from the
+// swizzled Q tile at q_s, K from the tile at k_s. The k-steps alternate between two accumulator sets, so that
+// the MMAs form two dependent chains, not one.
+template <typename T, int D, bool Q_IN_REGS>
+__device__ __forceinline__ void decode_qk(float (&s)[1][2][4], const uint32_t (&qa)[Q_IN_REGS ? D / 16 : 1][4],
+                                          uint32_t q_s, uint32_t k_s, int lane) {
+    float acc[2][2][4];
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[h][nt][i] = 0.f;
+    const int rk = lane % 8 + (lane / 16) * 8, ck = (lane / 8) % 2;  // B: two 8-key tiles × k 0–7, 8–15
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t a[4], kb[4];
+        if constexpr (Q_IN_REGS) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = qa[kk][i];
+        } else {
+            tst::ldmatrix_x4_at(a, q_s + swz_bytes<D>(lane % 16, lane / 16, kk % 4) + (kk / 4) * 128);
+        }
+        tst::ldmatrix_x4_at(kb, k_s + swz_bytes<D>(rk, ck, kk % 4) + (kk / 4) * 128);
+        const uint32_t b0[2] = {kb[0], kb[1]}, b1[2] = {kb[2], kb[3]};
+        tst::mma16816<T>(acc[kk % 2][0], a, b0);
+        tst::mma16816<T>(acc[kk % 2][1], a, b1);
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) s[0][nt][i] = acc[0][nt][i] + acc[1][nt][i];
+}
+
+// softmax_tile for one warp's 16 rows, except that O is rescaled only when some row's running max grew (a
+// warp-uniform branch; a row whose max did not grow keeps alpha = 1 exactly, in l too). Past a warp's first
+// steps the max rarely grows, and the rescale is D/2 multiplies a lane, the most of a step's non-MMA work.
+template <int DT>
+__device__ __forceinline__ void decode_softmax(float (&s)[1][2][4], float (&o)[1][DT][4], float (&m)[1][2],
+                                               float (&l)[1][2], float c) {
+    float alpha[2];
+    bool grew = false;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float mx = m[0][r];
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++) mx = fmaxf(mx, fmaxf(s[0][nt][2 * r], s[0][nt][2 * r + 1]));
+        mx = tst::quad_max(mx);
+        const float ms = mx == -INFINITY ? 0.f : mx * c;  // as softmax_tile: never −inf − (−inf)
+        const bool up = mx > m[0][r];
+        alpha[r] = up ? tst::fast_exp2(fmaf(m[0][r], c, -ms)) : 1.f;
+        grew |= up;
+        m[0][r] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < 2; nt++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                const float e = tst::fast_exp2(fmaf(s[0][nt][2 * r + j], c, -ms));
+                s[0][nt][2 * r + j] = e;
+                sum += e;
+            }
+        l[0][r] = l[0][r] * alpha[r] + sum;
+    }
+    if (__any_sync(0xffffffffu, grew)) {
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) o[0][dt][i] *= alpha[i / 2];
+    }
+}
+
 // Grid: x = query head × SPLIT (a cluster: the SPLIT CTAs of one head), y = 16-row query tile, z = batch.
 template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score>
 __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const AttnParams<T, Score> p) {
-    using C = DecodeTile<D, WARPS, STAGES>;
-    constexpr int DT = D / 8, CPR = D / 8, THREADS = WARPS * 32;
+    using C = DecodeTile<D, WARPS, STAGES, SPLIT>;
+    constexpr int DT = D / 8, CPR = D / 8, THREADS = WARPS * 32, PS = C::PART_STRIDE;
     extern __shared__ __align__(128) unsigned char smem_raw[];
-    float *tot_m = reinterpret_cast<float *>(smem_raw), *tot_l = tot_m + kDecodeRows;
+    float *recv_ml = reinterpret_cast<float *>(smem_raw), *recv_o = recv_ml + SPLIT * 2 * kDecodeRows;
+    T *sQ = reinterpret_cast<T *>(smem_raw + C::RECV_BYTES);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    unsigned char *wbase = smem_raw + C::TOTALS_BYTES + warp * C::WARP_BYTES;
-    T *wQ = reinterpret_cast<T *>(wbase), *wKV = wQ + C::Q_ELEMS;  // stage s: K at 2s·STEP, V at (2s+1)·STEP
+    unsigned char *wbase = smem_raw + C::RECV_BYTES + C::Q_BYTES + warp * C::WARP_BYTES;
+    if constexpr (SPLIT > 1) decode_cluster_arrive();  // this CTA runs: the others may store into it
     tst::pdl_wait();  // tile.cuh: the kernel before this one is done
 
     const int h = blockIdx.x / SPLIT, rank = blockIdx.x % SPLIT, b = blockIdx.z, q0 = blockIdx.y * kDecodeRows;
-    const int hk = h / (p.n_q_heads / p.n_kv_heads);
+    const int hk = h / (p.n_q_heads / p.n_kv_heads), rows = min(kDecodeRows, p.t_q - q0);  // rows < t_q
     const Score score = tst::score_at(p.score, b, h);
     const T *gQ = p.q + b * p.q_batch_stride + h * p.q_head_stride + q0 * p.q_seq_stride;
     const T *gK = p.k + b * p.k_batch_stride + hk * p.k_head_stride;
@@ -3100,123 +3280,145 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
     const int s0 = min(part * per, steps), s1 = min(s0 + per, steps), n = s1 - s0;
     const int k_hi = min(s1 * kDecodeKeys, kv_end);
 
-    auto load_step = [&](int j) {  // step s0 + j → stage j % STAGES; one commit group either way
-        if (j < n) {
-            const int k0 = (s0 + j) * kDecodeKeys;
-            T *st = wKV + (j % STAGES) * 2 * C::STEP_ELEMS;
-            load_tile<kDecodeKeys, D, 32>(st, gK + (int64_t)k0 * p.k_seq_stride, p.k_seq_stride, k_hi - k0, lane);
-            load_tile<kDecodeKeys, D, 32>(st + C::STEP_ELEMS, gV + (int64_t)k0 * p.v_seq_stride, p.v_seq_stride,
-                                          k_hi - k0, lane);
-        }
+    // Q (rows ≥ t_q zero-filled) by the whole CTA: commit group 0; then the warp's first STAGES − 1 steps.
+    for (int i = threadIdx.x; i < kDecodeRows * CPR; i += THREADS) {
+        const int r = i / CPR, c = i % CPR;
+        const bool ok = r < rows;
+        decode_cp16_zfill(tst::smem_addr(sQ + swz<D>(r, c)), ok ? gQ + (int64_t)r * p.q_seq_stride + c * 8 : gQ, ok);
+    }
+    tst::cp_async_commit();
+    const DecodeStream<T, D, STAGES> kv(gK, gV, p.k_seq_stride, p.v_seq_stride, tst::smem_addr(wbase), lane);
+    auto load_step = [&](int j) {  // one commit group either way
+        if (j < n) kv.load(j, (s0 + j) * kDecodeKeys, k_hi - (s0 + j) * kDecodeKeys);
         tst::cp_async_commit();
     };
-    if (n > 0) load_tile<kDecodeRows, D, 32>(wQ, gQ, p.q_seq_stride, p.t_q - q0, lane);  // in step 0's group
 #pragma unroll
     for (int j = 0; j < STAGES - 1; j++) load_step(j);
+
+    constexpr bool QR = C::Q_IN_REGS;
+    const uint32_t q_s = tst::smem_addr(sQ), kv_s = tst::smem_addr(wbase);
+    uint32_t qa[QR ? D / 16 : 1][4];
+    tst::cp_async_wait<STAGES - 1>();  // this thread's part of Q landed …
+    __syncthreads();                   // … and everyone's
+    if constexpr (QR) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+            tst::ldmatrix_x4_at(qa[kk], q_s + swz_bytes<D>(lane % 16, lane / 16, kk % 4) + (kk / 4) * 128);
+    }
 
     float o[1][DT][4], m[1][2] = {{-INFINITY, -INFINITY}}, l[1][2] = {{0.f, 0.f}};
 #pragma unroll
     for (int dt = 0; dt < DT; dt++)
 #pragma unroll
         for (int i = 0; i < 4; i++) o[0][dt][i] = 0.f;
-    const uint32_t q_s = tst::smem_addr(wQ), kv_s = tst::smem_addr(wKV);
     for (int j = 0; j < n; j++) {
-        tst::cp_async_wait<STAGES - 2>();  // step j (and Q) landed for this lane …
+        tst::cp_async_wait<STAGES - 2>();  // step j landed for this lane …
         __syncwarp();                      // … and for the warp, which is done with step j − 1's stage:
         load_step(j + STAGES - 1);         // refilled, overlapping this step's compute
-        const uint32_t k_t = kv_s + (j % STAGES) * 2 * C::STEP_ELEMS * 2, v_t = k_t + C::STEP_ELEMS * 2;
+        const uint32_t k_t = kv_s + (j % STAGES) * C::STAGE_BYTES, v_t = k_t + C::STEP_BYTES;
         const int k0 = (s0 + j) * kDecodeKeys;
         float sc[1][2][4];
-        qk_tile<T, D, 1, 2>(sc, q_s, k_t, lane);
+        decode_qk<T, D, QR>(sc, qa, q_s, k_t, lane);
         if (k0 + kDecodeKeys > k_hi) score_tile<true>(sc, score, q0, k0, k_hi, lane);
         else score_tile<false>(sc, score, q0, k0, k_hi, lane);
-        softmax_tile(sc, o, m, l, p.c);
+        decode_softmax(sc, o, m, l, p.c);
         uint32_t pa[1][1][4];
         pack_p<T>(pa, sc);
         pv_tile<T, D, 1, 2, DT>(o, pa, v_t, lane);
     }
-    tst::cp_async_wait<0>();
-    tst::pdl_trigger();  // the keys are streamed: the next kernel may launch
-    __syncthreads();  // every warp is past its loop: the stages become the partials
+    tst::cp_async_wait<0>();  // nothing lands in the ring any more: it becomes the warp's partial
+    tst::pdl_trigger();       // the keys are streamed: the next kernel may launch
+    __syncwarp();
 
-    // This warp's partial → its bytes: o[16][D] fp32, then m[16], l[16].
-    float *po = reinterpret_cast<float *>(wbase), *pm = po + kDecodeRows * D, *pl = pm + kDecodeRows;
+    // This warp's partial of the valid rows → its ring: o[16][PS] fp32, then m[16], l[16].
+    float *po = reinterpret_cast<float *>(wbase), *pm = po + kDecodeRows * PS, *pl = pm + kDecodeRows;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         const int row = lane / 4 + r * 8;
         const float sum = tst::quad_sum(l[0][r]);
+        if (row < rows) {
 #pragma unroll
-        for (int dt = 0; dt < DT; dt++)
-            *reinterpret_cast<float2 *>(po + row * D + dt * 8 + (lane % 4) * 2) = make_float2(o[0][dt][2 * r], o[0][dt][2 * r + 1]);
-        if (lane % 4 == 0) pm[row] = m[0][r], pl[row] = sum;
+            for (int dt = 0; dt < DT; dt++)
+                *reinterpret_cast<float2 *>(po + row * PS + dt * 8 + (lane % 4) * 2) = make_float2(o[0][dt][2 * r], o[0][dt][2 * r + 1]);
+            if (lane % 4 == 0) pm[row] = m[0][r], pl[row] = sum;
+        }
     }
     __syncthreads();
-    auto part_of = [&](int w) { return reinterpret_cast<float *>(smem_raw + C::TOTALS_BYTES + w * C::WARP_BYTES); };
-    if (threadIdx.x < kDecodeRows) {  // the CTA's totals per row: max over the warps, and the weighted sum
-        const int row = threadIdx.x;
-        float top = -INFINITY, sum = 0.f;
-        for (int w = 0; w < WARPS; w++) top = fmaxf(top, part_of(w)[kDecodeRows * D + row]);
-        for (int w = 0; w < WARPS; w++)
-            sum += part_of(w)[kDecodeRows * D + kDecodeRows + row] * merge_weight(part_of(w)[kDecodeRows * D + row], top, p.c);
-        tot_m[row] = top, tot_l[row] = sum;
-    }
-    __syncthreads();
-    // The CTA's O, merged over the warps into warp 0's partial (each element read and written by one thread).
-    constexpr int CHUNKS = kDecodeRows * CPR / THREADS;  // 8-column chunks a thread
-    float *o0 = part_of(0);
+    // The CTA's partial: 8-column chunks of the valid rows merged over the warps, each stored into its owner's
+    // slot for this rank (chunk i: rank i % SPLIT, slot i / SPLIT), with the row's max and sum for the owner
+    // (once a row an owner: by its first chunk there, the one at column chunk < SPLIT).
+    auto part_of = [&](int w) {
+        return reinterpret_cast<const float *>(smem_raw + C::RECV_BYTES + C::Q_BYTES + w * C::WARP_BYTES);
+    };
+    if constexpr (SPLIT > 1) decode_cluster_wait();  // every CTA of the cluster runs
+    for (int i = threadIdx.x; i < rows * CPR; i += THREADS) {
+        const int row = i / CPR, cc = i % CPR;
+        float top = -INFINITY;
 #pragma unroll
-    for (int it = 0; it < CHUNKS; it++) {
-        const int c = threadIdx.x + it * THREADS, row = c / CPR, col = (c % CPR) * 8;
-        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+        for (int w = 0; w < WARPS; w++) top = fmaxf(top, part_of(w)[kDecodeRows * PS + row]);
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f), z = a;
+        float sum = 0.f;
+#pragma unroll
         for (int w = 0; w < WARPS; w++) {
-            const float wt = merge_weight(part_of(w)[kDecodeRows * D + row], tot_m[row], p.c);
-#pragma unroll
-            for (int e = 0; e < 8; e++) acc[e] += part_of(w)[row * D + col + e] * wt;
+            const float *pw = part_of(w);
+            const float wt = merge_weight(pw[kDecodeRows * PS + row], top, p.c);
+            const float4 *src = reinterpret_cast<const float4 *>(pw + row * PS + cc * 8);
+            const float4 x = src[0], y = src[1];
+            sum += pw[kDecodeRows * PS + kDecodeRows + row] * wt;
+            a.x += x.x * wt, a.y += x.y * wt, a.z += x.z * wt, a.w += x.w * wt;
+            z.x += y.x * wt, z.y += y.y * wt, z.z += y.z * wt, z.w += y.w * wt;
         }
-#pragma unroll
-        for (int e = 0; e < 8; e++) o0[row * D + col + e] = acc[e];
+        const int owner = i % SPLIT;
+        float *slot = decode_at_rank<SPLIT>(recv_o, owner) + (rank * C::SLOTS + i / SPLIT) * 8;
+        reinterpret_cast<float4 *>(slot)[0] = a, reinterpret_cast<float4 *>(slot)[1] = z;
+        if (cc < SPLIT) {
+            float *ml = decode_at_rank<SPLIT>(recv_ml, owner) + rank * 2 * kDecodeRows;
+            ml[row] = top, ml[kDecodeRows + row] = sum;
+        }
     }
-    if constexpr (SPLIT > 1) tst::cluster_sync();  // every CTA's merged partial is in place (else: its own warps')
+    if constexpr (SPLIT > 1) tst::cluster_sync();  // every rank's chunks have landed where they are merged
     else __syncthreads();
-    if (rank == 0) {  // merge the cluster's CTAs, normalise, store 16-byte chunks of rows < t_q
+    // This rank's chunks: merged over the cluster's ranks from its own shared memory, normalised, stored.
+    // Nothing reads another CTA's shared memory past the barrier, so no second one is needed before exiting.
+    for (int i = rank + SPLIT * (int)threadIdx.x; i < rows * CPR; i += SPLIT * THREADS) {
+        const int row = i / CPR, col = (i % CPR) * 8, slot = i / SPLIT;
+        float top = -INFINITY;
 #pragma unroll
-        for (int it = 0; it < CHUNKS; it++) {
-            const int c = threadIdx.x + it * THREADS, row = c / CPR, col = (c % CPR) * 8;
-            float mr[SPLIT], lr[SPLIT], top = -INFINITY;
+        for (int r = 0; r < SPLIT; r++) top = fmaxf(top, recv_ml[r * 2 * kDecodeRows + row]);
+        float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, sum = 0.f;
 #pragma unroll
-            for (int r = 0; r < SPLIT; r++) {
-                mr[r] = SPLIT > 1 ? tst::cluster_map(tot_m, r)[row] : tot_m[row];
-                lr[r] = SPLIT > 1 ? tst::cluster_map(tot_l, r)[row] : tot_l[row];
-                top = fmaxf(top, mr[r]);
-            }
-            float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, sum = 0.f;
-#pragma unroll
-            for (int r = 0; r < SPLIT; r++) {
-                const float4 *src = reinterpret_cast<const float4 *>((SPLIT > 1 ? tst::cluster_map(o0, r) : o0) + row * D + col);
-                const float4 a = src[0], z = src[1];
-                const float wt = merge_weight(mr[r], top, p.c);
-                sum += lr[r] * wt;
-                acc[0] += a.x * wt, acc[1] += a.y * wt, acc[2] += a.z * wt, acc[3] += a.w * wt;
-                acc[4] += z.x * wt, acc[5] += z.y * wt, acc[6] += z.z * wt, acc[7] += z.w * wt;
-            }
-            const float inv = sum > 0.f ? 1.f / sum : 0.f;  // fully masked row → 0
-            if (q0 + row < p.t_q) {
-                uint32_t w4[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++) w4[e] = tst::pack2<T>(acc[2 * e] * inv, acc[2 * e + 1] * inv);
-                *reinterpret_cast<uint4 *>(gO + (int64_t)(q0 + row) * p.o_seq_stride + col) = make_uint4(w4[0], w4[1], w4[2], w4[3]);
-            }
+        for (int r = 0; r < SPLIT; r++) {
+            const float *src = recv_o + (r * C::SLOTS + slot) * 8;
+            const float4 a = reinterpret_cast<const float4 *>(src)[0], z = reinterpret_cast<const float4 *>(src)[1];
+            const float wt = merge_weight(recv_ml[r * 2 * kDecodeRows + row], top, p.c);
+            sum += recv_ml[r * 2 * kDecodeRows + kDecodeRows + row] * wt;
+            acc[0] += a.x * wt, acc[1] += a.y * wt, acc[2] += a.z * wt, acc[3] += a.w * wt;
+            acc[4] += z.x * wt, acc[5] += z.y * wt, acc[6] += z.z * wt, acc[7] += z.w * wt;
         }
+        const float inv = sum > 0.f ? 1.f / sum : 0.f;  // fully masked row → 0
+        uint32_t w4[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) w4[e] = tst::pack2<T>(acc[2 * e] * inv, acc[2 * e + 1] * inv);
+        *reinterpret_cast<uint4 *>(gO + (int64_t)(q0 + row) * p.o_seq_stride + col) = make_uint4(w4[0], w4[1], w4[2], w4[3]);
     }
-    if constexpr (SPLIT > 1) tst::cluster_sync();  // rank 0 has read the others' shared memory: they may exit
 }
 
 template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score> struct DecodeLaunch {
     static constexpr auto kernel = attention_decode_kernel<T, D, WARPS, STAGES, SPLIT, Score>;
-    static constexpr size_t smem = DecodeTile<D, WARPS, STAGES>::SMEM_BYTES;
-    static cudaError_t prepare(int dev) {  // the shared-memory limit, once per device
+    static constexpr size_t smem = DecodeTile<D, WARPS, STAGES, SPLIT>::SMEM_BYTES;
+    // The shared-memory limit, and for clusters past the portable 8 the non-portable size, once per device.
+    static cudaError_t prepare(int dev) {
         static std::atomic<unsigned long long> smem_set{0};
-        return tst::set_smem_once(kernel, (int)smem, dev, smem_set);
+        if (cudaError_t e = tst::set_smem_once(kernel, (int)smem, dev, smem_set); e != cudaSuccess) return e;
+        if constexpr (SPLIT > kDecodePortableSplit) {
+            static std::atomic<unsigned long long> wide_set{0};
+            const unsigned long long bit = dev >= 0 && dev < tst::kMaxDevices ? 1ull << dev : 0ull;
+            if (bit && (wide_set.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+            cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+            if (e == cudaSuccess && bit) wide_set.fetch_or(bit, std::memory_order_release);
+            return e;
+        }
+        return cudaSuccess;
     }
     static dim3 grid(const AttnParams<T, Score> &p, int64_t q_tiles) {
         return dim3((unsigned)((int64_t)p.n_q_heads * SPLIT), (unsigned)q_tiles, (unsigned)p.batch);
@@ -3239,10 +3441,11 @@ template <typename T, int D, int WARPS, int STAGES, int SPLIT, class Score> stru
 };
 
 // The split launch_attention_decode takes: 1 when the (batch, head, query tile) units alone cover the SMs;
-// else the smallest of 2, 4, 8 whose CTAs cover them, skipping a split whose clusters would not all be
+// else the smallest of 2, 4, 8, 16 whose CTAs cover them, skipping a split whose clusters would not all be
 // resident at once (a second wave of clusters costs more than the split gains: at batch 4, 144 KB CTAs in
-// clusters of 4 ran 39 µs against 30 in clusters of 2, run 57), as long as each warp keeps kDecodeMinSteps
-// steps of 16 keys. 1 before compute capability 9.0 (no clusters).
+// clusters of 4 ran 39 µs against 30 in clusters of 2, run 57; clusters of 16 of one-CTA-an-SM size never
+// were, run 61), as long as each warp keeps kDecodeMinSteps steps of 16 keys. 1 before compute capability
+// 9.0 (no clusters).
 template <typename T, int D, int WARPS, int STAGES, class Score>
 cudaError_t decode_split(const AttnParams<T, Score> &p, int64_t units, const tst::DeviceFacts &f, int *split) {
     const int64_t steps = ((int64_t)p.t_kv + kDecodeKeys - 1) / kDecodeKeys, cover = f.sms * 9 / 10;
@@ -3253,7 +3456,8 @@ cudaError_t decode_split(const AttnParams<T, Score> &p, int64_t units, const tst
         int fit = 0;
         cudaError_t e = s == 2 ? DecodeLaunch<T, D, WARPS, STAGES, 2, Score>::max_clusters(f.dev, &fit)
                         : s == 4 ? DecodeLaunch<T, D, WARPS, STAGES, 4, Score>::max_clusters(f.dev, &fit)
-                                 : DecodeLaunch<T, D, WARPS, STAGES, 8, Score>::max_clusters(f.dev, &fit);
+                        : s == 8 ? DecodeLaunch<T, D, WARPS, STAGES, 8, Score>::max_clusters(f.dev, &fit)
+                                 : DecodeLaunch<T, D, WARPS, STAGES, 16, Score>::max_clusters(f.dev, &fit);
         if (e != cudaSuccess) return e;
         if (units > fit) continue;
         *split = s;
@@ -3286,7 +3490,8 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
     case 1: return launch_attention_decode_split<T, D, WARPS, STAGES, 1>(p, f.dev, q_tiles, stream);
     case 2: return launch_attention_decode_split<T, D, WARPS, STAGES, 2>(p, f.dev, q_tiles, stream);
     case 4: return launch_attention_decode_split<T, D, WARPS, STAGES, 4>(p, f.dev, q_tiles, stream);
-    default: return launch_attention_decode_split<T, D, WARPS, STAGES, 8>(p, f.dev, q_tiles, stream);
+    case 8: return launch_attention_decode_split<T, D, WARPS, STAGES, 8>(p, f.dev, q_tiles, stream);
+    default: return launch_attention_decode_split<T, D, WARPS, STAGES, 16>(p, f.dev, q_tiles, stream);
     }
 }
 

@@ -78,16 +78,21 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
  * kernel (templates/attention.cuh, tsa::kDecodeRows): 5.5x the FlashAttention-3 kernel at one Llama-3-8B
  * sequence (8 kv heads, cache 4096), 1.27x at 16 (bench/NOTES.md run 57). A dynamic t_q branches at run time.
  * The constants are the template's (kDecodeRows, kDecodeKeys, DecodeConfig's WARPS, kDecodeMinSteps,
- * kDecodeMaxSplit). */
+ * kDecodeMaxSplit); the split follows its decode_split, with "every cluster resident" taken as two CTAs an SM
+ * (the template asks cudaOccupancyMaxActiveClusters: 14 clusters of 16 at head dim 128 on the H200). */
 enum { ATTN_DECODE_ROWS = 16, ATTN_DECODE_KEYS = 16, ATTN_DECODE_WARPS = 4, ATTN_DECODE_MIN_STEPS = 4,
-       ATTN_DECODE_MAX_SPLIT = 8 };
+       ATTN_DECODE_MAX_SPLIT = 16, ATTN_DECODE_CTAS_AN_SM = 2 };
 
 int ts_config_attention_split(double units, double t_kv, int sms) {
     double steps = ceil(t_kv / ATTN_DECODE_KEYS), cover = sms * 0.9;
     int split = 1;
-    while (units * split < cover && split < ATTN_DECODE_MAX_SPLIT && units * split * 2 <= sms &&
-           steps / (split * 2.0 * ATTN_DECODE_WARPS) >= ATTN_DECODE_MIN_STEPS)
-        split *= 2;
+    if (units >= cover) return split;
+    for (int s = 2; s <= ATTN_DECODE_MAX_SPLIT; s *= 2) {
+        if (steps / (s * (double)ATTN_DECODE_WARPS) < ATTN_DECODE_MIN_STEPS) break;
+        if (units * s > (double)ATTN_DECODE_CTAS_AN_SM * sms) continue; /* its clusters would not all be resident */
+        split = s;
+        if (units * s >= cover) break;
+    }
     return split;
 }
 

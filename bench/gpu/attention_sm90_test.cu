@@ -10,8 +10,14 @@
 // CUDA error (a watchdog-trapped deadlock shows as one). An argument runs only the configs whose name contains
 // it (`./attention_sm90_test d256`). `quick` first (`./attention_sm90_test quick [name]`): validation only, no
 // timing, the 4096-long configs at 512 (for compute-sanitizer). `decode` (`./attention_sm90_test decode [quick]
-// [name]`, `decode sweep`: warps × stages × split variants at Llama-3-8B's shapes): the decode set — few query rows against a long cache — through tsa::launch_attention_decode
-// (split keys), timed beside the sm90 launcher, with the K/V stream's TB/s. Not part of tsopt's build.
+// [name]`, `decode sweep`: warps × stages × split variants at Llama-3-8B's shapes): the decode set — few query
+// rows against a long cache — through tsa::launch_attention_decode (split keys), timed beside the sm90
+// launcher, with the K/V stream's TB/s; each line names the variant (wWsS, w0s0 = the library's), the split
+// that ran (kN; k-1: a variant's own choice) and how many clusters of that split fit at once (fit=, -1 for
+// no cluster). A forced split or variant that does not launch is printed as skipped. The sweep's variants
+// with 6 or 3 warps, more stages and split 16 exist only with the template's second decode kernel
+// (kDecodeMaxSplit 16), so that this file also builds against the first, for side-by-side timing. Not part
+// of tsopt's build.
 //
 // Build (H200):  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
 //                     bench/gpu/attention_sm90_test.cu -o attention_sm90_test && ./attention_sm90_test
@@ -131,22 +137,47 @@ static void set_strides(int64_t &sb, int64_t &sh, int64_t &ss, const Config &c, 
 static const char *g_only;  // run only the configs whose name contains it (none: all)
 static bool g_timing = true;  // false with `quick`
 static bool g_decode = false;  // `decode`: validate tsa::launch_attention_decode, time it beside the sm90 launcher
-// `decode sweep`: variant g_variant (warps × stages, 0: the library's) at split g_split (0: the helper's choice)
+// `decode sweep`: variant g_variant (warps × stages, 0: the library's) at split g_split (0: the helper's choice).
+// Variants 7 to 12 and split 16 only where the template has them (kDecodeMaxSplit 16: its
+// second form, whose warps share Q; the first asked 16 rows' output chunks to divide over the threads).
 static int g_variant = 0, g_split = 0;
-static const int kVariants[][2] = {{0, 0}, {4, 3}, {4, 4}, {4, 2}, {8, 2}, {8, 3}, {2, 4}};
+static const int kVariants[][2] = {{0, 0}, {4, 3}, {4, 4}, {4, 2}, {8, 2}, {8, 3}, {2, 4}, {6, 2}, {3, 4},
+                                  {4, 5}, {4, 6}, {6, 4}, {2, 6}};
+static constexpr bool kDecodeV2 = tsa::kDecodeMaxSplit > 8;
+static int g_fit = -1;  // clusters of the split that ran that can be resident at once (-1: not asked)
 
+template <typename T, int D, int W, int S, class Score> static cudaError_t cluster_fit(int split, int dev, int *fit) {
+    switch (split) {
+    case 2: return tsa::DecodeLaunch<T, D, W, S, 2, Score>::max_clusters(dev, fit);
+    case 4: return tsa::DecodeLaunch<T, D, W, S, 4, Score>::max_clusters(dev, fit);
+    case 8: return tsa::DecodeLaunch<T, D, W, S, 8, Score>::max_clusters(dev, fit);
+    case 16:
+        if constexpr (kDecodeV2) return tsa::DecodeLaunch<T, D, W, S, 16, Score>::max_clusters(dev, fit);
+        else return cudaErrorInvalidValue;
+    default: *fit = -1; return cudaSuccess;
+    }
+}
 template <typename T, int D, int W, int S, class Score> static cudaError_t decode_at_split(const tsa::AttnParams<T, Score> &p) {
+    tst::DeviceFacts f;
+    if (cudaError_t e = tst::device_facts(&f); e != cudaSuccess) return e;
+    int split = g_split;
+    if (split == 0) {
+        const int64_t units = (int64_t)p.n_q_heads * ((p.t_q + tsa::kDecodeRows - 1) / tsa::kDecodeRows) * p.batch;
+        if (cudaError_t e = tsa::decode_split<T, D, W, S>(p, units, f, &split); e != cudaSuccess) return e;
+    }
+    if (cudaError_t e = cluster_fit<T, D, W, S, Score>(split, f.dev, &g_fit); e != cudaSuccess) return e;
     if (g_split == 0) return tsa::launch_attention_decode<D, W, S>(p, 0);
     bool empty;
     if (cudaError_t e = tsa::check_attention<D>(p, &empty); e != cudaSuccess || empty) return e;
-    tst::DeviceFacts f;
-    if (cudaError_t e = tst::device_facts(&f); e != cudaSuccess) return e;
     const int64_t q_tiles = (p.t_q + tsa::kDecodeRows - 1) / tsa::kDecodeRows;
     switch (g_split) {
     case 1: return tsa::launch_attention_decode_split<T, D, W, S, 1>(p, f.dev, q_tiles, 0);
     case 2: return tsa::launch_attention_decode_split<T, D, W, S, 2>(p, f.dev, q_tiles, 0);
     case 4: return tsa::launch_attention_decode_split<T, D, W, S, 4>(p, f.dev, q_tiles, 0);
-    default: return tsa::launch_attention_decode_split<T, D, W, S, 8>(p, f.dev, q_tiles, 0);
+    case 8: return tsa::launch_attention_decode_split<T, D, W, S, 8>(p, f.dev, q_tiles, 0);
+    default:
+        if constexpr (kDecodeV2) return tsa::launch_attention_decode_split<T, D, W, S, 16>(p, f.dev, q_tiles, 0);
+        else return cudaErrorInvalidValue;
     }
 }
 template <int D, typename T, class Score> static cudaError_t decode_variant(const tsa::AttnParams<T, Score> &p) {
@@ -158,10 +189,29 @@ template <int D, typename T, class Score> static cudaError_t decode_variant(cons
         case 4: return decode_at_split<T, D, 8, 2>(p);
         case 5: return decode_at_split<T, D, 8, 3>(p);
         case 6: return decode_at_split<T, D, 2, 4>(p);
+        case 7:
+            if constexpr (kDecodeV2) return decode_at_split<T, D, 6, 2>(p);
+            else return cudaErrorNotSupported;
+        case 8:
+            if constexpr (kDecodeV2) return decode_at_split<T, D, 3, 4>(p);
+            else return cudaErrorNotSupported;
+        case 9:
+            if constexpr (kDecodeV2) return decode_at_split<T, D, 4, 5>(p);
+            else return cudaErrorNotSupported;
+        case 10:
+            if constexpr (kDecodeV2) return decode_at_split<T, D, 4, 6>(p);
+            else return cudaErrorNotSupported;
+        case 11:
+            if constexpr (kDecodeV2) return decode_at_split<T, D, 6, 4>(p);
+            else return cudaErrorNotSupported;
+        case 12:
+            if constexpr (kDecodeV2) return decode_at_split<T, D, 2, 6>(p);
+            else return cudaErrorNotSupported;
         default: break;
         }
     }
-    return tsa::launch_attention_decode<D>(p, 0);
+    using DC = tsa::DecodeConfig<D>;
+    return decode_at_split<T, D, DC::WARPS, DC::STAGES>(p);
 }
 // `quick` (validation only, for compute-sanitizer): the 4096-long configs run at this length, every other
 // config as it is; the same tile paths (several K/V tiles, causal diagonal, GQA) at a sanitizer's pace.
@@ -198,6 +248,16 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     auto ours = [&] { return g_decode ? decode_variant<D>(p) : sm90(); };
     {
         const cudaError_t e = ours();
+        if (g_decode && g_variant != 0 && e != cudaSuccess) {  // a forced split or variant this build lacks
+            printf("%-24s b=%-2d w%ds%d k%d: launch %s, skipped\n", c.name, c.batch, kVariants[g_variant][0],
+                   kVariants[g_variant][1], g_split, cudaGetErrorName(e));
+            (void)cudaGetLastError();
+            CK(cudaFree(q));
+            CK(cudaFree(k));
+            CK(cudaFree(v));
+            CK(cudaFree(o));
+            return true;
+        }
         if (e == cudaErrorNotSupported) {
             printf("%-24s NOT SUPPORTED (launch_attention_sm90 needs a CC 9.0 device and an sm_90a build)\n", c.name);
             fflush(stdout);
@@ -282,20 +342,20 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     const double flop = 4.0 * c.batch * c.hq * (double)c.t_q * c.t_kv * D * flop_fraction;
     char tag[48];
     if (g_decode) {
-        int split = g_split;  // 0: the helper's choice, named for the library's variant (-1 for the others)
-        if (split == 0 && g_variant != 0) split = -1;
+        int split = g_split;  // 0: the helper's choice (asked again here), for the variant that ran
+        tst::DeviceFacts f;
+        CK(tst::device_facts(&f));
         if (split == 0) {
-            tst::DeviceFacts f;
-            CK(tst::device_facts(&f));
-            using DC = tsa::DecodeConfig<D>;
             const int64_t units = (int64_t)c.hq * ((c.t_q + tsa::kDecodeRows - 1) / tsa::kDecodeRows) * c.batch;
-            CK((tsa::decode_split<T, D, DC::WARPS, DC::STAGES>(p, units, f, &split)));
+            using DC = tsa::DecodeConfig<D>;
+            if (g_variant == 0 || D != 128) CK((tsa::decode_split<T, D, DC::WARPS, DC::STAGES>(p, units, f, &split)));
+            else split = -1;  // the variant's own choice; its fit below
         }
         const double kv_bytes = 2.0 * c.batch * c.hkv * (double)c.t_kv * D * sizeof(T);
-        printf("%-24s %s b=%-2d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s w%ds%d k%d rel=%.2e nonfinite=%-4lld %s decode "
-               "%8.4f ms %5.2f TB/s (K,V) | sm90 launcher %8.4f ms | x%.2f\n",
+        printf("%-24s %s b=%-2d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s w%ds%d k%d fit=%-3d rel=%.2e nonfinite=%-4lld %s "
+               "decode %8.4f ms %5.2f TB/s (K,V) | sm90 launcher %8.4f ms | x%.2f\n",
                c.name, type_name<T>(), c.batch, c.hq, c.hkv, c.t_q, c.t_kv, D, c.bshd ? "bshd" : "bhsd",
-               kVariants[g_variant][0], kVariants[g_variant][1], split, rel,
+               kVariants[g_variant][0], kVariants[g_variant][1], split, g_fit, rel,
                (long long)non_finite, pass ? "PASS" : "FAIL", med, kv_bytes / (med * 1e-3) / 1e12, med_ref, med_ref / med);
     } else {
         snprintf(tag, sizeof tag, "%s s%d%s", tsa90::path_name(path), STAGES, PINGPONG ? " pp" : "");
@@ -360,7 +420,8 @@ static int decode_sweep() {
     int fails = 0;
     for (int b : {1, 4, 16})
         for (g_variant = 1; g_variant < (int)(sizeof kVariants / sizeof *kVariants); g_variant++)
-            for (int split : {0, 1, 2, 4, 8}) {
+            for (int split : {0, 1, 2, 4, 8, 16}) {
+                if (split == 16 && !kDecodeV2) continue;
                 g_split = split;
                 fails += !run_config<__half, 128>({"sweep llama grp rows", b, 8, 8, 4, 4096, false, 1}, sc, sc, 1.0);
             }
