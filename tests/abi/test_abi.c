@@ -63,8 +63,8 @@ static void call(const char *what, run_fn run, int nbuf, int which, long offset,
 
 static void matmul_cases(void) {
     call("matmul, well-formed", matmul_run, 3, -1, 0, NULL, NULL, OK, 1);
-    expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELb1ELi1EEEv"),
-           "matmul, aligned: the 16-byte cp.async loader (gemm_kernel<..., VEC=true, SPLIT=1>)", 0, 1);
+    expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELb1ELi1ELb0EEEv"),
+           "matmul, aligned: the 16-byte cp.async loader (gemm_kernel<..., VEC=true, SPLIT=1, TWO=false>)", 0, 1);
     stub_reset();
     void *bufs[3] = {dev(0), dev(1), dev(2)};
     int rc = matmul_run(bufs, NULL, NULL, NULL);
@@ -81,8 +81,8 @@ static void matmul_cases(void) {
         char what[80];
         snprintf(what, sizeof what, "matmul, X %ld bytes off (a slower path)", offsets[i]);
         call(what, matmul_run, 3, 0, offsets[i], NULL, NULL, OK, 1);
-        expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELb0ELi1EEEv"),
-               "matmul, X off 16 bytes: the element-wise loader (gemm_kernel<..., VEC=false, SPLIT=1>)", 0, 1);
+        expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELb0ELi1ELb0EEEv"),
+               "matmul, X off 16 bytes: the element-wise loader (gemm_kernel<..., VEC=false, SPLIT=1, TWO=false>)", 0, 1);
     }
     call("matmul, W 8 bytes off", matmul_run, 3, 1, 8, NULL, NULL, OK, 1);
     stub_reset();
