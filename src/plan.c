@@ -674,8 +674,6 @@ static int32_t largest_axis(const ts_graph *g, uint64_t m, const ts_access *a) {
     return best;
 }
 
-/* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
- * picks). Returns false, building nothing, when the shapes do not fit the template. */
 static void grow_marks(builder *b);
 
 /* contract_add node c (x + Σ_r c·d): whether x is a contraction this GEMM may run as its first operand pair —
@@ -708,6 +706,9 @@ static void split_contract_add(builder *b, int i) {
     b->t[i].e = (ts_enode){.op = TS_OP_ADD, .kid = {(uint32_t)c, b->t[i].e.kid[2]}};
 }
 
+/* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
+ * picks; or a contract_add's two operand pairs). Returns false, building nothing, when the shapes do not fit
+ * the template. */
 static bool try_gemm(builder *b, int root, int c0, int c1) {
     const tnode cn = b->t[c0], *c = &cn; /* a copy: materialising operands may grow b->t */
     int dual = -1;
