@@ -1099,16 +1099,19 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 // ---- launch -------------------------------------------------------------------------------------
 template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
 
-// True when the 16-byte cp.async loader may be used for p (else the element-wise loader runs).
+// Whether an operand at ptr (rows ld elements apart, batches bs apart over `batch` batches) moves in 16-byte
+// chunks: the pointer 16-byte aligned, the strides whole chunks of 8 elements.
+template <typename T> inline bool chunked(const T *ptr, int64_t ld, int64_t bs, int batch) {
+    return aligned16(ptr) && ld % 8 == 0 && (batch <= 1 || bs % 8 == 0);
+}
+
+// True when the 16-byte cp.async loader may be used for p (else the element-wise loader runs): every operand
+// chunked, a second pair's too.
 template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const GemmParams<T, Epilogue> &p) {
-    bool ok = aligned16(p.A) && aligned16(p.B0) && (!DUAL || aligned16(p.B1));
-    ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0;
-    if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0;
-    if (p.K2 > 0) {   // the second pair's loads too
-        ok = ok && aligned16(p.A2) && aligned16(p.B2) && p.lda2 % 8 == 0 && p.ldb2 % 8 == 0;
-        if (p.batch > 1) ok = ok && p.a2_batch_stride % 8 == 0 && p.b2_batch_stride % 8 == 0;
-    }
-    return ok;
+    bool ok = chunked(p.A, p.lda, p.a_batch_stride, p.batch) && chunked(p.B0, p.ldb, p.b_batch_stride, p.batch) &&
+              (!DUAL || chunked(p.B1, p.ldb, p.b_batch_stride, p.batch));
+    return ok && (p.K2 <= 0 || (chunked(p.A2, p.lda2, p.a2_batch_stride, p.batch) &&
+                                chunked(p.B2, p.ldb2, p.b2_batch_stride, p.batch)));
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
@@ -2007,17 +2010,19 @@ inline bool make_map(CUtensorMap *map, const T *ptr, uint64_t d0, uint64_t d1, u
     return r == CUDA_SUCCESS;
 }
 
+// Whether a tensor map can describe an operand: chunked (tsg::chunked), a positive row stride, a batch stride
+// that is not negative.
+template <typename T> inline bool tma_operand_ok(const T *ptr, int64_t ld, int64_t bs, int batch) {
+    return tsg::chunked(ptr, ld, bs, batch) && ld > 0 && (batch <= 1 || bs >= 0);
+}
+
 // True when the TMA path can describe p (else launch_gemm_sm90 runs tsg::launch_gemm).
 template <typename T, class Epilogue, bool DUAL> inline bool sm90_tma_ok(const tsg::GemmParams<T, Epilogue> &p) {
     if (p.K < 1) return false;
-    bool ok = tsg::aligned16(p.A) && tsg::aligned16(p.B0) && (!DUAL || tsg::aligned16(p.B1));
-    ok = ok && p.lda % 8 == 0 && p.ldb % 8 == 0 && p.lda > 0 && p.ldb > 0;
-    if (p.batch > 1) ok = ok && p.a_batch_stride % 8 == 0 && p.b_batch_stride % 8 == 0 && p.a_batch_stride >= 0 && p.b_batch_stride >= 0;
-    if (p.K2 > 0) {   // the second operand pair
-        ok = ok && tsg::aligned16(p.A2) && tsg::aligned16(p.B2) && p.lda2 % 8 == 0 && p.ldb2 % 8 == 0 && p.lda2 > 0 && p.ldb2 > 0;
-        if (p.batch > 1) ok = ok && p.a2_batch_stride % 8 == 0 && p.b2_batch_stride % 8 == 0 && p.a2_batch_stride >= 0 && p.b2_batch_stride >= 0;
-    }
-    return ok;
+    bool ok = tma_operand_ok(p.A, p.lda, p.a_batch_stride, p.batch) && tma_operand_ok(p.B0, p.ldb, p.b_batch_stride, p.batch) &&
+              (!DUAL || tma_operand_ok(p.B1, p.ldb, p.b_batch_stride, p.batch));
+    return ok && (p.K2 <= 0 || (tma_operand_ok(p.A2, p.lda2, p.a2_batch_stride, p.batch) &&
+                                tma_operand_ok(p.B2, p.ldb2, p.b2_batch_stride, p.batch)));
 }
 
 // Why the last launch_gemm_sm90 call on this thread did not take the wgmma path (for tests and logs):
