@@ -48,7 +48,8 @@ OVERHEAD_LIMIT_US = 5.0
 # The table's columns: title, key in a graph's result, format
 COLUMNS = [("rel err", "rel_err", "%8.2e"), ("raw us", "raw_us", "%8.2f"), ("raw 2nd", "raw_again_us", "%8.2f"),
            ("op C++", "dispatch_us", "%8.2f"), ("prep", "prep_us", "%8.2f"), ("dispatch", "noop_us", "%8.2f"),
-           ("overhead", "overhead_us", "%8.2f"), ("op py", "op_us", "%8.2f"), ("aten py", "aten_us", "%8.2f"),
+           ("overhead", "overhead_us", "%8.2f"), ("alloc", "alloc_us", "%8.2f"), ("launch+", "launch_extra_us", "%8.2f"),
+           ("after", "after_us", "%8.2f"), ("ovh poll", "overhead_poll_us", "%8.2f"), ("queued", "queued_us", "%8.2f"), ("op py", "op_us", "%8.2f"), ("aten py", "aten_us", "%8.2f"),
            ("ctypes", "ctypes_us", "%8.2f"), ("compiled", "compiled_us", "%8.2f"), ("op ms", "op_ms", "%8.4f"),
            ("ctypes ms", "ctypes_ms", "%8.4f")]
 
@@ -175,7 +176,12 @@ def check_graph(name, header, so, seed):
     r["ctypes_us"] = host_us(call)
     r["compiled_us"] = host_us(lambda: compiled(*args))
     # the acceptance figure: op − raw timed in pairs (two loops timed apart moved by 2x between runs 35 and 38)
-    r["overhead_us"] = op.overhead_us(*args, out_list, 400)
+    # and where it goes (tsopt_torch's <name>_overhead_us): the op's allocations, its launch over raw's, what
+    # follows its launch (returns and frees), and op − raw again with the stream polled idle (no sleeping thread)
+    (r["overhead_us"], r["alloc_us"], r["launch_extra_us"], r["after_us"],
+     r["overhead_poll_us"]) = op.overhead_us(*args, out_list, 400)
+    # op − raw with the host ahead of the GPU (calls queued behind a held stream, as in a forward pass)
+    r["queued_us"] = op.queued_us(*args, out_list, 400)
     if r["overhead_us"] >= OVERHEAD_LIMIT_US:
         r["failures"].append("op overhead %.2f us over the raw C ABI" % r["overhead_us"])
     r["op_ms"] = gpu_check.timed(lambda: op(*args))
@@ -231,7 +237,7 @@ def main():
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "results": results}, f, indent=1)
     print("%d of %d graphs ok (us: host time of one call, GPU idle, median of 200; raw: the C ABI in a C++ loop; op C++: the "
-          "operator through the dispatcher in a C++ loop; prep: its checks and allocations alone; dispatch: an op that does nothing, through the dispatcher; overhead: op C++ minus raw, timed in pairs (the median over 400 iterations that call each once); op py: the operator called from "
+          "operator through the dispatcher in a C++ loop; prep: its checks and allocations alone; dispatch: an op that does nothing, through the dispatcher; overhead: op C++ minus raw, timed in pairs (the median over 400 iterations that call each once); alloc: the op's checks and allocations before its launch; launch+: its launch minus raw's; after: the op after its launch (returns, frees); ovh poll: overhead with the stream polled idle before each call instead of synchronised; queued: op minus raw with the host ahead of the GPU (calls queued behind a held stream, each timed, pairs alternating); op py: the operator called from "
           "Python; aten py: torch.ops.aten.alias from Python, PyTorch's own cost of any op call; compiled: the op "
           "inside torch.compile(fullgraph=True)); %s" % (len(names) - failed, len(names), os.path.join(OUT, "results.json")))
     return 1 if failed else 0

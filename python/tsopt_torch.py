@@ -210,7 +210,9 @@ def binding_source(sig, header_path):
     params, args = sig.cpp_params(), sig.cpp_args()
     ret_type = "at::Tensor" if len(outs) == 1 else "std::tuple<%s>" % ", ".join(["at::Tensor"] * len(outs))
     # the operator's body, with the launch optional: prep_us times the rest (checks, guard, allocations)
-    body = ['#define OP "tsopt::%s"' % n, "static %s %s_impl(%s, bool launch) {" % (ret_type, n, params)]
+    # marks (timing only): the times after the allocations and after the launch
+    body = ['#define OP "tsopt::%s"' % n,
+            "static %s %s_impl(%s, bool launch, Clock::time_point *marks = nullptr) {" % (ret_type, n, params)]
     for i, b in enumerate(sig.inputs):
         body += _input_checks(sig, i, b)
     body += _bound_checks(sig)
@@ -226,6 +228,13 @@ def binding_source(sig, header_path):
                  "    cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();"]
     op_lookup = ["    static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(\"tsopt::%s\", \"\")" % n,
                  "        .typed<%s(%s)>();" % (ret_type, sig.cpp_types())]
+    # the paired timings' two calls: raw (the C ABI on raw_setup's arguments) and call (the op, dispatched)
+    raw_and_op = op_lookup + raw_setup + [
+        "    auto raw = [&] {",
+        '        TSOPT_CHECK(%s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, stream) == 0, OP ": %s_run failed");'
+        % (n, n),
+        "    };",
+        "    auto call = [&] { (void)op.call(%s); };" % args]
     body += ["    const c10::cuda::CUDAGuard guard(%s.device());" % first,
              "    const int64_t dims[] = {%s};" % ", ".join([_size_expr(sig, a) for a in sig.dims] or ["0"])]
     # outputs and workspace straight from the CUDA caching allocator (at::detail::empty_cuda): at::empty would
@@ -243,10 +252,12 @@ def binding_source(sig, header_path):
              "    if (ws_bytes) ws = at::detail::empty_cuda({(int64_t)ws_bytes}, at::kByte, %s.device(), std::nullopt);" % first,
              "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
                                                    ["out%d.data_ptr()" % j for j in range(len(outs))]),
+             "    if (marks) marks[0] = Clock::now();",
              "    if (launch) {",
              "        const int rc = %s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, at::cuda::getCurrentCUDAStream().stream());" % n,
              '        TSOPT_CHECK(rc == 0, OP ": %s_run failed: %%s", cudaGetErrorString((cudaError_t)rc));' % n,
              "    }",
+             "    if (marks) marks[1] = Clock::now();",
              "    return %s;" % ret, "}", "",
              "static %s %s_cuda(%s) { return %s_impl(%s, true); }" % (ret_type, n, params, n, args), "",
              "// The median of v (reorders v).",
@@ -254,13 +265,26 @@ def binding_source(sig, header_path):
              "    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());",
              "    return v.empty() ? 0.0 : v[v.size() / 2];",
              "}",
-             "// Host time of one call with the stream idle (synchronised before, untimed): the call's own cost, never",
+             "static double us_between(Clock::time_point a, Clock::time_point b) {",
+             "    return std::chrono::duration<double, std::micro>(b - a).count();",
+             "}",
+             "// Waits until the stream is idle: cudaStreamSynchronize, or (poll) cudaStreamQuery in a loop, so that the",
+             "// thread never sleeps while the GPU runs (a sleeping core wakes with cold caches).",
+             "static void wait_idle(cudaStream_t stream, bool poll = false) {",
+             "    cudaError_t e;",
+             "    if (poll)",
+             "        while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady) {}",
+             "    else",
+             "        e = cudaStreamSynchronize(stream);",
+             "    TSOPT_CHECK(e == cudaSuccess, OP \": waiting for the stream failed: %s\", cudaGetErrorString(e));",
+             "}",
+             "// Host time of one call with the stream idle (waited for before, untimed): the call's own cost, never",
              "// the wait for a full launch queue; host_us: the median over iters calls, in microseconds.",
-             "template <class F> static double once_us(cudaStream_t stream, F &&call) {",
-             "    TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
-             "    auto t0 = std::chrono::steady_clock::now();",
+             "template <class F> static double once_us(cudaStream_t stream, F &&call, bool poll = false) {",
+             "    wait_idle(stream, poll);",
+             "    const auto t0 = Clock::now();",
              "    call();",
-             "    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();",
+             "    return us_between(t0, Clock::now());",
              "}",
              "template <class F> static double host_us(int64_t iters, cudaStream_t stream, F &&call) {",
              "    std::vector<double> us;",
@@ -281,24 +305,73 @@ def binding_source(sig, header_path):
              ] + op_lookup + [
              "    return host_us(iters, at::cuda::getCurrentCUDAStream().stream(), [&] { (void)op.call(%s); });"
              % args, "}", "",
-             "// The op's cost over the raw C ABI, paired: each iteration times one call of each (in alternating order,",
-             "// the stream idle before each) and keeps op - raw; the median of those differences. Two loops timed",
-             "// apart moved by 2x between runs (host clock and cache state drift), more than the overhead itself.",
-             "static double %s_overhead_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
-             ] + op_lookup + [
-             ] + raw_setup + [
-             "    auto raw = [&] {",
-             '        TSOPT_CHECK(%s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, stream) == 0, OP ": %s_run failed");'
-             % (n, n),
-             "    };",
-             "    auto call = [&] { (void)op.call(%s); };" % args,
-             "    std::vector<double> d;",
+             "// The op's cost over the raw C ABI, paired, and where it goes. Each iteration calls, in an order that",
+             "// rotates, the raw C ABI and the op through the dispatcher with the stream synchronised before each; the op's",
+             "// body directly with its phases marked; and raw and op once more with the stream polled idle instead. Returns",
+             "// the medians of: [0] op - raw (synchronised), [1] the op's checks and allocations before its launch,",
+             "// [2] the op's launch - raw's, [3] the rest of the op after its launch (returning, freeing its outputs),",
+             "// [4] op - raw (polled). Two loops timed apart moved by 2x between runs (host clock and cache state",
+             "// drift), more than the overhead itself.",
+             "static std::vector<double> %s_overhead_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
+             ] + raw_and_op + [
+             "    std::vector<double> d[5];",
              "    for (int64_t i = 0; i < iters; i++) {",
-             "        const double r0 = i % 2 ? 0.0 : once_us(stream, raw), o = once_us(stream, call),",
-             "                     r1 = i % 2 ? once_us(stream, raw) : 0.0;",
-             "        d.push_back(o - (i % 2 ? r1 : r0));",
+             "        double raw_sync = 0, op_sync = 0, raw_poll = 0, op_poll = 0;",
+             "        for (int k = 0; k < 5; k++)",
+             "            switch ((i + k) % 5) {",
+             "            case 0: raw_sync = once_us(stream, raw); break;",
+             "            case 1: op_sync = once_us(stream, call); break;",
+             "            case 2: raw_poll = once_us(stream, raw, true); break;",
+             "            case 3: op_poll = once_us(stream, call, true); break;",
+             "            default: {",
+             "                Clock::time_point marks[2];",
+             "                wait_idle(stream);",
+             "                const auto t0 = Clock::now();",
+             "                marks[0] = marks[1] = t0;  // an empty size returns before either mark",
+             "                (void)%s_impl(%s, true, marks);" % (n, args),
+             "                const auto t1 = Clock::now();",
+             "                d[1].push_back(us_between(t0, marks[0]));",
+             "                d[2].push_back(us_between(marks[0], marks[1]));",
+             "                d[3].push_back(us_between(marks[1], t1));",
+             "            }",
+             "            }",
+             "        d[0].push_back(op_sync - raw_sync);",
+             "        d[4].push_back(op_poll - raw_poll);",
+             "        d[2].back() -= raw_sync;",
              "    }",
-             "    TSOPT_CHECK(cudaStreamSynchronize(stream) == cudaSuccess, OP \": cudaStreamSynchronize failed\");",
+             "    wait_idle(stream);",
+             "    std::vector<double> m;",
+             "    for (auto &v : d) m.push_back(median(v));",
+             "    return m;",
+             "}", "",
+             "// The op's cost over the raw C ABI with the host ahead of the GPU, as in a model's forward pass: the stream",
+             "// is held by a host function (launches queue behind it; nothing runs) while raw and op are called",
+             "// alternately, each call timed; then released and drained. Batches of 8 pairs keep the queue short.",
+             "// Returns the median of op - raw over iters pairs (the first pair of each batch, cold, not counted).",
+             "static void CUDART_CB hold_stream(void *flag) {",
+             "    while (!static_cast<std::atomic<bool> *>(flag)->load(std::memory_order_acquire)) {}",
+             "}",
+             "static double %s_queued_us(%s, at::TensorList outs, int64_t iters) {" % (n, params),
+             ] + raw_and_op + [
+             "    auto timed = [](auto &&f) { const auto t0 = Clock::now(); f(); return us_between(t0, Clock::now()); };",
+             "    std::vector<double> d;",
+             "    constexpr int kBatch = 8;",
+             "    for (int64_t i = 0; i < iters; i += kBatch - 1) {",
+             "        static std::atomic<bool> release;  // static: the held stream may read it after an error unwinds this frame",
+             "        struct Release {  // the stream is released however the batch ends",
+             "            ~Release() { release.store(true, std::memory_order_release); }",
+             "        } releases;",
+             "        wait_idle(stream);",
+             "        release.store(false);",
+             "        TSOPT_CHECK(cudaLaunchHostFunc(stream, hold_stream, &release) == cudaSuccess, OP \": cudaLaunchHostFunc failed\");",
+             "        for (int k = 0; k < kBatch; k++) {",
+             "            double r, o;",
+             "            if ((i + k) % 2 == 0) r = timed(raw), o = timed(call);",
+             "            else o = timed(call), r = timed(raw);",
+             "            if (k > 0) d.push_back(o - r);",
+             "        }",
+             "    }",
+             "    wait_idle(stream);",
              "    return median(d);",
              "}", "",
              "// The operator's own work without the dispatcher and without the launch (its checks, device guard,",
@@ -321,6 +394,7 @@ def binding_source(sig, header_path):
               "    char msg[1024];", "    va_list ap;", "    va_start(ap, fmt);", "    vsnprintf(msg, sizeof msg, fmt, ap);",
               "    va_end(ap);", "    TORCH_CHECK(false, static_cast<const char *>(msg));", "}",
               "#define TSOPT_CHECK(cond, ...) do { if (!(cond)) fail(__VA_ARGS__); } while (0)",
+              "using Clock = std::chrono::steady_clock;",
               "// A tensor's sizes as text, e.g. [1024, 4096].",
               "struct Shape {", "    char text[256];",
               "    explicit Shape(const at::Tensor &t) {", "        int n = snprintf(text, sizeof text, \"[\");",
@@ -333,20 +407,22 @@ def binding_source(sig, header_path):
     prep_us_schema = "%s_prep_us(%s, int iters) -> float" % (n, tensors)
     noop_schema = "%s_noop(%s) -> ()" % (n, tensors)
     noop_us_schema = "%s_noop_us(%s, int iters) -> float" % (n, tensors)
-    overhead_schema = "%s_overhead_us(%s, Tensor[] outs, int iters) -> float" % (n, tensors)
+    overhead_schema = "%s_overhead_us(%s, Tensor[] outs, int iters) -> float[]" % (n, tensors)
+    queued_schema = "%s_queued_us(%s, Tensor[] outs, int iters) -> float" % (n, tensors)
     head = ["// Generated by tsopt_torch.py from %s — the PyTorch operator tsopt::%s." % (os.path.basename(header_path), n),
-            "#include <algorithm>", "#include <chrono>", "#include <tuple>", "#include <vector>",
+            "#include <algorithm>", "#include <atomic>", "#include <chrono>", "#include <tuple>", "#include <vector>",
             "#include <ATen/ATen.h>", "#include <ATen/core/dispatch/Dispatcher.h>", "#include <ATen/cuda/CUDAContext.h>",
             "#include <ATen/cuda/EmptyTensor.h>", "#include <c10/cuda/CUDAGuard.h>",
             "#include <cstdarg>", "#include <cstdio>", "#include <cuda_runtime_api.h>", "#include <torch/library.h>", "",
             '#include "%s"  // declarations only: the kernels are in the nvcc-compiled object' % os.path.abspath(header_path), ""]
     tail = ["TORCH_LIBRARY_FRAGMENT(tsopt, m) {", '    m.def("%s");' % schema, '    m.def("%s");' % raw_schema,
             '    m.def("%s");' % op_us_schema, '    m.def("%s");' % prep_us_schema, '    m.def("%s");' % noop_schema,
-            '    m.def("%s");' % noop_us_schema, '    m.def("%s");' % overhead_schema, "}",
+            '    m.def("%s");' % noop_us_schema, '    m.def("%s");' % overhead_schema, '    m.def("%s");' % queued_schema, "}",
             "TORCH_LIBRARY_IMPL(tsopt, CUDA, m) {", '    m.impl("%s", &%s_cuda);' % (n, n),
             '    m.impl("%s_raw_us", &%s_raw_us);' % (n, n), '    m.impl("%s_op_us", &%s_op_us);' % (n, n),
             '    m.impl("%s_prep_us", &%s_prep_us);' % (n, n), '    m.impl("%s_noop", &%s_noop);' % (n, n),
             '    m.impl("%s_noop_us", &%s_noop_us);' % (n, n), '    m.impl("%s_overhead_us", &%s_overhead_us);' % (n, n),
+            '    m.impl("%s_queued_us", &%s_queued_us);' % (n, n),
             "}", ""]
     return "\n".join(head + errors + body + tail)
 
@@ -451,11 +527,14 @@ class Op:
     prep_us(tensors..., iters): of the operator's checks and allocations alone (no dispatcher, no launch);
     noop_us(tensors..., iters): of the dispatcher alone (an operator of the same arguments that does nothing);
     overhead_us(tensors..., outs, iters): the op's cost over the raw C ABI, timed in pairs (the median of
-    op − raw over iterations that call each once)."""
+    op − raw over iterations that call each once), and where it goes: a list [op − raw, the op's checks and
+    allocations, its launch − raw's, the rest after its launch, op − raw with the stream polled idle];
+    queued_us(tensors..., outs, iters): op − raw with the host ahead of the GPU (calls queued behind a held
+    stream, each timed; the median over iters pairs)."""
 
-    def __init__(self, sig, packet, raw, op_us, prep_us, noop_us, overhead_us):
+    def __init__(self, sig, packet, raw, op_us, prep_us, noop_us, overhead_us, queued_us):
         self.sig, self.raw, self.op_us, self.prep_us, self.noop_us = sig, raw, op_us, prep_us, noop_us
-        self.overhead_us = overhead_us
+        self.overhead_us, self.queued_us = overhead_us, queued_us
         self.op = packet.default  # the overload itself: no overload resolution per call
         self.name = sig.name
 
@@ -505,4 +584,4 @@ def load(header_path, arch=DEFAULT_ARCH, nvcc=None):
     ops = torch.ops.tsopt
     return Op(sig, getattr(ops, sig.name), getattr(ops, sig.name + "_raw_us"), getattr(ops, sig.name + "_op_us"),
               getattr(ops, sig.name + "_prep_us"), getattr(ops, sig.name + "_noop_us"),
-              getattr(ops, sig.name + "_overhead_us"))
+              getattr(ops, sig.name + "_overhead_us"), getattr(ops, sig.name + "_queued_us"))
