@@ -2650,6 +2650,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 // Score functor interface (the emitter generates these; three stock ones below):
 //   struct Score {
 //       static constexpr bool causal;   // true: promises s = −inf whenever k > q + (t_kv − t_q)
+//       static constexpr double window;  // optional: promises s = −inf whenever k < q − window
 //       __device__ float operator()(float dot, int q, int k) const;   // dot = Q[q]·K[k] in fp32
 //       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
 //   };                                             // (tst::score_at; without it the functor serves all)
@@ -2661,6 +2662,10 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 // diagonal tile (and may mask more: windows, padding). A functor that masks without promising the
 // diagonal sets causal = false and costs only the skipped tiles.
 // Rows whose every key is masked (s = −inf everywhere, e.g. q < t_q − t_kv under causal) are written as 0.
+// A window (a sliding window's far side, as the emitter reads it from the graph's mask) lets the Hopper
+// kernel (attention_sm90.cuh) start each query tile at the first K/V tile holding a key ≥ q0 − window (q0:
+// the tile's first row); the tiles before it are masked for every row. This kernel and the decode form do
+// not skip them (their functor masks them all the same).
 //
 // Layout: Q, K, V, O are (batch, head, seq, d) with arbitrary int64 strides in elements for batch, head
 // and seq and a contiguous head dim; base pointers and those strides must be 16-byte aligned (strides
@@ -2681,6 +2686,18 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 // Shared memory: (BM + 4·BN)·D·2 bytes (D = 128 defaults: 64 KB, two CTAs per SM on H100/H200 and A100).
 
 namespace tsa {
+
+// The first key a query tile starting at row q0 must read: 0, or for a Score promising a window, the first
+// key of the BN-key tile holding key q0 − window (every key before it is −inf for rows ≥ q0).
+template <class Score, class = void> struct Window {
+    static __host__ __device__ int first_tile(int, int) { return 0; }
+};
+template <class Score> struct Window<Score, decltype((void)Score::window)> {
+    static __host__ __device__ int first_tile(int q0, int bn) {
+        const double lo = static_cast<double>(q0) - Score::window;   // keys < lo are masked
+        return lo > 0 ? static_cast<int>(lo / bn) : 0;
+    }
+};
 
 // ---- stock score functors ------------------------------------------------------------------------
 struct ScaleScore {  // s = dot · scale
@@ -3541,7 +3558,8 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 //     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
 //   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
 //     (named barriers 1 and 2), so that one warpgroup's softmax overlaps the other's GEMMs.
-//   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed.
+//   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed; with
+//     a window (attention.cuh), neither are the tiles before the first key the tile's first row may see.
 //   * Edges: TMA reads zeros outside (t_q, t_kv); keys ≥ t_kv are set to −inf after the score functor;
 //     rows ≥ t_q are not written. Epilogue: O / l straight from the accumulators (4-byte stores).
 // Fragment (wgmma accumulator): warp w of a consumer owns rows 16w..16w+15 of its 64; lane l holds rows
@@ -3690,9 +3708,10 @@ __global__ void __launch_bounds__(384, 1)
     const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
     const Score score = tst::score_at(p.score, b, h);
-    int kv_end = p.t_kv;  // keys this tile can see
+    int kv_end = p.t_kv;  // keys this tile can see: K/V tiles [first, first + n_tiles)
     if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
-    const int n_tiles = (kv_end + BN - 1) / BN;
+    const int all_tiles = (kv_end + BN - 1) / BN, first = min(tsa::Window<Score>::first_tile(q0, BN), all_tiles);
+    const int n_tiles = all_tiles - first;
 
     if (threadIdx.x == 0) {
         mbar_init(bar_q, 1);
@@ -3722,9 +3741,9 @@ __global__ void __launch_bounds__(384, 1)
                 const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::KV_BYTES;
                 mbar_arrive_expect_tx(full, C::STAGE_BYTES);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, j * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, (first + j) * BN, hk, b, full);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, j * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, (first + j) * BN, hk, b, full);
             }
         }
     } else {
@@ -3849,7 +3868,7 @@ __global__ void __launch_bounds__(384, 1)
             turn_end();
             wgmma_wait<0>();
             fence_s();
-            softmax(0);
+            softmax(first * BN);
             pack_p();
             for (int j = 1; j < n_tiles; ++j) {
                 const int st = j % STAGES, prev = (j - 1) % STAGES;
@@ -3866,7 +3885,7 @@ __global__ void __launch_bounds__(384, 1)
                 turn_end();
                 wgmma_wait<1>();  // S_j complete; P_{j-1}·V_{j-1} may still run
                 fence_s();
-                softmax(j * BN);
+                softmax((first + j) * BN);
                 wgmma_wait<0>();
                 fence_o();
                 fence_pa();

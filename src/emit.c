@@ -1500,6 +1500,8 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
  * discard. */
 static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool causal) {
     fprintf(e->f, "struct K%d {\n    static constexpr bool causal = %s;\n", ki, causal ? "true" : "false");
+    if (k->windowed) /* the graph's own mask: s = −inf for k < q − window, in the functor's q and k */
+        fprintf(e->f, "    static constexpr double window = %.17g;\n", k->window);
     bool loads = score_loads(k);
     index_map m = {0};
     m.axis[m.n] = k->m_axis, m.expr[m.n++] = loads ? "qc" : "q";

@@ -891,23 +891,98 @@ static bool score_fits(builder *b, int s, int *dot, uint64_t *tensor_axes) {
     return ndot == 1;
 }
 
-/* Whether the score expression contains where(less_than(iota q, iota k), -inf, ·): a causal mask. */
-static bool score_is_causal(const builder *b, int i, int32_t q, int32_t k) {
+/* Whether node i is the constant −inf. */
+static bool is_minus_inf(const builder *b, int i) {
     const tnode *t = &b->t[i];
-    if (t->e.op == TS_OP_WHERE) {
-        const tnode *c = &b->t[t->e.kid[0]], *x = &b->t[t->e.kid[1]];
-        double v;
-        memcpy(&v, &x->e.param[0], sizeof v);
-        if (c->e.op == TS_OP_LESS_THAN && x->e.op == TS_OP_CONSTANT && isinf(v) && v < 0) {
-            const tnode *l = &b->t[c->e.kid[0]], *r = &b->t[c->e.kid[1]];
-            if (l->e.op == TS_OP_IOTA && r->e.op == TS_OP_IOTA && l->e.param[0] == q && r->e.param[0] == k)
-                return true;
+    double v;
+    memcpy(&v, &t->e.param[0], sizeof v);
+    return t->e.op == TS_OP_CONSTANT && isinf(v) && v < 0;
+}
+
+/* Keys a score expression is −inf for, whatever Q, K and the inputs hold (what lets the kernel skip key
+ * tiles; the functor masks them either way): every key after the query (future), and every key more than
+ * `window` before it (j < i − window, where has_window). */
+typedef struct {
+    bool future, has_window;
+    double window;
+} mask_bounds;
+
+/* Keys masked where either of a or b masks them (an add of two masks, a condition's "or"). */
+static mask_bounds masks_union(mask_bounds a, mask_bounds b) {
+    mask_bounds u = {a.future || b.future, a.has_window || b.has_window, 0};
+    u.window = !a.has_window ? b.window : !b.has_window ? a.window : fmin(a.window, b.window);
+    return u;
+}
+
+/* Keys masked where both a and b mask them (a where's two branches). */
+static mask_bounds masks_both(mask_bounds a, mask_bounds b) {
+    return (mask_bounds){a.future && b.future, a.has_window && b.has_window, fmax(a.window, b.window)};
+}
+
+/* Node i is iota along axis ax plus a constant (returned in *plus): iota, or an add of iota and a constant. */
+static bool iota_plus(const builder *b, int i, int32_t ax, double *plus) {
+    const tnode *t = &b->t[i];
+    *plus = 0;
+    if (t->e.op == TS_OP_IOTA) return t->e.param[0] == ax;
+    if (t->e.op != TS_OP_ADD) return false;
+    for (int side = 0; side < 2; side++) {
+        const tnode *c = &b->t[t->e.kid[side]], *x = &b->t[t->e.kid[!side]];
+        if (c->e.op == TS_OP_CONSTANT && x->e.op == TS_OP_IOTA && x->e.param[0] == ax) {
+            memcpy(plus, &c->e.param[0], sizeof *plus);
+            return isfinite(*plus);
         }
     }
-    if (!is_elementwise((ts_op)t->e.op)) return false;
-    for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
-        if (score_is_causal(b, (int)t->e.kid[c], q, k)) return true;
     return false;
+}
+
+/* The keys a condition at i marks (nonzero) for query q: less_than(iota q, iota k) the future keys,
+ * less_than(iota k + w, iota q) those before q − w (a sliding window's far side); a max (an "or" of 0/1
+ * conditions) what either side marks. */
+static mask_bounds cond_marks(const builder *b, int i, int32_t q, int32_t k) {
+    const tnode *t = &b->t[i];
+    mask_bounds none = {0};
+    if (t->e.op == TS_OP_LESS_THAN) {
+        const int l = (int)t->e.kid[0], r = (int)t->e.kid[1];
+        double w, zero;
+        if (iota_plus(b, l, q, &zero) && zero == 0 && b->t[r].e.op == TS_OP_IOTA && b->t[r].e.param[0] == k)
+            return (mask_bounds){.future = true};
+        if (iota_plus(b, l, k, &w) && b->t[r].e.op == TS_OP_IOTA && b->t[r].e.param[0] == q)
+            return (mask_bounds){.has_window = true, .window = w};
+        return none;
+    }
+    if (t->e.op == TS_OP_MAX)
+        return masks_union(cond_marks(b, (int)t->e.kid[0], q, k), cond_marks(b, (int)t->e.kid[1], q, k));
+    return none;
+}
+
+/* The keys the score expression at i is −inf for: a where(c, −inf, ·) masks what c marks, reached from the
+ * score only through operations that keep −inf: an addend of an add, a cast, a product with a positive
+ * constant, the branches of a where (what both mask). Anything else may bring a masked score back
+ * (tanh(−inf) = −1, max(−inf, x) = x, exp(−inf) = 0): nothing is skipped then, the functor alone masks. */
+static mask_bounds score_masks(const builder *b, int i, int32_t q, int32_t k) {
+    const tnode *t = &b->t[i];
+    const int a = (int)t->e.kid[0], c = (int)t->e.kid[1];
+    mask_bounds none = {0};
+    switch ((ts_op)t->e.op) {
+    case TS_OP_CAST: return score_masks(b, a, q, k);
+    case TS_OP_ADD: return masks_union(score_masks(b, a, q, k), score_masks(b, c, q, k));
+    case TS_OP_MUL: {
+        double v;
+        for (int side = 0; side < 2; side++) {
+            const tnode *f = &b->t[side ? a : c];
+            memcpy(&v, &f->e.param[0], sizeof v);
+            if (f->e.op == TS_OP_CONSTANT && v > 0 && isfinite(v)) return score_masks(b, side ? c : a, q, k);
+        }
+        return none;
+    }
+    case TS_OP_WHERE: {
+        const int y = (int)t->e.kid[2];
+        if (is_minus_inf(b, c)) return masks_union(cond_marks(b, a, q, k), score_masks(b, y, q, k));
+        if (is_minus_inf(b, y)) return none; /* masked where c is zero: not a form read here */
+        return masks_both(score_masks(b, c, q, k), score_masks(b, y, q, k));
+    }
+    default: return none;
+    }
 }
 
 /* Whether every term of s is a multiple of 8 (16-byte steps of 2-byte elements). */
@@ -1026,7 +1101,9 @@ static bool try_attention(builder *b, int i) {
     k->heads_ndim = nq;
     memcpy(k->head_axis, heads, sizeof(int32_t) * (size_t)nq);
     k->group = group;
-    k->causal = score_is_causal(b, s, qax, kax);
+    const mask_bounds mb = score_masks(b, s, qax, kax);
+    k->causal = mb.future;
+    k->windowed = mb.has_window, k->window = mb.window;
     int32_t out[TS_MAX_DIMS]; /* O in Q's layout, with the value dim for the head dim */
     for (int j = 0; j < qa.ndim; j++) out[j] = qa.axis[j] == dax ? dvax : qa.axis[j];
     new_output(b, i, out, qa.ndim, dtype_of(b, i), k);

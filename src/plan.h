@@ -128,6 +128,8 @@ typedef struct {
     int32_t red_axis2;
     bool b_kn;                          /* GEMM: B is [k, n] with n contiguous (else [n, k], k contiguous) */
     bool causal;                        /* ATTENTION: the score masks keys after the query (tiles skipped) */
+    bool windowed;                      /* ATTENTION: the score masks keys j < q − window (tiles skipped) */
+    double window;
     double c;                           /* REDUCE WSUM / ATTENTION: weights are 2^(c·(s − max s)) */
     int heads_ndim;                     /* ATTENTION: head axes of Q (merged into one index) */
     int32_t head_axis[TS_MAX_DIMS];

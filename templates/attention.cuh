@@ -11,6 +11,7 @@
 // Score functor interface (the emitter generates these; three stock ones below):
 //   struct Score {
 //       static constexpr bool causal;   // true: promises s = −inf whenever k > q + (t_kv − t_q)
+//       static constexpr double window;  // optional: promises s = −inf whenever k < q − window
 //       __device__ float operator()(float dot, int q, int k) const;   // dot = Q[q]·K[k] in fp32
 //       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
 //   };                                             // (tst::score_at; without it the functor serves all)
@@ -22,6 +23,10 @@
 // diagonal tile (and may mask more: windows, padding). A functor that masks without promising the
 // diagonal sets causal = false and costs only the skipped tiles.
 // Rows whose every key is masked (s = −inf everywhere, e.g. q < t_q − t_kv under causal) are written as 0.
+// A window (a sliding window's far side, as the emitter reads it from the graph's mask) lets the Hopper
+// kernel (attention_sm90.cuh) start each query tile at the first K/V tile holding a key ≥ q0 − window (q0:
+// the tile's first row); the tiles before it are masked for every row. This kernel and the decode form do
+// not skip them (their functor masks them all the same).
 //
 // Layout: Q, K, V, O are (batch, head, seq, d) with arbitrary int64 strides in elements for batch, head
 // and seq and a contiguous head dim; base pointers and those strides must be 16-byte aligned (strides
@@ -44,6 +49,18 @@
 #include "tile.cuh"
 
 namespace tsa {
+
+// The first key a query tile starting at row q0 must read: 0, or for a Score promising a window, the first
+// key of the BN-key tile holding key q0 − window (every key before it is −inf for rows ≥ q0).
+template <class Score, class = void> struct Window {
+    static __host__ __device__ int first_tile(int, int) { return 0; }
+};
+template <class Score> struct Window<Score, decltype((void)Score::window)> {
+    static __host__ __device__ int first_tile(int q0, int bn) {
+        const double lo = static_cast<double>(q0) - Score::window;   // keys < lo are masked
+        return lo > 0 ? static_cast<int>(lo / bn) : 0;
+    }
+};
 
 // ---- stock score functors ------------------------------------------------------------------------
 struct ScaleScore {  // s = dot · scale

@@ -26,7 +26,8 @@
 //     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
 //   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
 //     (named barriers 1 and 2), so that one warpgroup's softmax overlaps the other's GEMMs.
-//   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed.
+//   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed; with
+//     a window (attention.cuh), neither are the tiles before the first key the tile's first row may see.
 //   * Edges: TMA reads zeros outside (t_q, t_kv); keys ≥ t_kv are set to −inf after the score functor;
 //     rows ≥ t_q are not written. Epilogue: O / l straight from the accumulators (4-byte stores).
 // Fragment (wgmma accumulator): warp w of a consumer owns rows 16w..16w+15 of its 64; lane l holds rows
@@ -178,9 +179,10 @@ __global__ void __launch_bounds__(384, 1)
     const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
     const int hk = h / (p.n_q_heads / p.n_kv_heads);
     const Score score = tst::score_at(p.score, b, h);
-    int kv_end = p.t_kv;  // keys this tile can see
+    int kv_end = p.t_kv;  // keys this tile can see: K/V tiles [first, first + n_tiles)
     if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
-    const int n_tiles = (kv_end + BN - 1) / BN;
+    const int all_tiles = (kv_end + BN - 1) / BN, first = min(tsa::Window<Score>::first_tile(q0, BN), all_tiles);
+    const int n_tiles = all_tiles - first;
 
     if (threadIdx.x == 0) {
         mbar_init(bar_q, 1);
@@ -210,9 +212,9 @@ __global__ void __launch_bounds__(384, 1)
                 const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::KV_BYTES;
                 mbar_arrive_expect_tx(full, C::STAGE_BYTES);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, j * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, (first + j) * BN, hk, b, full);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, j * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, (first + j) * BN, hk, b, full);
             }
         }
     } else {
@@ -337,7 +339,7 @@ __global__ void __launch_bounds__(384, 1)
             turn_end();
             wgmma_wait<0>();
             fence_s();
-            softmax(0);
+            softmax(first * BN);
             pack_p();
             for (int j = 1; j < n_tiles; ++j) {
                 const int st = j % STAGES, prev = (j - 1) % STAGES;
@@ -354,7 +356,7 @@ __global__ void __launch_bounds__(384, 1)
                 turn_end();
                 wgmma_wait<1>();  // S_j complete; P_{j-1}·V_{j-1} may still run
                 fence_s();
-                softmax(j * BN);
+                softmax((first + j) * BN);
                 wgmma_wait<0>();
                 fence_o();
                 fence_pa();

@@ -457,6 +457,46 @@ Test(search, batched_gqa_attention_is_one_attention_kernel_with_a_batch) {
     free_compiled(&cg);
 }
 
+/* The tile skips need the score to be −inf wherever the key is after the query (causal) or more than a
+ * window before it. A sliding window's mask (future or older than the window: a max of two conditions)
+ * promises both, so the kernel skips the tiles past the diagonal and before the window; a mask that tanh bends back to −1 after it was added
+ * does not, and skipping those tiles would drop keys the softmax weighs (the skip was taken for any mask
+ * found anywhere inside the score). (The where with the [t, s] condition first orders the scores, and so O,
+ * [t, s, h]: the permute keeps the output in Q's layout, one kernel.) */
+Test(search, tile_skips_need_a_mask_that_reaches_the_softmax) {
+    const char *masks[] = {"  - {name: Mk, op: where, args: [bad, ninf, zero]}\n  - {name: Sm, op: add, args: [Ss, Mk]}\n",
+                           "  - {name: Mk, op: where, args: [future, ninf, zero]}\n  - {name: Mt, op: tanh, args: [Mk]}\n"
+                           "  - {name: Sm, op: add, args: [Ss, Mt]}\n",
+                           "  - {name: Sm, op: where, args: [future, ninf, Ss]}\n  - {name: Sn, op: scale, args: [Sm], by: 2}\n"};
+    const bool causal[] = {true, false, true};
+    for (int m = 0; m < 3; m++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {h: 4, t: 512, s: 512, d_h: 64}\n"
+                               "inputs:\n  Q: {dtype: bf16, shape: [h, t, d_h]}\n"
+                               "  K: {dtype: bf16, shape: [h, s, d_h]}\n  V: {dtype: bf16, shape: [h, s, d_h]}\n"
+                               "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+                               "  - {name: Ss, op: scale, args: [S], by: 0.125}\n"
+                               "  - {name: i, op: iota, axis: t, dtype: fp32}\n  - {name: j, op: iota, axis: s, dtype: fp32}\n"
+                               "  - {name: i2, op: expand, args: [i], shape: [t, s]}\n"
+                               "  - {name: future, op: less_than, args: [i2, j]}\n"
+                               "  - {name: jw, op: add, args: [j, 128.0]}\n  - {name: old, op: less_than, args: [jw, i2]}\n"
+                               "  - {name: bad, op: max, args: [future, old]}\n"
+                               "  - {name: ninf, op: constant, value: -inf, dtype: bf16}\n"
+                               "  - {name: zero, op: constant, value: 0, dtype: bf16}\n%s"
+                               "  - {name: P, op: softmax, args: [%s], axis: s}\n"
+                               "  - {name: O, op: matmul, args: [P, V], over: s}\n"
+                               "  - {name: Ob, op: permute, args: [O], order: [h, t, d_h]}\noutputs: [Ob]\n",
+                               masks[m], m == 2 ? "Sn" : "Sm");
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
+        cr_assert_eq(k->causal, causal[m], "mask %d", m);
+        cr_assert_eq(k->windowed, m == 0, "mask %d", m); /* the window's far side: keys j < q - 128 */
+        if (m == 0) cr_assert_float_eq(k->window, 128.0, 0);
+        free(yaml);
+        free_compiled(&cg);
+    }
+}
+
 /* Scores over a batch of sequences and their heads, Q [b, h, t, d]·K [b, h, s, d], plus an additive mask
  * [t, s] (attention with an explicit mask, which the attention kernel does not read): one GEMM whose batch
  * index runs over b and h together (they nest), the mask in its epilogue. It was a CUDA-core REDUCE kernel. */

@@ -48,6 +48,25 @@ struct SoftcapExact {  // same function as tsa::SoftcapScore, with the accurate 
     __device__ float operator()(float dot, int, int) const { return cap * tanhf(dot * scale / cap); }
 };
 
+// A sliding window as the emitter writes it (s = −inf for keys more than W before the query, and with
+// CAUSAL for keys after it): `window` lets the kernel skip the K/V tiles before the window. The reference
+// takes the same function without the promise (WindowRef), so it reads every key.
+template <bool CAUSAL, int W> struct WindowScore {
+    static constexpr bool causal = CAUSAL;
+    static constexpr double window = W;
+    float scale;
+    __device__ float operator()(float dot, int q, int k) const {
+        return (CAUSAL && k > q) || k < q - W ? -INFINITY : dot * scale;
+    }
+};
+template <bool CAUSAL, int W> struct WindowRef {
+    static constexpr bool causal = false;
+    float scale;
+    __device__ float operator()(float dot, int q, int k) const {
+        return (CAUSAL && k > q) || k < q - W ? -INFINITY : dot * scale;
+    }
+};
+
 // ---- device helpers ------------------------------------------------------------------------------
 __device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
     x += 0x9E3779B97F4A7C15ull;
@@ -490,6 +509,14 @@ int main(int argc, char **argv) {
                                  tsa::SoftcapScore::make(1.f, 30.f), SoftcapExact{1.f, 30.f}, 1.0);
     fails += !run_config<H, 128>({"softcap 5 scaled", 2, 8, 2, 1000, 1000, true, 1},
                                  tsa::SoftcapScore::make(4.f * s128, 5.f), SoftcapExact{4.f * s128, 5.f}, 1.0);
+    // Sliding windows (the tiles before q0 − W skipped): with the causal side and without, a window not a
+    // multiple of the key tile, t_q ≠ t_kv (the window in the functor's top-left coordinates), d = 256.
+    fails += !run_config<H, 128>({"window 300 causal 1000", 2, 4, 2, 1000, 1000, false, 1},
+                                 WindowScore<true, 300>{s128}, WindowRef<true, 300>{s128}, 0.35);
+    fails += !run_config<B, 128>({"window 300 only 700x1500", 1, 4, 4, 700, 1500, true, 1},
+                                 WindowScore<false, 300>{s128}, WindowRef<false, 300>{s128}, 0.8);
+    fails += !run_config<H, 256>({"d256 window 129 causal 517", 1, 4, 2, 517, 517, false, 1},
+                                 WindowScore<true, 129>{0.0625f}, WindowRef<true, 129>{0.0625f}, 0.4);
     // Odd sizes, all rows validated; (batch, seq, head, d) layout and batch 2 for stride coverage.
     fails += !run_config<H, 128>({"odd 1000", 2, 4, 2, 1000, 1000, true, 1}, tsa::ScaleScore{s128},
                                  tsa::ScaleScore{s128}, 1.0);
