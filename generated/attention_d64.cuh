@@ -2152,9 +2152,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 // diagonal sets causal = false and costs only the skipped tiles.
 // Rows whose every key is masked (s = −inf everywhere, e.g. q < t_q − t_kv under causal) are written as 0.
 // A window (a sliding window's far side, as the emitter reads it from the graph's mask) lets the Hopper
-// kernel (attention_sm90.cuh) start each query tile at the first K/V tile holding a key ≥ q0 − window (q0:
-// the tile's first row); the tiles before it are masked for every row. This kernel and the decode form do
-// not skip them (their functor masks them all the same).
+// kernel (attention_sm90.cuh) and the decode form start each query tile at the first K/V tile holding a key
+// ≥ q0 − window (q0: the tile's first row); the tiles before it are masked for every row. The mma.sync
+// kernel below does not skip them (its functor masks them all the same).
 //
 // Layout: Q, K, V, O are (batch, head, seq, d) with arbitrary int64 strides in elements for batch, head
 // and seq and a contiguous head dim; base pointers and those strides must be 16-byte aligned (strides
@@ -2785,10 +2785,11 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
 
     int kv_end = p.t_kv;
     if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + kDecodeRows, p.t_q) + p.t_kv - p.t_q));
-    // This warp's steps [s0, s1) of 16 keys: keys [s0·16, k_hi).
-    const int steps = (kv_end + kDecodeKeys - 1) / kDecodeKeys, parts = SPLIT * WARPS;
+    // This warp's steps [s0, s1) of 16 keys: keys [s0·16, k_hi); a window's masked steps [0, first) skipped.
+    const int all_steps = (kv_end + kDecodeKeys - 1) / kDecodeKeys, parts = SPLIT * WARPS;
+    const int first = min(Window<Score>::first_tile(q0, kDecodeKeys), all_steps), steps = all_steps - first;
     const int per = (steps + parts - 1) / parts, part = rank * WARPS + warp;
-    const int s0 = min(part * per, steps), s1 = min(s0 + per, steps), n = s1 - s0;
+    const int s0 = first + min(part * per, steps), s1 = min(s0 + per, all_steps), n = s1 - s0;
     const int k_hi = min(s1 * kDecodeKeys, kv_end);
 
     // Q (rows ≥ t_q zero-filled) by the whole CTA: commit group 0; then the warp's first STAGES − 1 steps.

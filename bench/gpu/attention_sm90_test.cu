@@ -427,6 +427,11 @@ static int decode_configs() {
                                  causal(s128, 16, 16), 1.0);
     fails += !run_config<B, 64>({"d64 bf16 causal 3x333", 2, 6, 3, 3, 333, true, 1}, causal(s64, 3, 333),
                                 causal(s64, 3, 333), 1.0);
+    // A window whose masked keys are the cache's first 3000 (k < q + 3000): the decode form skips their steps.
+    fails += !run_config<H, 128>({"window decode 4x4096", 2, 8, 8, 4, 4096, false, 1}, WindowScore<false, -3000>{s128},
+                                 WindowRef<false, -3000>{s128}, 0.27);
+    fails += !run_config<B, 128>({"window decode 1x1000 bshd", 1, 32, 8, 1, 1000, true, 1},
+                                 WindowScore<false, -999>{s128}, WindowRef<false, -999>{s128}, 0.01);
     fails += !run_config<H, 256>({"d256 softcap 9x2049", 1, 4, 2, 9, 2049, false, 1},
                                  tsa::SoftcapScore::make(s256, 50.f), SoftcapExact{s256, 50.f}, 1.0);
     fails += !run_config<H, 128>({"empty cache", 2, 4, 4, 3, 0, false, 1}, sc, sc, 1.0);
