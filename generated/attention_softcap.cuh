@@ -2184,7 +2184,8 @@ template <class Score, class = void> struct Window {
 template <class Score> struct Window<Score, decltype((void)Score::window)> {
     static __host__ __device__ int first_tile(int q0, int bn) {
         const double lo = static_cast<double>(q0) - Score::window;   // keys < lo are masked
-        return lo > 0 ? static_cast<int>(lo / bn) : 0;
+        const double tiles = lo / bn;                                 // a huge negative window: every tile
+        return lo > 0 ? (tiles < 2147483647.0 ? static_cast<int>(tiles) : 2147483647) : 0;
     }
 };
 
