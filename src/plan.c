@@ -245,6 +245,13 @@ static bool finishes_a_reduction(builder *b, const region *r, int i) {
            !(b->t[cores[0]].axes & ~t->axes);
 }
 
+/* Whether node i is a constant; its value in *v. */
+static bool constant_of(const builder *b, int i, double *v) {
+    if (b->t[i].e.op != TS_OP_CONSTANT) return false;
+    memcpy(v, &b->t[i].e.param[0], sizeof *v);
+    return true;
+}
+
 static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, int *memo, int i) {
     if (memo[i] >= 0) return memo[i];
     const tnode node = b->t[i], *t = &node; /* a copy: materialising leaves may grow b->t */
@@ -254,7 +261,7 @@ static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, in
         out = xpush(e, (ts_xnode){.kind = TS_X_ACC, .slot = core_slot(r, i)});
     } else if (op == TS_OP_CONSTANT) {
         double v;
-        memcpy(&v, &t->e.param[0], sizeof v);
+        constant_of(b, i, &v);
         out = xpush(e, (ts_xnode){.kind = TS_X_CONST, .value = v});
     } else if (op == TS_OP_IOTA) {
         out = xpush(e, (ts_xnode){.kind = TS_X_INDEX, .slot = (int32_t)t->e.param[0]});
@@ -893,10 +900,8 @@ static bool score_fits(builder *b, int s, int *dot, uint64_t *tensor_axes) {
 
 /* Whether node i is the constant −inf. */
 static bool is_minus_inf(const builder *b, int i) {
-    const tnode *t = &b->t[i];
     double v;
-    memcpy(&v, &t->e.param[0], sizeof v);
-    return t->e.op == TS_OP_CONSTANT && isinf(v) && v < 0;
+    return constant_of(b, i, &v) && isinf(v) && v < 0;
 }
 
 /* Keys a score expression is −inf for, whatever Q, K and the inputs hold (what lets the kernel skip key
@@ -926,11 +931,9 @@ static bool iota_plus(const builder *b, int i, int32_t ax, double *plus) {
     if (t->e.op == TS_OP_IOTA) return t->e.param[0] == ax;
     if (t->e.op != TS_OP_ADD) return false;
     for (int side = 0; side < 2; side++) {
-        const tnode *c = &b->t[t->e.kid[side]], *x = &b->t[t->e.kid[!side]];
-        if (c->e.op == TS_OP_CONSTANT && x->e.op == TS_OP_IOTA && x->e.param[0] == ax) {
-            memcpy(plus, &c->e.param[0], sizeof *plus);
+        const tnode *x = &b->t[t->e.kid[!side]];
+        if (x->e.op == TS_OP_IOTA && x->e.param[0] == ax && constant_of(b, (int)t->e.kid[side], plus))
             return isfinite(*plus);
-        }
     }
     return false;
 }
@@ -968,11 +971,8 @@ static mask_bounds score_masks(const builder *b, int i, int32_t q, int32_t k) {
     case TS_OP_ADD: return masks_union(score_masks(b, a, q, k), score_masks(b, c, q, k));
     case TS_OP_MUL: {
         double v;
-        for (int side = 0; side < 2; side++) {
-            const tnode *f = &b->t[side ? a : c];
-            memcpy(&v, &f->e.param[0], sizeof v);
-            if (f->e.op == TS_OP_CONSTANT && v > 0 && isfinite(v)) return score_masks(b, side ? c : a, q, k);
-        }
+        for (int side = 0; side < 2; side++)
+            if (constant_of(b, side ? a : c, &v) && v > 0 && isfinite(v)) return score_masks(b, side ? c : a, q, k);
         return none;
     }
     case TS_OP_WHERE: {
