@@ -6,7 +6,9 @@ For each header generated/<graph>.cuh (the bench sizes; one command on the GPU m
     and requires them bit-identical to the C ABI called through ctypes; graphs with a dynamic axis are
     validated again at an odd size (the op reads it from the tensors);
   - checks the error for a wrong-size input (a clear message, no launch);
-  - runs it inside torch.compile(fullgraph=True) and compares with eager;
+  - runs it inside torch.compile(fullgraph=True), on a second stream, captured in a CUDA graph and replayed,
+    and again after release_workspaces(), each compared with eager bit for bit (the op keeps one workspace
+    per device and stream, and allocates one afresh under capture);
   - times, per call, the host time of the raw C ABI and of the operator through the dispatcher, each in a C++
     loop, and from Python of the op, of an ATen op (PyTorch's own per-call cost) and of ctypes (each call
     with the GPU idle, the median of 200), and the GPU time (gpu_check.timed) of op and ctypes.
@@ -122,6 +124,37 @@ def wrong_size_message(op, sig, g, ins):
     return "no static axis"
 
 
+def stream_and_capture_failures(op, g, args, outs):
+    """The op's kept workspaces (one per device and stream; a fresh one under capture) checked: the op on a
+    second stream, captured into a CUDA graph and replayed, and called again after release_workspaces() must
+    each give eager's outputs bit for bit."""
+    failures = []
+
+    def same(got, what):
+        got = as_dict(g, got)
+        if not all(torch.equal(got[n], outs[n]) for n in g.outputs):
+            failures.append("%s differs from eager" % what)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_side = op(*args)  # also the warm-up before capture, on a side stream as PyTorch's docs ask
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    same(on_side, "the op on a second stream")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = op(*args)
+    graph.replay()
+    torch.cuda.synchronize()
+    same(captured, "the op captured in a CUDA graph and replayed")
+    op.release_workspaces()
+    same(op(*args), "the op after release_workspaces()")
+    torch.cuda.synchronize()
+    del graph
+    return failures
+
+
 def step(name, what):
     """Progress on stderr, flushed: after a crash (faulthandler's traceback) the last line names the step."""
     print("torch_op: %s: %s" % (name, what), file=sys.stderr, flush=True)
@@ -163,6 +196,8 @@ def check_graph(name, header, so, seed):
     torch.cuda.synchronize()
     if not all(torch.equal(cout[n], outs[n]) for n in g.outputs):
         r["failures"].append("torch.compile(fullgraph=True) differs from eager")
+    step(name, "another stream, CUDA graph capture, released workspaces")
+    r["failures"] += stream_and_capture_failures(op, g, args, outs)
     step(name, "raw C ABI loop and host times")
     out_list = [outs[n] for n in g.outputs]
     r["raw_us"] = op.raw(*args, out_list, 200)

@@ -7,8 +7,10 @@
 The operator is defined in C++ (TORCH_LIBRARY, so a call costs one dispatcher hop, no Python in between)
 and calls the header's C ABI `<name>_run`: it checks every tensor's device, dtype, rank, contiguity and
 sizes (static axes must equal the compiled size; dynamic ones are read from the tensors and must agree),
-allocates the outputs, takes the workspace from PyTorch's caching allocator and runs on PyTorch's current
-stream. A fake (meta) implementation registered here gives torch.compile the output shapes, so the op
+allocates the outputs (PyTorch's caching allocator) and runs on PyTorch's current stream. A graph's workspace
+(its intermediates) is kept per device and stream between calls, as PyTorch keeps cuBLAS's, and allocated
+afresh for each call while the stream is captured into a CUDA graph; `Op.release_workspaces()` (or
+torch.ops.tsopt.<name>_release_workspaces()) gives the kept ones back to the allocator. A fake (meta) implementation registered here gives torch.compile the output shapes, so the op
 works inside `torch.compile(fullgraph=True)`. An inout buffer is a mutated argument of the schema
 (`Tensor(a!) K_cache`: written in place, not returned); a dynamic size no tensor has — a cache's valid length
 `s` — is an int argument after the tensors (`int s`), checked against the range the banner states.
@@ -204,6 +206,40 @@ def op_schema(sig, name=None):
     return "%s(%s) -> %s" % (sig.name if name is None else name, sig.schema_params(), outs)
 
 
+# The operator's workspace (generated into every binding): one buffer per device and stream, kept between
+# calls (as PyTorch keeps cuBLAS's workspace per handle and stream), so that a call costs no allocation and no
+# free for it. Calls on one stream run in order, so they may share it; the buffer is allocated on that stream,
+# so the caching allocator gives its memory to nothing else while a call may still read it. While the stream
+# is captured into a CUDA graph the call gets a buffer of its own from the allocator (the graph's private
+# pool): a graph replays later, beside eager calls, and must not share one with them.
+_WORKSPACE_CACHE = [
+    "// One kept workspace: the device and stream it serves, and its buffer.",
+    "struct KeptWorkspace {", "    c10::DeviceIndex device;", "    cudaStream_t stream;", "    at::Tensor buffer;", "};",
+    "static std::mutex workspaces_mutex;",
+    "// Never destroyed: at the process's exit the caching allocator may be gone before this library's statics.",
+    "static std::vector<KeptWorkspace> &kept_workspaces() {",
+    "    static auto *kept = new std::vector<KeptWorkspace>;", "    return *kept;", "}",
+    "// A workspace of `bytes` for a call on `stream` (nullptr when bytes is 0): the stream's kept buffer, grown",
+    "// when too small; while the stream is captured, a fresh one held by `captured` until the call returns.",
+    "static void *stream_workspace(size_t bytes, const at::Device &device, cudaStream_t stream, at::Tensor &captured) {",
+    "    if (!bytes) return nullptr;",
+    "    auto make = [&] { return at::detail::empty_cuda({(int64_t)bytes}, at::kByte, device, std::nullopt); };",
+    "    if (c10::cuda::currentStreamCaptureStatusMayInitCtx() != c10::cuda::CaptureStatus::None) {",
+    "        captured = make();", "        return captured.data_ptr();", "    }",
+    "    std::lock_guard<std::mutex> lock(workspaces_mutex);",
+    "    for (KeptWorkspace &w : kept_workspaces())",
+    "        if (w.device == device.index() && w.stream == stream) {",
+    "            if ((size_t)w.buffer.numel() < bytes) {",
+    "                w.buffer = at::Tensor();  // the smaller one back to the allocator first (same stream: in order)",
+    "                w.buffer = make();", "            }",
+    "            return w.buffer.data_ptr();", "        }",
+    "    kept_workspaces().push_back({device.index(), stream, make()});",
+    "    return kept_workspaces().back().buffer.data_ptr();", "}",
+    "// torch.ops.tsopt.<name>_release_workspaces(): the kept workspaces back to PyTorch's caching allocator.",
+    "static void release_workspaces() {",
+    "    std::lock_guard<std::mutex> lock(workspaces_mutex);", "    kept_workspaces().clear();", "}", ""]
+
+
 def binding_source(sig, header_path):
     """The C++ source of the operator `tsopt::<name>` (CUDA implementation) for Signature sig."""
     n, outs = sig.name, sig.outputs
@@ -247,14 +283,14 @@ def binding_source(sig, header_path):
     if sig.dims:
         body += ["    for (int64_t v : dims)",
                  "        if (v == 0) return %s; /* an empty size: nothing to compute */" % ret]
-    body += ["    const size_t ws_bytes = %s_workspace(dims);" % n,
-             "    at::Tensor ws;  // none when the graph needs no workspace",
-             "    if (ws_bytes) ws = at::detail::empty_cuda({(int64_t)ws_bytes}, at::kByte, %s.device(), std::nullopt);" % first,
+    body += ["    const cudaStream_t stream = at::cuda::getCurrentCUDAStream().stream();",
+             "    at::Tensor captured_ws;  // the workspace while the stream is captured (see stream_workspace)",
+             "    void *ws = stream_workspace(%s_workspace(dims), %s.device(), stream, captured_ws);" % (n, first),
              "    void *buffers[] = {%s};" % ", ".join(["(void *)%s.data_ptr()" % b.arg for b in sig.inputs] +
                                                    ["out%d.data_ptr()" % j for j in range(len(outs))]),
              "    if (marks) marks[0] = Clock::now();",
              "    if (launch) {",
-             "        const int rc = %s_run(buffers, dims, ws_bytes ? ws.data_ptr() : nullptr, at::cuda::getCurrentCUDAStream().stream());" % n,
+             "        const int rc = %s_run(buffers, dims, ws, stream);" % n,
              '        TSOPT_CHECK(rc == 0, OP ": %s_run failed: %%s", cudaGetErrorString((cudaError_t)rc));' % n,
              "    }",
              "    if (marks) marks[1] = Clock::now();",
@@ -403,7 +439,7 @@ def binding_source(sig, header_path):
               "    explicit Shape(const at::Tensor &t) {", "        int n = snprintf(text, sizeof text, \"[\");",
               "        for (int64_t d = 0; d < t.dim() && n < (int)sizeof text; d++)",
               "            n += snprintf(text + n, sizeof text - n, \"%s%lld\", d ? \", \" : \"\", (long long)t.size(d));",
-              "        if (n < (int)sizeof text) snprintf(text + n, sizeof text - n, \"]\");", "    }", "};", ""]
+              "        if (n < (int)sizeof text) snprintf(text + n, sizeof text - n, \"]\");", "    }", "};", ""] + _WORKSPACE_CACHE
     tensors = sig.schema_params()
     raw_schema = "%s_raw_us(%s, Tensor[] outs, int iters) -> float" % (n, tensors)
     op_us_schema = "%s_op_us(%s, int iters) -> float" % (n, tensors)
@@ -413,14 +449,15 @@ def binding_source(sig, header_path):
     overhead_schema = "%s_overhead_us(%s, Tensor[] outs, int iters) -> float[]" % (n, tensors)
     queued_schema = "%s_queued_us(%s, Tensor[] outs, int iters) -> float" % (n, tensors)
     head = ["// Generated by tsopt_torch.py from %s — the PyTorch operator tsopt::%s." % (os.path.basename(header_path), n),
-            "#include <algorithm>", "#include <atomic>", "#include <chrono>", "#include <tuple>", "#include <vector>",
+            "#include <algorithm>", "#include <atomic>", "#include <chrono>", "#include <mutex>", "#include <tuple>", "#include <vector>",
             "#include <ATen/ATen.h>", "#include <ATen/core/dispatch/Dispatcher.h>", "#include <ATen/cuda/CUDAContext.h>",
-            "#include <ATen/cuda/EmptyTensor.h>", "#include <c10/cuda/CUDAGuard.h>",
+            "#include <ATen/cuda/EmptyTensor.h>", "#include <c10/cuda/CUDAGraphsC10Utils.h>", "#include <c10/cuda/CUDAGuard.h>",
             "#include <cstdarg>", "#include <cstdio>", "#include <cuda_runtime_api.h>", "#include <torch/library.h>", "",
             '#include "%s"  // declarations only: the kernels are in the nvcc-compiled object' % os.path.abspath(header_path), ""]
     tail = ["TORCH_LIBRARY_FRAGMENT(tsopt, m) {", '    m.def("%s");' % schema, '    m.def("%s");' % raw_schema,
             '    m.def("%s");' % op_us_schema, '    m.def("%s");' % prep_us_schema, '    m.def("%s");' % noop_schema,
-            '    m.def("%s");' % noop_us_schema, '    m.def("%s");' % overhead_schema, '    m.def("%s");' % queued_schema, "}",
+            '    m.def("%s");' % noop_us_schema, '    m.def("%s");' % overhead_schema, '    m.def("%s");' % queued_schema,
+            '    m.def("%s_release_workspaces() -> ()", &release_workspaces);' % n, "}",
             "TORCH_LIBRARY_IMPL(tsopt, CUDA, m) {", '    m.impl("%s", &%s_cuda);' % (n, n),
             '    m.impl("%s_raw_us", &%s_raw_us);' % (n, n), '    m.impl("%s_op_us", &%s_op_us);' % (n, n),
             '    m.impl("%s_prep_us", &%s_prep_us);' % (n, n), '    m.impl("%s_noop", &%s_noop);' % (n, n),
@@ -540,6 +577,12 @@ class Op:
         self.overhead_us, self.queued_us = overhead_us, queued_us
         self.op = packet.default  # the overload itself: no overload resolution per call
         self.name = sig.name
+        self._release = getattr(getattr(__import__("torch").ops, "tsopt"), sig.name + "_release_workspaces")
+
+    def release_workspaces(self):
+        """Gives the workspaces the op keeps per device and stream back to PyTorch's caching allocator (the next
+        call allocates one again)."""
+        self._release()
 
     def __call__(self, *tensors):
         return self.op(*tensors)

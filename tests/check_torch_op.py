@@ -38,7 +38,11 @@ def headers_match_their_graphs():
             check(b.axes == list(spec["inputs"][b.name]["shape"]), "%s: %s axes %s" % (h, b.name, b.axes))
         src = tsopt_torch.binding_source(sig, h)
         check('m.def("%s");' % tsopt_torch.op_schema(sig) in src, "%s: schema" % h)
-        check("is_contiguous()" in src and "getCurrentCUDAStream" in src and "%s_workspace(dims)" % sig.name in src, h)
+        check("is_contiguous()" in src and "getCurrentCUDAStream" in src, h)
+        # the workspace: the stream's kept buffer (a fresh one under capture), never one allocation per call
+        check("stream_workspace(%s_workspace(dims), " % sig.name in src and "currentStreamCaptureStatusMayInitCtx" in src
+              and '"%s_release_workspaces() -> ()", &release_workspaces' % sig.name in src
+              and "at::kByte" not in src.split("_impl(", 1)[1].split("\n}\n", 1)[0], "%s: workspace" % h)
         n += 1
     check(n >= 8, "every bench graph has a header in generated/")
     return n
