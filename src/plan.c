@@ -410,6 +410,28 @@ static bool used_only_in_region(const builder *b, int i, int c) {
     return n >= b->t[c].uses;
 }
 
+/* Whether term node i needs node c computed: c itself, or c among its operands, transitively, short of
+ * values already in buffers. seen: the nodes explored without finding c. */
+static bool needs_node(const builder *b, int i, int c, bool *seen) {
+    if (i == c) return true;
+    if (seen[i] || b->has_mat[i]) return false;
+    seen[i] = true;
+    for (int k = 0; k < ts_op_arity((ts_op)b->t[i].e.op); k++)
+        if (needs_node(b, (int)b->t[i].e.kid[k], c, seen)) return true;
+    return false;
+}
+
+/* Whether a core of a region other than c (a reduction it loads) needs c: then c cannot be computed in the
+ * region's own kernel — the kernel reads that core, which must be computed before it from c (LayerNorm over
+ * the batch of 2·(X·W): the column means read the GEMM's result, so the GEMM cannot have the normalisation
+ * as its epilogue; it is computed first and the row kernel reads it). */
+static bool another_core_needs(const builder *b, const int *cores, int nc, int c) {
+    bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen), needs = false;
+    for (int j = 0; j < nc && !needs; j++) needs = cores[j] != c && needs_node(b, cores[j], c, seen);
+    free(seen);
+    return needs;
+}
+
 /* ---- ROW --------------------------------------------------------------------------------------- */
 
 /* Whether term node c can be a stage of a ROW kernel over `axes` along axis k: a sum, max or row dot
@@ -1121,7 +1143,9 @@ static void emit_region(builder *b, int i) {
      * (the two-pair form); otherwise the sum as written, x added in the contraction's epilogue */
     for (int j = 0; j < nc; j++) {
         int c = cores[j];
-        if (b->t[c].e.op != TS_OP_CONTRACT_ADD || b->has_mat[c] || !used_only_in_region(b, i, c)) continue;
+        if (b->t[c].e.op != TS_OP_CONTRACT_ADD || b->has_mat[c] || !used_only_in_region(b, i, c) ||
+            another_core_needs(b, cores, nc, c))
+            continue;
         if (b->fuse && try_gemm(b, i, c, -1)) return;
         split_contract_add(b, c);
         emit_region(b, i);
@@ -1130,7 +1154,7 @@ static void emit_region(builder *b, int i) {
     /* a contraction with several users is computed once, into a buffer, rather than in each epilogue */
     for (int j = nc - 1; j >= 0; j--) /* the last single-use contraction accumulates; others are loaded */
         if (b->t[cores[j]].e.op == TS_OP_CONTRACT && !b->has_mat[cores[j]] && used_only_in_region(b, i, cores[j]) &&
-            (nc == 1 || b->fuse) && try_gemm(b, i, cores[j], -1))
+            !another_core_needs(b, cores, nc, cores[j]) && (nc == 1 || b->fuse) && try_gemm(b, i, cores[j], -1))
             return;
     for (int x = 0; b->fuse && x < nc; x++) /* both halves of a dual contraction: one dual GEMM */
         for (int y = 0; y < nc; y++) {
