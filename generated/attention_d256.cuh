@@ -2,7 +2,7 @@
 //
 // graph:     attention_d256 (source hash f96aaf6de052f4fb)
 // plan:      fused/3 — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.1632 ms on NVIDIA H200 at the typical sizes (17.61x the 2.8749 ms predicted for one kernel per op)
+// predicted: 0.1632 ms on NVIDIA H200 at the typical sizes (17.62x the 2.8756 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x64, 2 stages, ping-pong

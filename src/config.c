@@ -12,20 +12,25 @@
  * stages lose: at 80 KB a CTA only 62 clusters of 4 fit, and the O projection of Llama-3-8B at 16 tokens
  * ran 18.5 µs against 13.3 with 4 stages; its down projection 52.8 against 35.0 (ncu on the H200,
  * `gemm_test decode`, bench/NOTES.md run 56). A dynamic M gets the skinny form as a run-time branch beside
- * the large-tile one. Small static GEMMs taking the same tiles (below) keep deeper pipelines: they are not
- * split and their 64-row tiles do more work per K-slice. */
-enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 56 * 1024, SMALL_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
+ * the large-tile one. Small static GEMMs with more rows take narrower wgmma tiles instead (below). */
+enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 56 * 1024, NARROW_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
 
 /* Split-K for them: with fewer CTAs than SKINNY_MIN_CTAS (one per SM of the H200) the weight streams through
  * too few SMs (a 4096-column weight: 64 CTAs, 1.4-1.8 TB/s; bench/NOTES.md run 53), so the K tiles of each
  * tile are shared by 2 or 4 CTAs of a cluster, as long as each keeps SKINNY_MIN_SPLIT_KT K-slices to pipeline. */
 enum { SKINNY_MIN_CTAS = 132, SKINNY_MIN_SPLIT_KT = 8, SKINNY_MAX_SPLIT = 4 };
 
-/* Small static GEMMs (1024 rows against a 1024×512 weight, as in GEMM-fusion suites) would give fewer
- * wgmma tiles than half a Hopper's 132 SMs: they take the same small-tile form, 64-row tiles over M, for
- * 8x the CTAs (GEMM + two Mish at 1024×1024×512: 0.0205 ms against 0.0995 with 128×256 wgmma tiles on the
- * H200, bench/NOTES.md run 25). */
-enum { SMALL_GEMM_TILES = 64 };
+/* Small static GEMMs (1024 rows against a 1024×512 weight, as in GEMM-fusion suites) give fewer 128×256 wgmma
+ * tiles than half a Hopper's 132 SMs: they take 128×64 tiles (6 stages; the dual form 64 columns of each
+ * operand), for 4x the CTAs. Measured against the mma.sync small-tile form they took before (64×64 tiles,
+ * 1×4 warps, split-K; run 25: 0.0205 ms against 0.0995 for 128×256 wgmma tiles on GEMM + two Mish), plain
+ * stores, five shapes (bench/NOTES.md run 83, `gemm_sm90_test small`, `gemm_test small`): 1024×512×1024
+ * 9.7 µs against 13.1, 1024×1024×4096 22.7 against 41-51, 4096×256×1024 10.9 against 16.0-22.9,
+ * 256×4096×1024 10.7 against 15.6-22.9, 128×512×1024 9.3 against 9.8 (cuBLAS 7.2-17.8 µs); 64-row ping-pong
+ * tiles were within 5% of it on the two smallest and up to 1.5x slower on the others. Narrow ones (fewer than
+ * 64 columns: LoRA's X·A at rank 16) keep the mma.sync small-tile form, 64-row tiles over M with split-K
+ * (bench/NOTES.md run 74, `gemm_test narrow`): a 64-column wgmma tile would be mostly empty. */
+enum { SMALL_GEMM_TILES = 64, NARROW_N = 64 };
 
 static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
     const ts_axis *m = &g->axes[k->m_axis], *n = &g->axes[k->n_axis];
@@ -36,15 +41,19 @@ static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_ke
            SMALL_GEMM_TILES;
 }
 
+static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
+    return small_static_gemm(g, k, c) && g->axes[k->n_axis].size < NARROW_N;
+}
+
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
     const ts_axis *m_ax = &g->axes[k->m_axis];
-    bool small = small_static_gemm(g, k, c);
-    if (!m_ax->dynamic && m_ax->size > SKINNY_MAX_M && !small) return;
+    bool narrow = narrow_small_gemm(g, k, c);
+    if (!m_ax->dynamic && m_ax->size > SKINNY_MAX_M && !narrow) return;
     int64_t m = m_ax->size; /* a dynamic axis: its typical size */
-    c->skinny_m = small && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
+    c->skinny_m = narrow && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
     c->sk_tile_m = m <= 16 ? 16 : m <= 32 ? 32 : 64, c->sk_tile_n = 64;
     int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
-    c->sk_stages = (small && m > SKINNY_MAX_M ? SMALL_SMEM_BUDGET : SKINNY_SMEM_BUDGET) / stage_bytes;
+    c->sk_stages = (narrow && m > SKINNY_MAX_M ? NARROW_SMEM_BUDGET : SKINNY_SMEM_BUDGET) / stage_bytes;
     if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
     if (c->sk_stages < 2) c->sk_stages = 2;
     int64_t ctas = (m + c->sk_tile_m - 1) / c->sk_tile_m * ((g->axes[k->n_axis].size + c->sk_tile_n - 1) / c->sk_tile_n) *
@@ -71,6 +80,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
     c.fb_tile_m = 128, c.fb_tile_n = wide && !dual ? 256 : 128, c.fb_tile_k = 64;
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
     skinny_config(g, k, &c);
+    if (c.skinny_m == 0 && small_static_gemm(g, k, &c)) c.tile_n = 64, c.stages = 6;
     return c;
 }
 

@@ -222,6 +222,19 @@ static double window_share(const ts_kernel *k, double tq, double tkv, double *lo
     return tq > 0 && tkv > 0 ? fmin(0.5 + 0.5 * bm / tkv, keys / (tq * tkv)) : 0.5;
 }
 
+/* The stages of ROW kernel k that read an operand it does not cache (ts_row_operand_cached): each re-reads it
+ * between two of the row's reductions (run 83). */
+static int uncached_stages(const ts_kernel *k) {
+    int n = 0;
+    for (int j = 0; j < k->nstage; j++) {
+        bool reads = false;
+        for (int i = 0; i < k->stage[j].n && !reads; i++)
+            reads = k->stage[j].node[i].kind == TS_X_LOAD && !ts_row_operand_cached(k, k->stage[j].node[i].slot);
+        n += reads;
+    }
+    return n;
+}
+
 static double wave_efficiency(const ts_costmodel *m, double tiles) {
     double waves = ceil(tiles / m->sms);
     return waves > 0 ? tiles / (waves * m->sms) : 1;
@@ -231,7 +244,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0;
+           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0,
+           row_stage_loads = 0;
     bool skinny = false;
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
@@ -265,6 +279,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             double rows = k->per_row ? out : out / size_of(g, k->red_axis);
             double cols = rows >= 64.0 * m->sms ? 32 : rows >= 32.0 * m->sms ? 16 : 8;
             wave = fmin(1, ceil(rows / cols) / (2.0 * m->sms));
+        } else {
+            double rows = k->per_row ? out : out / size_of(g, k->red_axis);
+            row_stage_loads = uncached_stages(k) * ceil(rows / m->sms);
         }
         break;
     }
@@ -343,7 +360,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && k->cfg.pingpong,
                           .scores = scores_of, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
-                          .rowstat_stages = rowstat_stages};
+                          .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -370,14 +387,16 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                     : matrix     ? 1
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
-    double epilogue = w->epilogue_ops > 0 ? w->epilogue_ops / m->epilogue_ops_per_s : 0;
+    /* the epilogue runs in the GEMM's CTAs: with fewer tiles than SMs, on that share of them (run 84: GEMM +
+     * two Mish at 1024×1024×512, 64 tiles of 128×64, its epilogue 6.5 us against 3.3 at the full rate) */
+    double epilogue = w->epilogue_ops > 0 ? w->epilogue_ops / (m->epilogue_ops_per_s * fmax(w->wave_efficiency, 1e-3)) : 0;
     if (w->pingpong) /* each tile's epilogue beside the next tile's main loop; one pipeline fill */
         t = fmax(t, epilogue) + epilogue / fmax(w->tile_waves, 1) + m->gemm_wave_overhead_s;
     else
         t += epilogue + w->tile_waves * m->gemm_wave_overhead_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
-    t += w->rowstat_stages * m->rowstat_stage_s;
+    t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
     return m->launch_s + t;
 }
 

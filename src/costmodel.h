@@ -44,6 +44,11 @@
  *                        cost per stage, not a share of the MMA work (bench/NOTES.md run 49, the persistent
  *                        kernel: 0.09-0.27 us per stage over three kernels from 1024×1024×1024 dual to
  *                        1024×4096×4096; 0.30-0.41 before, runs 43-44)
+ *   row_stage_load_s     the time a row kernel (row.cuh) adds per row an SM runs and per stage that reads an
+ *                        operand it does not cache (a bias shared by every row, re-read from L1/L2 in the
+ *                        stage, between two of the row's reductions): 6.5e-8 from two same-call pairs on the
+ *                        H200 (bench/NOTES.md run 83: LayerNorm over 4096 rows of X + b + R with two such
+ *                        stages against the same norm with none, +4.9 and +3.1 us)
  *   gemm_pingpong_efficiency  the share of gemm_efficiency's tensor rate the wgmma GEMM's ping-pong form
  *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
  *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.74-0.79 over four store-epilogue
@@ -78,6 +83,7 @@
     X(score_loads_per_s, NULL, 9e11)                                                                   \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
+    X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
     X(gemm_pingpong_efficiency, NULL, 0.76)                                                            \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
@@ -119,7 +125,8 @@ typedef struct {
     double wave_efficiency; /* GEMM, attention: tiles / (waves × SMs), the last wave's idle share; REDUCE and ROW
                                down columns: the share of two blocks an SM their launch fills; 1 otherwise */
     double epilogue_ops;    /* GEMM: elementwise operations of its epilogue over the whole output (also
-                               counted in fma_flops and sfu_ops), at epilogue_ops_per_s, added */
+                               counted in fma_flops and sfu_ops), at epilogue_ops_per_s on the share of SMs its
+                               tiles occupy (wave_efficiency), added */
     double score_sfu_ops;   /* attention: special-function ops of the score functor over every score (a tanh
                                soft-cap: one tanh.approx each; also counted in sfu_ops), at sfu_ops_per_s,
                                added: the consumer warps evaluate them between their two GEMMs of a tile,
@@ -140,6 +147,8 @@ typedef struct {
                                consumer warps' softmax work, at most attention_scores_per_s */
     bool whole_tiles;       /* attention (not the decode form) without a causal diagonal: every K/V tile of every
                                row computed whole, at attention_whole_tiles_ratio × attention_efficiency */
+    double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
+                               does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
@@ -152,9 +161,9 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
 /* The predicted time of a kernel with this work:
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
- *            + epilogue_ops / epilogue_ops_per_s + score_sfu_ops / sfu_ops_per_s
+ *            + epilogue_ops / (epilogue_ops_per_s · wave) + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
- *            + rowstat_stages · rowstat_stage_s
+ *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
  * A ping-pong GEMM: the tensor term divided by gemm_pingpong_efficiency; its epilogue E = epilogue_ops /
  * epilogue_ops_per_s runs beside the main loop: max(that, E) + E / tile_waves (the last tiles' epilogues)
  * + one gemm_wave_overhead_s (the first fill) in place of the sum.

@@ -919,23 +919,12 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
 static const ts_access *row_out(const ts_kernel *k, int o) { return o == 0 ? &k->out : &k->extra_out[o - 1]; }
 static const ts_expr *row_out_expr(const ts_kernel *k, int o) { return o == 0 ? &k->expr : &k->extra_expr[o - 1]; }
 
-/* Whether access a varies with an axis other than the row axis (then each row has its own values). */
-static bool varies_per_row(const ts_access *a, int32_t red_axis) {
-    for (int d = 0; d < a->ndim; d++)
-        if (a->axis[d] != red_axis && a->stride[d].n != 0) return true;
-    return false;
-}
-
-/* Operands cached in registers for the whole row: those that vary along the row and from row to row.
- * The rest (gains and biases shared by every row, per-row scalars) are re-read per span, from L1/L2.
- * Returns cache[slot] (heap): the slot's index among the cached operands, or -1; *n: their number. */
+/* Operands cached in registers for the whole row (ts_row_operand_cached). Returns cache[slot] (heap): the
+ * slot's index among the cached operands, or -1; *n: their number. */
 static int *row_cached(const ts_kernel *k, int *n) {
     int *cache = ts_xmalloc(sizeof *cache * (size_t)(k->nacc ? k->nacc : 1));
     *n = 0;
-    for (int s = 0; s < k->nacc; s++) {
-        ts_sym along = ts_access_stride(&k->acc[s], k->red_axis);
-        cache[s] = along.n != 0 && varies_per_row(&k->acc[s], k->red_axis) ? (*n)++ : -1;
-    }
+    for (int s = 0; s < k->nacc; s++) cache[s] = ts_row_operand_cached(k, s) ? (*n)++ : -1;
     return cache;
 }
 

@@ -178,6 +178,16 @@ ts_sym ts_access_stride(const ts_access *a, int32_t axis) {
     return ts_sym_const(0);
 }
 
+bool ts_row_operand_cached(const ts_kernel *k, int slot) {
+    const ts_access *a = &k->acc[slot];
+    bool along = false, per_row = false;
+    for (int d = 0; d < a->ndim; d++) {
+        along |= a->axis[d] == k->red_axis && a->stride[d].n != 0;
+        per_row |= a->axis[d] != k->red_axis && a->stride[d].n != 0;
+    }
+    return along && per_row;
+}
+
 bool ts_access_same_view(const ts_access *a, const ts_access *b) {
     if (a->buf != b->buf || !ts_sym_equal(a->offset, b->offset)) return false;
     for (int d = 0; d < a->ndim; d++)

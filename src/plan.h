@@ -234,6 +234,10 @@ bool ts_kernel_writes(const ts_kernel *k, int buf);
 ts_sym ts_access_stride(const ts_access *a, int32_t axis);
 /* Whether a and b read the same element at every index: one buffer, offset and stride per axis. */
 bool ts_access_same_view(const ts_access *a, const ts_access *b);
+/* Whether a ROW kernel keeps operand `slot` in registers for the whole row (row.cuh's cached operands): it
+ * varies along the row and from row to row. The rest (gains and biases shared by every row, per-row
+ * scalars) are re-read per span, from L1/L2, in every stage and output that reads them. */
+bool ts_row_operand_cached(const ts_kernel *k, int slot);
 
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);

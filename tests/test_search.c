@@ -758,15 +758,23 @@ Test(search, a_dynamic_m_gemm_keeps_a_skinny_branch_and_a_large_m_gemm_has_none)
     free(yaml);
 }
 
-/* A small static GEMM (fewer wgmma tiles than half the SMs) takes the small-tile form with 64-row tiles
- * over M: GEMM + two Mish at 1024×1024×512 ran 0.0205 ms against 0.0995 ms in 128×256 wgmma tiles. */
-Test(search, a_small_static_gemm_takes_64_row_tiles_over_m) {
+/* A small static GEMM (1024×1024×512: 16 tiles of 128×256 on 132 SMs) takes 128×64 wgmma tiles, 4x the
+ * CTAs (bench/NOTES.md run 83); a narrow one (16 columns) keeps the mma.sync form's 64-row tiles over M. */
+Test(search, a_small_static_gemm_takes_narrow_wgmma_tiles_and_a_narrow_one_the_small_mma_form) {
     compiled_graph cg;
     compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 512}\n"
                       "inputs:\n  X: {dtype: fp16, shape: [b, k]}\n  W: {dtype: fp16, shape: [k, f]}\n"
                       "ops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n  - {name: Y, op: silu, args: [H]}\n"
                       "outputs: [Y]\n");
     const ts_kernel *k = only_gemm(&cg);
+    cr_assert(k->cfg.skinny_m == 0 && k->cfg.tile_m == 128 && k->cfg.tile_n == 64 && k->cfg.stages == 6,
+              "%dx%d, %d stages, skinny up to %d rows", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages, k->cfg.skinny_m);
+    cr_assert(!ts_config_gemm_skinny(&cg.c.g, k));
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 16}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [b, k]}\n  W: {dtype: fp16, shape: [k, f]}\n"
+                      "ops:\n  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n");
+    k = only_gemm(&cg);
     cr_assert(k->cfg.skinny_only && k->cfg.sk_tile_m == 64 && k->cfg.skinny_m >= 1024);
     cr_assert(ts_config_gemm_skinny(&cg.c.g, k));
     free_compiled(&cg);
@@ -795,17 +803,19 @@ Test(search, a_tile_gemm_pays_an_overhead_per_wave_and_a_skinny_gemm_its_own_mma
     free_compiled(&cg);
     free(yaml);
 
-    compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 512}\n"
+    compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 16}\n"
                       "inputs:\n  X: {dtype: fp16, shape: [b, k]}\n  W: {dtype: fp16, shape: [k, f]}\n"
                       "ops:\n  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n");
     k = only_gemm(&cg);
     ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
-    cr_assert(w.skinny && w.tile_waves == 0, "the small static GEMM runs skinny, without the per-wave term");
+    cr_assert(w.skinny && w.tile_waves == 0, "the narrow static GEMM runs skinny, without the per-wave term");
     m = cg.cm;
+    m.skinny_gemm_efficiency = 1e6; /* its weight stream out of the way: the MMA term decides */
     double t = ts_costmodel_time(&m, &w);
     m.skinny_tensor_efficiency /= 2;
     cr_assert_gt(ts_costmodel_time(&m, &w), t, "its MMAs at skinny_tensor_efficiency");
     m = cg.cm;
+    m.skinny_gemm_efficiency = 1e6;
     m.gemm_efficiency /= 2;
     cr_assert_float_eq(ts_costmodel_time(&m, &w), t, 1e-12, "not at gemm_efficiency");
     free_compiled(&cg);

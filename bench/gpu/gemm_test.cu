@@ -363,11 +363,29 @@ static void narrow_configs(uint64_t seed) {
     }
 }
 
+// Small static GEMMs (gemm_sm90_test small has the wgmma forms on the same shapes): the small-tile form config.c
+// gives them (64×64 tiles, 1×4 warps, split-K when there are few tiles) against 2×2 warps and taller tiles.
+static void small_configs(uint64_t seed) {
+    const Shape shapes[] = {{"small 1024x512 k1024", 1024, 512, 1024, 1},
+                            {"small 128x512 k1024", 128, 512, 1024, 1},
+                            {"small 1024x1024 k4096", 1024, 1024, 4096, 1},
+                            {"small 4096x256 k1024", 4096, 256, 1024, 1},
+                            {"small 256x4096 k1024", 256, 4096, 1024, 1}};
+    for (const Shape &s : shapes) {
+        run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 2>(s, seed++);   // config.c's choice for the first
+        run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 1>(s, seed++);
+        run_config<h16, 64, 64, 64, 2, 2, 6, true, false, kStore, 1>(s, seed++);
+        run_config<h16, 64, 64, 64, 2, 2, 6, true, false, kStore, 2>(s, seed++);
+        run_config<h16, 128, 64, 64, 2, 2, 4, true, false, kStore, 2>(s, seed++);
+        run_config<h16, 64, 128, 64, 2, 2, 4, true, false, kStore, 2>(s, seed++);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
     if (argc > 1 && strcmp(argv[1], "decode") == 0) g_decode = true;
     if (argc > 1 && strcmp(argv[1], "profile") == 0) g_decode = true, g_timing = false;
-    const bool narrow = argc > 1 && strcmp(argv[1], "narrow") == 0;
+    const bool narrow = argc > 1 && strcmp(argv[1], "narrow") == 0, small = argc > 1 && strcmp(argv[1], "small") == 0;
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
                                   g_part >= g_parts)) {
         fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
@@ -380,8 +398,9 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
-    if (g_decode || narrow) {
+    if (g_decode || narrow || small) {
         if (narrow) narrow_configs(seed);
+        else if (small) small_configs(seed);
         else decode_configs(seed);
         CKB(cublasDestroy(g_blas));
         CK(cudaFree(g_flush));
