@@ -400,6 +400,11 @@ static void small_configs(uint64_t seed) {
         run_config<h16, 128, 64, 6, 1, true, false, kStore>(s, seed++);
         run_config<h16, 128, 128, 5, 1, true, false, kStore>(s, seed++);
     }
+    // The small-GEMM configuration (128×64, 6 stages) with the epilogues a plan gives it: row statistics of A
+    // folded (RMSNorm before a small projection), a residual, a row scale; bf16 and an [n, k] weight.
+    run_config<h16, 128, 64, 6, 1, true, false, kRowStat>({"small rowstat", 1024, 512, 1024, 1}, seed++);
+    run_config<b16, 128, 64, 6, 1, false, false, kResidual>({"small residual NK bf16", 1000, 520, 1000, 1}, seed++);
+    run_config<h16, 128, 64, 6, 1, true, false, kRowScale>({"small batched rowscale", 300, 264, 512, 3}, seed++);
 }
 
 int main(int argc, char **argv) {
