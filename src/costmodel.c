@@ -390,8 +390,9 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     /* the epilogue runs in the GEMM's CTAs: with fewer tiles than SMs, on that share of them (run 84: GEMM +
      * two Mish at 1024×1024×512, 64 tiles of 128×64, its epilogue 6.5 us against 3.3 at the full rate) */
     double epilogue = w->epilogue_ops > 0 ? w->epilogue_ops / (m->epilogue_ops_per_s * fmax(w->wave_efficiency, 1e-3)) : 0;
-    if (w->pingpong) /* each tile's epilogue beside the next tile's main loop; one pipeline fill */
-        t = fmax(t, epilogue) + epilogue / fmax(w->tile_waves, 1) + m->gemm_wave_overhead_s;
+    if (w->pingpong) /* each tile's epilogue beside the next tile's main loop, partly hidden; one pipeline fill */
+        t = fmax(t, epilogue) + m->gemm_pingpong_epilogue_share * fmin(t, epilogue) + epilogue / fmax(w->tile_waves, 1) +
+            m->gemm_wave_overhead_s;
     else
         t += epilogue + w->tile_waves * m->gemm_wave_overhead_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;

@@ -53,6 +53,11 @@
  *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
  *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.74-0.79 over four store-epilogue
  *                        GEMMs from 1024×4096×4096 to 8192³ (bench/NOTES.md run 49)
+ *   gemm_pingpong_epilogue_share  the share of the shorter of a ping-pong GEMM's main loop and epilogue that
+ *                        the other does not hide (the warpgroups share the SM's issue slots and registers):
+ *                        0.25, the median over runs 82 and 85's ping-pong kernels with heavy epilogues (GEMM +
+ *                        GELU 0.19-0.28, the bf16 linear + GELU 0.17-0.21, the LayerNorm MLP's first GEMM at
+ *                        K = 1024 0.53-0.55; bench/NOTES.md run 86); 0 hid it whole and predicted them 6-23% low
  *   attention_whole_tiles_ratio  the tensor rate of an attention kernel without a causal mask relative to
  *                        attention_efficiency's (fitted mostly on causal kernels, whose diagonal tiles and
  *                        row imbalance cost): 1.26 from run 62's ten attention graphs (bench/NOTES.md run 66)
@@ -85,6 +90,7 @@
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
     X(gemm_pingpong_efficiency, NULL, 0.76)                                                            \
+    X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
@@ -165,8 +171,9 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
  * A ping-pong GEMM: the tensor term divided by gemm_pingpong_efficiency; its epilogue E = epilogue_ops /
- * epilogue_ops_per_s runs beside the main loop: max(that, E) + E / tile_waves (the last tiles' epilogues)
- * + one gemm_wave_overhead_s (the first fill) in place of the sum.
+ * (epilogue_ops_per_s · wave) runs beside the main loop: max(that, E) + gemm_pingpong_epilogue_share ·
+ * min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in
+ * place of the sum.
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
