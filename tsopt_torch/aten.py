@@ -93,6 +93,41 @@ def softplus(cx, x, beta=1, threshold=20):
     return cx.g.op(cx.hint, "softplus", [x], x.axes, x.dtype, beta=float(beta), threshold=float(threshold))
 
 
+def elu(cx, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    """x > 0 ? scale·x : scale·alpha·(e^(input_scale·x) − 1), as aten.elu (selu and celu are elu)."""
+    xs = scaled(cx, x, input_scale) if input_scale != 1 else x
+    em1 = ew(cx, "sub", cx.g.op(cx.hint, "exp", [xs], x.axes, x.dtype), 1.0)
+    y = where(cx, less(cx, 0.0, x), x, scaled(cx, em1, alpha))
+    return scaled(cx, y, scale) if scale != 1 else y
+
+
+def selu(cx, x):
+    return elu(cx, x, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946)
+
+
+def celu(cx, x, alpha=1.0):
+    return elu(cx, x, alpha, 1.0, 1.0 / alpha)
+
+
+def hardsigmoid(cx, x):
+    """clamp(x/6 + 1/2, 0, 1)"""
+    return clamp(cx, ew(cx, "add", scaled(cx, x, 1.0 / 6.0), 0.5), 0.0, 1.0)
+
+
+def hardswish(cx, x):
+    return ew(cx, "mul", x, hardsigmoid(cx, x))
+
+
+def mish(cx, x):
+    """x · tanh(softplus(x))"""
+    return ew(cx, "mul", x, cx.g.op(cx.hint, "tanh", [softplus(cx, x)], x.axes, x.dtype))
+
+
+def log_sigmoid(cx, x):
+    """log σ(x) = −softplus(−x)"""
+    return cx.g.op(cx.hint, "neg", [softplus(cx, cx.g.op(cx.hint, "neg", [x], x.axes, x.dtype))], x.axes, x.dtype)
+
+
 def clamp(cx, x, lo=None, hi=None):
     if isinstance(lo, Val) or isinstance(hi, Val):
         raise ExportError("clamp with tensor bounds has no tsopt op; use maximum/minimum")
@@ -285,6 +320,26 @@ def reduce_over(cx, op, x, dims, keepdim, **attrs):
     return y
 
 
+def min_reduce(cx, x, dims=None, keepdim=False, *rest, **kw):
+    """amin, and min over a dim: −max(−x)."""
+    neg = cx.g.op(cx.hint, "neg", [x], x.axes, x.dtype)
+    m = reduce_over(cx, "reduce_max", neg, dims_of(x, dims), keepdim)
+    return cx.g.op(cx.hint, "neg", [m], m.axes, m.dtype)
+
+
+def max_min(reducer, binary):
+    """aten.max / aten.min: over a dim ((values, indices): tsopt computes the values only), over every dim, or
+    elementwise against another tensor (max.other)."""
+    def h(cx, x, dim=None, keepdim=False):
+        if isinstance(dim, Val):
+            return ew(cx, binary, x, dim)
+        if dim is None:
+            return reducer(cx, x, None, False)
+        return (reducer(cx, x, dim, keepdim), None)
+
+    return h
+
+
 def one_axis(x, dims, what):
     ds = [d for d in dims_of(x, dims) if x.axes[d] is not None]
     if len(ds) != 1:
@@ -417,6 +472,53 @@ def group_norm(cx, x, groups, weight=None, bias=None, eps=1e-5, *rest):
             y = g.elementwise(cx.hint, op, [y, Val(pr.name, [x.axes[1]] + [None] * (len(shape) - 2), p.dtype)],
                               shape, x.dtype)
     return y
+
+
+def per_channel(cx, p, x):
+    """A [C] parameter (a norm's weight, bias or running statistic) as a Val broadcast along x's other dims."""
+    pr = cx.g.rename(p, [x.axes[1]])
+    return Val(pr.name, [None, x.axes[1]] + [None] * (len(x.axes) - 2), p.dtype)
+
+
+def channel_norm(cx, x, stat_dims, weight, bias, eps, mean=None, var=None):
+    """(x − mean) · rsqrt(var + eps) · weight + bias per channel (dim 1): the statistics over stat_dims
+    (biased variance), or the given running ones (eval-mode batch norm)."""
+    g, shape, dt = cx.g, cx.in_shape(0), x.dtype
+    if mean is None:
+        mu = reduce_over(cx, "mean", x, stat_dims, True)
+        xc = g.elementwise(cx.hint, "sub", [x, mu], shape, dt)
+        var = reduce_over(cx, "mean", g.elementwise(cx.hint, "mul", [xc, xc], shape, dt), stat_dims, True)
+    else:
+        xc = g.elementwise(cx.hint, "sub", [x, per_channel(cx, mean, x)], shape, dt)
+        var = per_channel(cx, var, x)
+    inv = g.op(cx.hint, "rsqrt", [g.op(cx.hint, "add", [var, float(eps)], var.axes, dt)], var.axes, dt)
+    y = g.elementwise(cx.hint, "mul", [xc, inv], shape, dt)
+    for op, p in (("mul", weight), ("add", bias)):
+        if p is not None:
+            y = g.elementwise(cx.hint, op, [y, per_channel(cx, p, x)], shape, dt)
+    return y
+
+
+def batch_norm(cx, x, weight=None, bias=None, running_mean=None, running_var=None, training=False, momentum=0.1,
+               eps=1e-5, *rest):
+    """x [N, C, *S]: training (or no running statistics): per channel over N and S, as BatchNorm in a forward
+    pass while training; the update of the running statistics is not part of the graph (export.py drops
+    it). Eval: the running statistics."""
+    if len(x.axes) < 2:
+        raise ExportError("batch_norm of a tensor with fewer than 2 dims")
+    if training or running_mean is None or running_var is None:
+        return channel_norm(cx, x, [0] + list(range(2, len(x.axes))), weight, bias, eps)
+    return channel_norm(cx, x, [], weight, bias, eps, running_mean, running_var)
+
+
+def instance_norm(cx, x, weight=None, bias=None, running_mean=None, running_var=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5, *rest):
+    """x [N, C, *S]: per sample and channel over S."""
+    if not use_input_stats:
+        raise ExportError("instance_norm with running statistics (track_running_stats in eval mode)")
+    if len(x.axes) < 3:
+        raise ExportError("instance_norm of a tensor with fewer than 3 dims")
+    return channel_norm(cx, x, list(range(2, len(x.axes))), weight, bias, eps)
 
 
 def native_group_norm(cx, x, weight, bias, n, c, hw, groups, eps):
@@ -556,6 +658,9 @@ HANDLERS = {
     "square": lambda cx, x: pow_(cx, x, 2), "clamp": clamp, "clip": clamp,
     "clamp_min": lambda cx, x, lo: clamp(cx, x, lo, None), "clamp_max": lambda cx, x, hi: clamp(cx, x, None, hi),
     "hardtanh": lambda cx, x, lo=-1.0, hi=1.0: clamp(cx, x, lo, hi), "relu6": lambda cx, x: clamp(cx, x, 0, 6),
+    "elu": elu, "selu": selu, "celu": celu, "hardsigmoid": hardsigmoid, "hardswish": hardswish, "mish": mish,
+    "log_sigmoid": log_sigmoid, "amin": min_reduce,
+    "min": max_min(min_reduce, "min"), "max": max_min(reduce("reduce_max"), "max"),
     "_to_copy": cast, "to": cast, "type_as": cast, "clone": identity, "contiguous": identity, "alias": identity,
     "detach": identity, "lift_fresh_copy": identity, "dropout": dropout,
     "_assert_tensor_metadata": lambda cx, *a, **kw: None, "_assert_scalar": lambda cx, *a, **kw: None,
@@ -568,7 +673,8 @@ HANDLERS = {
     "_log_softmax": log_softmax,
     "linear": linear, "mm": matmul, "bmm": matmul, "matmul": matmul, "addmm": addmm,
     "layer_norm": layer_norm, "native_layer_norm": native_layer_norm, "rms_norm": rms_norm,
-    "group_norm": group_norm, "native_group_norm": native_group_norm,
+    "group_norm": group_norm, "native_group_norm": native_group_norm, "batch_norm": batch_norm,
+    "instance_norm": instance_norm,
     "scaled_dot_product_attention": sdpa,
     "arange": arange, "full": full, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
 }

@@ -1,15 +1,17 @@
 """export.py — an nn.Module and example inputs → torch.export → a tsopt YAML graph (the CLI and the API).
 
     python3 -m tsopt_torch.export MODULE.py:Class --args x=t:16,d:64 [--args ...] [--init JSON]
-        [--axis f=172] [--dynamic t[=1024]] [--name NAME] [-o graph.yaml]
+        [--axis f=172] [--dynamic t[=1024]] [--train] [--name NAME] [-o graph.yaml]
 
 Each --args is one forward argument in order: its name, then per dim AXIS:SIZE (or just SIZE); a random
 tensor of that shape is the example. Axes are named by size: a size the user named (--args, --axis) gets that
 name everywhere, other sizes n<size>; give distinct axes distinct example sizes. Weights and buffers become
 graph inputs after the forward arguments (named after their attribute path), so the header's C ABI takes
 them in that order (--buffers computed: causal masks and RoPE tables, recognised by their values, become ops
-instead). --dynamic marks an axis dynamic (typical size: the example size unless given). Anything the
-importer cannot map is refused with the ATen op and the source line (exit status 1).
+instead). --dynamic marks an axis dynamic (typical size: the example size unless given). The forward pass is
+exported in eval mode, or with --train in training mode (BatchNorm over the batch; the update of its running
+statistics is left out of the graph, and said on stderr). Anything the importer cannot map is refused with
+the ATen op and the source line (exit status 1).
 """
 
 import argparse
@@ -73,6 +75,11 @@ class Cx:
         return str(m.dtype).replace("torch.", "") if m is not None else None
 
 
+# A result a handler does not compute (None in its tuple): torch.export keeps the getitem of max.dim's
+# indices even when nothing reads them, so only a use of it is an error.
+UNCOMPUTED = object()
+
+
 def op_key(target):
     packet = getattr(target, "_overloadpacket", None)
     return packet.__name__ if packet is not None else getattr(target, "__name__", str(target))
@@ -83,7 +90,11 @@ def convert_node(g, node, env):
 
     def conv(a):
         if isinstance(a, torch.fx.Node):
-            return env[a.name]
+            v = env[a.name]
+            if v is UNCOMPUTED:
+                raise ExportError("uses a result that tsopt does not compute (the indices of a max or min, the mean "
+                                  "or rstd of a norm)")
+            return v
         if isinstance(a, (list, tuple)):
             return [conv(x) for x in a]
         if isinstance(a, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
@@ -95,9 +106,7 @@ def convert_node(g, node, env):
                                                                      "memory_format", "non_blocking")}
     if node.target.__module__ == "_operator" and node.target.__name__ == "getitem":
         r = args[0][args[1]]
-        if r is None:
-            raise ExportError("uses a result that tsopt does not compute (mean or rstd of a norm)")
-        return r
+        return UNCOMPUTED if r is None else r  # an error only where something reads it
     key = op_key(node.target)
     h = aten.HANDLERS.get(key)
     if h is None:
@@ -120,20 +129,58 @@ def buffer_value(ep, spec):
     return ep.constants.get(spec.target) if spec.kind.name == "CONSTANT_TENSOR" else None
 
 
+# Buffer updates a forward pass in training mode makes that are no part of its output: BatchNorm's running
+# statistics. export_program leaves them out of the graph (info["dropped"] names them); any other mutation of
+# a buffer or an input is refused.
+RUNNING_STATS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def is_running_stat(spec):
+    return spec.kind.name == "BUFFER_MUTATION" and (spec.target or "").rsplit(".", 1)[-1] in RUNNING_STATS
+
+
+def needed_nodes(ep):
+    """The names of the nodes the module's user outputs depend on (a running statistic's update is not)."""
+    out_node = [n for n in ep.graph.nodes if n.op == "output"][0]
+    todo = [r for r, spec in zip(out_node.args[0], ep.graph_signature.output_specs)
+            if isinstance(r, torch.fx.Node) and not is_running_stat(spec)]
+    seen = set()
+    while todo:
+        n = todo.pop()
+        if n.name not in seen:
+            seen.add(n.name)
+            todo.extend(n.all_input_nodes)
+    return seen
+
+
+def drop_unread_running_stats(g, info):
+    """Running statistics that no op reads (batch norm in training mode normalises by the batch's) are no
+    graph inputs."""
+    read = {a for _, _, args, _ in g.ops for a in args}
+    unread = {n for n, kind, target, _ in info["inputs"]
+              if kind == "BUFFER" and n not in read and (target or "").rsplit(".", 1)[-1] in RUNNING_STATS}
+    g.inputs[:] = [i for i in g.inputs if i[0] not in unread]
+    info["inputs"][:] = [i for i in info["inputs"] if i[0] not in unread]
+
+
 def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header="", buffers="inputs"):
     """The YAML text of an ExportedProgram, and info: inputs as (yaml name, kind, target, torch shape) in
-    YAML order, outputs as (yaml name, torch shape), computed: the buffers emitted as ops. buffers: "inputs"
-    (every buffer a graph input) or "computed" (causal masks and RoPE tables recognised by value become ops:
-    buffers.py)."""
+    YAML order, outputs as (yaml name, torch shape), computed: the buffers emitted as ops, dropped: the
+    running statistics a training-mode forward would update (not in the graph; their buffers are inputs only
+    where the output reads them). buffers: "inputs" (every buffer a graph input) or "computed" (causal masks
+    and RoPE tables recognised by value become ops: buffers.py)."""
     if buffers not in ("inputs", "computed"):
         raise ExportError("buffers must be inputs or computed, not %r" % buffers)
     g = Graph({s: n for n, s in (axis_names or {}).items()}, dynamic)
     sig = ep.graph_signature
     nodes = {n.name: n for n in ep.graph.nodes}
-    env, info = {}, {"inputs": [], "outputs": [], "computed": []}
+    env, info = {}, {"inputs": [], "outputs": [], "computed": [], "dropped": []}
+    needed = needed_nodes(ep)
     specs = sorted(sig.input_specs, key=lambda s: s.kind.name != "USER_INPUT")
     for spec in specs:
         node = nodes[spec.arg.name]
+        if spec.kind.name == "BUFFER" and node.name not in needed and (spec.target or "").rsplit(".", 1)[-1] in RUNNING_STATS:
+            continue  # a running statistic the output does not read (training mode, or the batch count)
         if spec.kind.name not in ("USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             raise ExportError("input %s of kind %s" % (spec.arg.name, spec.kind.name))
         hint = (spec.target if spec.target else spec.arg.name).replace(".", "_")
@@ -150,20 +197,27 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
         env[node.name] = v
         info["inputs"].append((v.name, spec.kind.name, spec.target or spec.arg.name, list(node.meta["val"].shape)))
     for node in ep.graph.nodes:
-        if node.op != "call_function":
+        if node.op != "call_function" or node.name not in needed:
             continue
         try:
             env[node.name] = convert_node(g, node, env)
         except ExportError as e:
             where = source_line(node)
             raise ExportError("%s%s: %s" % (where + ": " if where else "", node.target, e)) from None
+    drop_unread_running_stats(g, info)
     out_node = [n for n in ep.graph.nodes if n.op == "output"][0]
     results = out_node.args[0]
     input_names = {name for name, _, _ in g.inputs}
     for i, (r, spec) in enumerate(zip(results, sig.output_specs)):
+        if is_running_stat(spec):
+            info["dropped"].append(spec.target)
+            continue
         if spec.kind.name != "USER_OUTPUT":
-            raise ExportError("the module mutates a buffer or an input (%s)" % spec.kind.name)
+            raise ExportError("the module mutates a buffer or an input (%s %s)" % (spec.kind.name, spec.target or ""))
         v = env[r.name]
+        if v is UNCOMPUTED:
+            raise ExportError("output %d is a result that tsopt does not compute (the indices of a max or min, "
+                              "the mean or rstd of a norm)" % i)
         shape = list(r.meta["val"].shape)
         if v.name in input_names or v.name in g.outputs:
             v = g.op("out%d" % i, "copy", [v], v.axes, v.dtype)
@@ -172,15 +226,21 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
     return g.to_yaml(graph_name, header), info
 
 
-def export_module(module, args, axis_names=None, dynamic=None, graph_name="graph", buffers="inputs"):
-    """module(*args) through torch.export (eval mode) to YAML; see export_program."""
+def export_module(module, args, axis_names=None, dynamic=None, graph_name="graph", buffers="inputs", training=False):
+    """module(*args) through torch.export to YAML; see export_program. In eval mode (the default), or with
+    training=True in training mode: BatchNorm normalises by the batch's statistics (the update of its running
+    statistics is left out: info["dropped"]), and a dropout with p > 0 is refused."""
     if torch is None:
         raise ExportError("the importer needs PyTorch: pip install torch")
-    module.eval()
+    module.train(training)
     with torch.no_grad():
         ep = torch.export.export(module, tuple(args))
     header = "# exported from %s by tsopt_torch.export" % type(module).__name__
-    return export_program(ep, axis_names, dynamic, graph_name, header, buffers)
+    text, info = export_program(ep, axis_names, dynamic, graph_name, header, buffers)
+    if training:  # the running statistics a training-mode forward updates in place (not in the graph)
+        info["dropped"] += [s.target for s in ep.graph_signature.input_specs if s.kind.name == "BUFFER" and
+                            s.target.rsplit(".", 1)[-1] in RUNNING_STATS and s.target not in info["dropped"]]
+    return text, info
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------
@@ -219,6 +279,9 @@ def main(argv=None):
     ap.add_argument("--axis", action="append", default=[], help="name a size: NAME=SIZE")
     ap.add_argument("--dynamic", action="append", default=[], help="a dynamic axis: NAME or NAME=TYPICAL")
     ap.add_argument("--dtype", default="float32", choices=sorted(DTYPES))
+    ap.add_argument("--train", action="store_true",
+                    help="export the forward pass in training mode (BatchNorm over the batch; its running "
+                         "statistics' update is left out, and said on stderr)")
     ap.add_argument("--buffers", default="inputs", choices=["inputs", "computed"],
                     help="buffers as graph inputs, or causal masks and RoPE tables recognised by value as ops")
     ap.add_argument("--seed", type=int, default=0)
@@ -246,7 +309,11 @@ def main(argv=None):
                 raise ValueError("--dynamic %s: no argument names an axis '%s'" % (a, k))
             dynamic[k] = int(v) if v else names[k]
         module = cls(**json.loads(o.init)).to(getattr(torch, o.dtype))
-        text, _ = export_module(module, examples, names, dynamic, o.name or cls.__name__.lower(), o.buffers)
+        text, info = export_module(module, examples, names, dynamic, o.name or cls.__name__.lower(), o.buffers,
+                                   training=o.train)
+        if info["dropped"]:
+            print("tsopt_torch.export: note: the graph leaves out the update of %s (training mode)"
+                  % ", ".join(info["dropped"]), file=sys.stderr)
     except (ExportError, ValueError) as e:
         print("tsopt_torch.export: error: %s" % e, file=sys.stderr)
         return 1

@@ -282,6 +282,52 @@ AX3 = {"b": 2, "t": 7, "d": 12}
 QKV = [[2, 3, 7, 8], [2, 3, 9, 8], [2, 3, 9, 8]]  # (batch, heads, queries, head dim), keys 9
 AXQ = {"b": 2, "h": 3, "t": 7, "s": 9, "e": 8}
 
+class Activations(nn.Module):
+    """elu, selu, celu, hardswish, hardsigmoid, mish, softsign, logsigmoid, tanhshrink in one module."""
+
+    def forward(self, x):
+        a = F.elu(x, 0.8) + F.selu(x) + F.celu(x, 0.7) + F.hardswish(3 * x) + F.hardsigmoid(4 * x)
+        return a * F.mish(x) + F.softsign(x) - F.logsigmoid(x) + F.tanhshrink(x)
+
+
+class MinMax(nn.Module):
+    """min and max over a dim (values; the unused indices stay out), amin, max against another tensor."""
+
+    def forward(self, x):
+        return torch.min(x, dim=1, keepdim=True)[0] + torch.amin(x, dim=1, keepdim=True) + \
+            torch.max(x, dim=1, keepdim=True).values * torch.max(x, x.flip(1))
+
+
+class BatchNormEval(nn.Module):
+    """Linear → BatchNorm1d (eval: its running statistics, set to non-trivial values) → over [b, c, l] too."""
+
+    def __init__(self, d=12, n=20):
+        super().__init__()
+        self.lin, self.bn = nn.Linear(d, n), nn.BatchNorm1d(n)
+        self.bn3 = nn.BatchNorm1d(n)
+        for bn in (self.bn, self.bn3):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.data.uniform_(0.5, 1.5)
+            bn.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        y = self.bn(self.lin(x))
+        return self.bn3(y.unsqueeze(-1).expand(-1, -1, 3)).sum(-1)
+
+
+class BatchStatsNorm(nn.Module):
+    """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
+
+    def __init__(self, c=12):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.rand(c) + 0.5), nn.Parameter(torch.randn(c))
+        self.inorm = nn.InstanceNorm1d(c, affine=True)
+
+    def forward(self, x):
+        return F.batch_norm(x, None, None, self.w, self.b, training=True, eps=1e-3) + self.inorm(x)
+
+
 CASES = [
     ("llama_layer", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}),
     ("llama_layer_dynamic_t", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}, {"dynamic": {"t": 9}}),  # run at 9
@@ -320,6 +366,14 @@ CASES = [
     # type (tsopt's kernels compute it in fp32 and round the result), which in this float64 round trip
     # leaves out that rounding (~5e-8)
     ("upcast_attention", UpcastAttention, QKV, AXQ, {"tol": 1e-6}),
+    ("activations", Activations, X3, AX3),
+    ("min_max", MinMax, [[4, 12]], {"m": 4, "d": 12}),
+    ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
+    ("batch_stats_norms", BatchStatsNorm, [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
+    # training mode: both batch norms over the batch (and l); their running statistics' updates left out
+    ("batchnorm_train", BatchNormEval, [[4, 12]], {"m": 4, "d": 12},
+     {"training": True, "dropped": ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked",
+                                    "bn3.running_mean", "bn3.running_var", "bn3.num_batches_tracked"]}),
 ]
 
 REFUSED = ("cumsum", Cumsum, [[5, 4]], {"t": 5, "d": 4})
