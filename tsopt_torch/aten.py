@@ -353,6 +353,26 @@ def var(cx, x, dims=None, correction=1, keepdim=False, **kw):
     return reduce_over(cx, "var", x, [d], keepdim, correction=float(c))
 
 
+def std(cx, x, dims=None, correction=1, keepdim=False, **kw):
+    """√var"""
+    v = var(cx, x, dims, correction, keepdim)
+    return cx.g.op(cx.hint, "sqrt", [v], v.axes, v.dtype)
+
+
+def vector_norm(cx, x, ord=2, dims=None, keepdim=False, **kw):
+    """linalg.vector_norm / norm with p = 2 (F.normalize's): √Σ x²"""
+    if ord not in (2, 2.0, None):
+        raise ExportError("a vector norm of order %r; tsopt maps the 2-norm" % (ord,))
+    sq = reduce_over(cx, "reduce_sum", cx.g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), dims_of(x, dims), keepdim)
+    return cx.g.op(cx.hint, "sqrt", [sq], sq.axes, sq.dtype)
+
+
+def glu(cx, x, dim=-1):
+    """a · σ(b) of x's two halves along dim"""
+    a, b = split(cx, x, cx.in_shape(0)[dim % len(x.axes)] // 2, dim)
+    return cx.g.elementwise(cx.hint, "mul", [a, cx.g.op(cx.hint, "sigmoid", [b], b.axes, b.dtype)], cx.shape, x.dtype)
+
+
 def logsumexp(cx, x, dims, keepdim=False):
     d = one_axis(x, dims, "logsumexp")
     return reduce_over(cx, "logsumexp", x, [d], keepdim)
@@ -668,7 +688,9 @@ HANDLERS = {
     "view_as": reshape, "reshape_as": reshape, "squeeze": reshape, "unsqueeze": reshape,
     "permute": permute, "transpose": transpose, "t": t, "expand": expand, "expand_as": expand,
     "slice": slice_, "select": select, "split": split, "flip": flip, "split_with_sizes": split_sizes, "chunk": chunk, "cat": cat, "concat": cat, "stack": stack,
-    "sum": reduce("reduce_sum"), "mean": reduce("mean"), "amax": reduce("reduce_max"), "var": var,
+    "sum": reduce("reduce_sum"), "mean": reduce("mean"), "amax": reduce("reduce_max"), "var": var, "std": std,
+    "linalg_vector_norm": vector_norm, "norm": lambda cx, x, p=2, dim=None, keepdim=False, **kw: vector_norm(
+        cx, x, p, dim, keepdim), "glu": glu,
     "logsumexp": logsumexp, "softmax": softmax, "_softmax": softmax, "log_softmax": log_softmax,
     "_log_softmax": log_softmax,
     "linear": linear, "mm": matmul, "bmm": matmul, "matmul": matmul, "addmm": addmm,

@@ -290,6 +290,14 @@ class Activations(nn.Module):
         return a * F.mish(x) + F.softsign(x) - F.logsigmoid(x) + F.tanhshrink(x)
 
 
+class NormsAndGlu(nn.Module):
+    """std, F.normalize (a 2-norm), torch.norm over a dim, GLU."""
+
+    def forward(self, x):
+        y = F.normalize(x, dim=-1) + x.std(dim=-1, keepdim=True) * torch.norm(x, dim=1, keepdim=True)
+        return F.glu(torch.cat([y, x], dim=-1), dim=-1)
+
+
 class MinMax(nn.Module):
     """min and max over a dim (values; the unused indices stay out), amin, max against another tensor."""
 
@@ -368,6 +376,7 @@ CASES = [
     ("upcast_attention", UpcastAttention, QKV, AXQ, {"tol": 1e-6}),
     ("activations", Activations, X3, AX3),
     ("min_max", MinMax, [[4, 12]], {"m": 4, "d": 12}),
+    ("norms_glu", NormsAndGlu, X3, AX3),
     ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
     ("batch_stats_norms", BatchStatsNorm, [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
     # training mode: both batch norms over the batch (and l); their running statistics' updates left out
