@@ -179,8 +179,6 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
     specs = sorted(sig.input_specs, key=lambda s: s.kind.name != "USER_INPUT")
     for spec in specs:
         node = nodes[spec.arg.name]
-        if spec.kind.name == "BUFFER" and node.name not in needed and (spec.target or "").rsplit(".", 1)[-1] in RUNNING_STATS:
-            continue  # a running statistic the output does not read (training mode, or the batch count)
         if spec.kind.name not in ("USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             raise ExportError("input %s of kind %s" % (spec.arg.name, spec.kind.name))
         hint = (spec.target if spec.target else spec.arg.name).replace(".", "_")
