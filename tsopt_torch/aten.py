@@ -340,6 +340,40 @@ def max_min(reducer, binary):
     return h
 
 
+def pool(reducer, nd):
+    """avg_poolNd / max_poolNd with windows that tile the last nd dims (stride = kernel, no padding, dilation 1,
+    floor mode): each pooled dim split into (windows, kernel) by a reshape, then the mean or max over the
+    kernel axes; a remainder past the last whole window is sliced off first, as PyTorch drops it."""
+    def h(cx, x, kernel_size, stride=None, padding=0, *rest):
+        ks = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size] * nd
+        st = list(stride) if isinstance(stride, (list, tuple)) and stride else ks
+        st = st if isinstance(st, list) else [st] * nd
+        pad = list(padding) if isinstance(padding, (list, tuple)) else [padding] * nd
+        ks, st, pad = ks * (nd // len(ks)), st * (nd // len(st)), pad * (nd // len(pad))
+        dilation = rest[0] if reducer == "reduce_max" and rest else 1
+        ceil_mode = rest[1] if reducer == "reduce_max" and len(rest) > 1 else (rest[0] if rest else False)
+        if st != ks or any(pad) or dilation not in (1, [1] * nd, [1]) or ceil_mode:
+            raise ExportError("pooling with stride %s, kernel %s, padding %s: tsopt pools windows that tile the "
+                              "input (stride = kernel, no padding, dilation 1, floor mode)" % (st, ks, pad))
+        if reducer == "mean" and len(rest) > 3 and rest[3] is not None:
+            raise ExportError("avg_pool with a divisor_override")
+        shape, g, rank = cx.in_shape(0), cx.g, len(x.axes)
+        for j, k in enumerate(ks):
+            d = rank - nd + j
+            n = shape[d] // k
+            if n * k != shape[d]:
+                x = g.slice(x, d, 0, n * k, 1)
+        if all(k == 1 for k in ks):
+            return x
+        split = list(shape[:rank - nd])
+        for j, k in enumerate(ks):
+            split += [shape[rank - nd + j] // k, k]
+        y = g.reshape(x, split)
+        return reduce_over(cx, reducer, y, [rank - nd + 2 * j + 1 for j in range(nd)], False)
+
+    return h
+
+
 def one_axis(x, dims, what):
     ds = [d for d in dims_of(x, dims) if x.axes[d] is not None]
     if len(ds) != 1:
@@ -680,6 +714,8 @@ HANDLERS = {
     "hardtanh": lambda cx, x, lo=-1.0, hi=1.0: clamp(cx, x, lo, hi), "relu6": lambda cx, x: clamp(cx, x, 0, 6),
     "elu": elu, "selu": selu, "celu": celu, "hardsigmoid": hardsigmoid, "hardswish": hardswish, "mish": mish,
     "log_sigmoid": log_sigmoid, "amin": min_reduce,
+    "avg_pool1d": pool("mean", 1), "avg_pool2d": pool("mean", 2), "max_pool1d": pool("reduce_max", 1),
+    "max_pool2d": pool("reduce_max", 2),
     "min": max_min(min_reduce, "min"), "max": max_min(reduce("reduce_max"), "max"),
     "_to_copy": cast, "to": cast, "type_as": cast, "clone": identity, "contiguous": identity, "alias": identity,
     "detach": identity, "lift_fresh_copy": identity, "dropout": dropout,

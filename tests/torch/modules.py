@@ -298,6 +298,20 @@ class NormsAndGlu(nn.Module):
         return F.glu(torch.cat([y, x], dim=-1), dim=-1)
 
 
+class Pools(nn.Module):
+    """A GEMM-fusion suite's pooling after a Linear: AvgPool1d(4) over the features (14 of them: the last 2 are
+    dropped), then GELU and MaxPool1d(2); AvgPool2d and MaxPool2d over a [b, 2, 7, 12] reshape."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(12, 14)
+
+    def forward(self, x):
+        y = F.max_pool1d(F.gelu(F.avg_pool1d(self.lin(x), 4)), 2)
+        z = x.reshape(2, 1, 7, 12)
+        return y.sum(-1, keepdim=True) + F.avg_pool2d(z, (7, 3)).sum() + F.max_pool2d(z, 2).sum()
+
+
 class MinMax(nn.Module):
     """min and max over a dim (values; the unused indices stay out), amin, max against another tensor."""
 
@@ -377,6 +391,7 @@ CASES = [
     ("activations", Activations, X3, AX3),
     ("min_max", MinMax, [[4, 12]], {"m": 4, "d": 12}),
     ("norms_glu", NormsAndGlu, X3, AX3),
+    ("pools", Pools, X3, AX3),
     ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
     ("batch_stats_norms", BatchStatsNorm, [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
     # training mode: both batch norms over the batch (and l); their running statistics' updates left out
