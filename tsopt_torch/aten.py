@@ -355,7 +355,7 @@ def pool(reducer, nd):
         if st != ks or any(pad) or dilation not in (1, [1] * nd, [1]) or ceil_mode:
             raise ExportError("pooling with stride %s, kernel %s, padding %s: tsopt pools windows that tile the "
                               "input (stride = kernel, no padding, dilation 1, floor mode)" % (st, ks, pad))
-        if reducer == "mean" and len(rest) > 3 and rest[3] is not None:
+        if reducer == "mean" and len(rest) > 2 and rest[2] is not None:  # (ceil_mode, count_include_pad, divisor)
             raise ExportError("avg_pool with a divisor_override")
         shape, g, rank = cx.in_shape(0), cx.g, len(x.axes)
         for j, k in enumerate(ks):
