@@ -461,6 +461,54 @@ def contract(cx, a, b, shape=None, hint=None):
     return g.in_order(y, tsopt_dims)
 
 
+def einsum(cx, equation, operands):
+    """torch.einsum of one or two operands: each subscript letter one named axis (letters whose axes share a
+    name, as axes of one size do, are told apart); a letter only one operand has and the output lacks is
+    summed there first; the two operands meet in a matmul over a letter both have and the output lacks (the
+    others such summed after it), or, with none, in a product broadcast over both; then the output's order.
+    Ellipses and repeated letters in one operand (diagonals) are refused."""
+    g, eq = cx.g, equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if "." in eq or len(subs) != len(operands) or len(operands) not in (1, 2):
+        raise ExportError("einsum %r: tsopt maps one or two operands without an ellipsis" % equation)
+    if not arrow:  # implicit output: the letters that appear once, in alphabetical order
+        rhs = "".join(sorted(c for c in set(lhs) - {","} if lhs.count(c) == 1))
+    if any(len(set(sub)) != len(sub) for sub in subs):
+        raise ExportError("einsum %r: a letter repeated in one operand (a diagonal) has no tsopt op" % equation)
+    name, taken = {}, set()
+    for sub, x in zip(subs, operands):
+        for letter, a in zip(sub, x.axes):
+            if a is not None and letter not in name:
+                name[letter] = g.alt(a, taken) if a in taken else a
+                taken.add(name[letter])
+    ops = []
+    for i, (sub, x) in enumerate(zip(subs, operands)):
+        y = g.rename(x, [name[c] if a is not None else None for c, a in zip(sub, x.axes)])
+        dims = list(y.dims)
+        others = "".join(subs[:i] + subs[i + 1:])
+        for c in sub:
+            if c in name and c not in rhs and c not in others and name[c] in dims:
+                dims.remove(name[c])
+                y = g.op(cx.hint, "reduce_sum", [y], list(dims), cx.dtype, axis=name[c])
+        ops.append(Val(y.name, list(dims), cx.dtype))
+    dims = list(ops[0].dims)
+    y = ops[0]
+    if len(ops) == 2:
+        a, b = ops
+        shared = [d for d in a.dims if d in b.dims and d not in [name.get(c) for c in rhs]]
+        if shared:
+            dims = [d for d in a.dims if d != shared[0]] + [d for d in b.dims if d not in a.dims]
+            y = g.op(cx.hint, "matmul", [a, b], list(dims), cx.dtype, over=shared[0])
+            for d in shared[1:]:
+                dims.remove(d)
+                y = g.op(cx.hint, "reduce_sum", [y], list(dims), cx.dtype, axis=d)
+        else:
+            dims = a.dims + [d for d in b.dims if d not in a.dims]
+            y = g.op(cx.hint, "mul", [g.expand_to(a, dims), g.expand_to(b, dims)], list(dims), cx.dtype)
+    return g.in_order(Val(y.name, [name.get(c) for c in rhs], cx.dtype), dims)
+
+
 def matmul(cx, a, b):
     return contract(cx, a, b)
 
@@ -729,7 +777,7 @@ HANDLERS = {
         cx, x, p, dim, keepdim), "glu": glu,
     "logsumexp": logsumexp, "softmax": softmax, "_softmax": softmax, "log_softmax": log_softmax,
     "_log_softmax": log_softmax,
-    "linear": linear, "mm": matmul, "bmm": matmul, "matmul": matmul, "addmm": addmm,
+    "linear": linear, "mm": matmul, "bmm": matmul, "matmul": matmul, "addmm": addmm, "einsum": einsum,
     "layer_norm": layer_norm, "native_layer_norm": native_layer_norm, "rms_norm": rms_norm,
     "group_norm": group_norm, "native_group_norm": native_group_norm, "batch_norm": batch_norm,
     "instance_norm": instance_norm,

@@ -312,6 +312,17 @@ class Pools(nn.Module):
         return y.sum(-1, keepdim=True) + F.avg_pool2d(z, (7, 3)).sum() + F.max_pool2d(z, 2).sum()
 
 
+class Einsums(nn.Module):
+    """einsum: a batched matmul, scores over heads, a transpose, a sum over a letter, an outer product, and
+    two letters of one size (i and j, both 7) told apart."""
+
+    def forward(self, q, k):
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k)
+        y = torch.einsum("bhqk,bhkd->bqhd", s, k) + torch.einsum("bhkd->bkhd", k)
+        o = torch.einsum("i,j->ij", q[0, 0, :, 0], k[0, 0, :, 1])
+        return y.sum(-1, keepdim=True) * torch.einsum("ij,jk->ik", o, o).sum() + torch.einsum("bhqd->bq", q)[..., None, None]
+
+
 class MinMax(nn.Module):
     """min and max over a dim (values; the unused indices stay out), amin, max against another tensor."""
 
@@ -392,6 +403,7 @@ CASES = [
     ("min_max", MinMax, [[4, 12]], {"m": 4, "d": 12}),
     ("norms_glu", NormsAndGlu, X3, AX3),
     ("pools", Pools, X3, AX3),
+    ("einsum", Einsums, [[2, 3, 7, 8], [2, 3, 7, 8]], {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
     ("batch_stats_norms", BatchStatsNorm, [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
     # training mode: both batch norms over the batch (and l); their running statistics' updates left out
