@@ -128,6 +128,21 @@ def log_sigmoid(cx, x):
     return cx.g.op(cx.hint, "neg", [softplus(cx, cx.g.op(cx.hint, "neg", [x], x.axes, x.dtype))], x.axes, x.dtype)
 
 
+def threshold(cx, x, th, value):
+    """x > th ? x : value"""
+    return where(cx, less(cx, float(th), x), x, float(value))
+
+
+def hardshrink(cx, x, lambd=0.5):
+    """|x| > λ ? x : 0"""
+    return where(cx, less(cx, float(lambd), cx.g.op(cx.hint, "abs", [x], x.axes, x.dtype)), x, 0.0)
+
+
+def softshrink(cx, x, lambd=0.5):
+    """x > λ ? x − λ : x < −λ ? x + λ : 0, as x − clamp(x, −λ, λ)"""
+    return ew(cx, "sub", x, clamp(cx, x, -float(lambd), float(lambd)))
+
+
 def clamp(cx, x, lo=None, hi=None):
     if isinstance(lo, Val) or isinstance(hi, Val):
         raise ExportError("clamp with tensor bounds has no tsopt op; use maximum/minimum")
@@ -395,7 +410,7 @@ def std(cx, x, dims=None, correction=1, keepdim=False, **kw):
 
 def vector_norm(cx, x, ord=2, dims=None, keepdim=False, **kw):
     """linalg.vector_norm / norm with p = 2 (F.normalize's): √Σ x²"""
-    if ord not in (2, 2.0, None):
+    if ord not in (2, 2.0, None, "fro"):
         raise ExportError("a vector norm of order %r; tsopt maps the 2-norm" % (ord,))
     sq = reduce_over(cx, "reduce_sum", cx.g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), dims_of(x, dims), keepdim)
     return cx.g.op(cx.hint, "sqrt", [sq], sq.axes, sq.dtype)
@@ -761,7 +776,8 @@ HANDLERS = {
     "clamp_min": lambda cx, x, lo: clamp(cx, x, lo, None), "clamp_max": lambda cx, x, hi: clamp(cx, x, None, hi),
     "hardtanh": lambda cx, x, lo=-1.0, hi=1.0: clamp(cx, x, lo, hi), "relu6": lambda cx, x: clamp(cx, x, 0, 6),
     "elu": elu, "selu": selu, "celu": celu, "hardsigmoid": hardsigmoid, "hardswish": hardswish, "mish": mish,
-    "log_sigmoid": log_sigmoid, "amin": min_reduce,
+    "log_sigmoid": log_sigmoid, "amin": min_reduce, "threshold": threshold, "hardshrink": hardshrink,
+    "softshrink": softshrink,
     "avg_pool1d": pool("mean", 1), "avg_pool2d": pool("mean", 2), "max_pool1d": pool("reduce_max", 1),
     "max_pool2d": pool("reduce_max", 2),
     "min": max_min(min_reduce, "min"), "max": max_min(reduce("reduce_max"), "max"),

@@ -283,11 +283,13 @@ QKV = [[2, 3, 7, 8], [2, 3, 9, 8], [2, 3, 9, 8]]  # (batch, heads, queries, head
 AXQ = {"b": 2, "h": 3, "t": 7, "s": 9, "e": 8}
 
 class Activations(nn.Module):
-    """elu, selu, celu, hardswish, hardsigmoid, mish, softsign, logsigmoid, tanhshrink in one module."""
+    """elu, selu, celu, hardswish, hardsigmoid, mish, softsign, logsigmoid, tanhshrink, threshold, hardshrink,
+    softshrink and a Frobenius norm in one module."""
 
     def forward(self, x):
         a = F.elu(x, 0.8) + F.selu(x) + F.celu(x, 0.7) + F.hardswish(3 * x) + F.hardsigmoid(4 * x)
-        return a * F.mish(x) + F.softsign(x) - F.logsigmoid(x) + F.tanhshrink(x)
+        b = F.threshold(x, 0.1, -2.0) + F.hardshrink(x, 0.3) + F.softshrink(x, 0.4)
+        return a * F.mish(x) + F.softsign(x) - F.logsigmoid(x) + F.tanhshrink(x) + b / torch.norm(x, p="fro")
 
 
 class NormsAndGlu(nn.Module):
