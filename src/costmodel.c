@@ -269,6 +269,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         double f = 0, s = 0, space = out * (k->per_row ? size_of(g, k->red_axis) : 1);
         for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
         fma += f * space, sfu += s * space;
+        const double rows = k->per_row ? out : out / size_of(g, k->red_axis);
         if (k->columns) { /* down columns: nothing cached, a pass over the operands per stage and for the outputs */
             double in = 0;
             for (int i = 0; i < k->nacc; i++) in += access_bytes(g, p, &k->acc[i]);
@@ -276,11 +277,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             /* launch_row_columns (row.cuh) gives a block 32, 16 or 8 rows and wants two blocks an SM: with
              * fewer rows the SMs it leaves idle do not stream (run 40: 3 columns of 100,000, one block,
              * 116 us for 600 KB) */
-            double rows = k->per_row ? out : out / size_of(g, k->red_axis);
             double cols = rows >= 64.0 * m->sms ? 32 : rows >= 32.0 * m->sms ? 16 : 8;
             wave = fmin(1, ceil(rows / cols) / (2.0 * m->sms));
         } else {
-            double rows = k->per_row ? out : out / size_of(g, k->red_axis);
             row_stage_loads = uncached_stages(k) * ceil(rows / m->sms);
         }
         break;

@@ -96,7 +96,7 @@ def softplus(cx, x, beta=1, threshold=20):
 def elu(cx, x, alpha=1.0, scale=1.0, input_scale=1.0):
     """x > 0 ? scale·x : scale·alpha·(e^(input_scale·x) − 1), as aten.elu (selu and celu are elu)."""
     xs = scaled(cx, x, input_scale) if input_scale != 1 else x
-    em1 = ew(cx, "sub", cx.g.op(cx.hint, "exp", [xs], x.axes, x.dtype), 1.0)
+    em1 = ew(cx, "sub", unary("exp")(cx, xs), 1.0)
     y = where(cx, less(cx, 0.0, x), x, scaled(cx, em1, alpha))
     return scaled(cx, y, scale) if scale != 1 else y
 
@@ -120,12 +120,12 @@ def hardswish(cx, x):
 
 def mish(cx, x):
     """x · tanh(softplus(x))"""
-    return ew(cx, "mul", x, cx.g.op(cx.hint, "tanh", [softplus(cx, x)], x.axes, x.dtype))
+    return ew(cx, "mul", x, unary("tanh")(cx, softplus(cx, x)))
 
 
 def log_sigmoid(cx, x):
     """log σ(x) = −softplus(−x)"""
-    return cx.g.op(cx.hint, "neg", [softplus(cx, cx.g.op(cx.hint, "neg", [x], x.axes, x.dtype))], x.axes, x.dtype)
+    return unary("neg")(cx, softplus(cx, unary("neg")(cx, x)))
 
 
 def threshold(cx, x, th, value):
@@ -135,7 +135,7 @@ def threshold(cx, x, th, value):
 
 def hardshrink(cx, x, lambd=0.5):
     """|x| > λ ? x : 0"""
-    return where(cx, less(cx, float(lambd), cx.g.op(cx.hint, "abs", [x], x.axes, x.dtype)), x, 0.0)
+    return where(cx, less(cx, float(lambd), unary("abs")(cx, x)), x, 0.0)
 
 
 def softshrink(cx, x, lambd=0.5):
@@ -337,9 +337,8 @@ def reduce_over(cx, op, x, dims, keepdim, **attrs):
 
 def min_reduce(cx, x, dims=None, keepdim=False, *rest, **kw):
     """amin, and min over a dim: −max(−x)."""
-    neg = cx.g.op(cx.hint, "neg", [x], x.axes, x.dtype)
-    m = reduce_over(cx, "reduce_max", neg, dims_of(x, dims), keepdim)
-    return cx.g.op(cx.hint, "neg", [m], m.axes, m.dtype)
+    m = reduce_over(cx, "reduce_max", unary("neg")(cx, x), dims_of(x, dims), keepdim)
+    return unary("neg")(cx, m)
 
 
 def max_min(reducer, binary):
@@ -404,8 +403,7 @@ def var(cx, x, dims=None, correction=1, keepdim=False, **kw):
 
 def std(cx, x, dims=None, correction=1, keepdim=False, **kw):
     """√var"""
-    v = var(cx, x, dims, correction, keepdim)
-    return cx.g.op(cx.hint, "sqrt", [v], v.axes, v.dtype)
+    return unary("sqrt")(cx, var(cx, x, dims, correction, keepdim))
 
 
 def vector_norm(cx, x, ord=2, dims=None, keepdim=False, **kw):
@@ -413,13 +411,13 @@ def vector_norm(cx, x, ord=2, dims=None, keepdim=False, **kw):
     if ord not in (2, 2.0, None, "fro"):
         raise ExportError("a vector norm of order %r; tsopt maps the 2-norm" % (ord,))
     sq = reduce_over(cx, "reduce_sum", cx.g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), dims_of(x, dims), keepdim)
-    return cx.g.op(cx.hint, "sqrt", [sq], sq.axes, sq.dtype)
+    return unary("sqrt")(cx, sq)
 
 
 def glu(cx, x, dim=-1):
     """a · σ(b) of x's two halves along dim"""
     a, b = split(cx, x, cx.in_shape(0)[dim % len(x.axes)] // 2, dim)
-    return cx.g.elementwise(cx.hint, "mul", [a, cx.g.op(cx.hint, "sigmoid", [b], b.axes, b.dtype)], cx.shape, x.dtype)
+    return cx.g.elementwise(cx.hint, "mul", [a, unary("sigmoid")(cx, b)], cx.shape, x.dtype)
 
 
 def logsumexp(cx, x, dims, keepdim=False):
@@ -580,21 +578,21 @@ def group_norm(cx, x, groups, weight=None, bias=None, eps=1e-5, *rest):
         rest_n *= s
     grouped = g.reshape(x, [n, groups, c // groups * rest_n])
     y = g.op(cx.hint, "layernorm", [grouped], grouped.axes, x.dtype, axis=grouped.axes[-1], eps=float(eps))
-    y = g.rename(g.reshape(y, shape), x.axes)
-    ch = [None] * len(shape)
-    ch[1] = x.axes[1]
-    for op, p in (("mul", weight), ("add", bias)):
-        if p is not None:
-            pr = g.rename(p, [x.axes[1]])
-            y = g.elementwise(cx.hint, op, [y, Val(pr.name, [x.axes[1]] + [None] * (len(shape) - 2), p.dtype)],
-                              shape, x.dtype)
-    return y
+    return channel_affine(cx, g.rename(g.reshape(y, shape), x.axes), x, weight, bias)
 
 
 def per_channel(cx, p, x):
     """A [C] parameter (a norm's weight, bias or running statistic) as a Val broadcast along x's other dims."""
     pr = cx.g.rename(p, [x.axes[1]])
     return Val(pr.name, [None, x.axes[1]] + [None] * (len(x.axes) - 2), p.dtype)
+
+
+def channel_affine(cx, y, x, weight, bias):
+    """y · weight + bias per channel (dim 1 of x; either may be None): a norm's affine part."""
+    for op, p in (("mul", weight), ("add", bias)):
+        if p is not None:
+            y = cx.g.elementwise(cx.hint, op, [y, per_channel(cx, p, x)], cx.in_shape(0), x.dtype)
+    return y
 
 
 def channel_norm(cx, x, stat_dims, weight, bias, eps, mean=None, var=None):
@@ -608,12 +606,8 @@ def channel_norm(cx, x, stat_dims, weight, bias, eps, mean=None, var=None):
     else:
         xc = g.elementwise(cx.hint, "sub", [x, per_channel(cx, mean, x)], shape, dt)
         var = per_channel(cx, var, x)
-    inv = g.op(cx.hint, "rsqrt", [g.op(cx.hint, "add", [var, float(eps)], var.axes, dt)], var.axes, dt)
-    y = g.elementwise(cx.hint, "mul", [xc, inv], shape, dt)
-    for op, p in (("mul", weight), ("add", bias)):
-        if p is not None:
-            y = g.elementwise(cx.hint, op, [y, per_channel(cx, p, x)], shape, dt)
-    return y
+    inv = unary("rsqrt")(cx, g.op(cx.hint, "add", [var, float(eps)], var.axes, dt))
+    return channel_affine(cx, g.elementwise(cx.hint, "mul", [xc, inv], shape, dt), x, weight, bias)
 
 
 def batch_norm(cx, x, weight=None, bias=None, running_mean=None, running_var=None, training=False, momentum=0.1,

@@ -135,8 +135,13 @@ def buffer_value(ep, spec):
 RUNNING_STATS = ("running_mean", "running_var", "num_batches_tracked")
 
 
+def names_running_stat(target):
+    """Whether a buffer's attribute path (bn.running_var) names a running statistic."""
+    return (target or "").rsplit(".", 1)[-1] in RUNNING_STATS
+
+
 def is_running_stat(spec):
-    return spec.kind.name == "BUFFER_MUTATION" and (spec.target or "").rsplit(".", 1)[-1] in RUNNING_STATS
+    return spec.kind.name == "BUFFER_MUTATION" and names_running_stat(spec.target)
 
 
 def needed_nodes(ep):
@@ -158,7 +163,7 @@ def drop_unread_running_stats(g, info):
     graph inputs."""
     read = {a for _, _, args, _ in g.ops for a in args}
     unread = {n for n, kind, target, _ in info["inputs"]
-              if kind == "BUFFER" and n not in read and (target or "").rsplit(".", 1)[-1] in RUNNING_STATS}
+              if kind == "BUFFER" and n not in read and names_running_stat(target)}
     g.inputs[:] = [i for i in g.inputs if i[0] not in unread]
     info["inputs"][:] = [i for i in info["inputs"] if i[0] not in unread]
 
@@ -237,7 +242,7 @@ def export_module(module, args, axis_names=None, dynamic=None, graph_name="graph
     text, info = export_program(ep, axis_names, dynamic, graph_name, header, buffers)
     if training:  # the running statistics a training-mode forward updates in place (not in the graph)
         info["dropped"] += [s.target for s in ep.graph_signature.input_specs if s.kind.name == "BUFFER" and
-                            s.target.rsplit(".", 1)[-1] in RUNNING_STATS and s.target not in info["dropped"]]
+                            names_running_stat(s.target) and s.target not in info["dropped"]]
     return text, info
 
 
