@@ -2,7 +2,7 @@
 //
 // graph:     attention_gqa (source hash 33371394861fd113)
 // plan:      fused/3 — 1 kernel: attention [kv_h,grp,t_q,d_h] over t_kv
-// predicted: 0.3222 ms on NVIDIA H200 at the typical sizes (103.24x the 33.2612 ms predicted for one kernel per op)
+// predicted: 0.2985 ms on NVIDIA H200 at the typical sizes (111.43x the 33.2612 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong
@@ -2142,7 +2142,13 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 //       static constexpr double window;  // optional: promises s = −inf whenever k < q − window
 //       __device__ float operator()(float dot, int q, int k) const;   // dot = Q[q]·K[k] in fp32
 //       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
+//       static constexpr bool masks_future;          // optional, with unmasked: true promises exactly
+//       __device__ float unmasked(float dot, int q, int k) const;   // s = k > q ? −inf : unmasked(dot, q, k)
 //   };                                             // (tst::score_at; without it the functor serves all)
+// The kernels compute a masks_future functor's scores in that form (score_main, keys_after): unmasked for every
+// key, then −inf for the keys after the query on the tiles that hold any (the diagonal's). The emitter gives a
+// graph's causal score one when its comparisons of positions fold away below the diagonal, so that a score
+// costs only the graph's arithmetic on the dot product (bench/NOTES.md runs 89-92).
 // q and k are positions in [0, t_q) and [0, t_kv) (the kernel also calls it for padding positions past the
 // ends and discards those results). Causal convention: BOTTOM-RIGHT alignment, as FlashAttention ≥ 2.1
 // and PyTorch's causal_lower_right: query q sees keys k ≤ q + t_kv − t_q, so the last query sees every key;
@@ -2174,6 +2180,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 // of the Q buffer and writes them with coalesced 16-byte stores; rows ≥ t_q are not written.
 // Shared memory: (BM + 4·BN)·D·2 bytes (D = 128 defaults: 64 KB, two CTAs per SM on H100/H200 and A100).
 
+
 namespace tsa {
 
 // The first key a query tile starting at row q0 must read: 0, or for a Score promising a window, the first
@@ -2203,6 +2210,12 @@ struct CausalScaleScore {  // s = dot · scale, −inf where k > q + offset; off
     __device__ __forceinline__ float operator()(float dot, int q, int k) const {
         return k > q + offset ? -INFINITY : dot * scale;
     }
+};
+struct CausalTopLeftScore {  // s = dot · scale, −inf where k > q (top-left: t_kv ≥ t_q for the tile skip)
+    static constexpr bool causal = true, masks_future = true;
+    float scale;
+    __device__ __forceinline__ float operator()(float dot, int q, int k) const { return k > q ? -INFINITY : dot * scale; }
+    __device__ __forceinline__ float unmasked(float dot, int, int) const { return dot * scale; }
 };
 struct SoftcapScore {  // s = cap · tanh(dot · scale / cap)   (Gemma-2 style logit soft-capping)
     static constexpr bool causal = false;
@@ -2314,8 +2327,26 @@ __device__ __forceinline__ void qk_tile(float (&s)[MT][NT][4], uint32_t q_s, uin
     }
 }
 
+// Whether Score promises s = k > q ? −inf : unmasked(dot, q, k) (masks_future, above).
+template <class S, class = void> struct MasksFuture : std::false_type {};
+template <class S> struct MasksFuture<S, std::void_t<decltype(S::masks_future)>> : std::bool_constant<S::masks_future> {};
+// Whether a kernel of head dim D computes a masks_future functor's scores unmasked and masks the diagonal's
+// tiles apart: where the softmax's work per score is a large share (D ≤ 128: 7-12% faster at d = 128 and 64);
+// at D = 256 the MMAs dominate and the extra branch cost 5% (bench/NOTES.md run 93).
+template <class S, int D> constexpr bool kSplitMask = MasksFuture<S>::value && D <= 128;
+// A score as the kernels compute it for every key: unmasked under kSplitMask (the keys after the query are
+// then set to −inf apart, on the tiles that have any: keys_after), else operator().
+template <class S, int D> __device__ __forceinline__ float score_main(const S &score, float dot, int q, int k) {
+    if constexpr (kSplitMask<S, D>) return score.unmasked(dot, q, k);
+    else return score(dot, q, k);
+}
+// Whether keys [k0, k0 + keys) hold one after a row from q_first on that score_main left unmasked.
+template <class S, int D> __device__ __forceinline__ bool keys_after(int k0, int keys, int q_first) {
+    return kSplitMask<S, D> && k0 + keys - 1 > q_first;
+}
+
 // s ← score(s, q, k); with CHECK_KV also −inf for keys k ≥ t_kv (the partial last tile).
-template <bool CHECK_KV, class Score, int MT, int NT>
+template <bool CHECK_KV, int D, class Score, int MT, int NT>
 __device__ __forceinline__ void score_tile(float (&s)[MT][NT][4], const Score &score, int q0, int k0, int t_kv,
                                            int lane) {
 #pragma unroll
@@ -2325,10 +2356,20 @@ __device__ __forceinline__ void score_tile(float (&s)[MT][NT][4], const Score &s
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
-                float x = score(s[mt][nt][i], q, k);
+                float x = score_main<Score, D>(score, s[mt][nt][i], q, k);
                 if (CHECK_KV && k >= t_kv) x = -INFINITY;
                 s[mt][nt][i] = x;
             }
+    if (keys_after<Score, D>(k0, NT * 8, q0))   // the diagonal: a masks_future functor's later keys
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
+                    if (k > q) s[mt][nt][i] = -INFINITY;
+                }
 }
 
 // Online softmax step: update the running max m and sum l of each row, rescale O, turn s into weights p.
@@ -2466,8 +2507,8 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
             const int k0 = j * BN + ch * KC;
             float s[MT][NC][4];
             qk_tile<T, D, MT, NC>(s, q_s, k_t + ch * KC * D * 2, lane);
-            if (k0 + KC > p.t_kv) score_tile<true>(s, score, qw0, k0, p.t_kv, lane);
-            else score_tile<false>(s, score, qw0, k0, p.t_kv, lane);
+            if (k0 + KC > p.t_kv) score_tile<true, D>(s, score, qw0, k0, p.t_kv, lane);
+            else score_tile<false, D>(s, score, qw0, k0, p.t_kv, lane);
             softmax_tile(s, o, m, l, p.c);
             uint32_t pa[MT][NC / 2][4];
             pack_p<T>(pa, s);
@@ -2832,8 +2873,8 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
         const int k0 = (s0 + j) * kDecodeKeys;
         float sc[1][2][4];
         decode_qk<T, D, QR>(sc, qa, q_s, k_t, lane);
-        if (k0 + kDecodeKeys > k_hi) score_tile<true>(sc, score, q0, k0, k_hi, lane);
-        else score_tile<false>(sc, score, q0, k0, k_hi, lane);
+        if (k0 + kDecodeKeys > k_hi) score_tile<true, D>(sc, score, q0, k0, k_hi, lane);
+        else score_tile<false, D>(sc, score, q0, k0, k_hi, lane);
         decode_softmax(sc, o, m, l, p.c);
         uint32_t pa[1][1][4];
         pack_p<T>(pa, sc);
@@ -3049,6 +3090,8 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 //     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
 //   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
 //     (named barriers 1 and 2), so that one warpgroup's softmax overlaps the other's GEMMs.
+//   * Scores: a masks_future functor (attention.cuh) gives every key its unmasked score at D ≤ 128 (kSplitMask);
+//     the keys after the query are set to −inf only on the tiles that hold any for the warp's rows.
 //   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed; with
 //     a window (attention.cuh), neither are the tiles before the first key the tile's first row may see.
 //   * Edges: TMA reads zeros outside (t_q, t_kv); keys ≥ t_kv are set to −inf after the score functor;
@@ -3278,10 +3321,18 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                     for (int e = 0; e < 2; ++e) {
                         const int k = k0 + 8 * j + col0 + e;
-                        float x = score(s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                        float x = tsa::score_main<Score, D>(score, s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
                         if (check_kv && k >= p.t_kv) x = -INFINITY;
                         s[4 * j + 2 * hh + e] = x;
                     }
+            if (tsa::keys_after<Score, D>(k0, BN, row0 - (lane >> 2)))   // the diagonal: a masks_future functor's later keys
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (k0 + 8 * j + col0 + e > row0 + 8 * hh) s[4 * j + 2 * hh + e] = -INFINITY;
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh) {
                 float mx = m[hh];
@@ -3546,6 +3597,16 @@ struct K0 {
         const float v8 = v5 != 0.f ? v6 : v7;
         const float v9 = v2 + v8;
         return v9;
+    }
+    // The score where the key is at or before the query (k <= q: the graph's causal comparisons
+    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.
+    static constexpr bool masks_future = true;
+    __device__ __forceinline__ float unmasked(float dot, int q, int k) const {
+        (void)q, (void)k;
+        const float v0 = dot;
+        const float v1 = 0.0883883476f;
+        const float v2 = v0 * v1;
+        return v2;
     }
 };
 

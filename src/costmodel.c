@@ -179,6 +179,30 @@ static void score_ops(const ts_expr *e, double *fma, double *sfu) {
     free(live);
 }
 
+/* Operations of a score functor per score as the kernels run it: its live ops (a tanh as one) and the
+ * positions it reads (each an int-to-float conversion). */
+static double functor_ops(const ts_expr *e) {
+    bool *live = ts_xmalloc(sizeof *live * (size_t)(e->n + 1));
+    ts_expr_live(e, true, live);
+    double n = 0;
+    for (int i = 0; i < e->n; i++) n += live[i] && (e->node[i].kind == TS_X_OP || e->node[i].kind == TS_X_INDEX);
+    free(live);
+    return n;
+}
+
+/* The score functor's operations per score as the kernels run it: with a masks_future form (the graph's
+ * causal comparisons folded away below the diagonal, emit.c), its unmasked ops for every score plus an integer
+ * compare and a select on the diagonal's tiles — about 2·BN/t_kv of a causal kernel's scores — at head dims
+ * up to 128 (templates/attention.cuh kSplitMask); else the whole functor. */
+static double score_fn_ops_per_score(const ts_kernel *k, double tkv, double d) {
+    ts_expr below;
+    if (!k->causal || d > 128 || !ts_expr_below_diagonal(&k->expr, k->m_axis, k->red_axis, &below))
+        return functor_ops(&k->expr);
+    double n = functor_ops(&below) + 2 * (tkv > 0 ? fmin(1, 2 * k->cfg.tile_n / tkv) : 1);
+    free(below.node);
+    return n;
+}
+
 /* Tensors a score expression loads once per score: distinct operand slots among its live nodes that vary
  * along the keys (a mask, a bias). A load that is the same for every key of a row — a per-row position, a
  * per-head slope, a scalar — comes from L1 and costs next to nothing against the row's keys (run 65: a
@@ -244,7 +268,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0,
+           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0;
     bool skinny = false;
     int32_t fast = fast_axis(k);
@@ -336,6 +360,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         score_sfu = s * scores;
         score_loads = score_tensor_loads(k) * scores;
         scores_of = scores;
+        fn_ops = decode ? 0 : scores * score_fn_ops_per_score(k, tkv, d);
         if (decode) { /* few rows a head: the cache streams through split CTAs */
             double units = ceil(tq / k->cfg.dec_rows) * heads;
             skinny = true; /* bandwidth-bound at a share of the SMs, MMAs over whole 16-row tiles */
@@ -357,7 +382,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && k->cfg.pingpong,
-                          .scores = scores_of, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
+                          .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
 }
@@ -377,7 +402,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;
     double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * form);
-    t = fmax(t, w->scores / m->attention_scores_per_s);
+    t = fmax(t, w->scores / m->attention_scores_per_s + w->score_fn_ops / m->attention_score_ops_per_s);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;

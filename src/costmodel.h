@@ -63,7 +63,11 @@
  *                        row imbalance cost): 1.26 from run 62's ten attention graphs (bench/NOTES.md run 66)
  *   attention_scores_per_s  scores per second an attention kernel's softmax sustains (its FP32 and exp work a
  *                        score, in the consumer warps beside the other warpgroup's MMAs): a floor under the
- *                        MMA time that binds at small head dims (d = 64: 1.06e12, run 62; absent: no floor)
+ *                        MMA time that binds at small head dims (absent: no floor); with
+ *   attention_score_ops_per_s  the rate of the score functor's own operations (each op and each position it
+ *                        reads) in that floor: per score, 1/attention_scores_per_s + ops/attention_score_ops_per_s,
+ *                        the ops of the functor's unmasked form on tiles below the causal diagonal (fitted on
+ *                        head dim 64 before and after that form, bench/NOTES.md run 90)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -93,6 +97,7 @@
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
+    X(attention_score_ops_per_s, NULL, 1e30)                                                           \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
 
 typedef struct {
@@ -151,6 +156,8 @@ typedef struct {
                                of the rate, each tile's epilogue beside the next tile's main loop */
     double scores;          /* attention: scores computed (heads × rows × keys, halved under a causal mask): the
                                consumer warps' softmax work, at most attention_scores_per_s */
+    double score_fn_ops;    /* attention: the score functor's operations over those scores (its unmasked form's
+                               below the causal diagonal), at attention_score_ops_per_s in the same floor */
     bool whole_tiles;       /* attention (not the decode form) without a causal diagonal: every K/V tile of every
                                row computed whole, at attention_whole_tiles_ratio × attention_efficiency */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel

@@ -1484,6 +1484,19 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     free(loads);
 }
 
+/* One method of a score functor, float name(float dot, int q, int k), computing x. */
+static void print_score_method(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m, const char *name,
+                               bool loads) {
+    fprintf(e->f, "    __device__ __forceinline__ float %s(float dot, int q, int k) const {\n        (void)q, (void)k;\n", name);
+    if (loads) /* 32-bit: t_q and t_kv are int in the kernels */
+        fputs("        const int qc = q < nq ? q : (int)nq - 1, kc = k < nk ? k : (int)nk - 1;\n        (void)qc, (void)kc;\n", e->f);
+    const char *acc[2] = {"dot", "0.f"};
+    e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
+    print_expr(e, k, x, m, acc, "        ");
+    e->fast_tanh = false;
+    fprintf(e->f, "        return v%d;\n    }\n", x->n - 1);
+}
+
 /* The attention score functor: s(dot, q, k). A mask it reads is loaded at (q, k) clamped into the tensor
  * (nq × nk): the kernels call it on the padding rows and keys of their last tiles too, whose scores they
  * discard. */
@@ -1517,14 +1530,17 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
         fprintf(e->f, "    int b_, h_;  // the kernel's batch and query head (tst::score_at)\n"
                       "    __device__ __forceinline__ K%d at(int b, int h) const {\n        K%d r = *this;\n"
                       "        r.b_ = b, r.h_ = h;\n        return r;\n    }\n", ki, ki);
-    fputs("    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n        (void)q, (void)k;\n", e->f);
-    if (loads) /* 32-bit: t_q and t_kv are int in the kernels */
-        fputs("        const int qc = q < nq ? q : (int)nq - 1, kc = k < nk ? k : (int)nk - 1;\n        (void)qc, (void)kc;\n", e->f);
-    const char *acc[2] = {"dot", "0.f"};
-    e->fast_tanh = true; /* scores are rounded to fp16/bf16 weights: the hardware tanh is accurate enough */
-    print_expr(e, k, &k->expr, &m, acc, "        ");
-    e->fast_tanh = false;
-    fprintf(e->f, "        return v%d;\n    }\n};\n\n", k->expr.n - 1);
+    print_score_method(e, k, &k->expr, &m, "operator()", loads);
+    ts_expr below;
+    if (k->causal && ts_expr_below_diagonal(&k->expr, k->m_axis, k->red_axis, &below)) {
+        /* the graph masks every k > q (plan.c) and this equals the score wherever k <= q */
+        fputs("    // The score where the key is at or before the query (k <= q: the graph's causal comparisons\n"
+              "    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.\n"
+              "    static constexpr bool masks_future = true;\n", e->f);
+        print_score_method(e, k, &below, &m, "unmasked", loads);
+        free(below.node);
+    }
+    fputs("};\n\n", e->f);
 }
 
 /* Whether keys may be skipped past the bottom-right diagonal: the graph masks k > q (top-left), which

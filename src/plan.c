@@ -5,6 +5,7 @@
 #include "plan.h"
 
 #include "config.h"
+#include "interp.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1599,4 +1600,87 @@ void ts_expr_live(const ts_expr *x, bool fast_tanh, bool *live) {
         if (x->node[i].kind != TS_X_OP) continue;
         for (int c = 0; c < ts_op_arity(x->node[i].op); c++) live[x->node[i].kid[c]] = true;
     }
+}
+
+/* ---- a score below the causal diagonal ---------------------------------------------------------- */
+
+/* Whether node i is the index along `axis` moved by monotone steps only (casts; adding a finite constant of
+ * sign `sign` or 0): then it is ≥ the index (sign +1) or ≤ it (sign −1), rounding included. */
+static bool monotone_index(const ts_expr *x, int i, int32_t axis, int sign) {
+    const ts_xnode *n = &x->node[i];
+    if (n->kind == TS_X_INDEX) return n->slot == axis;
+    if (xop_is(x, i, TS_OP_CAST)) return monotone_index(x, n->kid[0], axis, sign);
+    if (!xop_is(x, i, TS_OP_ADD)) return false;
+    for (int side = 0; side < 2; side++) {
+        const ts_xnode *c = &x->node[n->kid[side]];
+        if (c->kind == TS_X_CONST && isfinite(c->value) && c->value * sign >= 0 &&
+            monotone_index(x, n->kid[!side], axis, sign))
+            return true;
+    }
+    return false;
+}
+
+/* Node i folded as far as known values allow: known/val when its value is a constant, else alias[i], the
+ * node it equals (itself when nothing folds). Kids are read through alias. */
+static void fold_node(const ts_expr *x, int i, bool *known, double *val, int *alias) {
+    const ts_xnode *n = &x->node[i];
+    alias[i] = i, known[i] = n->kind == TS_X_CONST, val[i] = n->value;
+    if (n->kind != TS_X_OP) return;
+    int k[3], arity = ts_op_arity(n->op), nknown = 0;
+    double v[3] = {0};
+    for (int c = 0; c < arity; c++) {
+        k[c] = alias[n->kid[c]];
+        if (known[k[c]]) v[c] = val[k[c]], nknown++;
+    }
+    if (nknown == arity) {
+        known[i] = true, val[i] = ts_interp_apply(n->op, n->dtype, v);
+    } else if (n->op == TS_OP_WHERE && known[k[0]]) {
+        alias[i] = v[0] != 0 ? k[1] : k[2];
+    } else if ((n->op == TS_OP_ADD || n->op == TS_OP_MUL) && (known[k[0]] || known[k[1]])) {
+        const int side = known[k[0]] ? 0 : 1;
+        if (v[side] == (n->op == TS_OP_ADD ? 0.0 : 1.0)) alias[i] = k[!side];
+    }
+    if (alias[i] != i) known[i] = known[alias[i]], val[i] = val[alias[i]];
+}
+
+/* The nodes the root reaches through alias, as a new expression (a known node becomes a constant). */
+static ts_expr rebuild_folded(const ts_expr *x, const bool *known, const double *val, const int *alias) {
+    int n = x->n, *map = ts_xmalloc(sizeof(int) * (size_t)(n + 1));
+    bool *live = ts_xcalloc((size_t)n + 1, sizeof *live);
+    live[alias[n - 1]] = true;
+    for (int i = n - 1; i >= 0; i--)
+        if (live[i] && !known[i] && x->node[i].kind == TS_X_OP)
+            for (int c = 0; c < ts_op_arity(x->node[i].op); c++) live[alias[x->node[i].kid[c]]] = true;
+    ts_expr out = {.cap = n, .node = ts_xmalloc(sizeof(ts_xnode) * (size_t)n)};
+    for (int i = 0; i < n; i++) {
+        if (!live[i]) continue;
+        ts_xnode m = x->node[i];
+        if (known[i]) m = (ts_xnode){.kind = TS_X_CONST, .dtype = m.dtype, .value = val[i]};
+        else if (m.kind == TS_X_OP)
+            for (int c = 0; c < ts_op_arity(m.op); c++) m.kid[c] = map[alias[m.kid[c]]];
+        map[i] = out.n;
+        out.node[out.n++] = m;
+    }
+    free(map), free(live);
+    return out;
+}
+
+bool ts_expr_below_diagonal(const ts_expr *x, int32_t q_axis, int32_t k_axis, ts_expr *out) {
+    int n = x->n, folded = 0;
+    if (n == 0) return false;
+    bool *known = ts_xmalloc(sizeof *known * (size_t)n);
+    double *val = ts_xmalloc(sizeof *val * (size_t)n);
+    int *alias = ts_xmalloc(sizeof *alias * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        const ts_xnode *d = &x->node[i];
+        if (xop_is(x, i, TS_OP_LESS_THAN) && monotone_index(x, alias[d->kid[0]], q_axis, 1) &&
+            monotone_index(x, alias[d->kid[1]], k_axis, -1)) { /* q' ≥ q ≥ k ≥ k': q' < k' is false */
+            alias[i] = i, known[i] = true, val[i] = 0, folded++;
+            continue;
+        }
+        fold_node(x, i, known, val, alias);
+    }
+    if (folded) *out = rebuild_folded(x, known, val, alias);
+    free(known), free(val), free(alias);
+    return folded > 0;
 }

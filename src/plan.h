@@ -204,6 +204,13 @@ int ts_expr_tanh_arg(const ts_expr *x, int i);
  * that the root reaches). */
 void ts_expr_live(const ts_expr *x, bool fast_tanh, bool *live);
 
+/* An attention score where every key is at or before its query (k ≤ q along k_axis and q_axis): each
+ * comparison q' < k' of the query index (cast, plus a constant ≥ 0) with the key index (cast, plus a constant
+ * ≤ 0) is false there — the graph's causal mask — and the constants that follow are folded (a where of a known
+ * condition, x + 0, x · 1). Returns false, out untouched, when x has no such comparison; else *out is a new
+ * expression (free its node). The score functor's `unmasked` form (templates/attention.cuh). */
+bool ts_expr_below_diagonal(const ts_expr *x, int32_t q_axis, int32_t k_axis, ts_expr *out);
+
 /* Frees what kernel k owns: its operands and expressions (not k itself). */
 void ts_kernel_free(ts_kernel *k);
 void ts_plan_free(ts_plan *p);

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "compile.h"
+#include "interp.h"
 #include "config.h"
 #include "egir.h"
 #include "saturate.h"
@@ -849,15 +850,23 @@ Test(search, attention_time_knows_whole_tiles_and_the_softmax_floor) {
         cr_assert_eq(w.whole_tiles, !causal);
         cr_assert_float_eq(w.scores, 32.0 * 4096 * 4096 * (causal ? 0.5 : 1), 1);
         ts_costmodel m = cg.cm;
-        m.attention_scores_per_s = 1e30; /* no floor: the MMAs alone */
+        m.attention_scores_per_s = m.attention_score_ops_per_s = 1e30; /* no floor: the MMAs alone */
         double mma = ts_costmodel_time(&m, &w);
         m.attention_whole_tiles_ratio *= 1.25; /* (not so far that the exp2 rate binds instead) */
         double faster = ts_costmodel_time(&m, &w) - m.launch_s, base = mma - m.launch_s;
         if (causal) cr_assert_float_eq(faster, base, 1e-12, "a causal kernel is at the fitted rate");
         else cr_assert_float_eq(faster, base / 1.25, 1e-12, "whole tiles at the ratio");
         m = cg.cm;
-        m.attention_scores_per_s = w.scores / 1e-3; /* a floor of 1 ms */
+        m.attention_scores_per_s = w.scores / 1e-3, m.attention_score_ops_per_s = 1e30; /* a floor of 1 ms */
         cr_assert_float_eq(ts_costmodel_time(&m, &w), m.launch_s + 1e-3, 1e-9, "the softmax floor binds");
+        /* the causal score's ops as the kernel runs them: the dot alone, a compare and a select on the
+         * diagonal's 2·BN/t share of the scores (BN = 128 keys at d = 64) */
+        cr_assert_float_eq(w.score_fn_ops, causal ? w.scores * 2 * (2 * 128.0 / 4096) : 0, 1e-3);
+        if (causal) {
+            m = cg.cm;
+            m.attention_scores_per_s = 1e30, m.attention_score_ops_per_s = w.score_fn_ops / 2e-3;
+            cr_assert_float_eq(ts_costmodel_time(&m, &w), m.launch_s + 2e-3, 1e-9, "the functor's ops in the floor");
+        }
         free_compiled(&cg);
     }
 }
@@ -1035,5 +1044,88 @@ Test(search, a_decode_gemm_with_few_column_tiles_is_split_along_k) {
         }
         free_compiled(&cg);
         free(yaml);
+    }
+}
+
+/* An attention graph over t = 512 whose score is S/8 with `mask_ops` (YAML op lines defining M from iotas i
+ * (queries) and j (keys)) added. */
+static char *masked_attention_yaml(const char *mask_ops) {
+    return ts_strfmt("graph: g\naxes: {h: 4, t_q: 512, t_kv: 512, d_h: 64}\n"
+                     "inputs:\n  Q: {dtype: fp16, shape: [h, t_q, d_h]}\n  K: {dtype: fp16, shape: [h, t_kv, d_h]}\n"
+                     "  V: {dtype: fp16, shape: [h, t_kv, d_h]}\n"
+                     "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+                     "  - {name: S1, op: scale, args: [S], by: 0.125}\n"
+                     "  - {name: i, op: iota, axis: t_q, dtype: fp32}\n  - {name: j, op: iota, axis: t_kv, dtype: fp32}\n"
+                     "  - {name: i2, op: expand, args: [i], shape: [t_q, t_kv]}\n"
+                     "  - {name: ninf, op: constant, value: -inf, dtype: fp16}\n"
+                     "  - {name: zero, op: constant, value: 0, dtype: fp16}\n%s"
+                     "  - {name: S2, op: add, args: [S1, M]}\n"
+                     "  - {name: P, op: softmax, args: [S2], axis: t_kv}\n"
+                     "  - {name: O, op: matmul, args: [P, V], over: t_kv}\noutputs: [O]\n",
+                     mask_ops);
+}
+
+/* x at (dot, q, k), in float64 (the interpreter's op semantics). */
+static double eval_score(const ts_expr *x, const ts_kernel *k, double dot, double q, double kk) {
+    double *v = ts_xmalloc(sizeof *v * (size_t)x->n);
+    for (int i = 0; i < x->n; i++) {
+        const ts_xnode *n = &x->node[i];
+        double a[3] = {0};
+        switch (n->kind) {
+        case TS_X_CONST: v[i] = n->value; break;
+        case TS_X_ACC: v[i] = n->slot == 0 ? dot : 0; break;
+        case TS_X_INDEX: v[i] = n->slot == k->m_axis ? q : n->slot == k->red_axis ? kk : NAN; break;
+        case TS_X_OP:
+            for (int c = 0; c < ts_op_arity(n->op); c++) a[c] = v[n->kid[c]];
+            v[i] = ts_interp_apply(n->op, n->dtype, a);
+            break;
+        default: v[i] = NAN; /* a load: not in these scores */
+        }
+    }
+    double r = v[x->n - 1];
+    free(v);
+    return r;
+}
+
+/* The score functor's unmasked form (ts_expr_below_diagonal): the graph's causal comparison (top-left, or
+ * bottom-right through a constant offset) folds away below the diagonal, leaving the scaled dot, equal to the
+ * score wherever k ≤ q; a mask that is not a causal comparison (keys before the query masked, a window's far
+ * side) gives no unmasked form. */
+Test(search, a_causal_score_below_the_diagonal_is_the_scaled_dot_alone) {
+    const struct {
+        const char *ops;
+        bool folds;
+    } cases[] = {
+        {"  - {name: F, op: less_than, args: [i2, j]}\n  - {name: M, op: where, args: [F, ninf, zero]}\n", true},
+        {"  - {name: three, op: constant, value: 3, dtype: fp32}\n  - {name: i3, op: add, args: [i2, three]}\n  - {name: F, op: less_than, args: [i3, j]}\n"
+         "  - {name: M, op: where, args: [F, ninf, zero]}\n", true},
+        {"  - {name: F, op: less_than, args: [j, i2]}\n  - {name: M, op: where, args: [F, ninf, zero]}\n", false},
+        {"  - {name: hundred, op: constant, value: 100, dtype: fp32}\n  - {name: j4, op: add, args: [j, hundred]}\n  - {name: F, op: less_than, args: [j4, i2]}\n"
+         "  - {name: M, op: where, args: [F, ninf, zero]}\n", false},
+    };
+    for (int c = 0; c < 4; c++) {
+        compiled_graph cg;
+        char *yaml = masked_attention_yaml(cases[c].ops);
+        compile_yaml(&cg, yaml);
+        char *best = best_plan(&cg);
+        cr_assert_str_eq(best, "attention [h,t_q,d_h] over t_kv", "case %d", c);
+        const ts_kernel *k = &cg.out.plans[0].k[0];
+        ts_expr below = {0};
+        bool folded = ts_expr_below_diagonal(&k->expr, k->m_axis, k->red_axis, &below);
+        cr_expect_eq(folded, cases[c].folds, "case %d", c);
+        if (folded) {
+            for (int n = 0; n < below.n; n++)
+                cr_expect(below.node[n].kind != TS_X_INDEX, "case %d: no position is read below the diagonal", c);
+            const double pts[][3] = {{0.7, 5, 5}, {-3.25, 100, 2}, {12.5, 511, 0}, {-0.0625, 300, 299}};
+            for (int p = 0; p < 4; p++) {
+                const double want = eval_score(&k->expr, k, pts[p][0], pts[p][1], pts[p][2]);
+                cr_expect_eq(eval_score(&below, k, pts[p][0], pts[p][1], pts[p][2]), want, "case %d point %d", c, p);
+                cr_expect_eq(want, pts[p][0] * 0.125, "case %d point %d: unmasked below the diagonal", c, p);
+            }
+            cr_expect(isinf(eval_score(&k->expr, k, 1.0, 5, 9)), "case %d: the full score still masks k > q", c);
+            free(below.node);
+        }
+        free(best), free(yaml);
+        free_compiled(&cg);
     }
 }

@@ -510,6 +510,19 @@ int main(int argc, char **argv) {
                                 tsa::ScaleScore{s64}, 1.0);
     fails += !run_config<H, 64>({"d64 causal scaled", 1, 16, 16, big, big, false, 8}, causal(s64, big, big),
                                 causal(s64, big, big), 0.5);
+    // A functor promising masks_future (tsa::score_main: unmasked, then -inf past the diagonal, the form the emitter gives a
+    // graph's causal score): top-left causal, t_kv >= t_q.
+    auto top_left = [](float scale) { return tsa::CausalTopLeftScore{scale}; };
+    fails += !run_config<H, 128>({"top-left causal scaled", 1, 16, 16, big, big, false, 8}, top_left(s128),
+                                 top_left(s128), 0.5);
+    fails += !run_config<H, 64>({"top-left d64 causal", 1, 16, 16, big, big, false, 8}, top_left(s64), top_left(s64),
+                                0.5);
+    fails += !run_config<H, 128>({"top-left gqa causal 32/8", 1, 32, 8, big, big, false, 8}, top_left(s128),
+                                 top_left(s128), 0.5);
+    fails += !run_config<B, 256>({"top-left d256 causal bf16", 1, 8, 8, big, big, false, 8}, top_left(0.0625f),
+                                 top_left(0.0625f), 0.5);
+    fails += !run_config<H, 128>({"top-left odd 77x1000 causal", 2, 4, 2, 77, 1000, true, 1}, top_left(s128),
+                                 top_left(s128), 1.0);
     fails += !run_config<H, 128>({"softcap 30 (unscaled)", 1, 16, 16, big, big, false, 8},
                                  tsa::SoftcapScore::make(1.f, 30.f), SoftcapExact{1.f, 30.f}, 1.0);
     fails += !run_config<H, 128>({"softcap 5 scaled", 2, 8, 2, 1000, 1000, true, 1},

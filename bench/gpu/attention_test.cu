@@ -281,6 +281,11 @@ int main(int argc, char **argv) {
                                 tsa::ScaleScore{s64}, 1.0);
     fails += !run_config<H, 64>({"d64 causal scaled", 1, 16, 16, big, big, false, 8}, causal(s64, big, big),
                                 causal(s64, big, big), 0.5);
+    // masks_future (tsa::score_main: unmasked, then -inf past the diagonal): top-left causal, as the emitter's causal scores
+    fails += !run_config<H, 128>({"top-left causal scaled", 1, 16, 16, big, big, false, 8},
+                                 tsa::CausalTopLeftScore{s128}, tsa::CausalTopLeftScore{s128}, 0.5);
+    fails += !run_config<H, 64>({"top-left odd d64 77x1000", 2, 4, 2, 77, 1000, true, 1},
+                                tsa::CausalTopLeftScore{s64}, tsa::CausalTopLeftScore{s64}, 1.0);
     fails += !run_config<H, 128>({"softcap 30 (unscaled)", 1, 16, 16, big, big, false, 8},
                                  tsa::SoftcapScore::make(1.f, 30.f), SoftcapExact{1.f, 30.f}, 1.0);
     fails += !run_config<H, 128>({"softcap 5 scaled", 2, 8, 2, 1000, 1000, true, 1},
