@@ -2,7 +2,7 @@
 //
 // graph:     attention_bf16 (source hash cfd0721169a63c00)
 // plan:      fused — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.0673 ms on NVIDIA H200 at the typical sizes (19.11x the 1.2863 ms predicted for one kernel per op)
+// predicted: 0.0608 ms on NVIDIA H200 at the typical sizes (21.17x the 1.2863 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong
@@ -2330,10 +2330,13 @@ __device__ __forceinline__ void qk_tile(float (&s)[MT][NT][4], uint32_t q_s, uin
 // Whether Score promises s = k > q ? −inf : unmasked(dot, q, k) (masks_future, above).
 template <class S, class = void> struct MasksFuture : std::false_type {};
 template <class S> struct MasksFuture<S, std::void_t<decltype(S::masks_future)>> : std::bool_constant<S::masks_future> {};
-// Whether a kernel of head dim D computes a masks_future functor's scores unmasked and masks the diagonal's
-// tiles apart: where the softmax's work per score is a large share (D ≤ 128: 7-12% faster at d = 128 and 64);
-// at D = 256 the MMAs dominate and the extra branch cost 5% (bench/NOTES.md run 93).
-template <class S, int D> constexpr bool kSplitMask = MasksFuture<S>::value && D <= 128;
+// Whether a kernel of head dim D sets its masked scores to −inf apart, in a uniform branch on the tiles that
+// need it (the last tile's keys ≥ t_kv; the diagonal's keys after the query for a masks_future functor,
+// computed unmasked everywhere else), rather than by a select a score: where the softmax's work per score is a
+// large share (D ≤ 128: 6-12% faster at d = 128 and 64, bench/NOTES.md runs 93 and 95); at D = 256 the MMAs
+// dominate and the branch cost 5-9%.
+template <int D> constexpr bool kMaskApart = D <= 128;
+template <class S, int D> constexpr bool kSplitMask = MasksFuture<S>::value && kMaskApart<D>;
 // A score as the kernels compute it for every key: unmasked under kSplitMask (the keys after the query are
 // then set to −inf apart, on the tiles that have any: keys_after), else operator().
 template <class S, int D> __device__ __forceinline__ float score_main(const S &score, float dot, int q, int k) {
@@ -3090,8 +3093,9 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 //     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
 //   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
 //     (named barriers 1 and 2), so that one warpgroup's softmax overlaps the other's GEMMs.
-//   * Scores: a masks_future functor (attention.cuh) gives every key its unmasked score at D ≤ 128 (kSplitMask);
-//     the keys after the query are set to −inf only on the tiles that hold any for the warp's rows.
+//   * Scores: the functor's for every key (a masks_future functor's unmasked form at D ≤ 128, kSplitMask), then
+//     at D ≤ 128 (kMaskApart) −inf set apart on the tiles that need it: keys ≥ t_kv on the last tile, and for a
+//     masks_future functor the keys after the warp's rows on the diagonal's tiles (bench/NOTES.md runs 92, 95).
 //   * Causal: tiles wholly past the diagonal (for the tile's last row) are never loaded or computed; with
 //     a window (attention.cuh), neither are the tiles before the first key the tile's first row may see.
 //   * Edges: TMA reads zeros outside (t_q, t_kv); keys ≥ t_kv are set to −inf after the score functor;
@@ -3322,17 +3326,22 @@ __global__ void __launch_bounds__(384, 1)
                     for (int e = 0; e < 2; ++e) {
                         const int k = k0 + 8 * j + col0 + e;
                         float x = tsa::score_main<Score, D>(score, s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
-                        if (check_kv && k >= p.t_kv) x = -INFINITY;
+                        if (!tsa::kMaskApart<D> && check_kv && k >= p.t_kv) x = -INFINITY;
                         s[4 * j + 2 * hh + e] = x;
                     }
-            if (tsa::keys_after<Score, D>(k0, BN, row0 - (lane >> 2)))   // the diagonal: a masks_future functor's later keys
+            // Masked apart (tsa::kMaskApart), on the tiles that need it: the last tile's keys ≥ t_kv, and the
+            // diagonal's keys after the row for a masks_future functor (attention.cuh).
+            const bool diagonal = tsa::keys_after<Score, D>(k0, BN, row0 - (lane >> 2));
+            if (tsa::kMaskApart<D> && (check_kv || diagonal))
 #pragma unroll
                 for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
                     for (int hh = 0; hh < 2; ++hh)
 #pragma unroll
-                        for (int e = 0; e < 2; ++e)
-                            if (k0 + 8 * j + col0 + e > row0 + 8 * hh) s[4 * j + 2 * hh + e] = -INFINITY;
+                        for (int e = 0; e < 2; ++e) {
+                            const int k = k0 + 8 * j + col0 + e;
+                            if (k >= p.t_kv || (diagonal && k > row0 + 8 * hh)) s[4 * j + 2 * hh + e] = -INFINITY;
+                        }
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh) {
                 float mx = m[hh];

@@ -383,6 +383,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && k->cfg.pingpong,
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
+                          .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
 }
@@ -401,6 +402,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double eff = w->skinny ? m->skinny_tensor_efficiency : w->columns ? m->columns_efficiency : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;
+    if (w->key64) form *= m->attention_key64_ratio;
     double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * form);
     t = fmax(t, w->scores / m->attention_scores_per_s + w->score_fn_ops / m->attention_score_ops_per_s);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));

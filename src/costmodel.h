@@ -61,6 +61,9 @@
  *   attention_whole_tiles_ratio  the tensor rate of an attention kernel without a causal mask relative to
  *                        attention_efficiency's (fitted mostly on causal kernels, whose diagonal tiles and
  *                        row imbalance cost): 1.26 from run 62's ten attention graphs (bench/NOTES.md run 66)
+ *   attention_key64_ratio  the tensor rate of an attention kernel with 64-key K/V tiles (head dim 256's
+ *                        configuration: half-width QKᵀ wgmmas, 2 stages, its masks a select a score) relative to
+ *                        attention_efficiency's (bench/NOTES.md run 95)
  *   attention_scores_per_s  scores per second an attention kernel's softmax sustains (its FP32 and exp work a
  *                        score, in the consumer warps beside the other warpgroup's MMAs): a floor under the
  *                        MMA time that binds at small head dims (absent: no floor); with
@@ -96,6 +99,7 @@
     X(gemm_pingpong_efficiency, NULL, 0.76)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
+    X(attention_key64_ratio, NULL, 1.0)                                                                \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
     X(attention_score_ops_per_s, NULL, 1e30)                                                           \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
@@ -160,6 +164,8 @@ typedef struct {
                                below the causal diagonal), at attention_score_ops_per_s in the same floor */
     bool whole_tiles;       /* attention (not the decode form) without a causal diagonal: every K/V tile of every
                                row computed whole, at attention_whole_tiles_ratio × attention_efficiency */
+    bool key64;             /* attention (not the decode form) in 64-key K/V tiles, at attention_key64_ratio (× the
+                               whole-tiles ratio where that applies) */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
                                does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,

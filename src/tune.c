@@ -1261,6 +1261,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         if (w.scores > 0) fputs(", \"scores\": ", f), json_number(f, w.scores);
         if (w.score_fn_ops > 0) fputs(", \"score_fn_ops\": ", f), json_number(f, w.score_fn_ops);
         if (w.whole_tiles) fputs(", \"whole_tiles\": true", f);
+        if (w.key64) fputs(", \"key64\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

@@ -282,6 +282,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     k->work.columns = optional_flag(r, kn, what, "columns");   /* a ROW kernel down columns */
     k->work.pingpong = optional_flag(r, kn, what, "pingpong"); /* a GEMM in its ping-pong form */
     k->work.whole_tiles = optional_flag(r, kn, what, "whole_tiles"); /* attention without a causal diagonal */
+    k->work.key64 = optional_flag(r, kn, what, "key64");             /* attention in 64-key tiles */
 
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,

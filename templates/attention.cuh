@@ -205,10 +205,13 @@ __device__ __forceinline__ void qk_tile(float (&s)[MT][NT][4], uint32_t q_s, uin
 // Whether Score promises s = k > q ? −inf : unmasked(dot, q, k) (masks_future, above).
 template <class S, class = void> struct MasksFuture : std::false_type {};
 template <class S> struct MasksFuture<S, std::void_t<decltype(S::masks_future)>> : std::bool_constant<S::masks_future> {};
-// Whether a kernel of head dim D computes a masks_future functor's scores unmasked and masks the diagonal's
-// tiles apart: where the softmax's work per score is a large share (D ≤ 128: 7-12% faster at d = 128 and 64);
-// at D = 256 the MMAs dominate and the extra branch cost 5% (bench/NOTES.md run 93).
-template <class S, int D> constexpr bool kSplitMask = MasksFuture<S>::value && D <= 128;
+// Whether a kernel of head dim D sets its masked scores to −inf apart, in a uniform branch on the tiles that
+// need it (the last tile's keys ≥ t_kv; the diagonal's keys after the query for a masks_future functor,
+// computed unmasked everywhere else), rather than by a select a score: where the softmax's work per score is a
+// large share (D ≤ 128: 6-12% faster at d = 128 and 64, bench/NOTES.md runs 93 and 95); at D = 256 the MMAs
+// dominate and the branch cost 5-9%.
+template <int D> constexpr bool kMaskApart = D <= 128;
+template <class S, int D> constexpr bool kSplitMask = MasksFuture<S>::value && kMaskApart<D>;
 // A score as the kernels compute it for every key: unmasked under kSplitMask (the keys after the query are
 // then set to −inf apart, on the tiles that have any: keys_after), else operator().
 template <class S, int D> __device__ __forceinline__ float score_main(const S &score, float dot, int q, int k) {

@@ -995,6 +995,9 @@ Test(search, head_dim_256_attention_is_one_attention_kernel_with_64_key_tiles_an
         const ts_kernel *k = &cg.out.plans[0].k[0];
         cr_expect_eq(k->cfg.tile_n, tile_n[i], "head dim %d", dims[i]);
         cr_expect_eq(k->cfg.stages, stages[i], "head dim %d", dims[i]);
+        ts_kernel_work w;
+        ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+        cr_expect_eq(w.key64, tile_n[i] == 64, "head dim %d: 64-key tiles at attention_key64_ratio", dims[i]);
         free(best);
         free(yaml);
         free_compiled(&cg);
