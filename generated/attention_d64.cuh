@@ -2,7 +2,7 @@
 //
 // graph:     attention_d64 (source hash 6e703cca3148ca9a)
 // plan:      fused/3 — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.1896 ms on NVIDIA H200 at the typical sizes (55.50x the 10.5207 ms predicted for one kernel per op)
+// predicted: 0.1833 ms on NVIDIA H200 at the typical sizes (57.39x the 10.5207 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong
@@ -3593,30 +3593,13 @@ static thread_local const char *fallback_note = nullptr; /* what <name>_fallback
 
 struct K0 {
     static constexpr bool causal = true;
-    __device__ __forceinline__ float operator()(float dot, int q, int k) const {
-        (void)q, (void)k;
-        const float v0 = dot;
-        const float v1 = 0.125f;
-        const float v2 = v0 * v1;
-        const float v3 = (float)(q);
-        const float v4 = (float)(k);
-        const float v5 = v3 < v4 ? 1.f : 0.f;
-        const float v6 = -INFINITY;
-        const float v7 = 0.0f;
-        const float v8 = v5 != 0.f ? v6 : v7;
-        const float v9 = v2 + v8;
-        return v9;
-    }
-    // The score where the key is at or before the query (k <= q: the graph's causal comparisons
-    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.
+    // The graph masks every key after the query and scores the others scale·dot; the scale is folded
+    // into the softmax's exp2 constant (p.c), so a score is the dot product itself.
     static constexpr bool masks_future = true;
-    __device__ __forceinline__ float unmasked(float dot, int q, int k) const {
-        (void)q, (void)k;
-        const float v0 = dot;
-        const float v1 = 0.125f;
-        const float v2 = v0 * v1;
-        return v2;
+    __device__ __forceinline__ float operator()(float dot, int q, int k) const {
+        return k > q ? -INFINITY : dot;
     }
+    __device__ __forceinline__ float unmasked(float dot, int, int) const { return dot; }
 };
 
 static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
@@ -3646,7 +3629,7 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
         p.t_q = (int64_t)4096;
         p.t_kv = (int64_t)4096;
         p.d = (int64_t)64;
-        p.c = 1.44269504f;
+        p.c = 0.18033688f;
         err = tsa90::launch_attention_sm90<64, 3, true, 128>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 1 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";

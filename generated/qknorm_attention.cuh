@@ -4096,30 +4096,13 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
 
 struct K2 {
     static constexpr bool causal = true;
-    __device__ __forceinline__ float operator()(float dot, int q, int k) const {
-        (void)q, (void)k;
-        const float v0 = dot;
-        const float v1 = 0.0883883476f;
-        const float v2 = v0 * v1;
-        const float v3 = (float)(q);
-        const float v4 = (float)(k);
-        const float v5 = v3 < v4 ? 1.f : 0.f;
-        const float v6 = -INFINITY;
-        const float v7 = 0.0f;
-        const float v8 = v5 != 0.f ? v6 : v7;
-        const float v9 = v2 + v8;
-        return v9;
-    }
-    // The score where the key is at or before the query (k <= q: the graph's causal comparisons
-    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.
+    // The graph masks every key after the query and scores the others scale·dot; the scale is folded
+    // into the softmax's exp2 constant (p.c), so a score is the dot product itself.
     static constexpr bool masks_future = true;
-    __device__ __forceinline__ float unmasked(float dot, int q, int k) const {
-        (void)q, (void)k;
-        const float v0 = dot;
-        const float v1 = 0.0883883476f;
-        const float v2 = v0 * v1;
-        return v2;
+    __device__ __forceinline__ float operator()(float dot, int q, int k) const {
+        return k > q ? -INFINITY : dot;
     }
+    __device__ __forceinline__ float unmasked(float dot, int, int) const { return dot; }
 };
 
 static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K2_b2, const __half *K2_b3, int sms, cudaStream_t stream) {
@@ -4149,7 +4132,7 @@ static cudaError_t K2_launch(__half *K2_b0, const __half *K2_b1, const __half *K
         p.t_q = (int64_t)4096;
         p.t_kv = (int64_t)4096;
         p.d = (int64_t)128;
-        p.c = 1.44269504f;
+        p.c = 0.127517431f;
         err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 3 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";

@@ -69,8 +69,9 @@
  *                        MMA time that binds at small head dims (absent: no floor); with
  *   attention_score_ops_per_s  the rate of the score functor's own operations (each op and each position it
  *                        reads) in that floor: per score, 1/attention_scores_per_s + ops/attention_score_ops_per_s,
- *                        the ops of the functor's unmasked form on tiles below the causal diagonal (fitted on
- *                        head dim 64 before and after that form, bench/NOTES.md run 90)
+ *                        the ops of the functor as the kernel runs it (its unmasked form, plus the diagonal's
+ *                        compare and select; fitted on head dim 64 before and after that form, bench/NOTES.md
+ *                        runs 93 and 95)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */

@@ -868,6 +868,19 @@ static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access
     print_assign(e, "p.n_kv_heads", merged ? nkv : one);
 }
 
+/* An attention kernel's head dim (its value axis; static). */
+static int64_t head_dim(const emitter *e, const ts_kernel *k) { return e->g->axes[k->n_axis].size; }
+
+/* The positive scale a causal score's unmasked form multiplies the dot product by, folded into the softmax's
+ * constant (1: none; ts_attention_unmasked). */
+static double unmasked_scale(const emitter *e, const ts_kernel *k) {
+    ts_expr below = {0};
+    double scale = 1;
+    ts_attention_unmasked(k, head_dim(e, k), &below, &scale);
+    free(below.node);
+    return scale;
+}
+
 static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *q = &k->acc[k->a], *kk = &k->acc[k->b0], *v = &k->acc[k->b1];
     const char *t = ctype_of(e->p->buf[q->buf].dtype);
@@ -890,7 +903,7 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
         print_assign(e, "p.score.nk", ts_sym_axis(e->g, &e->dyn, k->red_axis));
     }
     fputs("        p.c = ", e->f);
-    print_float(e->f, k->c);
+    print_float(e->f, k->c * unmasked_scale(e, k)); /* a score's positive scale, folded (emit_score_functor) */
     const ts_kernel_config *c = &k->cfg; /* src/config.c */
     long long d = (long long)e->g->axes[k->n_axis].size;
     fputs(";\n", e->f);
@@ -1530,16 +1543,25 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
         fprintf(e->f, "    int b_, h_;  // the kernel's batch and query head (tst::score_at)\n"
                       "    __device__ __forceinline__ K%d at(int b, int h) const {\n        K%d r = *this;\n"
                       "        r.b_ = b, r.h_ = h;\n        return r;\n    }\n", ki, ki);
-    print_score_method(e, k, &k->expr, &m, "operator()", loads);
-    ts_expr below;
-    if (k->causal && ts_expr_below_diagonal(&k->expr, k->m_axis, k->red_axis, &below)) {
-        /* the graph masks every k > q (plan.c) and this equals the score wherever k <= q */
+    ts_expr below = {0};
+    double scale;
+    if (!ts_attention_unmasked(k, head_dim(e, k), &below, &scale)) {
+        print_score_method(e, k, &k->expr, &m, "operator()", loads);
+    } else if (scale != 1) { /* a·dot below the diagonal: a goes into the softmax's constant (emit_attention_launch) */
+        fputs("    // The graph masks every key after the query and scores the others scale·dot; the scale is folded\n"
+              "    // into the softmax's exp2 constant (p.c), so a score is the dot product itself.\n"
+              "    static constexpr bool masks_future = true;\n"
+              "    __device__ __forceinline__ float operator()(float dot, int q, int k) const {\n"
+              "        return k > q ? -INFINITY : dot;\n    }\n"
+              "    __device__ __forceinline__ float unmasked(float dot, int, int) const { return dot; }\n", e->f);
+    } else { /* the graph masks every k > q (plan.c) and `unmasked` equals the score wherever k <= q */
+        print_score_method(e, k, &k->expr, &m, "operator()", loads);
         fputs("    // The score where the key is at or before the query (k <= q: the graph's causal comparisons\n"
               "    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.\n"
               "    static constexpr bool masks_future = true;\n", e->f);
         print_score_method(e, k, &below, &m, "unmasked", loads);
-        free(below.node);
     }
+    free(below.node);
     fputs("};\n\n", e->f);
 }
 

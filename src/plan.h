@@ -211,6 +211,14 @@ void ts_expr_live(const ts_expr *x, bool fast_tanh, bool *live);
  * expression (free its node). The score functor's `unmasked` form (templates/attention.cuh). */
 bool ts_expr_below_diagonal(const ts_expr *x, int32_t q_axis, int32_t k_axis, ts_expr *out);
 
+/* Attention kernel k's score below the causal diagonal, when the graph masks every later key (k->causal) and
+ * its comparisons fold (ts_expr_below_diagonal, into *below: free its node); false otherwise. *scale: the
+ * positive constant a when that score is a·dot and head_dim ≤ 128 — the kernel then scores the dot product
+ * alone and its softmax constant c becomes a·c (exp2(c·(a·s − max a·s)) = exp2(a·c·(s − max s))); else 1 (at
+ * head dim 256 the kernel measured 8% slower with it, bench/NOTES.md run 97, as with every change to its
+ * score loop). One fact for the emitter (the functor's masks_future form) and the cost model (its ops a score). */
+bool ts_attention_unmasked(const ts_kernel *k, int64_t head_dim, ts_expr *below, double *scale);
+
 /* Frees what kernel k owns: its operands and expressions (not k itself). */
 void ts_kernel_free(ts_kernel *k);
 void ts_plan_free(ts_plan *p);

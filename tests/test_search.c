@@ -1127,6 +1127,14 @@ Test(search, a_causal_score_below_the_diagonal_is_the_scaled_dot_alone) {
             }
             cr_expect(isinf(eval_score(&k->expr, k, 1.0, 5, 9)), "case %d: the full score still masks k > q", c);
             free(below.node);
+            /* the functor's masks_future form needs the graph to mask every later key (plan.c's causal): the
+             * top-left mask does; q + 3 < k leaves keys q+1..q+3 unmasked. The kernel then scores the dot alone
+             * and folds 0.125 into the softmax's constant. */
+            below = (ts_expr){0};
+            double scale = 0;
+            cr_expect_eq(ts_attention_unmasked(k, 64, &below, &scale), c == 0, "case %d", c);
+            if (c == 0) cr_expect_eq(scale, 0.125, "case %d", c);
+            free(below.node);
         }
         free(best), free(yaml);
         free_compiled(&cg);
