@@ -194,11 +194,12 @@ static double functor_ops(const ts_expr *e) {
  * causal comparisons folded away below the diagonal, ts_attention_unmasked), its unmasked ops (none when that
  * is a scaled dot product: the scale is folded into the softmax's constant) for every score plus an integer
  * compare and a select on the diagonal's tiles — about 2·BN/t_kv of a causal kernel's scores — at head dims
- * up to 128 (templates/attention.cuh kSplitMask); else the whole functor. */
+ * where the kernels set masks apart (ts_attention_masks_apart); else the whole functor. */
 static double score_fn_ops_per_score(const ts_kernel *k, double tkv, double d) {
     ts_expr below = {0};
     double scale, n;
-    if (!ts_attention_unmasked(k, (int64_t)d, &below, &scale) || d > 128) n = functor_ops(&k->expr); /* a select a score */
+    if (!ts_attention_unmasked(k, (int64_t)d, &below, &scale) || !ts_attention_masks_apart((int64_t)d))
+        n = functor_ops(&k->expr); /* the whole functor, a select a score */
     else n = (scale != 1 ? 0 : functor_ops(&below)) + 2 * (tkv > 0 ? fmin(1, 2 * k->cfg.tile_n / tkv) : 1);
     free(below.node);
     return n;

@@ -905,7 +905,7 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     fputs("        p.c = ", e->f);
     print_float(e->f, k->c * unmasked_scale(e, k)); /* a score's positive scale, folded (emit_score_functor) */
     const ts_kernel_config *c = &k->cfg; /* src/config.c */
-    long long d = (long long)e->g->axes[k->n_axis].size;
+    long long d = (long long)head_dim(e, k);
     fputs(";\n", e->f);
     if (c->dec_only) { /* t_q is static and few: the split-key decode kernel alone */
         fprintf(e->f, "        err = tsa::launch_attention_decode<%lld>(p, stream);\n"

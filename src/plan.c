@@ -1690,7 +1690,7 @@ bool ts_attention_unmasked(const ts_kernel *k, int64_t head_dim, ts_expr *below,
     if (k->kind != TS_KERNEL_ATTENTION || !k->causal || !ts_expr_below_diagonal(&k->expr, k->m_axis, k->red_axis, below))
         return false;
     const int r = below->n - 1; /* the root: a positive constant times the dot product? */
-    if (head_dim <= 128 && xop_is(below, r, TS_OP_MUL)) {
+    if (ts_attention_masks_apart(head_dim) && xop_is(below, r, TS_OP_MUL)) {
         const ts_xnode *a = &below->node[below->node[r].kid[0]], *b = &below->node[below->node[r].kid[1]];
         const ts_xnode *c = a->kind == TS_X_CONST ? a : b, *dot = a->kind == TS_X_CONST ? b : a;
         if (c->kind == TS_X_CONST && dot->kind == TS_X_ACC && dot->slot == 0 && c->value > 0 && isfinite(c->value))

@@ -213,11 +213,16 @@ bool ts_expr_below_diagonal(const ts_expr *x, int32_t q_axis, int32_t k_axis, ts
 
 /* Attention kernel k's score below the causal diagonal, when the graph masks every later key (k->causal) and
  * its comparisons fold (ts_expr_below_diagonal, into *below: free its node); false otherwise. *scale: the
- * positive constant a when that score is a·dot and head_dim ≤ 128 — the kernel then scores the dot product
+ * positive constant a when that score is a·dot and ts_attention_masks_apart(head_dim) — the kernel then scores the dot product
  * alone and its softmax constant c becomes a·c (exp2(c·(a·s − max a·s)) = exp2(a·c·(s − max s))); else 1 (at
  * head dim 256 the kernel measured 8% slower with it, bench/NOTES.md run 97, as with every change to its
  * score loop). One fact for the emitter (the functor's masks_future form) and the cost model (its ops a score). */
 bool ts_attention_unmasked(const ts_kernel *k, int64_t head_dim, ts_expr *below, double *scale);
+
+/* Whether the attention kernels of this head dim set masked scores to −inf apart from the per-score path and
+ * score a masks_future functor unmasked (templates/attention.cuh kMaskApart: D ≤ 128; at 256 every change to
+ * the score loop measured slower, bench/NOTES.md runs 93-97). */
+static inline bool ts_attention_masks_apart(int64_t head_dim) { return head_dim <= 128; }
 
 /* Frees what kernel k owns: its operands and expressions (not k itself). */
 void ts_kernel_free(ts_kernel *k);
