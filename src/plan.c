@@ -23,6 +23,7 @@ typedef struct {
     bool cut;    /* the search put a kernel boundary here: computed into a buffer, never inlined */
     bool as_row; /* the search asks for a lone reduction here as a ROW kernel (TS_MARK_ROW) */
     bool output; /* the root of a graph output */
+    int8_t output_index; /* which output (when output: the first whose root it is) */
     int uses;
 } tnode;
 
@@ -1061,6 +1062,27 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
     return -1;
 }
 
+/* An attention kernel writes O with its value dim contiguous and any strides along the other axes. When O
+ * is a graph output in the kernel's dtype whose order ends in the value dim (with kv head `outer` just before
+ * query-only head `inner` when they must nest; -1: no constraint), out becomes the output's order, so the
+ * kernel writes the output itself: [b, t, h, d] after [b, h, t, d] operands needs no copy kernel after. */
+static void attention_output_order(const builder *b, int i, int32_t dvax, int32_t outer, int32_t inner, int32_t *out,
+                                   int n) {
+    if (!b->t[i].output) return;
+    const ts_output *o = &b->x->g->outputs[b->t[i].output_index];
+    const int32_t *want = o->ref.view.axis;
+    if (o->inout || o->dtype != dtype_of(b, i) || o->ref.view.ndim != n || want[n - 1] != dvax) return;
+    uint64_t have = 0, wanted = 0;
+    int at_outer = -1, at_inner = -1;
+    for (int j = 0; j < n; j++) {
+        have |= 1ull << out[j], wanted |= 1ull << want[j];
+        if (want[j] == outer) at_outer = j;
+        if (want[j] == inner) at_inner = j;
+    }
+    if (have != wanted || (outer >= 0 && at_inner != at_outer + 1)) return;
+    memcpy(out, want, sizeof(int32_t) * (size_t)n);
+}
+
 static bool try_attention(builder *b, int i) {
     const tnode node = b->t[i], *t = &node; /* a copy: materialising operands may grow b->t */
     int32_t kax = (int32_t)t->e.param[0];
@@ -1139,6 +1161,8 @@ static bool try_attention(builder *b, int i) {
     k->windowed = mb.has_window, k->window = mb.window;
     int32_t out[TS_MAX_DIMS]; /* O in Q's layout, with the value dim for the head dim */
     for (int j = 0; j < qa.ndim; j++) out[j] = qa.axis[j] == dax ? dvax : qa.axis[j];
+    bool nest = bat >= 0 && group > 1; /* the kernel's batch is taken: GQA's heads must form one head index */
+    attention_output_order(b, i, dvax, nest ? heads[0] : -1, nest ? heads[1] : -1, out, qa.ndim);
     new_output(b, i, out, qa.ndim, dtype_of(b, i), k);
     return true;
 }
@@ -1431,7 +1455,7 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
     b.input_buf = ts_xmalloc(sizeof(int) * (size_t)(x->g->ninputs + 1));
     for (int i = 0; i < x->g->ninputs; i++) b.input_buf[i] = -1;
     int order[64], nout = x->g->noutputs < 64 ? x->g->noutputs : 64;
-    for (int o = 0; o < nout; o++) b.t[roots[o]].output = true, order[o] = o;
+    for (int o = nout - 1; o >= 0; o--) b.t[roots[o]].output = true, b.t[roots[o]].output_index = (int8_t)o, order[o] = o;
     /* outputs that others are computed from last: the kernel of `norm(x + r)` also writes `x + r` */
     for (int i = 1; i < nout; i++)
         for (int j = i; j > 0 && roots[order[j - 1]] < roots[order[j]]; j--) {

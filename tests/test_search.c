@@ -482,6 +482,42 @@ Test(search, batched_gqa_attention_is_one_attention_kernel_with_a_batch) {
     free_compiled(&cg);
 }
 
+/* Attention whose output is permuted as a PyTorch model's is before its output projection (O [b, h, t, d] →
+ * [b, t, h, d]): the kernel writes O in the output's order (its value dim stays contiguous), so the plan is one
+ * attention kernel and no copy; GQA's heads are kept nested where a batch takes the kernel's batch index, so an
+ * order that splits them ([b, t, grp, kv_h, d]) keeps Q's layout and a copy kernel after. */
+Test(search, attention_writes_a_permuted_output_in_the_outputs_order) {
+    const struct {
+        const char *q, *kv, *order, *kernel;
+        int kernels;
+    } cases[] = {
+        {"[b, h, t, d_h]", "[b, h, s, d_h]", "[b, t, h, d_h]", "attention [b,t,h,d_h] over s", 1},
+        {"[b, t, h, d_h]", "[b, s, h, d_h]", "[b, h, t, d_h]", "attention [b,h,t,d_h] over s", 1},
+        {"[b, kv_h, grp, t, d_h]", "[b, kv_h, s, d_h]", "[b, t, kv_h, grp, d_h]", "attention [b,t,kv_h,grp,d_h] over s", 1},
+        {"[b, kv_h, grp, t, d_h]", "[b, kv_h, s, d_h]", "[b, t, grp, kv_h, d_h]", "attention [b,kv_h,grp,t,d_h] over s", 2},
+    };
+    for (int c = 0; c < 4; c++) {
+        bool gqa = strstr(cases[c].q, "grp") != NULL;
+        char *yaml = ts_strfmt("graph: g\naxes: {b: 2, %s, t: 512, s: 512, d_h: 128}\n"
+                               "inputs:\n  Q: {dtype: fp16, shape: %s}\n"
+                               "  K: {dtype: fp16, shape: %s}\n  V: {dtype: fp16, shape: %s}\n"
+                               "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d_h}\n"
+                               "  - {name: Ss, op: scale, args: [S], by: 0.08838834764831845}\n"
+                               "  - {name: P, op: softmax, args: [Ss], axis: s}\n"
+                               "  - {name: O, op: matmul, args: [P, V], over: s}\n"
+                               "  - {name: Ot, op: permute, args: [O], order: %s}\noutputs: [Ot]\n",
+                               gqa ? "kv_h: 2, grp: 4" : "h: 8", cases[c].q, cases[c].kv, cases[c].kv, cases[c].order);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        char *best = best_plan(&cg);
+        const ts_plan *p = &cg.out.plans[0];
+        cr_expect_eq(p->nk, cases[c].kernels, "case %d: %s", c, best);
+        cr_expect(strstr(best, cases[c].kernel) != NULL, "case %d: %s", c, best);
+        free(best), free(yaml);
+        free_compiled(&cg);
+    }
+}
+
 /* The tile skips need the score to be −inf wherever the key is after the query (causal) or more than a
  * window before it. A sliding window's mask (future or older than the window: a max of two conditions)
  * promises both, so the kernel skips the tiles past the diagonal and before the window; a mask that tanh bends back to −1 after it was added
