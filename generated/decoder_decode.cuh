@@ -2703,9 +2703,11 @@ namespace tsa {
 // The first key a query tile starting at row q0 must read: 0, or for a Score promising a window, the first
 // key of the BN-key tile holding key q0 − window (every key before it is −inf for rows ≥ q0).
 template <class Score, class = void> struct Window {
+    static constexpr bool windowed = false;
     static __host__ __device__ int first_tile(int, int) { return 0; }
 };
 template <class Score> struct Window<Score, decltype((void)Score::window)> {
+    static constexpr bool windowed = true;
     static __host__ __device__ int first_tile(int q0, int bn) {
         const double lo = static_cast<double>(q0) - Score::window;   // keys < lo are masked
         const double tiles = lo / bn;                                 // a huge negative window: every tile
@@ -3588,13 +3590,20 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 // and wgmma.mma_async. Namespace tsa90; includes attention.cuh (params, functors, the mma.sync kernel it
 // falls back to) and gemm_sm90.cuh (wgmma / mbarrier / TMA helpers and the tensor-map encoder).
 //
-//   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true, BN = DefaultBN<D>>(params, stream)
-//   D ∈ {64, 128, 256}; BN keys per K/V tile ∈ {64, 128} (128 for D ≤ 128, 64 for D = 256, as FA3).
+//   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true, BN = DefaultBN<D>, PERSIST = -1>(params, stream)
+//   D ∈ {64, 128, 256}; BN keys per K/V tile ∈ {64, 128} (128 for D ≤ 128, 64 for D = 256, as FA3);
+//   PERSIST: 1 persistent, 0 a block per item, −1 persistent unless the score is causal or windowed.
 //
-// The kernel, per block (BM = 128 query rows of one (batch, query head); grid as attention.cuh:
-// x = head, y = query tile (reversed under causal), z = batch):
+// Work items: BM = 128 query rows of one (batch, query head), heads fastest, then query tiles (reversed under
+// causal: the longest rows first), then the batch. A block per item (the hardware starts the next wherever one
+// ends: balanced for causal items of differing lengths), or persistent (a block per resident slot taking items
+// blockIdx.x, + gridDim.x, …: the producer loads the next item's first K/V tile and each consumer's half of Q
+// while this item's last tiles and epilogue run; the ring and the ping-pong turns run on across items).
+// Per block:
 //   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues
-//     every TMA load): Q once (its own mbarrier), then the K and V tiles of BN keys into a STAGES-deep
+//     every TMA load): per item, each consumer's 64 rows of Q (q[half] full; for a later item, once that
+//     consumer is done with the last one's: qfree[half], one arrival per warp of it, and after the item's
+//     first K/V tile, so that the ring is not held up) and the K and V tiles of BN keys into a STAGES-deep
 //     ring (full[s]: transaction bytes of K + V; empty[s]: one arrival per consumer warp).
 //     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232; for D = 256, 240 with the producer at 24),
 //     each owning 64 query rows: O is D/2 fp32 registers a thread, S BN/2, P BN/4.
@@ -3602,10 +3611,11 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 //     128-byte-swizzle layout that TMA writes (box 64 × rows, CU_TENSOR_MAP_SWIZZLE_128B); Q and K are read
 //     K-major by wgmma (as gemm_sm90's A and B_NK), V N-major (as gemm_sm90's B_KN, imm-trans-b = 1, LBO =
 //     the K/V slab stride BN·128 bytes).
-//   * Consumer loop (intra-warpgroup overlap as FA3): for key tile j: S_j = Q·K_jᵀ (wgmma m64n{BN}k16, Q and
-//     K from smem) is issued, then O += P_{j-1}·V_{j-1} (wgmma m64nDk16, P from registers); wait for S_j
-//     only; score functor + out-of-range keys → −inf + online softmax of S_j (exp2, running max m and
-//     sum l) run while the P·V wgmma is still in flight; then wait for it, release stage j-1, rescale O by
+//   * Consumer loop (FA3's order): for key tile j: S_j = Q·K_jᵀ (wgmma m64n{BN}k16, Q and K from smem) is
+//     issued, then O += P_{j-1}·V_{j-1} (wgmma m64nDk16, P from registers); wait for S_j; score functor +
+//     out-of-range keys → −inf; wait for P·V (ptxas places this wait before the softmax's exp2s, so the
+//     softmax does not overlap this warpgroup's P·V: bench/NOTES.md run 100); online softmax of S_j (exp2,
+//     running max m and sum l), release stage j-1, rescale O by
 //     2^(c·(m_old − m_new)) and pack P_j to fp16/bf16 (the accumulator layout of S is the register-A
 //     layout of the next wgmma: keys 16kk..16kk+15 are S column blocks 2kk, 2kk+1).
 //   * PINGPONG (FA3's inter-warpgroup schedule): the two consumers take turns issuing their wgmma batches
@@ -3734,7 +3744,7 @@ template <int D, int STAGES, int BN_> struct Cfg {
     // Register split (setmaxnreg; 128·PRODUCER_REGS + 256·CONSUMER_REGS ≤ 64 K): D = 256 needs the most a
     // consumer can have (O alone is 128 registers a thread), so its producer keeps only 24.
     static constexpr int PRODUCER_REGS = D > 128 ? 24 : 40, CONSUMER_REGS = D > 128 ? 240 : 232;
-    static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 1);
+    static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 4);
     static_assert(D == 64 || D == 128 || D == 256, "attention_sm90: D must be 64, 128 or 256");
     static_assert(BN == 64 || BN == 128, "attention_sm90: BN (keys per tile) must be 64 or 128");
     static_assert(D / 2 + BN / 2 + BN / 4 <= 192, "attention_sm90: O, S and P would not fit the consumer registers");
@@ -3743,7 +3753,7 @@ template <int D, int STAGES, int BN_> struct Cfg {
 };
 
 // ---- the kernel -----------------------------------------------------------------------------------------
-template <typename T, int D, int STAGES, bool PINGPONG, int BN_, class Score>
+template <typename T, int D, int STAGES, bool PINGPONG, int BN_, class Score, bool PERSISTENT>
 __global__ void __launch_bounds__(384, 1)
     attention_sm90_kernel(const __grid_constant__ tsa::AttnParams<T, Score> p, const __grid_constant__ CUtensorMap tma_q,
                           const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
@@ -3755,21 +3765,39 @@ __global__ void __launch_bounds__(384, 1)
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
     const uint32_t sQ = base, sKV = base + C::Q_BYTES;
-    const uint32_t bar_q = sKV + STAGES * C::STAGE_BYTES, bar_full = bar_q + 8, bar_empty = bar_full + 8 * STAGES;
+    // Barriers: Q's two halves (one per consumer) loaded, and free again; the K/V ring's full and empty.
+    const uint32_t bar_q = sKV + STAGES * C::STAGE_BYTES, bar_qfree = bar_q + 16, bar_full = bar_qfree + 16,
+                   bar_empty = bar_full + 8 * STAGES;
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
     tst::pdl_wait();
 
-    const int h = blockIdx.x, b = blockIdx.z;
-    const int q0 = (Score::causal ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y)) * BM;
-    const int hk = h / (p.n_q_heads / p.n_kv_heads);
-    const Score score = tst::score_at(p.score, b, h);
-    int kv_end = p.t_kv;  // keys this tile can see: K/V tiles [first, first + n_tiles)
-    if (Score::causal) kv_end = min(kv_end, max(0, min(q0 + BM, p.t_q) + p.t_kv - p.t_q));
-    const int all_tiles = (kv_end + BN - 1) / BN, first = min(tsa::Window<Score>::first_tile(q0, BN), all_tiles);
-    const int n_tiles = all_tiles - first;
+    // Work items: one (head, query tile, batch) each, heads fastest.
+    const int q_tiles = (p.t_q + BM - 1) / BM, n_heads = p.n_q_heads;
+    const int n_items = n_heads * q_tiles * p.batch;
+    struct Item {
+        int h, b, q0, hk, first, n_tiles;
+    };
+    auto item_at = [&](int w) {
+        Item it;
+        it.h = w % n_heads;
+        const int rest = w / n_heads, qt = rest % q_tiles;
+        it.b = rest / q_tiles;
+        it.q0 = (Score::causal ? q_tiles - 1 - qt : qt) * BM;  // causal: longest rows first
+        it.hk = it.h / (p.n_q_heads / p.n_kv_heads);
+        int kv_end = p.t_kv;  // keys this tile can see: K/V tiles [first, first + n_tiles)
+        if (Score::causal) kv_end = min(kv_end, max(0, min(it.q0 + BM, p.t_q) + p.t_kv - p.t_q));
+        const int all_tiles = (kv_end + BN - 1) / BN;
+        it.first = min(tsa::Window<Score>::first_tile(it.q0, BN), all_tiles);
+        it.n_tiles = all_tiles - it.first;
+        return it;
+    };
 
     if (threadIdx.x == 0) {
-        mbar_init(bar_q, 1);
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            mbar_init(bar_q + 8 * half, 1);
+            mbar_init(bar_qfree + 8 * half, 4);  // one arrival per warp of the half's consumer
+        }
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bar_full + 8 * s, 1);
@@ -3781,38 +3809,56 @@ __global__ void __launch_bounds__(384, 1)
 
     const int wg = static_cast<int>(threadIdx.x) / 128;
     if (wg == 0) {
-        // ---- producer: one thread issues every TMA load ----
+        // ---- producer: one thread issues every TMA load, item after item ----
         setmaxnreg_dec<C::PRODUCER_REGS>();
-        if (threadIdx.x == 0 && n_tiles > 0) {
+        if (threadIdx.x == 0) {
             tma_prefetch_desc(&tma_q);
             tma_prefetch_desc(&tma_k);
             tma_prefetch_desc(&tma_v);
-            mbar_arrive_expect_tx(bar_q, C::Q_BYTES);
-#pragma unroll
-            for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sQ + sl * C::Q_SLAB, &tma_q, sl * 64, q0, h, b, bar_q);
-            for (int j = 0; j < n_tiles; ++j) {
-                const int s = j % STAGES;
-                mbar_wait(bar_empty + 8 * s, ((j / STAGES) & 1) ^ 1);  // first pass: passes at once
+            int g = 0, n_loaded = 0;  // K/V tiles loaded (the ring position); items whose Q was loaded
+            auto load_kv = [&](const Item &it, int j) {
+                const int s = g % STAGES;
+                mbar_wait(bar_empty + 8 * s, ((g / STAGES) & 1) ^ 1);  // first pass: passes at once
                 const uint32_t full = bar_full + 8 * s, sK = sKV + s * C::STAGE_BYTES, sV = sK + C::KV_BYTES;
                 mbar_arrive_expect_tx(full, C::STAGE_BYTES);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, (first + j) * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sK + sl * C::KV_SLAB, &tma_k, sl * 64, (it.first + j) * BN, it.hk, it.b, full);
 #pragma unroll
-                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, (first + j) * BN, hk, b, full);
+                for (int sl = 0; sl < C::NSLAB; ++sl) tma_load_4d(sV + sl * C::KV_SLAB, &tma_v, sl * 64, (it.first + j) * BN, it.hk, it.b, full);
+                ++g;
+            };
+            auto load_q = [&](const Item &it) {
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    if (n_loaded > 0) mbar_wait(bar_qfree + 8 * half, (n_loaded - 1) & 1);
+                    mbar_arrive_expect_tx(bar_q + 8 * half, C::Q_BYTES / 2);
+#pragma unroll
+                    for (int sl = 0; sl < C::NSLAB; ++sl)
+                        tma_load_4d(sQ + sl * C::Q_SLAB + half * 64 * 128, &tma_q, sl * 64, it.q0 + 64 * half, it.h, it.b,
+                                    bar_q + 8 * half);
+                }
+            };
+            for (int w = blockIdx.x; w < n_items; w += gridDim.x) {
+                const Item it = item_at(w);
+                if (it.n_tiles > 0) {
+                    if (n_loaded == 0) load_q(it), load_kv(it, 0);  // the first item: Q first, nothing to wait for
+                    else load_kv(it, 0), load_q(it);                // later: the K/V ring is not held up by Q
+                    ++n_loaded;
+                    for (int j = 1; j < it.n_tiles; ++j) load_kv(it, j);
+                }
+                if constexpr (!PERSISTENT) break;
             }
         }
     } else {
         // ---- consumers: 64 query rows each ----
         setmaxnreg_inc<C::CONSUMER_REGS>();
         const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
-        const int row0 = q0 + cw * 64 + wq * 16 + (lane >> 2);  // rows row0 (h = 0) and row0 + 8 (h = 1)
         const int col0 = 2 * (lane & 3);
         const float c = p.c;
         float o[D / 2], s[BN / 2];
         uint32_t pa[BN / 16][4];
-        float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2];
-#pragma unroll
-        for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+        float m[2], l[2], alpha[2];
+        int row0 = 0;  // this thread's rows in the item: row0 (h = 0) and row0 + 8 (h = 1)
 
         // S = Q·K_tileᵀ for stage st (issued, not waited for).
         auto issue_qk = [&](int st) {
@@ -3833,7 +3879,7 @@ __global__ void __launch_bounds__(384, 1)
             for (int kk = 0; kk < BN / 16; ++kk) wgmma_rs<T, D>(o, pa[kk], make_desc(sV + kk * 2048, C::KV_SLAB, 1024));
         };
         // s ← score(s, q, k), keys ≥ t_kv → −inf; then the online-softmax step (m, l, alpha; s → weights).
-        auto softmax = [&](int k0) {
+        auto softmax = [&](const Score &score, int k0) {
             const bool check_kv = k0 + BN > p.t_kv;
 #pragma unroll
             for (int j = 0; j < BN / 8; ++j)
@@ -3907,94 +3953,114 @@ __global__ void __launch_bounds__(384, 1)
         auto release = [&](int st) {
             if (lane == 0) mbar_arrive_local(bar_empty + 8 * st);
         };
+        auto release_q = [&]() {  // this consumer's last Q·Kᵀ of the item is complete: its half of Q may be reloaded
+            if (lane == 0) mbar_arrive_local(bar_qfree + 8 * cw);
+        };
         // Ping-pong (FA3): the two consumers take turns issuing their wgmmas (named barriers 1 + cw), so
         // that one's softmax runs while the other's GEMMs occupy the tensor cores. Every issue step is
-        // bracketed by turn_begin / turn_end; both consumers take n_tiles + 1 steps; warpgroup 1 gives
-        // warpgroup 0 the first turn and skips its own last hand-over, so no arrival is left pending.
-        int turns_left = n_tiles + 1;
+        // bracketed by turn_begin / turn_end, item after item without a break (a consumer starts the next
+        // item while the other finishes this one); warpgroup 1 gives warpgroup 0 the first turn, and
+        // warpgroup 0 takes warpgroup 1's last hand-over after its last item, so no arrival is left pending.
         auto turn_begin = [&]() {
             if constexpr (PINGPONG) named_sync256(1 + cw);
         };
         auto turn_end = [&]() {
-            if constexpr (PINGPONG) {
-                --turns_left;
-                if (cw == 0 || turns_left > 0) named_arrive256(2 - cw);
-            }
+            if constexpr (PINGPONG) named_arrive256(2 - cw);
         };
+        if constexpr (PINGPONG)
+            if (cw == 1) named_arrive256(1);
 
-        if (n_tiles > 0) {
-            if constexpr (PINGPONG)
-                if (cw == 1) named_arrive256(1);  // warpgroup 0 takes the first turn
-            mbar_wait(bar_q, 0);
-            mbar_wait(bar_full, 0);
-            // Tile 0: S, softmax (O is still 0: no rescale), P.
-            fence_s();
-            turn_begin();
-            wgmma_fence();
-            issue_qk(0);
-            wgmma_commit();
-            turn_end();
-            wgmma_wait<0>();
-            fence_s();
-            softmax(first * BN);
-            pack_p();
-            for (int j = 1; j < n_tiles; ++j) {
-                const int st = j % STAGES, prev = (j - 1) % STAGES;
-                mbar_wait(bar_full + 8 * st, (j / STAGES) & 1);
+        int g = 0, n_used = 0;  // K/V tiles consumed (the ring position); items whose Q was used
+        for (int w = blockIdx.x; w < n_items; w += gridDim.x) {
+            const Item it = item_at(w);
+            const Score score = tst::score_at(p.score, it.b, it.h);
+            row0 = it.q0 + cw * 64 + wq * 16 + (lane >> 2);
+            m[0] = m[1] = -INFINITY, l[0] = l[1] = 0.f;
+#pragma unroll
+            for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+            const int n_tiles = it.n_tiles;
+            if (n_tiles > 0) {
+                mbar_wait(bar_q + 8 * cw, n_used & 1);
+                mbar_wait(bar_full + 8 * (g % STAGES), (g / STAGES) & 1);
+                // Tile 0: S, softmax (O is still 0: no rescale), P.
                 fence_s();
+                turn_begin();
+                wgmma_fence();
+                issue_qk(g % STAGES);
+                wgmma_commit();
+                turn_end();
+                wgmma_wait<0>();
+                fence_s();
+                if (n_tiles == 1) release_q();
+                softmax(score, it.first * BN);
+                pack_p();
+                for (int j = 1; j < n_tiles; ++j) {
+                    const int st = (g + j) % STAGES, prev = (g + j - 1) % STAGES;
+                    mbar_wait(bar_full + 8 * st, ((g + j) / STAGES) & 1);
+                    fence_s();
+                    fence_o();
+                    fence_pa();
+                    turn_begin();
+                    wgmma_fence();
+                    issue_qk(st);
+                    wgmma_commit();
+                    issue_pv(prev);
+                    wgmma_commit();
+                    turn_end();
+                    wgmma_wait<1>();  // S_j complete; P_{j-1}·V_{j-1} may still run
+                    fence_s();
+                    if (j == n_tiles - 1) release_q();
+                    softmax(score, (it.first + j) * BN);
+                    // ptxas schedules this wait at the head of its basic block, before the softmax's exp2s: the
+                    // softmax runs after P·V, and the two warpgroups' ping-pong is what overlaps it. Forcing it
+                    // beside P·V (a block boundary here) did not pay robustly (bench/NOTES.md run 100).
+                    wgmma_wait<0>();
+                    fence_o();
+                    fence_pa();
+                    release(prev);
+#pragma unroll
+                    for (int j2 = 0; j2 < D / 8; ++j2)
+#pragma unroll
+                        for (int hh = 0; hh < 2; ++hh) {
+                            o[4 * j2 + 2 * hh] *= alpha[hh];
+                            o[4 * j2 + 2 * hh + 1] *= alpha[hh];
+                        }
+                    pack_p();
+                }
+                const int last = (g + n_tiles - 1) % STAGES;
                 fence_o();
                 fence_pa();
                 turn_begin();
                 wgmma_fence();
-                issue_qk(st);
-                wgmma_commit();
-                issue_pv(prev);
+                issue_pv(last);
                 wgmma_commit();
                 turn_end();
-                wgmma_wait<1>();  // S_j complete; P_{j-1}·V_{j-1} may still run
-                fence_s();
-                softmax((first + j) * BN);
                 wgmma_wait<0>();
                 fence_o();
                 fence_pa();
-                release(prev);
-#pragma unroll
-                for (int j2 = 0; j2 < D / 8; ++j2)
-#pragma unroll
-                    for (int hh = 0; hh < 2; ++hh) {
-                        o[4 * j2 + 2 * hh] *= alpha[hh];
-                        o[4 * j2 + 2 * hh + 1] *= alpha[hh];
-                    }
-                pack_p();
+                release(last);
+                g += n_tiles;
+                ++n_used;
             }
-            const int last = (n_tiles - 1) % STAGES;
-            fence_o();
-            fence_pa();
-            turn_begin();
-            wgmma_fence();
-            issue_pv(last);
-            wgmma_commit();
-            turn_end();
-            wgmma_wait<0>();
-            fence_o();
-            fence_pa();
-            release(last);
-        }
 
-        // Epilogue: O / l → rows < t_q (fully masked or t_kv-less rows → 0).
-        T *gO = p.o + static_cast<int64_t>(b) * p.o_batch_stride + static_cast<int64_t>(h) * p.o_head_stride;
+            // Epilogue: O / l → rows < t_q (fully masked or t_kv-less rows → 0).
+            T *gO = p.o + static_cast<int64_t>(it.b) * p.o_batch_stride + static_cast<int64_t>(it.h) * p.o_head_stride;
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-            const float sum = tst::quad_sum(l[hh]);
-            const float inv = sum > 0.f ? 1.f / sum : 0.f;
-            const int row = row0 + 8 * hh;
-            if (row < p.t_q) {
-                T *dst = gO + static_cast<int64_t>(row) * p.o_seq_stride + col0;
+            for (int hh = 0; hh < 2; ++hh) {
+                const float sum = tst::quad_sum(l[hh]);
+                const float inv = sum > 0.f ? 1.f / sum : 0.f;
+                const int row = row0 + 8 * hh;
+                if (row < p.t_q) {
+                    T *dst = gO + static_cast<int64_t>(row) * p.o_seq_stride + col0;
 #pragma unroll
-                for (int j = 0; j < D / 8; ++j)
-                    tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
+                    for (int j = 0; j < D / 8; ++j)
+                        tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
+                }
             }
+            if constexpr (!PERSISTENT) break;  // a block per item
         }
+        if constexpr (PINGPONG)
+            if (cw == 0) named_sync256(1);  // warpgroup 1's last hand-over
     }
 #else
     (void)p, (void)tma_q, (void)tma_k, (void)tma_v;
@@ -4047,7 +4113,8 @@ inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int head
 // Launch the attention forward for p on stream. Same contract as tsa::launch_attention (same validation,
 // same errors), plus cudaErrorNotSupported on a device that is not compute capability 9.0 or a translation
 // unit compiled without sm_90a. Never prints or exits.
-template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::value, typename T, class Score>
+template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::value, int PERSIST = -1, typename T,
+          class Score>
 cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
     last_path() = -1;
     if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
@@ -4065,7 +4132,12 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         return tsa::launch_attention<D>(p, stream);
     } else {
         using C = Cfg<D, STAGES, BN>;
-        auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, BN, Score>;
+        // Persistent (a CTA per resident slot, each taking items in turn): the next item's loads overlap this
+        // one's last tiles and epilogue (bench/NOTES.md run 99: −3% at 4 K keys, −7% at 2 K). Causal and
+        // windowed items differ in length, so there the hardware's block scheduler, which starts a block
+        // wherever one ends, balances them instead (a window's items taken in turn ran 7% slower).
+        constexpr bool persistent = PERSIST == 1 || (PERSIST < 0 && !Score::causal && !tsa::Window<Score>::windowed);
+        auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, BN, Score, persistent>;
         static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once
         if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
@@ -4084,7 +4156,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
             return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
         }
         CUtensorMap tq, tk, tv;
-        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM) &&
+        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
              make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, C::BN) &&
              make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
         if (!ok) {
@@ -4092,12 +4164,21 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
             return tsa::launch_attention<D>(p, stream);
         }
         const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
-        if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
+        const int64_t n_items = q_tiles * p.n_q_heads * p.batch;
+        if (n_items > INT32_MAX) return cudaErrorInvalidConfiguration;
         static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
         e = tst::set_smem_once(kernel, C::SMEM, f.dev, smem_set);
         if (e != cudaSuccess) return e;
+        int64_t grid = n_items;
+        if constexpr (persistent) {
+            static const int per_sm = [&] {
+                int n = 0;
+                return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, C::THREADS, C::SMEM) == cudaSuccess && n > 0 ? n : 1;
+            }();
+            grid = std::min<int64_t>(n_items, (int64_t)f.sms * per_sm);
+        }
         last_path() = 0;
-        return tst::launch(kernel, dim3(p.n_q_heads, (unsigned)q_tiles, p.batch), dim3(C::THREADS), C::SMEM, stream, 1, p,
+        return tst::launch(kernel, dim3((unsigned)grid), dim3(C::THREADS), C::SMEM, stream, 1, p,
                            tq, tk, tv);
     }
 }

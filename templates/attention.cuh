@@ -61,9 +61,11 @@ namespace tsa {
 // The first key a query tile starting at row q0 must read: 0, or for a Score promising a window, the first
 // key of the BN-key tile holding key q0 − window (every key before it is −inf for rows ≥ q0).
 template <class Score, class = void> struct Window {
+    static constexpr bool windowed = false;
     static __host__ __device__ int first_tile(int, int) { return 0; }
 };
 template <class Score> struct Window<Score, decltype((void)Score::window)> {
+    static constexpr bool windowed = true;
     static __host__ __device__ int first_tile(int q0, int bn) {
         const double lo = static_cast<double>(q0) - Score::window;   // keys < lo are masked
         const double tiles = lo / bn;                                 // a huge negative window: every tile

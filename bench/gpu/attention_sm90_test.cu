@@ -491,6 +491,20 @@ int main(int argc, char **argv) {
                                            tsa::ScaleScore{1.f}, tsa::ScaleScore{1.f}, 1.0);
     fails += !run_config<H, 128>({"seed (unscaled)", 1, 16, 16, big, big, false, 8}, tsa::ScaleScore{1.f},
                                  tsa::ScaleScore{1.f}, 1.0);
+    // The seed's queries against 1, 2 and 8 K of keys (3 stages, as tsopt's header): time against t_kv
+    // separates a CTA's fixed cost (launch, fill, last P·V, epilogue) from its per-tile cost.
+    fails += !run_config<H, 128, 3>({"kv sweep 1024", 1, 16, 16, big, big / 4, false, 64}, tsa::ScaleScore{1.f},
+                                    tsa::ScaleScore{1.f}, 1.0);
+    fails += !run_config<H, 128, 3>({"kv sweep 2048", 1, 16, 16, big, big / 2, false, 64}, tsa::ScaleScore{1.f},
+                                    tsa::ScaleScore{1.f}, 1.0);
+    fails += !run_config<H, 128, 3>({"kv sweep 8192", 1, 16, 16, big, big * 2, false, 64}, tsa::ScaleScore{1.f},
+                                    tsa::ScaleScore{1.f}, 1.0);
+    // Persistent schedule (non-causal): many items a CTA, each of one K/V tile (Q reloaded item after item,
+    // the n_tiles == 1 path), and items of differing lengths (a window's far side skips a varying count).
+    fails += !run_config<H, 128, 3>({"persist many short", 8, 16, 4, 1000, 77, true, 1}, tsa::ScaleScore{s128},
+                                    tsa::ScaleScore{s128}, 1.0);
+    fails += !run_config<B, 128>({"persist window only long", 2, 8, 4, big, big, false, 8}, WindowScore<false, 300>{s128},
+                                 WindowRef<false, 300>{s128}, 0.57);
     // Pipeline-depth variant of the seed config (3 K/V stages: 225 KB of shared memory).
     fails += !run_config<H, 128, 3>({"seed 3 stages", 1, 16, 16, big, big, false, 64}, tsa::ScaleScore{1.f},
                                     tsa::ScaleScore{1.f}, 1.0);

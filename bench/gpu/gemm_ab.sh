@@ -11,19 +11,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 if [ "${1:-}" = build ]; then
-    rm -rf build/old-templates && mkdir -p build/old-templates build/gpu
-    git archive "${REV:-HEAD}" templates | tar x -C build/old-templates --strip-components=1 || exit 1
-    flags="-O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/gpu/gemm_sm90_test.cu -lcublas"
-    oldflag=; grep -q "bool PP" build/old-templates/gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
-    grep -q "bool TWO" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
-    nvcc $flags -I templates -o build/gpu/gemm_sm90_test &
-    new=$!
-    nvcc $flags $oldflag -I build/old-templates -o build/gpu/gemm_sm90_test_old &
-    old=$!
-    wait $new; rn=$?
-    wait $old; ro=$?
-    [ $rn -eq 0 ] && [ $ro -eq 0 ] || { echo "gemm_ab.sh: nvcc failed (new: exit $rn, old: exit $ro)" >&2; exit 1; }
-    exit 0
+    . bench/gpu/ab_build.sh
+    git archive "${REV:-HEAD}" templates/gemm_sm90.cuh | tar xO > build/old-gemm_sm90.cuh || exit 1
+    oldflag=; grep -q "bool PP" build/old-gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
+    grep -q "bool TWO" build/old-gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
+    ab_build bench/gpu/gemm_sm90_test.cu build/gpu/gemm_sm90_test "$oldflag"
+    exit
 fi
 out=${OUT:-build/gemm-ab}
 mkdir -p "$out"
