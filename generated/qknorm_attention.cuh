@@ -3846,17 +3846,23 @@ __global__ void __launch_bounds__(384, 1)
         };
         // Ping-pong (FA3): the two consumers take turns issuing their wgmmas (named barriers 1 + cw), so
         // that one's softmax runs while the other's GEMMs occupy the tensor cores. Every issue step is
-        // bracketed by turn_begin / turn_end, item after item without a break (a consumer starts the next
-        // item while the other finishes this one); warpgroup 1 gives warpgroup 0 the first turn, and
-        // warpgroup 0 takes warpgroup 1's last hand-over after its last item, so no arrival is left pending.
+        // bracketed by turn_begin / turn_end; warpgroup 1 gives warpgroup 0 the first turn. Persistent, the
+        // turns run on item after item (a consumer starts the next item while the other finishes this one)
+        // and warpgroup 0 takes warpgroup 1's last hand-over after its last item; a block per item, warpgroup
+        // 1 skips its last hand-over instead (taking it cost the head-dim-256 kernel 6%: bench/NOTES.md run
+        // 101). Either way no arrival is left pending.
+        int turns_left = 0;  // this item's issue steps still to take (n_tiles + 1 a consumer)
         auto turn_begin = [&]() {
             if constexpr (PINGPONG) named_sync256(1 + cw);
         };
         auto turn_end = [&]() {
-            if constexpr (PINGPONG) named_arrive256(2 - cw);
+            if constexpr (PINGPONG) {
+                --turns_left;
+                if (PERSISTENT || cw == 0 || turns_left > 0) named_arrive256(2 - cw);
+            }
         };
-        if constexpr (PINGPONG)
-            if (cw == 1) named_arrive256(1);
+        if constexpr (PINGPONG && PERSISTENT)
+            if (cw == 1) named_arrive256(1);  // warpgroup 0 takes the first turn
 
         int g = 0, n_used = 0;  // K/V tiles consumed (the ring position); items whose Q was used
         for (int w = blockIdx.x; w < n_items; w += gridDim.x) {
@@ -3867,7 +3873,10 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
             const int n_tiles = it.n_tiles;
+            turns_left = n_tiles + 1;
             if (n_tiles > 0) {
+                if constexpr (PINGPONG && !PERSISTENT)
+                    if (cw == 1) named_arrive256(1);  // warpgroup 0 takes the first turn
                 mbar_wait(bar_q + 8 * cw, n_used & 1);
                 mbar_wait(bar_full + 8 * (g % STAGES), (g / STAGES) & 1);
                 // Tile 0: S, softmax (O is still 0: no rescale), P.
@@ -3948,7 +3957,7 @@ __global__ void __launch_bounds__(384, 1)
             if constexpr (!PERSISTENT) break;  // a block per item
         }
         if constexpr (PINGPONG)
-            if (cw == 0) named_sync256(1);  // warpgroup 1's last hand-over
+            if (cw == 0 && PERSISTENT) named_sync256(1);  // warpgroup 1's last hand-over
     }
 #else
     (void)p, (void)tma_q, (void)tma_k, (void)tma_v;
