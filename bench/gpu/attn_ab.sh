@@ -13,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 if [ "${1:-}" = build ]; then
     . bench/gpu/ab_build.sh
+    ab_old_templates || exit 1
     ab_build "-Werror all-warnings bench/gpu/attention_sm90_test.cu" build/gpu/attention_sm90_test
     exit
 fi

@@ -12,9 +12,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 if [ "${1:-}" = build ]; then
     . bench/gpu/ab_build.sh
-    git archive "${REV:-HEAD}" templates/gemm_sm90.cuh | tar xO > build/old-gemm_sm90.cuh || exit 1
-    oldflag=; grep -q "bool PP" build/old-gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
-    grep -q "bool TWO" build/old-gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
+    ab_old_templates || exit 1
+    oldflag=; grep -q "bool PP" build/old-templates/gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
+    grep -q "bool TWO" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
     ab_build bench/gpu/gemm_sm90_test.cu build/gpu/gemm_sm90_test "$oldflag"
     exit
 fi
