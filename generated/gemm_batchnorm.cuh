@@ -2,7 +2,7 @@
 //
 // graph:     gemm_batchnorm (source hash 035d3a4153a25ec5)
 // plan:      fused/20 — 2 kernels: gemm [b,f] over k; row-columns [b,f] over b
-// predicted: 0.0887 ms on NVIDIA H200 at the typical sizes (7.88x the 0.6984 ms predicted for one kernel per op)
+// predicted: 0.0844 ms on NVIDIA H200 at the typical sizes (8.23x the 0.6941 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (gemm): 128x256, 4 stages
@@ -918,6 +918,14 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, the value form — the functor computes, the kernel stores (gemm_sm90.cuh then converts a tile's
+// outputs in registers, parks them in shared memory as TOut and stores whole 16-byte row segments, where the
+// pair-by-pair stores of apply cost more instructions than the rest of the epilogue):
+//       __device__ TOut *row_ptr(int batch, int row) const;   // where output row (batch, row) starts
+//       __device__ float2 value(int batch, int row, int col, float v0, float v1) const;    // (+ w0, w1: DUAL)
+//       __device__ float2 value_loaded(int batch, int row, int col, const In &in, float v0, float v1) const; // two-phase
+// with apply(...) ≡ store2(row_ptr(b, row) + col, value(...), col + 1 < n): one output, columns contiguous;
+// value is called for both columns of the pair whether or not col + 1 < n.
 // Optionally, statistics of A's rows (prologue fusion: an RMSNorm's Σ_k x² computed while the kernel reads
 // A for the contraction anyway, instead of by a kernel of its own):
 //       static constexpr int kRowStats = S;     // 1..4 reductions over k of a term of one element A[m, k]
@@ -925,7 +933,7 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
 //       static constexpr bool row_max(int j);   // reduction j is a maximum (else a sum)
 //       __device__ float row_term(int j, float a) const;                       // a = A[m, k] (k < K only)
 //       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
-// and then apply and apply_loaded take this row's O values as a last parameter `const float *rs`. Both
+// and then apply, apply_loaded, value and value_loaded take this row's O values as a last parameter `const float *rs`. Both
 // kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
 
 
@@ -935,6 +943,12 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Whether E has the value form (row_ptr, value or value_loaded), and the element type of its output.
+template <class E, class = void> struct ValueEpilogue : std::false_type {};
+template <class E> struct ValueEpilogue<E, std::void_t<decltype(&E::row_ptr)>> : std::true_type {};
+template <class E> constexpr bool kValueEpilogue = ValueEpilogue<E>::value;
+template <class E> using EpilogueOut = std::remove_pointer_t<decltype(std::declval<const E &>().row_ptr(0, 0))>;
 
 // Row statistics of A an epilogue functor asks for (S reductions, O values per row; 0 and 0: none).
 template <class E, class = void> struct RowStatsOf {
@@ -964,6 +978,30 @@ __device__ __forceinline__ void epi_apply_loaded(const E &ep, int b, int row, in
                                                  const float *rs) {
     if constexpr (kRowStats<E> > 0) ep.template apply_loaded<T>(b, row, col, in, v0, v1, rs);
     else (void)rs, ep.template apply_loaded<T>(b, row, col, in, v0, v1);
+}
+
+// The value-form calls (kValueEpilogue), with this row's statistics when the functor has them; w: the B1
+// accumulators of the DUAL form's pair (unused when single). in: a two-phase functor's operands of the pair.
+template <bool DUAL, class E>
+__device__ __forceinline__ float2 epi_value(const E &ep, int b, int row, int col, float v0, float v1, float2 w, const float *rs) {
+    if constexpr (DUAL) {
+        if constexpr (kRowStats<E> > 0) return ep.value(b, row, col, v0, v1, w.x, w.y, rs);
+        else return (void)rs, ep.value(b, row, col, v0, v1, w.x, w.y);
+    } else {
+        if constexpr (kRowStats<E> > 0) return (void)w, ep.value(b, row, col, v0, v1, rs);
+        else return (void)w, (void)rs, ep.value(b, row, col, v0, v1);
+    }
+}
+template <bool DUAL, class E, class In>
+__device__ __forceinline__ float2 epi_value_loaded(const E &ep, int b, int row, int col, const In &in, float v0, float v1,
+                                                   float2 w, const float *rs) {
+    if constexpr (DUAL) {
+        if constexpr (kRowStats<E> > 0) return ep.value_loaded(b, row, col, in, v0, v1, w.x, w.y, rs);
+        else return (void)rs, ep.value_loaded(b, row, col, in, v0, v1, w.x, w.y);
+    } else {
+        if constexpr (kRowStats<E> > 0) return (void)w, ep.value_loaded(b, row, col, in, v0, v1, rs);
+        else return (void)w, (void)rs, ep.value_loaded(b, row, col, in, v0, v1);
+    }
 }
 
 // Row-statistic accumulators: start, fold one element of A in, merge two partial results.
@@ -1012,8 +1050,10 @@ template <typename TOut> struct StoreEpilogue {
     TOut *out;             // (batch, M, n) with row stride ldc
     int64_t ldc, batch_stride;
     int n;
+    __device__ __forceinline__ TOut *row_ptr(int b, int row) const { return out + b * batch_stride + row * ldc; }
+    __device__ __forceinline__ float2 value(int, int, int, float v0, float v1) const { return make_float2(v0, v1); }
     template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
-        store2(out + b * batch_stride + row * ldc + col, v0, v1, col + 1 < n);
+        store2(row_ptr(b, row) + col, v0, v1, col + 1 < n);
     }
 };
 
@@ -1035,9 +1075,14 @@ template <typename TOut> struct SwigluEpilogue {
     TOut *out;
     int64_t ldc, batch_stride;
     int n;
+    __device__ __forceinline__ TOut *row_ptr(int b, int row) const { return out + b * batch_stride + row * ldc; }
+    __device__ __forceinline__ float2 value(int, int, int, float v0, float v1, float w0, float w1) const {
+        return make_float2(v0 * silu(w0), v1 * silu(w1));
+    }
     template <typename T>
     __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
-        store2(out + b * batch_stride + row * ldc + col, v0 * silu(w0), v1 * silu(w1), col + 1 < n);
+        const float2 r = value(b, row, col, v0, v1, w0, w1);
+        store2(row_ptr(b, row) + col, r.x, r.y, col + 1 < n);
     }
 };
 
@@ -1092,18 +1137,30 @@ template <typename TOut> struct GatedStatEpilogue {
     }
 };
 
-// out = acc + R[row, col]   (R may be the output itself: each element is read before it is written)
+// out = acc + R[row, col]   (R may be the output itself: each element is read before it is written). Two-phase
+// and in the value form, as the emitter's functors with loads are.
 template <typename TOut> struct ResidualEpilogue {
     TOut *out;
     int64_t ldc, batch_stride;
     int n;
     const TOut *res;       // (batch, M, n) with row stride ldr
     int64_t ldr, res_batch_stride;
-    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+    struct In { float r0, r1; };
+    __device__ __forceinline__ In load(int b, int row, int col) const {
         const TOut *r = res + b * res_batch_stride + row * ldr + col;
-        bool has2 = col + 1 < n;
-        float r0 = tst::elem<TOut>::to_float(r[0]), r1 = has2 ? tst::elem<TOut>::to_float(r[1]) : 0.f;
-        store2(out + b * batch_stride + row * ldc + col, v0 + r0, v1 + r1, has2);
+        return In{tst::elem<TOut>::to_float(r[0]), col + 1 < n ? tst::elem<TOut>::to_float(r[1]) : 0.f};
+    }
+    __device__ __forceinline__ TOut *row_ptr(int b, int row) const { return out + b * batch_stride + row * ldc; }
+    __device__ __forceinline__ float2 value_loaded(int, int, int, const In &in, float v0, float v1) const {
+        return make_float2(v0 + in.r0, v1 + in.r1);
+    }
+    template <typename T>
+    __device__ __forceinline__ void apply_loaded(int b, int row, int col, const In &in, float v0, float v1) const {
+        const float2 r = value_loaded(b, row, col, in, v0, v1);
+        store2(row_ptr(b, row) + col, r.x, r.y, col + 1 < n);
+    }
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        apply_loaded<T>(b, row, col, load(b, row, col), v0, v1);
     }
 };
 
@@ -1595,7 +1652,14 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //     not free: 0.09-0.27 us a K-tile (bench/NOTES.md run 49; 0.30-0.41 before the kernel was persistent,
 //     runs 43-44, and two producer-side warps folding every row instead were slower still). The cost model
 //     charges it (rowstat_stage_s), so the search folds statistics into a wgmma GEMM only where it pays.
-//   * Epilogue (single form, when a parking slot fits beside the stages): each consumer warp parks 16-64
+//   * Epilogue, value-form functors (gemm.cuh: row_ptr + value / value_loaded; every functor the emitter writes)
+//     with 2-byte outputs, on a whole tile whose rows start 16-byte aligned: each consumer warp computes its
+//     fragment pairs' values in registers (a two-phase functor's operands loaded a chunk ahead), parks them
+//     converted (4 bytes a pair) in its own slot, 64 columns at a time (32/MI with loads), and stores each row
+//     segment as 16-byte vectors. Against the staged form below: a quarter of the stores, half the parked bytes,
+//     no per-pair address arithmetic — the epilogue had been instruction-bound, ~2 us a tile (bench/NOTES.md
+//     run 102: 4096^3 0.190 → 0.182 ms, cuBLAS 0.179; K = 1024 over 4096^2 −18%).
+//   * Epilogue otherwise (single form, when a parking slot fits beside the stages): each consumer warp parks 16-64
 //     columns of its fp32 accumulators at a time in its own shared-memory slot (not the stages: those are
 //     refilling) and reads them back a row segment per half-warp or warp, calling
 //     ep.apply<T>(b, row, col, v0, v1) so that a warp's stores are whole row segments; with a two-phase
@@ -1963,7 +2027,8 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false> struct Cfg {
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false, int VALUE = 0>
+struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
     static constexpr int WG_ROWS = PP ? BM : BM / 2;    // tile rows a consumer warpgroup owns
@@ -1997,7 +2062,20 @@ template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int R
     static constexpr int EPI_CC = DUAL ? 0 : park_fits(64) ? 64 : park_fits(32) ? 32 : park_fits(16) ? 16 : 0;
     static constexpr bool STAGED_EPILOGUE = EPI_CC > 0;
     static constexpr bool WIDE_PARK = !PP && STAGED_EPILOGUE && BN > EPI_CC && park_bytes(BN) <= STAGES * STAGE_BYTES;
-    static constexpr int SMEM = 1024 /* alignment slack */ + PARK_OFFSET + park_bytes(EPI_CC);
+    // Packed epilogue (VALUE: 1 a value-form functor, 2 a two-phase one; gemm.cuh): each consumer warp parks PACK_CC
+    // columns of converted outputs at a time (a pair in 4 bytes; rows padded by 16 bytes: the fragment writes
+    // are conflict-free) in its slot, and stores 16-byte vectors. 64 columns (a 128-byte row segment)
+    // when nothing is loaded; for a two-phase functor 32/MI, so that a chunk's operands (≤ 16 bytes a pair, twice:
+    // this chunk's and the next one's) stay within 64 registers.
+    __host__ __device__ static constexpr int pack_words(int cc) { return cc > 0 ? 16 * MI * (cc / 2 + 4) : 0; }
+    static constexpr bool pack_fits(int cc) { return 1024 + PARK_OFFSET + 8 * pack_words(cc) * 4 <= SMEM_LIMIT; }
+    static constexpr int PACK_WANT = VALUE == 1 ? 64 : VALUE == 2 ? 32 / MI : 0;
+    static constexpr int PACK_CC = PACK_WANT == 0 ? 0 : pack_fits(PACK_WANT) ? PACK_WANT : pack_fits(16) ? 16 : 0;
+    // A warp's slot holds either form (a warp may run one tile's epilogue while another warp still runs the
+    // previous tile's in the other form: the slots must not overlap).
+    static constexpr int SLOT_WORDS = slot_floats(EPI_CC) * (EPI_CC > 0) > pack_words(PACK_CC) ? slot_floats(EPI_CC) * (EPI_CC > 0)
+                                                                                               : pack_words(PACK_CC);
+    static constexpr int SMEM = 1024 /* alignment slack */ + PARK_OFFSET + 8 * SLOT_WORDS * 4;
     static_assert(PP ? (BM == 64 || BM == 128) : (BM == 128 || BM == 256),
                   "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows); ping-pong: 64 or 128 (a tile a warpgroup)");
     static_assert(BN % 64 == 0 && NT <= 256, "BN must be a multiple of 64 and NB*BN <= 256 (wgmma N)");
@@ -2158,6 +2236,89 @@ __device__ __forceinline__ void epilogue_staged(const tsg::GemmParams<T, Epilogu
     }
 }
 
+// Which packed form functor E takes (Cfg's VALUE): 1 the value form, 2 the two-phase value form with operands
+// of at most 16 bytes a pair, 0 neither (or an output that is not 2 bytes an element).
+template <class E> __host__ __device__ constexpr int value_kind() {
+    if constexpr (!tsg::kValueEpilogue<E>) return 0;
+    else if constexpr (sizeof(tsg::EpilogueOut<E>) != 2) return 0;
+    else if constexpr (!tsg::kTwoPhaseEpilogue<E>) return 1;
+    else return sizeof(typename E::In) <= 16 ? 2 : 0;
+}
+
+// Whether the tile at (b, m0, n0) takes the packed epilogue: whole (no edge in M or N) and its output rows start
+// 16-byte aligned. The same answer for both consumer warpgroups of a tile.
+template <int BM, int BN, typename T, class Epilogue>
+__device__ __forceinline__ bool packed_tile(const tsg::GemmParams<T, Epilogue> &p, int b, int m0, int n0) {
+    if (m0 + BM > p.M || n0 + BN > p.N) return false;
+    const uintptr_t r0 = reinterpret_cast<uintptr_t>(p.ep.row_ptr(b, m0)), r1 = reinterpret_cast<uintptr_t>(p.ep.row_ptr(b, m0 + 1));
+    return ((r0 | (r1 - r0)) & 15) == 0;
+}
+
+// The packed epilogue (value-form functors, a whole tile): per chunk of CC columns, each lane computes its
+// fragment pairs' values (a two-phase functor's operands loaded a chunk ahead), parks them converted to the
+// output type, and the warp then stores each row segment as 16-byte vectors (CC/8 lanes a row).
+template <class C, int BN, int CC, bool DUAL, typename T, class Epilogue>
+__device__ __forceinline__ void epilogue_packed(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2],
+                                                uint32_t *park, int b, int row0, int n0, int wq, int lane, const float *rs0) {
+    using Out = tsg::EpilogueOut<Epilogue>;
+    constexpr int LDW = CC / 2 + 4, RO = tsg::kRowOuts<Epilogue>, NCH = BN / CC, JJ = CC / 8;
+    constexpr int LPR = CC / 8, RPI = 32 / LPR, READS = 16 * C::MI / RPI;   // lanes a row, rows a read, reads a chunk
+    constexpr bool LOADS = tsg::kTwoPhaseEpilogue<Epilogue>;
+    constexpr int PAIRS = C::MI * 2 * JJ;   // a lane's pairs in a chunk
+    static_assert(BN % CC == 0 && CC >= 16 && (16 * C::MI) % RPI == 0, "chunks of whole row segments");
+    using In = typename LoadedOf<Epilogue>::type;
+    const int fr = lane >> 2, fc = 2 * (lane & 3);   // this lane's fragment row (+ 8h) and column (+ 8j)
+    auto wg_row = [&](int mi, int h) { return mi * 64 + wq * 16 + fr + 8 * h; };
+    In pre[LOADS ? PAIRS : 1];
+    auto load_chunk = [&](int c) {
+        if constexpr (LOADS)
+#pragma unroll
+            for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int jj = 0; jj < JJ; ++jj)
+                        pre[(mi * 2 + h) * JJ + jj] = p.ep.load(b, row0 + wg_row(mi, h), n0 + c * CC + 8 * jj + fc);
+    };
+    load_chunk(0);
+#pragma unroll   // whole: the accumulators are indexed by the chunk
+    for (int c = 0; c < NCH; ++c) {
+        In cur[LOADS ? PAIRS : 1];
+        if constexpr (LOADS) {
+#pragma unroll
+            for (int i = 0; i < PAIRS; ++i) cur[i] = pre[i];
+            if (c + 1 < NCH) load_chunk(c + 1);
+        }
+        __syncwarp();   // the previous chunk's reads of the slot are done
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = wg_row(mi, h), lr = mi * 16 + fr + 8 * h;
+#pragma unroll
+                for (int jj = 0; jj < JJ; ++jj) {
+                    const int j = c * JJ + jj, col = n0 + 8 * j + fc;
+                    const float v0 = acc[mi][4 * j + 2 * h], v1 = acc[mi][4 * j + 2 * h + 1];
+                    float2 w = make_float2(0.f, 0.f);
+                    if constexpr (DUAL) w = make_float2(acc[mi][4 * (j + BN / 8) + 2 * h], acc[mi][4 * (j + BN / 8) + 2 * h + 1]);
+                    float2 o;
+                    if constexpr (LOADS) o = tsg::epi_value_loaded<DUAL>(p.ep, b, row0 + r, col, cur[(mi * 2 + h) * JJ + jj], v0, v1, w, rs0 + r * RO);
+                    else o = tsg::epi_value<DUAL>(p.ep, b, row0 + r, col, v0, v1, w, rs0 + r * RO);
+                    const auto pair = tst::elem<Out>::pack(o.x, o.y);
+                    park[lr * LDW + 4 * jj + (lane & 3)] = *reinterpret_cast<const uint32_t *>(&pair);
+                }
+            }
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < READS; ++i) {
+            const int lr = i * RPI + lane / LPR, sg = lane % LPR;
+            const uint4 v = *reinterpret_cast<const uint4 *>(park + lr * LDW + 4 * sg);
+            const int r = (lr / 16) * 64 + wq * 16 + lr % 16;   // the warpgroup row of parked row lr
+            *reinterpret_cast<uint4 *>(p.ep.row_ptr(b, row0 + r) + n0 + c * CC + 8 * sg) = v;
+        }
+    }
+}
+
 // Straight from the fragments (DUAL, or no room to park): ep.apply<T>(b, row, col, v0, v1[, w0, w1]).
 template <class C, int BN, bool DUAL, typename T, class Epilogue>
 __device__ __forceinline__ void epilogue_direct(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2],
@@ -2198,7 +2359,7 @@ __global__ void __launch_bounds__(384, 1)
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>()>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -2350,6 +2511,13 @@ __global__ void __launch_bounds__(384, 1)
             const int row0 = m0 + a_row0;   // this warpgroup's first row
             const float *rs0 = rs + cw * C::WG_ROWS * RO;
             const int slot = cw * 4 + wq;   // this warp's parking slot
+            if constexpr (C::PACK_CC > 0) {
+                if (packed_tile<BM, BN>(p, b, m0, n0)) {
+                    epilogue_packed<C, BN, C::PACK_CC, DUAL>(p, acc, reinterpret_cast<uint32_t *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
+                                                             b, row0, n0, wq, lane, rs0);
+                    continue;
+                }
+            }
             if constexpr (C::WIDE_PARK) {
                 if (q + stride >= items) {   // the last tile: nothing more is loaded into the stages
                     // Both consumer warpgroups are past their last wgmma and every load has landed (each full
@@ -2361,8 +2529,7 @@ __global__ void __launch_bounds__(384, 1)
                 }
             }
             if constexpr (C::STAGED_EPILOGUE)
-                epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) +
-                                                              slot * C::slot_floats(C::EPI_CC),
+                epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
                                                   b, row0, n0, wq, lane, rs0);
             else
                 epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
@@ -2461,7 +2628,7 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
           class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>()>;
     static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -2547,12 +2714,14 @@ struct K0 {
         const float v0 = acc0;
         return v0;
     }
+    __device__ __forceinline__ __half *row_ptr(int b, int row) const { return out + b * ob + (int64_t)row * om; }
+    __device__ __forceinline__ float2 value(int b, int row, int col, float v0, float v1) const {
+        return make_float2(at(b, row, col, v0, 0.f), at(b, row, col + 1, v1, 0.f));
+    }
     template <typename T>
     __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
-        const bool two = col + 1 < n;
-        const float r0 = at(b, row, col, v0, 0.f);
-        const float r1 = two ? at(b, row, col + 1, v1, 0.f) : 0.f;
-        tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);
+        const float2 r = value(b, row, col, v0, v1);
+        tsg::store2(row_ptr(b, row) + col, r.x, r.y, col + 1 < n);
     }
 };
 

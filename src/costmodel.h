@@ -27,7 +27,8 @@
  *   gemm_wave_overhead_s the wgmma GEMM's fixed time per wave of output tiles: a CTA's pipeline fill and
  *                        its epilogue, which do not overlap its main loop (one CTA per SM), added per wave;
  *                        measured on the H200 as the intercept of a K sweep over one wave of 128×256 tiles
- *                        less launch_s (bench/gpu/gemm_cluster.sh, bench/NOTES.md run 26): 4.6e-6
+ *                        less launch_s (bench/gpu/gemm_cluster.sh): 2.6e-6 with the packed epilogue (bench/NOTES.md
+ *                        run 102; 4.6e-6 with the staged fp32 one, run 26)
  *   skinny_tensor_efficiency  the fraction of tensor_flops_per_s the skinny form's mma.sync tiles reach (its
  *                        1×4 warps stream B; gemm_efficiency is the wgmma form's): 0.3, from run 27's
  *                        1024³ GEMMs in that form (14–17 us each)
@@ -51,8 +52,8 @@
  *                        stages against the same norm with none, +4.9 and +3.1 us)
  *   gemm_pingpong_efficiency  the share of gemm_efficiency's tensor rate the wgmma GEMM's ping-pong form
  *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
- *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.74-0.79 over four store-epilogue
- *                        GEMMs from 1024×4096×4096 to 8192³ (bench/NOTES.md run 49)
+ *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.79-0.84 over four store-epilogue
+ *                        GEMMs from 1024×4096×4096 to 8192³ (bench/NOTES.md run 102; 0.74-0.79 in run 49)
  *   gemm_pingpong_epilogue_share  the share of the shorter of a ping-pong GEMM's main loop and epilogue that
  *                        the other does not hide (the warpgroups share the SM's issue slots and registers):
  *                        0.25, the median over runs 82 and 85's ping-pong kernels with heavy epilogues (GEMM +
@@ -91,13 +92,13 @@
     X(strided_efficiency, NULL, 1.0)                                                                   \
     X(epilogue_ops_per_s, "fma_flops_per_s", 0)                                                     \
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
-    X(gemm_wave_overhead_s, NULL, 4.6e-6)                                                              \
+    X(gemm_wave_overhead_s, NULL, 2.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
     X(score_loads_per_s, NULL, 9e11)                                                                   \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
-    X(gemm_pingpong_efficiency, NULL, 0.76)                                                            \
+    X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_key64_ratio, NULL, 1.0)                                                                \

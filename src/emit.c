@@ -1434,7 +1434,8 @@ static void emit_gemm_row_stats(emitter *e, const ts_kernel *k) {
     fputs("    }\n", e->f);
 }
 
-/* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair.
+/* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair, and in
+ * gemm.cuh's value form (row_ptr, value or value_loaded), which the wgmma kernel stores as 16-byte vectors.
  * When the expression reads memory (a bias, a residual) the functor comes in two phases as well:
  * `In load(b, row, col)` reads every operand of the pair and `apply_loaded(b, row, col, in, v0, v1[, w0, w1])`
  * computes and stores, so that the kernel can issue the reads of several pairs before the first store
@@ -1480,14 +1481,19 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     e->load_expr = NULL;
     fprintf(e->f, "        return v%d;\n    }\n", k->expr.n - 1);
     const char *wparams = dual ? ", float w0, float w1" : "", *wargs = dual ? ", w0, w1" : "";
-    if (nl) fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply_loaded(int b, int row, int col, "
-                          "const In &in, float v0, float v1%s%s) const {\n", wparams, rs_param);
-    else fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, "
-                       "float v1%s%s) const {\n", wparams, rs_param);
-    fprintf(e->f, "        const bool two = col + 1 < n;\n        const float r0 = at(b, row, col, v0, %s%s%s);\n"
-                  "        const float r1 = two ? at(b, row, col + 1, v1, %s%s%s) : 0.f;\n"
-                  "        tsg::store2(out + b * ob + (int64_t)row * om + col, r0, r1, two);\n    }\n",
-            dual ? "w0" : "0.f", nl ? ", in.x[0]" : "", rs_arg, dual ? "w1" : "0.f", nl ? ", in.x[1]" : "", rs_arg);
+    const char *vname = nl ? "value_loaded" : "value", *in_param = nl ? ", const In &in" : "", *in_arg = nl ? ", in" : "";
+    /* the value form (gemm.cuh): the kernel may store the values itself, as 16-byte vectors */
+    fprintf(e->f, "    __device__ __forceinline__ %s *row_ptr(int b, int row) const { return out + b * ob + (int64_t)row * om; }\n",
+            tout);
+    fprintf(e->f, "    __device__ __forceinline__ float2 %s(int b, int row, int col%s, float v0, float v1%s%s) const {\n"
+                  "        return make_float2(at(b, row, col, v0, %s%s%s), at(b, row, col + 1, v1, %s%s%s));\n    }\n",
+            vname, in_param, wparams, rs_param, dual ? "w0" : "0.f", nl ? ", in.x[0]" : "", rs_arg, dual ? "w1" : "0.f",
+            nl ? ", in.x[1]" : "", rs_arg);
+    fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void %s(int b, int row, int col%s, float v0, "
+                  "float v1%s%s) const {\n", nl ? "apply_loaded" : "apply", in_param, wparams, rs_param);
+    fprintf(e->f, "        const float2 r = %s(b, row, col%s, v0, v1%s%s);\n"
+                  "        tsg::store2(row_ptr(b, row) + col, r.x, r.y, col + 1 < n);\n    }\n",
+            vname, in_arg, wargs, rs_arg);
     if (nl)
         fprintf(e->f, "    template <typename T>\n    __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1%s%s) const {\n"
                       "        apply_loaded<T>(b, row, col, load(b, row, col), v0, v1%s%s);\n    }\n",

@@ -45,6 +45,14 @@
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, the value form — the functor computes, the kernel stores (gemm_sm90.cuh then converts a tile's
+// outputs in registers, parks them in shared memory as TOut and stores whole 16-byte row segments, where the
+// pair-by-pair stores of apply cost more instructions than the rest of the epilogue):
+//       __device__ TOut *row_ptr(int batch, int row) const;   // where output row (batch, row) starts
+//       __device__ float2 value(int batch, int row, int col, float v0, float v1) const;    // (+ w0, w1: DUAL)
+//       __device__ float2 value_loaded(int batch, int row, int col, const In &in, float v0, float v1) const; // two-phase
+// with apply(...) ≡ store2(row_ptr(b, row) + col, value(...), col + 1 < n): one output, columns contiguous;
+// value is called for both columns of the pair whether or not col + 1 < n.
 // Optionally, statistics of A's rows (prologue fusion: an RMSNorm's Σ_k x² computed while the kernel reads
 // A for the contraction anyway, instead of by a kernel of its own):
 //       static constexpr int kRowStats = S;     // 1..4 reductions over k of a term of one element A[m, k]
@@ -52,7 +60,7 @@
 //       static constexpr bool row_max(int j);   // reduction j is a maximum (else a sum)
 //       __device__ float row_term(int j, float a) const;                       // a = A[m, k] (k < K only)
 //       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
-// and then apply and apply_loaded take this row's O values as a last parameter `const float *rs`. Both
+// and then apply, apply_loaded, value and value_loaded take this row's O values as a last parameter `const float *rs`. Both
 // kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
 #pragma once
 #include <type_traits>
@@ -65,6 +73,12 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Whether E has the value form (row_ptr, value or value_loaded), and the element type of its output.
+template <class E, class = void> struct ValueEpilogue : std::false_type {};
+template <class E> struct ValueEpilogue<E, std::void_t<decltype(&E::row_ptr)>> : std::true_type {};
+template <class E> constexpr bool kValueEpilogue = ValueEpilogue<E>::value;
+template <class E> using EpilogueOut = std::remove_pointer_t<decltype(std::declval<const E &>().row_ptr(0, 0))>;
 
 // Row statistics of A an epilogue functor asks for (S reductions, O values per row; 0 and 0: none).
 template <class E, class = void> struct RowStatsOf {
@@ -94,6 +108,30 @@ __device__ __forceinline__ void epi_apply_loaded(const E &ep, int b, int row, in
                                                  const float *rs) {
     if constexpr (kRowStats<E> > 0) ep.template apply_loaded<T>(b, row, col, in, v0, v1, rs);
     else (void)rs, ep.template apply_loaded<T>(b, row, col, in, v0, v1);
+}
+
+// The value-form calls (kValueEpilogue), with this row's statistics when the functor has them; w: the B1
+// accumulators of the DUAL form's pair (unused when single). in: a two-phase functor's operands of the pair.
+template <bool DUAL, class E>
+__device__ __forceinline__ float2 epi_value(const E &ep, int b, int row, int col, float v0, float v1, float2 w, const float *rs) {
+    if constexpr (DUAL) {
+        if constexpr (kRowStats<E> > 0) return ep.value(b, row, col, v0, v1, w.x, w.y, rs);
+        else return (void)rs, ep.value(b, row, col, v0, v1, w.x, w.y);
+    } else {
+        if constexpr (kRowStats<E> > 0) return (void)w, ep.value(b, row, col, v0, v1, rs);
+        else return (void)w, (void)rs, ep.value(b, row, col, v0, v1);
+    }
+}
+template <bool DUAL, class E, class In>
+__device__ __forceinline__ float2 epi_value_loaded(const E &ep, int b, int row, int col, const In &in, float v0, float v1,
+                                                   float2 w, const float *rs) {
+    if constexpr (DUAL) {
+        if constexpr (kRowStats<E> > 0) return ep.value_loaded(b, row, col, in, v0, v1, w.x, w.y, rs);
+        else return (void)rs, ep.value_loaded(b, row, col, in, v0, v1, w.x, w.y);
+    } else {
+        if constexpr (kRowStats<E> > 0) return (void)w, ep.value_loaded(b, row, col, in, v0, v1, rs);
+        else return (void)w, (void)rs, ep.value_loaded(b, row, col, in, v0, v1);
+    }
 }
 
 // Row-statistic accumulators: start, fold one element of A in, merge two partial results.
@@ -142,8 +180,10 @@ template <typename TOut> struct StoreEpilogue {
     TOut *out;             // (batch, M, n) with row stride ldc
     int64_t ldc, batch_stride;
     int n;
+    __device__ __forceinline__ TOut *row_ptr(int b, int row) const { return out + b * batch_stride + row * ldc; }
+    __device__ __forceinline__ float2 value(int, int, int, float v0, float v1) const { return make_float2(v0, v1); }
     template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
-        store2(out + b * batch_stride + row * ldc + col, v0, v1, col + 1 < n);
+        store2(row_ptr(b, row) + col, v0, v1, col + 1 < n);
     }
 };
 
@@ -165,9 +205,14 @@ template <typename TOut> struct SwigluEpilogue {
     TOut *out;
     int64_t ldc, batch_stride;
     int n;
+    __device__ __forceinline__ TOut *row_ptr(int b, int row) const { return out + b * batch_stride + row * ldc; }
+    __device__ __forceinline__ float2 value(int, int, int, float v0, float v1, float w0, float w1) const {
+        return make_float2(v0 * silu(w0), v1 * silu(w1));
+    }
     template <typename T>
     __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1, float w0, float w1) const {
-        store2(out + b * batch_stride + row * ldc + col, v0 * silu(w0), v1 * silu(w1), col + 1 < n);
+        const float2 r = value(b, row, col, v0, v1, w0, w1);
+        store2(row_ptr(b, row) + col, r.x, r.y, col + 1 < n);
     }
 };
 
@@ -222,18 +267,30 @@ template <typename TOut> struct GatedStatEpilogue {
     }
 };
 
-// out = acc + R[row, col]   (R may be the output itself: each element is read before it is written)
+// out = acc + R[row, col]   (R may be the output itself: each element is read before it is written). Two-phase
+// and in the value form, as the emitter's functors with loads are.
 template <typename TOut> struct ResidualEpilogue {
     TOut *out;
     int64_t ldc, batch_stride;
     int n;
     const TOut *res;       // (batch, M, n) with row stride ldr
     int64_t ldr, res_batch_stride;
-    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+    struct In { float r0, r1; };
+    __device__ __forceinline__ In load(int b, int row, int col) const {
         const TOut *r = res + b * res_batch_stride + row * ldr + col;
-        bool has2 = col + 1 < n;
-        float r0 = tst::elem<TOut>::to_float(r[0]), r1 = has2 ? tst::elem<TOut>::to_float(r[1]) : 0.f;
-        store2(out + b * batch_stride + row * ldc + col, v0 + r0, v1 + r1, has2);
+        return In{tst::elem<TOut>::to_float(r[0]), col + 1 < n ? tst::elem<TOut>::to_float(r[1]) : 0.f};
+    }
+    __device__ __forceinline__ TOut *row_ptr(int b, int row) const { return out + b * batch_stride + row * ldc; }
+    __device__ __forceinline__ float2 value_loaded(int, int, int, const In &in, float v0, float v1) const {
+        return make_float2(v0 + in.r0, v1 + in.r1);
+    }
+    template <typename T>
+    __device__ __forceinline__ void apply_loaded(int b, int row, int col, const In &in, float v0, float v1) const {
+        const float2 r = value_loaded(b, row, col, in, v0, v1);
+        store2(row_ptr(b, row) + col, r.x, r.y, col + 1 < n);
+    }
+    template <typename T> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        apply_loaded<T>(b, row, col, load(b, row, col), v0, v1);
     }
 };
 

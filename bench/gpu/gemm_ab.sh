@@ -7,7 +7,7 @@
 # predate them). Build here (no GPU needed):
 #   REV=HEAD bash bench/gpu/gemm_ab.sh build      → build/gpu/gemm_sm90_test{,_old}
 # then on the GPU machine (carry build/gpu/gemm_sm90_test and build/gpu/gemm_sm90_test_old):
-#   OUT=build/gemm-ab bash bench/gpu/gemm_ab.sh run
+#   OUT=build/gemm-ab [SANITIZE=0] bash bench/gpu/gemm_ab.sh run
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 if [ "${1:-}" = build ]; then
@@ -23,7 +23,8 @@ mkdir -p "$out"
 timeout 240 build/gpu/gemm_sm90_test_old > "$out/old.log" 2>&1; echo "old: exit $?" >> "$out/old.log"
 timeout 240 build/gpu/gemm_sm90_test > "$out/new.log" 2>&1; echo "new: exit $?" >> "$out/new.log"
 san=${SANITIZER_S:-150}
-for tool in racecheck memcheck; do
+tools="racecheck memcheck"; [ "${SANITIZE:-1}" = 0 ] && tools=   # SANITIZE=0: the two timed runs alone
+for tool in $tools; do
     for k in 0 1 2 3; do
         timeout "$san" compute-sanitizer --tool "$tool" --error-exitcode 3 build/gpu/gemm_sm90_test quick "$k/4" \
             > "$out/$tool-$k.log" 2>&1 &
