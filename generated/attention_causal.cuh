@@ -152,6 +152,16 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
 // once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
 // read an operand this way only when the kernel does not write that buffer.
 template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
+// p[0] and p[1] as floats in one read-only load; p must be aligned to two elements (no check here: the caller
+// proves it, as a score functor's pair_ok does).
+template <typename T> __device__ __forceinline__ float2 load2_ro(const T *p) {
+    if constexpr (sizeof(T) == 4) {
+        return __ldg(reinterpret_cast<const float2 *>(p));
+    } else {
+        const auto v = __ldg(reinterpret_cast<const typename elem<T>::pair *>(p));
+        return make_float2(elem<T>::to_float(v.x), elem<T>::to_float(v.y));
+    }
+}
 
 // ---- shared-memory addresses and async copies ----------------------------------------------------
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {
@@ -2311,6 +2321,8 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
 //       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
 //       static constexpr bool masks_future;          // optional, with unmasked: true promises exactly
 //       __device__ float unmasked(float dot, int q, int k) const;   // s = k > q ? −inf : unmasked(dot, q, k)
+//       __device__ float2 pair(float dot0, float dot1, int q, int k) const;  // optional: keys k and k + 1 at
+//       __device__ float2 unmasked_pair(float dot0, float dot1, int q, int k) const;  // once (with unmasked)
 //   };                                             // (tst::score_at; without it the functor serves all)
 // The kernels compute a masks_future functor's scores in that form (score_main, keys_after): unmasked for every
 // key, then −inf for the keys after the query on the tiles that hold any (the diagonal's). The emitter gives a
@@ -2512,6 +2524,26 @@ template <class S, int D> __device__ __forceinline__ float score_main(const S &s
     if constexpr (kSplitMask<S, D>) return score.unmasked(dot, q, k);
     else return score(dot, q, k);
 }
+// Whether Score also scores two adjacent keys in one call (optional: bool pair_ok() and float2 pair(float dot0,
+// float dot1, int q, int k) for keys k and k + 1, both < t_kv, when pair_ok(); unmasked_pair likewise when it has
+// unmasked). The emitter writes them for functors that read a score tensor: two keys' elements in one load,
+// where pair_ok() proves them aligned. The kernels take the pairs on tiles without keys past t_kv (a uniform
+// branch around the whole tile, so that the loads stay free to be scheduled early: a branch per pair inside
+// the unrolled loop made them wait one by one, 2-3x slower, bench/NOTES.md run 103).
+template <class S, class = void> struct ScoresPairs : std::false_type {};
+template <class S> struct ScoresPairs<S, std::void_t<decltype(&S::pair)>> : std::true_type {};
+template <class S> __device__ __forceinline__ bool pairs_now(const S &score, bool keys_past_end) {
+    if constexpr (ScoresPairs<S>::value) return !keys_past_end && score.pair_ok();
+    else return (void)score, (void)keys_past_end, false;
+}
+// score_main for keys k and k + 1 (under pairs_now; two calls for a functor without the pair form).
+template <class S, int D>
+__device__ __forceinline__ float2 score_main2(const S &score, float dot0, float dot1, int q, int k) {
+    if constexpr (!ScoresPairs<S>::value)
+        return make_float2(score_main<S, D>(score, dot0, q, k), score_main<S, D>(score, dot1, q, k + 1));
+    else if constexpr (kSplitMask<S, D>) return score.unmasked_pair(dot0, dot1, q, k);
+    else return score.pair(dot0, dot1, q, k);
+}
 // Whether keys [k0, k0 + keys) hold one after a row from q_first on that score_main left unmasked.
 template <class S, int D> __device__ __forceinline__ bool keys_after(int k0, int keys, int q_first) {
     return kSplitMask<S, D> && k0 + keys - 1 > q_first;
@@ -2521,17 +2553,30 @@ template <class S, int D> __device__ __forceinline__ bool keys_after(int k0, int
 template <bool CHECK_KV, int D, class Score, int MT, int NT>
 __device__ __forceinline__ void score_tile(float (&s)[MT][NT][4], const Score &score, int q0, int k0, int t_kv,
                                            int lane) {
+    if (pairs_now(score, CHECK_KV)) {   // elements i and i + 1: keys k and k + 1 of row q
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+            for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
-                float x = score_main<Score, D>(score, s[mt][nt][i], q, k);
-                if (CHECK_KV && k >= t_kv) x = -INFINITY;
-                s[mt][nt][i] = x;
-            }
+                for (int i = 0; i < 4; i += 2) {
+                    const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2;
+                    const float2 x = score_main2<Score, D>(score, s[mt][nt][i], s[mt][nt][i + 1], q, k);
+                    s[mt][nt][i] = x.x, s[mt][nt][i + 1] = x.y;
+                }
+    } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
+                    float x = score_main<Score, D>(score, s[mt][nt][i], q, k);
+                    if (CHECK_KV && k >= t_kv) x = -INFINITY;
+                    s[mt][nt][i] = x;
+                }
+    }
     if (keys_after<Score, D>(k0, NT * 8, q0))   // the diagonal: a masks_future functor's later keys
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)
@@ -3531,17 +3576,28 @@ __global__ void __launch_bounds__(384, 1)
         // s ← score(s, q, k), keys ≥ t_kv → −inf; then the online-softmax step (m, l, alpha; s → weights).
         auto softmax = [&](const Score &score, int k0) {
             const bool check_kv = k0 + BN > p.t_kv;
+            if (tsa::pairs_now(score, check_kv)) {   // keys k and k + 1 of row row0 + 8·hh at once
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
+                for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-                for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int k = k0 + 8 * j + col0 + e;
-                        float x = tsa::score_main<Score, D>(score, s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
-                        if (!tsa::kMaskApart<D> && check_kv && k >= p.t_kv) x = -INFINITY;
-                        s[4 * j + 2 * hh + e] = x;
+                    for (int hh = 0; hh < 2; ++hh) {
+                        const float2 x = tsa::score_main2<Score, D>(score, s[4 * j + 2 * hh], s[4 * j + 2 * hh + 1],
+                                                                    row0 + 8 * hh, k0 + 8 * j + col0);
+                        s[4 * j + 2 * hh] = x.x, s[4 * j + 2 * hh + 1] = x.y;
                     }
+            } else {
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int k = k0 + 8 * j + col0 + e;
+                            float x = tsa::score_main<Score, D>(score, s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                            if (!tsa::kMaskApart<D> && check_kv && k >= p.t_kv) x = -INFINITY;
+                            s[4 * j + 2 * hh + e] = x;
+                        }
+            }
             // Masked apart (tsa::kMaskApart), on the tiles that need it: the last tile's keys ≥ t_kv, and the
             // diagonal's keys after the row for a masks_future functor (attention.cuh).
             const bool diagonal = tsa::keys_after<Score, D>(k0, BN, row0 - (lane >> 2));

@@ -152,6 +152,16 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
 // once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
 // read an operand this way only when the kernel does not write that buffer.
 template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
+// p[0] and p[1] as floats in one read-only load; p must be aligned to two elements (no check here: the caller
+// proves it, as a score functor's pair_ok does).
+template <typename T> __device__ __forceinline__ float2 load2_ro(const T *p) {
+    if constexpr (sizeof(T) == 4) {
+        return __ldg(reinterpret_cast<const float2 *>(p));
+    } else {
+        const auto v = __ldg(reinterpret_cast<const typename elem<T>::pair *>(p));
+        return make_float2(elem<T>::to_float(v.x), elem<T>::to_float(v.y));
+    }
+}
 
 // ---- shared-memory addresses and async copies ----------------------------------------------------
 __device__ __forceinline__ uint32_t smem_addr(const void *p) {

@@ -37,9 +37,9 @@
  *                        from L2) moves its bytes at, each pass counted: 0.35 from run 38's four (0.26-0.43)
  *   score_loads_per_s    elements of score tensors (a mask, a bias per head) an attention kernel's score
  *                        functor loads per second, each score loading its own: the loads sit in the consumer
- *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 9e11 from
- *                        runs 39–40's four attention kernels reading masks and biases (0.70–1.16e12 each,
- *                        after the functors' strides became numbers; 7e11 before: bench/NOTES.md)
+ *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 1.09e12 from
+ *                        run 103's masked bench kernel with the functors' pair form (two keys' elements in
+ *                        one load); 9e11 from runs 39–40's four kernels loading one element a score
  *   rowstat_stage_s      the time a wgmma GEMM folding row statistics of A (rowstat.h) from its shared-
  *                        memory tiles adds per K-tile of 64 and wave of output tiles: measured as a fixed
  *                        cost per stage, not a share of the MMA work (bench/NOTES.md run 49, the persistent
@@ -94,7 +94,7 @@
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 2.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
-    X(score_loads_per_s, NULL, 9e11)                                                                   \
+    X(score_loads_per_s, NULL, 1.09e12)                                                                   \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \

@@ -1516,6 +1516,105 @@ static void print_score_method(emitter *e, const ts_kernel *k, const ts_expr *x,
     fprintf(e->f, "        return v%d;\n    }\n", x->n - 1);
 }
 
+/* How a score functor's pair method reads access slot s for keys k and k + 1: the same element for both (the
+ * access does not vary along the keys), the two side by side (contiguous along the keys, read-only, 2 or 4
+ * bytes: one load, tst::load2_ro), or two loads. */
+typedef enum { PAIR_SHARED, PAIR_ADJACENT, PAIR_TWO } pair_read;
+
+static pair_read score_pair_read(const emitter *e, const ts_kernel *k, int s) {
+    const ts_access *a = &k->acc[s];
+    int64_t v = -1;
+    bool along = false;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->axis[d] != k->red_axis) continue;
+        along = true;
+        if (!ts_sym_const_value(&a->stride[d], &v)) v = -1;
+    }
+    if (!along || v == 0) return PAIR_SHARED;
+    size_t bytes = ts_dtype_bytes(e->p->buf[a->buf].dtype);
+    return v == 1 && (bytes == 2 || bytes == 4) && !ts_kernel_writes(k, a->buf) ? PAIR_ADJACENT : PAIR_TWO;
+}
+
+/* pair_ok() of a score functor (attention.cuh): the pair loads of PAIR_ADJACENT slots are aligned, every
+ * such slot's offset and other strides even. Returns false when a stride known now is odd (no pair form). */
+static bool print_score_pair_ok(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m) {
+    char terms[512] = "";
+    size_t len = 0;
+    for (int s = 0; s < k->nacc; s++) {
+        if (!expr_reads(x, s) || score_pair_read(e, k, s) != PAIR_ADJACENT) continue;
+        const ts_access *a = &k->acc[s];
+        len += (size_t)snprintf(terms + len, sizeof terms - len, "%so%d", len ? " | " : "", s);
+        for (int d = 0; d < a->ndim && len < sizeof terms; d++) {
+            int64_t v;
+            if (a->axis[d] == k->red_axis || !index_of(m, a->axis[d])) continue;
+            if (!ts_sym_const_value(&a->stride[d], &v)) len += (size_t)snprintf(terms + len, sizeof terms - len, " | s%d[%d]", s, d);
+            else if (v % 2 != 0) return false;
+        }
+        if (len >= sizeof terms) return false;
+    }
+    if (len) fprintf(e->f, "    __device__ __forceinline__ bool pair_ok() const { return ((%s) & 1) == 0; }  // pair loads aligned\n", terms);
+    else fputs("    __device__ __forceinline__ bool pair_ok() const { return true; }\n", e->f);
+    return true;
+}
+
+/* The pair form of a score method that loads (attention.cuh: pair / unmasked_pair(dot0, dot1, q, k) scores keys
+ * k and k + 1, both < t_kv, when pair_ok()): each operand's two elements read once — one load where they sit
+ * side by side — then the expression twice, with k, kc and dot of each key in a block of its own. */
+static void print_score_pair_method(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m, const char *name) {
+    index_map m0 = *m, m1 = *m;
+    for (int i = 0; i < m->n; i++)
+        if (m->axis[i] == k->red_axis) m0.expr[i] = "kc0", m1.expr[i] = "kc1";
+    fprintf(e->f, "    __device__ __forceinline__ float2 %s(float dot0, float dot1, int q, int k2) const {\n"
+                  "        const int qc = q < nq ? q : (int)nq - 1, kc0 = k2, kc1 = k2 + 1;  // k2 + 1 < t_kv\n"
+                  "        (void)qc, (void)kc1;\n", name);
+    int nl = 0;
+    char **names[2];
+    for (int h = 0; h < 2; h++) names[h] = ts_xcalloc((size_t)(k->nacc ? k->nacc : 1), sizeof *names[h]);
+    for (int s = 0; s < k->nacc; s++)
+        if (expr_reads(x, s)) names[0][s] = ts_strfmt("ld0[%d]", nl), names[1][s] = ts_strfmt("ld1[%d]", nl), nl++;
+    fprintf(e->f, "        float ld0[%d], ld1[%d];\n", nl, nl);
+    for (int s = 0, i = -1; s < k->nacc; s++) {
+        if (!names[0][s]) continue;
+        i++;
+        switch (score_pair_read(e, k, s)) {
+        case PAIR_SHARED:
+            fprintf(e->f, "        ld0[%d] = ld1[%d] = ", i, i);
+            print_load(e, k, s, &m0);
+            fputs(";\n", e->f);
+            break;
+        case PAIR_ADJACENT:
+            fprintf(e->f, "        {\n            const float2 t = tst::load2_ro(p%d + ", s);
+            print_offset(e->f, k, s, &m0);
+            fprintf(e->f, ");\n            ld0[%d] = t.x, ld1[%d] = t.y;\n        }\n", i, i);
+            break;
+        case PAIR_TWO:
+            fprintf(e->f, "        ld0[%d] = ", i);
+            print_load(e, k, s, &m0);
+            fprintf(e->f, ";\n        ld1[%d] = ", i);
+            print_load(e, k, s, &m1);
+            fputs(";\n", e->f);
+            break;
+        }
+    }
+    fputs("        float2 r;\n", e->f);
+    const char *acc[2] = {"dot", "0.f"};
+    for (int h = 0; h < 2; h++) {
+        fprintf(e->f, "        {\n            const float dot = dot%d;\n            const int k = k2%s, kc = kc%d;\n"
+                      "            (void)k, (void)kc;\n", h, h ? " + 1" : "", h);
+        e->fast_tanh = true; /* as print_score_method */
+        e->load_expr = (const char *const *)names[h];
+        print_expr(e, k, x, m, acc, "            ");
+        e->load_expr = NULL;
+        e->fast_tanh = false;
+        fprintf(e->f, "            r.%c = v%d;\n        }\n", h ? 'y' : 'x', x->n - 1);
+    }
+    fputs("        return r;\n    }\n", e->f);
+    for (int h = 0; h < 2; h++) {
+        for (int s = 0; s < k->nacc; s++) free(names[h][s]);
+        free(names[h]);
+    }
+}
+
 /* The attention score functor: s(dot, q, k). A mask it reads is loaded at (q, k) clamped into the tensor
  * (nq × nk): the kernels call it on the padding rows and keys of their last tiles too, whose scores they
  * discard. */
@@ -1553,6 +1652,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
     double scale;
     if (!ts_attention_unmasked(k, head_dim(e, k), &below, &scale)) {
         print_score_method(e, k, &k->expr, &m, "operator()", loads);
+        if (loads && print_score_pair_ok(e, k, &k->expr, &m)) print_score_pair_method(e, k, &k->expr, &m, "pair");
     } else if (scale != 1) { /* a·dot below the diagonal: a goes into the softmax's constant (emit_attention_launch) */
         fputs("    // The graph masks every key after the query and scores the others scale·dot; the scale is folded\n"
               "    // into the softmax's exp2 constant (p.c), so a score is the dot product itself.\n"
@@ -1566,6 +1666,10 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
               "    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.\n"
               "    static constexpr bool masks_future = true;\n", e->f);
         print_score_method(e, k, &below, &m, "unmasked", loads);
+        if (loads && print_score_pair_ok(e, k, &k->expr, &m)) { /* below reads a subset of what expr reads */
+            print_score_pair_method(e, k, &k->expr, &m, "pair");
+            print_score_pair_method(e, k, &below, &m, "unmasked_pair");
+        }
     }
     free(below.node);
     fputs("};\n\n", e->f);

@@ -16,6 +16,8 @@
 //       __device__ Score at(int b, int h) const;   // optional: the functor for batch b, query head h
 //       static constexpr bool masks_future;          // optional, with unmasked: true promises exactly
 //       __device__ float unmasked(float dot, int q, int k) const;   // s = k > q ? −inf : unmasked(dot, q, k)
+//       __device__ float2 pair(float dot0, float dot1, int q, int k) const;  // optional: keys k and k + 1 at
+//       __device__ float2 unmasked_pair(float dot0, float dot1, int q, int k) const;  // once (with unmasked)
 //   };                                             // (tst::score_at; without it the functor serves all)
 // The kernels compute a masks_future functor's scores in that form (score_main, keys_after): unmasked for every
 // key, then −inf for the keys after the query on the tiles that hold any (the diagonal's). The emitter gives a
@@ -220,6 +222,26 @@ template <class S, int D> __device__ __forceinline__ float score_main(const S &s
     if constexpr (kSplitMask<S, D>) return score.unmasked(dot, q, k);
     else return score(dot, q, k);
 }
+// Whether Score also scores two adjacent keys in one call (optional: bool pair_ok() and float2 pair(float dot0,
+// float dot1, int q, int k) for keys k and k + 1, both < t_kv, when pair_ok(); unmasked_pair likewise when it has
+// unmasked). The emitter writes them for functors that read a score tensor: two keys' elements in one load,
+// where pair_ok() proves them aligned. The kernels take the pairs on tiles without keys past t_kv (a uniform
+// branch around the whole tile, so that the loads stay free to be scheduled early: a branch per pair inside
+// the unrolled loop made them wait one by one, 2-3x slower, bench/NOTES.md run 103).
+template <class S, class = void> struct ScoresPairs : std::false_type {};
+template <class S> struct ScoresPairs<S, std::void_t<decltype(&S::pair)>> : std::true_type {};
+template <class S> __device__ __forceinline__ bool pairs_now(const S &score, bool keys_past_end) {
+    if constexpr (ScoresPairs<S>::value) return !keys_past_end && score.pair_ok();
+    else return (void)score, (void)keys_past_end, false;
+}
+// score_main for keys k and k + 1 (under pairs_now; two calls for a functor without the pair form).
+template <class S, int D>
+__device__ __forceinline__ float2 score_main2(const S &score, float dot0, float dot1, int q, int k) {
+    if constexpr (!ScoresPairs<S>::value)
+        return make_float2(score_main<S, D>(score, dot0, q, k), score_main<S, D>(score, dot1, q, k + 1));
+    else if constexpr (kSplitMask<S, D>) return score.unmasked_pair(dot0, dot1, q, k);
+    else return score.pair(dot0, dot1, q, k);
+}
 // Whether keys [k0, k0 + keys) hold one after a row from q_first on that score_main left unmasked.
 template <class S, int D> __device__ __forceinline__ bool keys_after(int k0, int keys, int q_first) {
     return kSplitMask<S, D> && k0 + keys - 1 > q_first;
@@ -229,17 +251,30 @@ template <class S, int D> __device__ __forceinline__ bool keys_after(int k0, int
 template <bool CHECK_KV, int D, class Score, int MT, int NT>
 __device__ __forceinline__ void score_tile(float (&s)[MT][NT][4], const Score &score, int q0, int k0, int t_kv,
                                            int lane) {
+    if (pairs_now(score, CHECK_KV)) {   // elements i and i + 1: keys k and k + 1 of row q
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
+        for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+            for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
-                float x = score_main<Score, D>(score, s[mt][nt][i], q, k);
-                if (CHECK_KV && k >= t_kv) x = -INFINITY;
-                s[mt][nt][i] = x;
-            }
+                for (int i = 0; i < 4; i += 2) {
+                    const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2;
+                    const float2 x = score_main2<Score, D>(score, s[mt][nt][i], s[mt][nt][i + 1], q, k);
+                    s[mt][nt][i] = x.x, s[mt][nt][i + 1] = x.y;
+                }
+    } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int q = q0 + mt * 16 + lane / 4 + (i / 2) * 8, k = k0 + nt * 8 + (lane % 4) * 2 + i % 2;
+                    float x = score_main<Score, D>(score, s[mt][nt][i], q, k);
+                    if (CHECK_KV && k >= t_kv) x = -INFINITY;
+                    s[mt][nt][i] = x;
+                }
+    }
     if (keys_after<Score, D>(k0, NT * 8, q0))   // the diagonal: a masks_future functor's later keys
 #pragma unroll
         for (int mt = 0; mt < MT; mt++)

@@ -298,17 +298,28 @@ __global__ void __launch_bounds__(384, 1)
         // s ← score(s, q, k), keys ≥ t_kv → −inf; then the online-softmax step (m, l, alpha; s → weights).
         auto softmax = [&](const Score &score, int k0) {
             const bool check_kv = k0 + BN > p.t_kv;
+            if (tsa::pairs_now(score, check_kv)) {   // keys k and k + 1 of row row0 + 8·hh at once
 #pragma unroll
-            for (int j = 0; j < BN / 8; ++j)
+                for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-                for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        const int k = k0 + 8 * j + col0 + e;
-                        float x = tsa::score_main<Score, D>(score, s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
-                        if (!tsa::kMaskApart<D> && check_kv && k >= p.t_kv) x = -INFINITY;
-                        s[4 * j + 2 * hh + e] = x;
+                    for (int hh = 0; hh < 2; ++hh) {
+                        const float2 x = tsa::score_main2<Score, D>(score, s[4 * j + 2 * hh], s[4 * j + 2 * hh + 1],
+                                                                    row0 + 8 * hh, k0 + 8 * j + col0);
+                        s[4 * j + 2 * hh] = x.x, s[4 * j + 2 * hh + 1] = x.y;
                     }
+            } else {
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            const int k = k0 + 8 * j + col0 + e;
+                            float x = tsa::score_main<Score, D>(score, s[4 * j + 2 * hh + e], row0 + 8 * hh, k);
+                            if (!tsa::kMaskApart<D> && check_kv && k >= p.t_kv) x = -INFINITY;
+                            s[4 * j + 2 * hh + e] = x;
+                        }
+            }
             // Masked apart (tsa::kMaskApart), on the tiles that need it: the last tile's keys ≥ t_kv, and the
             // diagonal's keys after the row for a masks_future functor (attention.cuh).
             const bool diagonal = tsa::keys_after<Score, D>(k0, BN, row0 - (lane >> 2));

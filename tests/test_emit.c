@@ -300,6 +300,42 @@ Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
     free(h);
 }
 
+/* A mask whose rows have an odd length: two keys' elements are not aligned as a pair for every query, so the
+ * score functor has no pair form (the kernels score a key at a time); an even length gets one. */
+#define ODD_MASK_YAML                                                                                        \
+    "graph: om\naxes: {h: 2, t: 64, s: %d, d: 64}\n"                                                       \
+    "inputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n  K: {dtype: fp16, shape: [h, s, d]}\n"                 \
+    "  V: {dtype: fp16, shape: [h, s, d]}\n  M: {dtype: fp16, shape: [t, s]}\n"                             \
+    "ops:\n  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: S1, op: add, args: [S, M]}\n"       \
+    "  - {name: P, op: softmax, args: [S1], axis: s}\n  - {name: O, op: matmul, args: [P, V], over: s}\n"   \
+    "outputs: [O]\n"
+Test(emit, a_score_tensor_with_odd_rows_has_no_pair_form) {
+    cr_assert_eq(shell("rm -rf build/odd-mask-test && mkdir -p build/odd-mask-test"), 0);
+    for (int s = 81; s <= 82; s++) {
+        char *path = ts_strfmt("build/odd-mask-test/om%d.yaml", s), *text = ts_strfmt(ODD_MASK_YAML, s);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(text, f);
+        fclose(f);
+        char *args = ts_strfmt("compile -o build/odd-mask-test/%d %s", s, path);
+        tsopt_result r = run_tsopt(args);
+        cr_assert_eq(r.code, 0, "%s", r.out);
+        char *hpath = ts_strfmt("build/odd-mask-test/%d/om.cuh", s), *h = read_text(hpath);
+        const char *k0 = strstr(h, "struct K0 {");
+        cr_assert_not_null(k0, "one attention kernel");
+        char *functor = ts_strfmt("%.*s", (int)(strstr(k0, "\n};") - k0), k0);
+        if (s % 2) cr_expect_null(strstr(functor, "float2 pair("), "rows of %d: %s", s, functor);
+        else cr_expect_not_null(strstr(functor, "float2 pair(float dot0, float dot1, int q, int k2) const {"), "%s", functor);
+        free(functor);
+        free(h);
+        free(hpath);
+        free(r.out);
+        free(args);
+        free(text);
+        free(path);
+    }
+}
+
 /* Attention scores that read tensors along the batch, the heads and the keys only (a padding mask per
  * sequence, ALiBi-style slopes per head): the score functor gets at(b, h), and the header compiles with
  * every warning an error (the query index it does not use once warned). */
@@ -322,6 +358,11 @@ Test(emit, attention_scores_reading_batch_and_head_tensors_compile_with_nvcc, .t
     cr_assert_not_null(strstr(h, "attention"), "one attention kernel");
     cr_assert_not_null(strstr(h, " at(int b, int h) const {"), "the functor keeps the kernel's batch and head");
     cr_assert_not_null(strstr(h, "(int64_t)(b_) * 80"), "the padding mask indexed by the batch (its stride s = 80 folded)");
+    /* the pair form: the mask's two keys in one load (its offset even: stride 80), the slope once for both */
+    cr_assert_not_null(strstr(h, "bool pair_ok() const { return ((o0) & 1) == 0; }"), "%s", strstr(h, "struct K0"));
+    cr_assert_not_null(strstr(h, "const float2 t = tst::load2_ro(p0 + o0 + (int64_t)(b_) * 80 + (int64_t)(kc0));"));
+    cr_assert_not_null(strstr(h, "ld0[1] = ld1[1] = tst::elem<__half>::to_float(tst::load_ro(p1 + o1 + (int64_t)(h_)));"),
+                       "%s", strstr(h, "float2 pair("));
     cr_assert_eq(shell("cd build/score-tensors-test && printf '#define TSOPT_ST_IMPLEMENTATION\\n#include \"st.cuh\"\\n' > impl.cu && "
                        "nvcc -std=c++17 -Werror all-warnings -arch=sm_80 -c impl.cu -o impl.o"), 0, "nvcc failed");
     free(h);
