@@ -2432,6 +2432,7 @@ template <int D> struct AttnConfig;
 // D = 256 with BN = 64 on sm_80 (28 bytes; KC = 16 no better), hence BN = KC = 32 there too (98 KB of smem).
 template <> struct AttnConfig<64> { static constexpr int BM = 128, BN = 128, KC = 64, WARPS = 4; };
 template <> struct AttnConfig<128> { static constexpr int BM = 128, BN = 32, KC = 32, WARPS = 4; };
+template <> struct AttnConfig<192> { static constexpr int BM = 64, BN = 32, KC = 32, WARPS = 4; };
 template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 32, KC = 32, WARPS = 4; };
 
 template <typename T, int D, int BM, int BN, int KC, int WARPS> struct AttnTile {
@@ -2853,7 +2854,7 @@ template <int D, int WARPS, int STAGES, int SPLIT = 1> struct DecodeTile {
     static constexpr int RECV_ML_BYTES = SPLIT * 2 * kDecodeRows * 4, RECV_BYTES = RECV_ML_BYTES + SPLIT * SLOTS * 32;
     static constexpr size_t SMEM_BYTES = RECV_BYTES + Q_BYTES + (size_t)WARPS * WARP_BYTES;
     static constexpr bool Q_IN_REGS = D <= 128;  // 2·D/4 registers a lane; at D = 256 O alone takes 128
-    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2, "decode attention: D 64, 128 or 256, at least 2 stages");
+    static_assert(D % 64 == 0 && 256 % D == 0 && STAGES >= 2, "decode attention: D 64, 128 or 256 (a row's 16-byte chunks divide a warp), at least 2 stages");
     static_assert(WARP_BYTES >= PART_BYTES, "decode attention: a warp's partial must fit its ring's bytes");
     static_assert(RECV_BYTES % 128 == 0, "decode attention: Q and the rings start 128-byte aligned (the swizzle)");
 };
@@ -3286,7 +3287,7 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 // falls back to) and gemm_sm90.cuh (wgmma / mbarrier / TMA helpers and the tensor-map encoder).
 //
 //   tsa90::launch_attention_sm90<D, STAGES = 2, PINGPONG = true, BN = DefaultBN<D>, PERSIST = -1>(params, stream)
-//   D ∈ {64, 128, 256}; BN keys per K/V tile ∈ {64, 128} (128 for D ≤ 128, 64 for D = 256, as FA3);
+//   D ∈ {64, 128, 192, 256}; BN keys per K/V tile ∈ {64, 128} (128 for D ≤ 128, 64 for D = 192 and 256, as FA3);
 //   PERSIST: 1 persistent, 0 a block per item, −1 persistent unless the score is causal or windowed.
 //
 // Work items: BM = 128 query rows of one (batch, query head), heads fastest, then query tiles (reversed under
@@ -3300,7 +3301,7 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 //     consumer is done with the last one's: qfree[half], one arrival per warp of it, and after the item's
 //     first K/V tile, so that the ring is not held up) and the K and V tiles of BN keys into a STAGES-deep
 //     ring (full[s]: transaction bytes of K + V; empty[s]: one arrival per consumer warp).
-//     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232; for D = 256, 240 with the producer at 24),
+//     Warpgroups 1 and 2 are consumers (setmaxnreg.inc 232; for D = 192 and 256, 240 with the producer at 24),
 //     each owning 64 query rows: O is D/2 fp32 registers a thread, S BN/2, P BN/4.
 //   * Shared memory: every tile is D/64 slabs of [128 or BN rows][64 elements] (128 bytes a row) in the
 //     128-byte-swizzle layout that TMA writes (box 64 × rows, CU_TENSOR_MAP_SWIZZLE_128B); Q and K are read
@@ -3325,13 +3326,14 @@ cudaError_t launch_attention_decode(const AttnParams<T, Score> &p, cudaStream_t 
 // Fragment (wgmma accumulator): warp w of a consumer owns rows 16w..16w+15 of its 64; lane l holds rows
 // l/4 and l/4 + 8 (h = 0, 1) and columns 8j + 2(l%4) + e: element acc[4j + 2h + e].
 //
-// Falls back to tsa::launch_attention (mma.sync) when: D is not 64, 128 or 256, t_kv == 0, a pointer is not
+// Falls back to tsa::launch_attention (mma.sync) when: D is not 64, 128, 192 or 256, t_kv == 0, a pointer is not
 // 16-byte aligned or a stride not a multiple of 8 elements (TMA needs 16-byte strides), or the driver's
 // cuTensorMapEncodeTiled refuses a layout. last_path() tells which path the last call took. Returns
 // cudaErrorNotSupported on a device that is not compute capability 9.0 or when this translation unit was
 // not compiled for sm_90a (the kernel body exists only for sm_90a; elsewhere it traps).
 // Shared memory: 1 KB alignment slack + 128·D·2 (Q) + STAGES · 2 · BN·D·2 (K, V) + barriers:
-// D = 128, BN = 128: 161 KB (STAGES = 2), 225 KB (STAGES = 3); D = 256, BN = 64: 193 KB (STAGES = 2); one CTA
+// D = 128, BN = 128: 161 KB (STAGES = 2), 225 KB (STAGES = 3); D = 192, BN = 64: 193 KB (STAGES = 3); D = 256,
+// BN = 64: 193 KB (STAGES = 2); one CTA
 // per SM. ptxas (CUDA 13.0, sm_90a): no spills for D = 64, 128 (BN 128) and 256 (BN 64), fp16 and bf16.
 
 namespace tsa90 {
@@ -3357,6 +3359,16 @@ namespace tsa90 {
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
     "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+#define TSOPT_TSA90_RS_N192(TY)                                                                                      \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %101, 0;\n"                                                              \
+    "wgmma.mma_async.sync.aligned.m64n192k16.f32." TY "." TY " {"                                              \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
+    "{%96, %97, %98, %99}, %100, p, 1, 1, 1;\n}\n"
 #define TSOPT_TSA90_RS_N64(TY)                                                                                       \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                               \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " {"                                               \
@@ -3377,6 +3389,15 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
             asm volatile(TSOPT_TSA90_RS_N256("f16")
                          : TSOPT_TSG90_WGMMA_OUTS_N256(d)
                          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    } else if constexpr (N == 192) {
+        if constexpr (tst::elem<T>::is_bf16)
+            asm volatile(TSOPT_TSA90_RS_N192("bf16")
+                         : TSOPT_TSG90_WGMMA_OUTS_N192(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+        else
+            asm volatile(TSOPT_TSA90_RS_N192("f16")
+                         : TSOPT_TSG90_WGMMA_OUTS_N192(d)
+                         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
     } else if constexpr (N == 128) {
         if constexpr (tst::elem<T>::is_bf16)
             asm volatile(TSOPT_TSA90_RS_N128("bf16")
@@ -3387,7 +3408,7 @@ __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[
                          : TSOPT_TSG90_WGMMA_OUTS_N128(d)
                          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
     } else {
-        static_assert(N == 64, "wgmma_rs: N must be 64, 128 or 256");
+        static_assert(N == 64, "wgmma_rs: N must be 64, 128, 192 or 256");
         if constexpr (tst::elem<T>::is_bf16)
             asm volatile(TSOPT_TSA90_RS_N64("bf16")
                          : TSOPT_TSG90_WGMMA_OUTS_N64(d)
@@ -3424,8 +3445,9 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap *map
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-// BN (keys per K/V tile) is a parameter: 128 for D ≤ 128; D = 256 needs 64 so that O (128 fp32 registers a
-// thread) and S (BN/2) fit the consumers' 232 registers, and 2 stages of K + V fit shared memory.
+// BN (keys per K/V tile) is a parameter: 128 for D ≤ 128; D = 192 and 256 need 64 so that O (96 or 128 fp32
+// registers a thread) and S (BN/2) fit the consumers' registers, and 3 (192) or 2 (256) stages of K + V fit
+// shared memory.
 template <int D> struct DefaultBN { static constexpr int value = D > 128 ? 64 : 128; };
 template <int D, int STAGES, int BN_> struct Cfg {
     static constexpr int BM = 128, BN = BN_;          // query rows per CTA, keys per K/V tile
@@ -3436,11 +3458,11 @@ template <int D, int STAGES, int BN_> struct Cfg {
     static constexpr int KV_BYTES = NSLAB * KV_SLAB;  // one K or V tile
     static constexpr int STAGE_BYTES = 2 * KV_BYTES;  // K then V
     static constexpr int THREADS = 384;
-    // Register split (setmaxnreg; 128·PRODUCER_REGS + 256·CONSUMER_REGS ≤ 64 K): D = 256 needs the most a
-    // consumer can have (O alone is 128 registers a thread), so its producer keeps only 24.
+    // Register split (setmaxnreg; 128·PRODUCER_REGS + 256·CONSUMER_REGS ≤ 64 K): D = 192 and 256 need the most a
+    // consumer can have (O alone is 96 or 128 registers a thread), so their producer keeps only 24.
     static constexpr int PRODUCER_REGS = D > 128 ? 24 : 40, CONSUMER_REGS = D > 128 ? 240 : 232;
     static constexpr int SMEM = 1024 + Q_BYTES + STAGES * STAGE_BYTES + 8 * (2 * STAGES + 4);
-    static_assert(D == 64 || D == 128 || D == 256, "attention_sm90: D must be 64, 128 or 256");
+    static_assert(D == 64 || D == 128 || D == 192 || D == 256, "attention_sm90: D must be 64, 128, 192 or 256");
     static_assert(BN == 64 || BN == 128, "attention_sm90: BN (keys per tile) must be 64 or 128");
     static_assert(D / 2 + BN / 2 + BN / 4 <= 192, "attention_sm90: O, S and P would not fit the consumer registers");
     static_assert(STAGES >= 2, "attention_sm90: at least 2 stages");
@@ -3786,7 +3808,7 @@ __global__ void __launch_bounds__(384, 1)
 // ---- host side --------------------------------------------------------------------------------------
 // Which path the last launch_attention_sm90 call on this thread took (for tests and logs; per thread, so
 // that concurrent launches neither race on it nor overwrite each other's answer):
-// 0 = wgmma kernel; 1 = fallback, D not 64/128/256 (or t_kv == 0); 2 = fallback, pointers/strides not
+// 0 = wgmma kernel; 1 = fallback, D not 64/128/192/256 (or t_kv == 0); 2 = fallback, pointers/strides not
 // TMA-describable; 3 = fallback, cuTensorMapEncodeTiled refused a layout; -1 = nothing launched (error or
 // empty problem).
 inline int &last_path() {
@@ -3842,7 +3864,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
     if (p.batch == 0 || p.t_q == 0) return cudaSuccess;
     if (!p.q || !p.k || !p.v || !p.o) return cudaErrorInvalidValue;
 
-    if constexpr (D != 64 && D != 128 && D != 256) {
+    if constexpr (D != 64 && D != 128 && D != 192 && D != 256) {
         last_path() = 1;
         return tsa::launch_attention<D>(p, stream);
     } else {
@@ -4088,5 +4110,6 @@ extern "C" int attention_cross_graph_reset(void) {
 #undef TSOPT_TSG90_WGMMA_ASM_N256_BF16
 #undef TSOPT_TSA90_RS_N128
 #undef TSOPT_TSA90_RS_N256
+#undef TSOPT_TSA90_RS_N192
 #undef TSOPT_TSA90_RS_N64
 #endif  /* TSOPT_ATTENTION_CROSS_IMPLEMENTATION */

@@ -111,7 +111,7 @@ bool ts_config_attention_decode(const ts_graph *g, const ts_kernel *k) {
 }
 
 /* Hopper: the FlashAttention-3 schedule, 128 query rows, ping-pong warpgroups (1.66x the mma.sync kernel on
- * the seed attention); 128 keys per K/V tile and 3 stages up to head dim 128; at 256, 64 keys and 2 stages
+ * the seed attention); 128 keys per K/V tile and 3 stages up to head dim 128; at 192, 64 keys and 3 stages; at 256, 64 keys and 2 stages
  * (O is 128 fp32 registers a thread, leaving room for a 64-key S only; 2 stages of K + V fill 192 KB of
  * shared memory), as FlashAttention-3 does. The fallback's tiles per head dim: register and shared-memory
  * budgets of templates/attention.cuh. */
@@ -119,12 +119,15 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
     int64_t d = g->axes[k->n_axis].size;
     const ts_axis *tq = &g->axes[k->m_axis];
     ts_kernel_config c = {.tile_m = 128, .tile_n = 128, .stages = 3, .cluster_m = 1, .pingpong = true};
-    if (tq->dynamic || tq->size <= ATTN_DECODE_ROWS) c.dec_rows = ATTN_DECODE_ROWS, c.dec_only = !tq->dynamic;
+    /* the decode form copies a key row as D/8 16-byte chunks a warp holds whole: D 64, 128 or 256 */
+    if ((tq->dynamic || tq->size <= ATTN_DECODE_ROWS) && 256 % d == 0)
+        c.dec_rows = ATTN_DECODE_ROWS, c.dec_only = !tq->dynamic;
+    if (d == 192) c.tile_n = 64; /* 3 stages: 193 KB */
     if (d == 256) c.tile_n = 64, c.stages = 2;
     c.fb_warps_m = 4, c.fb_warps_n = 1;
     if (d == 64) c.fb_tile_m = 128, c.fb_tile_n = 128, c.fb_tile_k = 64;
     else if (d == 128) c.fb_tile_m = 128, c.fb_tile_n = 32, c.fb_tile_k = 32;
-    else c.fb_tile_m = 64, c.fb_tile_n = 32, c.fb_tile_k = 32; /* 256: 64 keys a step spill on sm_80 */
+    else c.fb_tile_m = 64, c.fb_tile_n = 32, c.fb_tile_k = 32; /* 192, 256: 64 keys a step spill on sm_80 */
     return c;
 }
 
@@ -156,7 +159,7 @@ int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
     return n;
 }
 
-bool ts_config_attention_head_dim_ok(int64_t d) { return d == 64 || d == 128 || d == 256; }
+bool ts_config_attention_head_dim_ok(int64_t d) { return d == 64 || d == 128 || d == 192 || d == 256; }
 
 void ts_config_choose(const ts_graph *g, ts_kernel *k) {
     if (k->kind == TS_KERNEL_GEMM) k->cfg = gemm_config(g, k);

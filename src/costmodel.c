@@ -355,7 +355,10 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         const bool decode = ts_config_attention_decode(g, k);
         double longest = 1; /* the longest query tile's share of the keys (causal: all of them) */
         double frac = k->causal ? (!decode && k->windowed ? window_share(k, tq, tkv, &longest) : 0.5) : 1;
-        double scores = heads * tq * tkv * frac, f = 0, s = 0;
+        /* the tiled kernel computes whole 128-row query tiles, padding rows included (a 4-row query: 32x its
+         * rows' work, run 103); the decode form's 16-row tiles are counted below */
+        const double rows = decode ? tq : ceil(tq / k->cfg.tile_m) * k->cfg.tile_m;
+        double scores = heads * rows * tkv * frac, f = 0, s = 0;
         tensor = 4 * scores * d;
         score_ops(&k->expr, &f, &s);
         fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */

@@ -130,6 +130,7 @@ template <int D> struct AttnConfig;
 // D = 256 with BN = 64 on sm_80 (28 bytes; KC = 16 no better), hence BN = KC = 32 there too (98 KB of smem).
 template <> struct AttnConfig<64> { static constexpr int BM = 128, BN = 128, KC = 64, WARPS = 4; };
 template <> struct AttnConfig<128> { static constexpr int BM = 128, BN = 32, KC = 32, WARPS = 4; };
+template <> struct AttnConfig<192> { static constexpr int BM = 64, BN = 32, KC = 32, WARPS = 4; };
 template <> struct AttnConfig<256> { static constexpr int BM = 64, BN = 32, KC = 32, WARPS = 4; };
 
 template <typename T, int D, int BM, int BN, int KC, int WARPS> struct AttnTile {
@@ -551,7 +552,7 @@ template <int D, int WARPS, int STAGES, int SPLIT = 1> struct DecodeTile {
     static constexpr int RECV_ML_BYTES = SPLIT * 2 * kDecodeRows * 4, RECV_BYTES = RECV_ML_BYTES + SPLIT * SLOTS * 32;
     static constexpr size_t SMEM_BYTES = RECV_BYTES + Q_BYTES + (size_t)WARPS * WARP_BYTES;
     static constexpr bool Q_IN_REGS = D <= 128;  // 2·D/4 registers a lane; at D = 256 O alone takes 128
-    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2, "decode attention: D 64, 128 or 256, at least 2 stages");
+    static_assert(D % 64 == 0 && 256 % D == 0 && STAGES >= 2, "decode attention: D 64, 128 or 256 (a row's 16-byte chunks divide a warp), at least 2 stages");
     static_assert(WARP_BYTES >= PART_BYTES, "decode attention: a warp's partial must fit its ring's bytes");
     static_assert(RECV_BYTES % 128 == 0, "decode attention: Q and the rings start 128-byte aligned (the swizzle)");
 };

@@ -261,6 +261,16 @@ Test(emit, head_dim_256_attention_launches_the_wgmma_kernel_with_64_key_tiles_th
     free(h);
 }
 
+/* Head dim 192: the wgmma kernel's 64-key tiles in 3 stages (P·V as m64n192k16), the mma.sync kernel's 64-row
+ * tiles as a fallback; no decode form (a key row's 24 16-byte chunks do not divide a warp). */
+Test(emit, head_dim_192_attention_launches_the_wgmma_kernel_with_64_key_tiles_and_no_decode_form) {
+    char *h = emit_best("bench/probes/attention_d192.yaml", "templates");
+    cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<192, 3, true, 64>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<192, 64, 32, 4, 32>(p, stream);"));
+    cr_expect_null(strstr(h, "launch_attention_decode<192>"));
+    free(h);
+}
+
 Test(emit, a_tanh_soft_capped_score_uses_the_hardware_tanh_and_nothing_the_composite_needed) {
     char *h = emit_best("bench/graphs/attention_softcap.yaml", "templates");
     const char *k0 = strstr(h, "struct K0 {\n    static constexpr bool causal = true;");

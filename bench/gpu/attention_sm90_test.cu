@@ -587,6 +587,16 @@ int main(int argc, char **argv) {
                                  causal(s256, 77, 1000), 1.0);
     fails += !run_config<H, 256>({"d256 softcap 50 scaled", 1, 8, 8, 2048, 2048, false, 8},
                                  tsa::SoftcapScore::make(s256, 50.f), SoftcapExact{s256, 50.f}, 1.0);
+    // Head dim 192 (64-key K/V tiles as 256, 3 stages; P·V as m64n192k16): causal, bf16 GQA, odd sizes.
+    const float s192 = 1.f / std::sqrt(192.f);
+    fails += !run_config<H, 192, 3>({"d192 causal", 1, 8, 8, big, big, false, 8}, causal(s192, big, big),
+                                    causal(s192, big, big), 0.5);
+    fails += !run_config<B, 192, 3>({"d192 bf16 gqa", 1, 16, 4, 2048, 2048, false, 8}, tsa::ScaleScore{s192},
+                                    tsa::ScaleScore{s192}, 1.0);
+    fails += !run_config<H, 192, 3>({"odd d192 333x517 causal", 2, 4, 2, 333, 517, false, 1}, causal(s192, 333, 517),
+                                    causal(s192, 333, 517), 1.0);
+    fails += !run_config<B, 192, 3>({"odd d192 bf16 1000 bshd", 2, 6, 3, 1000, 1000, true, 1}, tsa::ScaleScore{s192},
+                                    tsa::ScaleScore{s192}, 1.0);
 
     CK(cudaFree(g_flush));
     printf("%s: %d config(s) failed\n", fails ? "FAIL" : "PASS", fails);

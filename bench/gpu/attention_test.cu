@@ -313,6 +313,10 @@ int main(int argc, char **argv) {
                                 tsa::ScaleScore{s64}, 1.0);
     fails += !run_config<H, 256>({"odd d256 333x517 causal", 2, 4, 2, 333, 517, false, 1}, causal(0.0625f, 333, 517),
                                  causal(0.0625f, 333, 517), 1.0);
+    fails += !run_config<B, 192>({"odd d192 bf16 333x517 c", 2, 4, 2, 333, 517, false, 1}, causal(0.0722f, 333, 517),
+                                 causal(0.0722f, 333, 517), 1.0);
+    fails += !run_config<H, 192>({"odd 3x1000 d192 (decode)", 2, 8, 2, 3, 1000, false, 1}, causal(0.0722f, 3, 1000),
+                                 causal(0.0722f, 3, 1000), 1.0);
 
     CK(cudaFree(g_flush));
     printf("%s: %d config(s) failed\n", fails ? "FAIL" : "PASS", fails);

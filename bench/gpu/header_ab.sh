@@ -6,7 +6,7 @@
 # Build here (no GPU needed; REV's tsopt is built in a worktree under build/header-ab/rev):
 #   REV=HEAD GRAPHS="bench/graphs/attention_mask.yaml bench/probes/attention_head_bias.yaml" \
 #       bash bench/gpu/header_ab.sh build           → build/header-ab/{old,new}/<graph>/, cases-{1,2}.txt
-# then on the GPU machine (carry build/header-ab):
+# then on the GPU machine (carry build/header-ab/old, new, graphs and cases-1.txt, cases-2.txt; not rev):
 #   OUT=build/header-ab-out bash bench/gpu/header_ab.sh run
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -14,7 +14,7 @@ dir=build/header-ab
 arch="-gencode=arch=compute_90a,code=sm_90a"
 if [ "${1:-}" = build ]; then
     [ -n "${GRAPHS:-}" ] || { echo "header_ab.sh: GRAPHS (graph files) is empty" >&2; exit 2; }
-    rm -rf "$dir/old" "$dir/new" "$dir"/cases-*.txt && mkdir -p "$dir"
+    rm -rf "$dir/old" "$dir/new" "$dir/graphs" "$dir"/cases-*.txt && mkdir -p "$dir"
     if [ ! -d "$dir/rev/.git" ] && [ ! -f "$dir/rev/.git" ]; then
         git worktree add --detach "$dir/rev" "${REV:-HEAD}" > /dev/null || exit 1
     else
@@ -22,8 +22,11 @@ if [ "${1:-}" = build ]; then
     fi
     make -s -C "$dir/rev" build/tsopt > "$dir/rev-make.log" 2>&1 || { echo "header_ab.sh: make in $dir/rev failed" >&2; exit 1; }
     jobs=()
-    for g in $GRAPHS; do
-        name=$(basename "$g" .yaml)
+    mkdir -p "$dir/graphs"
+    for g0 in $GRAPHS; do
+        name=$(basename "$g0" .yaml)
+        g="$dir/graphs/$name.yaml"   # a copy beside the libraries: the GPU machine gets whatever it reads
+        cp "$g0" "$g" || exit 1
         upper=$(echo "$name" | tr '[:lower:]' '[:upper:]')
         for side in old new; do
             d="$dir/$side/$name"
