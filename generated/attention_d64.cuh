@@ -2420,7 +2420,7 @@ template <typename T, class Score> struct AttnParams {
     int64_t o_batch_stride, o_head_stride, o_seq_stride;
     int batch, n_q_heads, n_kv_heads;
     int t_q, t_kv;
-    int d;    // must equal the template's D (checked by launch_attention)
+    int d;    // the head dim: the template's D, or for the tiled kernels a multiple of 8 below it (zero-padded)
     float c;  // weights are 2^(c·(s − max s)); c > 0 (log2(e) for softmax)
     Score score;
 };
@@ -2458,14 +2458,15 @@ template <int D> __device__ __forceinline__ int swz(int row, int chunk) {
     return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-// ROWS×D tile global → shared (swizzled) with 16-byte cp.async; rows ≥ rows_valid are zero-filled.
+// ROWS×D tile global → shared (swizzled) with 16-byte cp.async; rows ≥ rows_valid and 16-byte chunks ≥
+// chunks_valid (a head dim below D: the padding) are zero-filled.
 template <int ROWS, int D, int THREADS, typename T>
-__device__ __forceinline__ void load_tile(T *s, const T *g, int64_t stride, int rows_valid, int tid) {
+__device__ __forceinline__ void load_tile(T *s, const T *g, int64_t stride, int rows_valid, int chunks_valid, int tid) {
     constexpr int CPR = D / 8;
 #pragma unroll
     for (int it = 0; it < ROWS * CPR / THREADS; it++) {
         const int i = tid + it * THREADS, r = i / CPR, c = i % CPR;
-        const bool ok = r < rows_valid;
+        const bool ok = r < rows_valid && c < chunks_valid;
         tst::cp_async16(s + swz<D>(r, c), ok ? g + (int64_t)r * stride + c * 8 : g, ok);
     }
 }
@@ -2690,13 +2691,13 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
     auto load_kv = [&](int j) {  // tile j → buffer j % 2
         if (j < n_tiles) {
             load_tile<BN, D, C::THREADS>(sK + (j % 2) * C::KV_ELEMS, gK + (int64_t)j * BN * p.k_seq_stride,
-                                         p.k_seq_stride, p.t_kv - j * BN, tid);
+                                         p.k_seq_stride, p.t_kv - j * BN, p.d / 8, tid);
             load_tile<BN, D, C::THREADS>(sV + (j % 2) * C::KV_ELEMS, gV + (int64_t)j * BN * p.v_seq_stride,
-                                         p.v_seq_stride, p.t_kv - j * BN, tid);
+                                         p.v_seq_stride, p.t_kv - j * BN, p.d / 8, tid);
         }
         tst::cp_async_commit();
     };
-    if (n_tiles > 0) load_tile<BM, D, C::THREADS>(sQ, gQ, p.q_seq_stride, p.t_q - q0, tid);
+    if (n_tiles > 0) load_tile<BM, D, C::THREADS>(sQ, gQ, p.q_seq_stride, p.t_q - q0, p.d / 8, tid);
     load_kv(0);  // one commit group: Q, K_0, V_0
 
     float o[MT][DT][4], m[MT][2], l[MT][2];
@@ -2755,7 +2756,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
 #pragma unroll
     for (int it = 0; it < C::ROWS * C::CPR / 32; it++) {
         const int i = lane + it * 32, r = i / C::CPR, c = i % C::CPR;
-        if (qw0 + r < p.t_q)
+        if (qw0 + r < p.t_q && c * 8 < p.d)   // the padding columns of a head dim below D are not stored
             *reinterpret_cast<int4 *>(gO + (int64_t)(qw0 + r) * p.o_seq_stride + c * 8) =
                 *reinterpret_cast<const int4 *>(sOw + swz<D>(r, c));
     }
@@ -2769,9 +2770,13 @@ template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t
 // The checks every attention launch makes (both kernels here and attention_sm90.cuh's): cudaSuccess with
 // *empty set when there is nothing to compute; cudaErrorInvalidValue for a bad size, head count, scale or
 // missing pointer; cudaErrorMisalignedAddress when a pointer or stride breaks the 16-byte copies.
-template <int D, typename T, class Score> cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty) {
+// padded: the kernel takes a head dim p.d below D (a multiple of 8, its columns zero-padded to D), as the tiled
+// kernels do; the decode form takes D alone.
+template <int D, typename T, class Score>
+cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty, bool padded = false) {
     *empty = false;
-    if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+    const bool d_ok = padded ? p.d >= 8 && p.d <= D && p.d % 8 == 0 : p.d == D;
+    if (!d_ok || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
     if (p.batch == 0 || p.t_q == 0) return *empty = true, cudaSuccess;
@@ -2787,13 +2792,14 @@ template <int D, typename T, class Score> cudaError_t check_attention(const Attn
 }
 
 // Checks the parameters, raises the kernel's shared-memory limit, launches; returns cudaGetLastError().
-// Never prints or exits. D (head dim) must equal p.d; tiles default to AttnConfig<D>.
+// Never prints or exits. D: the head dim p.d, or a larger one whose padding columns are zero (p.d a multiple of
+// 8); tiles default to AttnConfig<D>.
 template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WARPS = AttnConfig<D>::WARPS,
           int KC = (BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC), typename T, class Score>
 cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
     using C = AttnTile<T, D, BM, BN, KC, WARPS>;
     bool empty;
-    if (cudaError_t e = check_attention<D>(p, &empty); e != cudaSuccess || empty) return e;
+    if (cudaError_t e = check_attention<D>(p, &empty, true); e != cudaSuccess || empty) return e;
     const int64_t q_tiles = ((int64_t)p.t_q + BM - 1) / BM;
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
@@ -3791,7 +3797,8 @@ __global__ void __launch_bounds__(384, 1)
                     T *dst = gO + static_cast<int64_t>(row) * p.o_seq_stride + col0;
 #pragma unroll
                     for (int j = 0; j < D / 8; ++j)
-                        tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
+                        if (8 * j < p.d)   // a head dim below D: its padding columns are not stored
+                            tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
                 }
             }
             if constexpr (!PERSISTENT) break;  // a block per item
@@ -3854,7 +3861,8 @@ template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::va
           class Score>
 cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
     last_path() = -1;
-    if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+    // p.d below D: the head dim zero-padded to D (the tensor maps read zeros past p.d; O's padding is not stored)
+    if (p.d < 8 || p.d > D || p.d % 8 != 0 || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
     tst::DeviceFacts f;
@@ -3893,9 +3901,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
             return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
         }
         CUtensorMap tq, tk, tv;
-        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
-             make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, C::BN) &&
-             make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
+        ok = make_map_4d(&tq, p.q, p.d, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
+             make_map_4d(&tk, p.k, p.d, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, C::BN) &&
+             make_map_4d(&tv, p.v, p.d, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
         if (!ok) {
             last_path() = 3;
             return tsa::launch_attention<D>(p, stream);

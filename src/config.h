@@ -23,8 +23,12 @@ int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max);
 /* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
 enum { TS_CONFIG_MAX_VARIANTS = 8 };
 
-/* Whether the attention templates have a kernel for head dimension d. */
+/* Whether the attention templates have a kernel for head dimension d: 64, 128, 192 and 256, and any multiple of 8
+ * below 256 in the next of them, zero-padded (ts_config_attention_kernel_dim). */
 bool ts_config_attention_head_dim_ok(int64_t d);
+/* The head dimension of the attention kernel that runs head dimension d (d itself, or the next of 64, 128, 192
+ * and 256 above it: the padding columns read as zeros and are not stored). */
+int64_t ts_config_attention_kernel_dim(int64_t d);
 
 /* Whether attention kernel k runs its decode form at the graph's current sizes: t_q ≤ cfg.dec_rows. */
 bool ts_config_attention_decode(const ts_graph *g, const ts_kernel *k);

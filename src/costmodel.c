@@ -349,7 +349,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         break;
     }
     case TS_KERNEL_ATTENTION: {
-        double tq = size_of(g, k->m_axis), tkv = size_of(g, k->red_axis), d = size_of(g, k->n_axis), heads = 1;
+        double tq = size_of(g, k->m_axis), tkv = size_of(g, k->red_axis), heads = 1;
+        const double d = (double)ts_config_attention_kernel_dim((int64_t)size_of(g, k->n_axis)); /* padded: its MMAs */
         for (int h = 0; h < k->heads_ndim; h++) heads *= size_of(g, k->head_axis[h]);
         if (k->batch_axis >= 0) heads *= size_of(g, k->batch_axis); /* a batch of sequences */
         const bool decode = ts_config_attention_decode(g, k);

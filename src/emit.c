@@ -868,8 +868,11 @@ static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access
     print_assign(e, "p.n_kv_heads", merged ? nkv : one);
 }
 
-/* An attention kernel's head dim (its value axis; static). */
-static int64_t head_dim(const emitter *e, const ts_kernel *k) { return e->g->axes[k->n_axis].size; }
+/* An attention kernel's head dim: its template's (the value axis's size, or the next supported one above it,
+ * zero-padded: config.h). */
+static int64_t head_dim(const emitter *e, const ts_kernel *k) {
+    return ts_config_attention_kernel_dim(e->g->axes[k->n_axis].size);
+}
 
 /* The positive scale a causal score's unmasked form multiplies the dot product by, folded into the softmax's
  * constant (1: none; ts_attention_unmasked). */

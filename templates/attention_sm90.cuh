@@ -512,7 +512,8 @@ __global__ void __launch_bounds__(384, 1)
                     T *dst = gO + static_cast<int64_t>(row) * p.o_seq_stride + col0;
 #pragma unroll
                     for (int j = 0; j < D / 8; ++j)
-                        tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
+                        if (8 * j < p.d)   // a head dim below D: its padding columns are not stored
+                            tst::store_pair<T>(dst + 8 * j, o[4 * j + 2 * hh] * inv, o[4 * j + 2 * hh + 1] * inv);
                 }
             }
             if constexpr (!PERSISTENT) break;  // a block per item
@@ -575,7 +576,8 @@ template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::va
           class Score>
 cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
     last_path() = -1;
-    if (p.d != D || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+    // p.d below D: the head dim zero-padded to D (the tensor maps read zeros past p.d; O's padding is not stored)
+    if (p.d < 8 || p.d > D || p.d % 8 != 0 || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
     tst::DeviceFacts f;
@@ -614,9 +616,9 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
             return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
         }
         CUtensorMap tq, tk, tv;
-        ok = make_map_4d(&tq, p.q, D, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
-             make_map_4d(&tk, p.k, D, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, C::BN) &&
-             make_map_4d(&tv, p.v, D, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
+        ok = make_map_4d(&tq, p.q, p.d, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
+             make_map_4d(&tk, p.k, p.d, p.t_kv, p.n_kv_heads, p.batch, p.k_seq_stride, p.k_head_stride, p.k_batch_stride, C::BN) &&
+             make_map_4d(&tv, p.v, p.d, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
         if (!ok) {
             last_path() = 3;
             return tsa::launch_attention<D>(p, stream);

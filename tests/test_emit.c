@@ -271,6 +271,17 @@ Test(emit, head_dim_192_attention_launches_the_wgmma_kernel_with_64_key_tiles_an
     free(h);
 }
 
+/* Head dim 96: no 96-wide kernel; the head-dim-128 kernels run it zero-padded (p.d = 96 below the template's D)
+ * and no decode form (it copies whole unpadded rows). */
+Test(emit, head_dim_96_attention_runs_the_128_kernels_zero_padded) {
+    char *h = emit_best("bench/probes/attention_d96.yaml", "templates");
+    cr_expect_not_null(strstr(h, "p.d = (int64_t)96;"));
+    cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);"));
+    cr_expect_null(strstr(h, "launch_attention_decode<"));
+    free(h);
+}
+
 Test(emit, a_tanh_soft_capped_score_uses_the_hardware_tanh_and_nothing_the_composite_needed) {
     char *h = emit_best("bench/graphs/attention_softcap.yaml", "templates");
     const char *k0 = strstr(h, "struct K0 {\n    static constexpr bool causal = true;");

@@ -264,7 +264,10 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
     p.c = kLog2e;
     p.score = score;
     auto sm90 = [&] { return tsa90::launch_attention_sm90<D, STAGES, PINGPONG>(p, 0); };
-    auto ours = [&] { return g_decode ? decode_variant<D>(p) : sm90(); };
+    auto ours = [&] {   // the decode form has no D = 192 (its copies need D/8 to divide a warp): the tiled kernel
+        if constexpr (256 % D == 0) return g_decode ? decode_variant<D>(p) : sm90();
+        else return sm90();
+    };
     {
         const cudaError_t e = ours();
         if (g_decode && g_variant != 0 && e != cudaSuccess) {  // a forced split or variant this build lacks
@@ -367,8 +370,10 @@ static bool run_config(const Config &c, Score score, RefScore ref_score, double 
         if (split == 0) {
             const int64_t units = (int64_t)c.hq * ((c.t_q + tsa::kDecodeRows - 1) / tsa::kDecodeRows) * c.batch;
             using DC = tsa::DecodeConfig<D>;
-            if (g_variant == 0 || D != 128) CK((tsa::decode_split<T, D, DC::WARPS, DC::STAGES>(p, units, f, &split)));
-            else split = -1;  // the variant's own choice; its fit below
+            if constexpr (256 % D == 0) {   // (no decode form at D = 192: ours ran the tiled kernel)
+                if (g_variant == 0 || D != 128) CK((tsa::decode_split<T, D, DC::WARPS, DC::STAGES>(p, units, f, &split)));
+                else split = -1;  // the variant's own choice; its fit below
+            }
         }
         const double kv_bytes = 2.0 * c.batch * c.hkv * (double)c.t_kv * D * sizeof(T);
         printf("%-24s %s b=%-2d hq=%-2d hkv=%-2d tq=%-4d tkv=%-4d d=%-3d %s w%ds%d k%d fit=%-3d rel=%.2e nonfinite=%-4lld %s "

@@ -8,10 +8,12 @@
 #       bash bench/gpu/header_ab.sh build           → build/header-ab/{old,new}/<graph>/, cases-{1,2}.txt
 # then on the GPU machine (carry build/header-ab/old, new, graphs and cases-1.txt, cases-2.txt; not rev):
 #   OUT=build/header-ab-out bash bench/gpu/header_ab.sh run
+# AB_DIR: another folder than build/header-ab (the same for build and run); ARCH: the nvcc target flags
+# (default sm_90a; an sm_80-only build runs every kernel's mma.sync fallback on the H200).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-dir=build/header-ab
-arch="-gencode=arch=compute_90a,code=sm_90a"
+dir=${AB_DIR:-build/header-ab}
+arch=${ARCH:--gencode=arch=compute_90a,code=sm_90a}   # e.g. ARCH=-gencode=arch=compute_80,code=sm_80: the fallbacks
 if [ "${1:-}" = build ]; then
     [ -n "${GRAPHS:-}" ] || { echo "header_ab.sh: GRAPHS (graph files) is empty" >&2; exit 2; }
     rm -rf "$dir/old" "$dir/new" "$dir/graphs" "$dir"/cases-*.txt && mkdir -p "$dir"
