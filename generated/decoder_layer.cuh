@@ -2190,8 +2190,8 @@ struct Cfg {
     static constexpr int PACK_CC = PACK_WANT == 0 ? 0 : pack_fits(PACK_WANT) ? PACK_WANT : pack_fits(16) ? 16 : 0;
     // A warp's slot holds either form (a warp may run one tile's epilogue while another warp still runs the
     // previous tile's in the other form: the slots must not overlap).
-    static constexpr int SLOT_WORDS = slot_floats(EPI_CC) * (EPI_CC > 0) > pack_words(PACK_CC) ? slot_floats(EPI_CC) * (EPI_CC > 0)
-                                                                                               : pack_words(PACK_CC);
+    static constexpr int PARK_WORDS = EPI_CC > 0 ? slot_floats(EPI_CC) : 0;
+    static constexpr int SLOT_WORDS = PARK_WORDS > pack_words(PACK_CC) ? PARK_WORDS : pack_words(PACK_CC);
     static constexpr int SMEM = 1024 /* alignment slack */ + PARK_OFFSET + 8 * SLOT_WORDS * 4;
     static_assert(PP ? (BM == 64 || BM == 128) : (BM == 128 || BM == 256),
                   "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows); ping-pong: 64 or 128 (a tile a warpgroup)");
@@ -2421,8 +2421,7 @@ __device__ __forceinline__ void epilogue_packed(const tsg::GemmParams<T, Epilogu
                     float2 o;
                     if constexpr (LOADS) o = tsg::epi_value_loaded<DUAL>(p.ep, b, row0 + r, col, cur[(mi * 2 + h) * JJ + jj], v0, v1, w, rs0 + r * RO);
                     else o = tsg::epi_value<DUAL>(p.ep, b, row0 + r, col, v0, v1, w, rs0 + r * RO);
-                    const auto pair = tst::elem<Out>::pack(o.x, o.y);
-                    park[lr * LDW + 4 * jj + (lane & 3)] = *reinterpret_cast<const uint32_t *>(&pair);
+                    park[lr * LDW + 4 * jj + (lane & 3)] = tst::pack2<Out>(o.x, o.y);
                 }
             }
         __syncwarp();

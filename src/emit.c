@@ -1569,7 +1569,7 @@ static void print_score_pair_method(emitter *e, const ts_kernel *k, const ts_exp
         if (m->axis[i] == k->red_axis) m0.expr[i] = "kc0", m1.expr[i] = "kc1";
     fprintf(e->f, "    __device__ __forceinline__ float2 %s(float dot0, float dot1, int q, int k2) const {\n"
                   "        const int qc = q < nq ? q : (int)nq - 1, kc0 = k2, kc1 = k2 + 1;  // k2 + 1 < t_kv\n"
-                  "        (void)qc, (void)kc1;\n", name);
+                  "        (void)qc, (void)kc0, (void)kc1;\n", name);
     int nl = 0;
     char **names[2];
     for (int h = 0; h < 2; h++) names[h] = ts_xcalloc((size_t)(k->nacc ? k->nacc : 1), sizeof *names[h]);
