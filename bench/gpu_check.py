@@ -38,16 +38,42 @@ FLUSH_BYTES = 256 << 20          # zeroed before each timed run: larger than the
 DEVICE = "cuda"                  # "cpu" only for bench.py's self-test without a GPU (no events, no flush)
 
 
+HOST_AHEAD_S = 100e-6          # the least GPU sleep between the flush and a timed call's start event
+SLEEP_CYCLES_PER_S = 2.0e9       # GPU clock cycles a second assumed for torch.cuda._sleep (H200: <= 1.98 GHz)
+
+
 def timing_method(reps=20, warmup=3):
     if DEVICE != "cuda":
         return "median of %d host-clock timings after %d warm-up calls (CPU self-test; no L2 flush)" % (reps, warmup)
     return ("median of %d CUDA-event timings (start/end events around one call on the current stream) after %d "
-            "warm-up calls; L2 flushed before each by zeroing a %d MiB buffer (outside the events)"
-            % (reps, warmup, FLUSH_BYTES >> 20))
+            "warm-up calls; L2 flushed before each by zeroing a %d MiB buffer (outside the events), then a GPU sleep "
+            "at least twice the call's host enqueue time (>= %d us) so that the host has queued the whole call "
+            "before the GPU reaches the start event: the events time GPU work, not host dispatch (a timing whose "
+            "start event had already completed when the call was queued is redone with the sleep doubled, at most 4 times)"
+            % (reps, warmup, FLUSH_BYTES >> 20, HOST_AHEAD_S * 1e6))
+
+
+def host_enqueue_s(fn, calls=5):
+    """The host time to queue one fn() (median of `calls`, each after the stream drained), in seconds."""
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    return statistics.median(times)
 
 
 def timed(fn, reps=20, warmup=3):
-    """Median time of fn() in ms: CUDA events around each call, the L2 flushed before each (see timing_method)."""
+    """Median time of fn() in ms: CUDA events around each call, the L2 flushed before each (see timing_method).
+
+    Host dispatch never counts: after the flush the stream sleeps on the GPU for at least twice the call's
+    host enqueue time, so the start event is reached only after the host has queued the call. Without it a
+    call whose host side outlasts the flush (torch.compile's guards and wrapper, cuDNN's graph lookup: 40-100
+    us on the bench machine's host) was timed with the GPU idle between start and its first kernel, and such
+    anchors moved by up to 2x between runs with the host's speed. A timing whose start event had completed by
+    the time the call was queued is redone with the sleep doubled (at most 4 times)."""
     for _ in range(warmup):
         fn()
     if DEVICE != "cuda":
@@ -60,15 +86,22 @@ def timed(fn, reps=20, warmup=3):
     flush = getattr(timed, "flush", None)
     if flush is None:
         flush = timed.flush = torch.empty(FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    torch.cuda.synchronize()
+    ahead_s = max(HOST_AHEAD_S, 2 * host_enqueue_s(fn))
     times = []
-    for _ in range(reps):
+    doublings = 0
+    while len(times) < reps:
         flush.zero_()
+        torch.cuda._sleep(int(ahead_s * SLEEP_CYCLES_PER_S))
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
+        host_behind = start.query()   # the GPU reached start before the call was queued: host time inside
         end.record()
         torch.cuda.synchronize()
+        if host_behind and doublings < 4:
+            doublings += 1
+            ahead_s *= 2
+            continue
         times.append(start.elapsed_time(end))
     return statistics.median(times)
 
