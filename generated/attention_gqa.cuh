@@ -2769,12 +2769,12 @@ template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t
 // The checks every attention launch makes (both kernels here and attention_sm90.cuh's): cudaSuccess with
 // *empty set when there is nothing to compute; cudaErrorInvalidValue for a bad size, head count, scale or
 // missing pointer; cudaErrorMisalignedAddress when a pointer or stride breaks the 16-byte copies.
-// padded: the kernel takes a head dim p.d below D (a multiple of 8, its columns zero-padded to D), as the tiled
-// kernels do; the decode form takes D alone.
+// The head dim p.d may be below D (a multiple of 8): every kernel here (and attention_sm90.cuh's) zero-pads its
+// columns to D and stores only p.d of O's.
 template <int D, typename T, class Score>
-cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty, bool padded = false) {
+cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty) {
     *empty = false;
-    const bool d_ok = padded ? p.d >= 8 && p.d <= D && p.d % 8 == 0 : p.d == D;
+    const bool d_ok = p.d >= 8 && p.d <= D && p.d % 8 == 0;
     if (!d_ok || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
@@ -2798,7 +2798,7 @@ template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WAR
 cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
     using C = AttnTile<T, D, BM, BN, KC, WARPS>;
     bool empty;
-    if (cudaError_t e = check_attention<D>(p, &empty, true); e != cudaSuccess || empty) return e;
+    if (cudaError_t e = check_attention<D>(p, &empty); e != cudaSuccess || empty) return e;
     const int64_t q_tiles = ((int64_t)p.t_q + BM - 1) / BM;
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
@@ -2833,7 +2833,9 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
 // The launch helper picks SPLIT (1, 2, 4, 8 or 16 — a non-portable cluster size; 1 before Hopper) so that
 // the CTAs cover the SMs while every warp keeps at least kDecodeMinSteps steps of keys and every cluster is
 // resident at once. Same functors, masks, layouts, edges and fully-masked rule (rows written as 0) as the
-// kernel above.
+// kernel above. D is 64, 128 or 256 (a key row's D/8 16-byte chunks divide a warp); a head dim p.d below D
+// (any multiple of 8: 96, 80, 192, ...) runs in the next of them, the lanes of its padding chunks zero-filling
+// without reading (no extra bytes streamed) and O's padding columns not stored.
 // Shared memory: the chunks received from the cluster (SPLIT × (16·D·4 / SPLIT + 128) bytes: o, m, l) + Q
 // (16·D·2 bytes) + WARPS × STAGES·2·16·D·2 bytes (the warps' K/V rings; after its loop a warp's ring holds
 // its fp32 partial, 16·(D + 8)·4 + 128 bytes). D = 128 with the defaults (4 warps, 3 stages): 108–110 KB,
@@ -2920,12 +2922,15 @@ template <typename T, int D, int STAGES> struct DecodeStream {
     int64_t k_seq, v_seq;
     uint32_t ring, off;  // the ring's shared address; the lane's swizzled byte offset in a tile (row r0)
     int r0;
+    bool col_ok;         // the lane's chunk is a column of the head (< d): else its copies zero-fill, reading nothing
 
     __device__ __forceinline__ DecodeStream(const T *gK, const T *gV, int64_t k_stride, int64_t v_stride,
-                                            uint32_t ring, int lane) {
+                                            uint32_t ring, int lane, int d) {
         r0 = lane / CPR;
         const int c = lane % CPR;
-        k = gK + r0 * k_stride + c * 8, v = gV + r0 * v_stride + c * 8;
+        col_ok = c * 8 < d;
+        const int col = col_ok ? c * 8 : 0;   // a padding chunk's address stays inside the row (never read)
+        k = gK + r0 * k_stride + col, v = gV + r0 * v_stride + col;
         ks = RPI * k_stride, vs = RPI * v_stride, k_seq = k_stride, v_seq = v_stride;
         this->ring = ring, off = (uint32_t)(r0 * D * 2) + ((uint32_t)(c ^ (r0 & 7)) << 4);
     }
@@ -2937,17 +2942,17 @@ template <typename T, int D, int STAGES> struct DecodeStream {
     __device__ __forceinline__ void load(int j, int k0, int rows) const {
         const uint32_t st = ring + (uint32_t)((j % STAGES) * 2 * STEP_BYTES);
         const T *pk = k + k0 * k_seq, *pv = v + k0 * v_seq;
-        if (rows >= kDecodeKeys) {
+        if (rows >= kDecodeKeys && col_ok) {
 #pragma unroll
             for (int i = 0; i < COPIES; i++) {
                 decode_cp16(st + at(i), pk + i * ks);
                 decode_cp16(st + STEP_BYTES + at(i), pv + i * vs);
             }
-        } else {  // rows past the last key read nothing; their address is row k0's (in the tensor)
+        } else {  // rows past the last key and padding columns read nothing; their address is row k0's (in the tensor)
             const T *k_row0 = pk - r0 * k_seq, *v_row0 = pv - r0 * v_seq;
 #pragma unroll
             for (int i = 0; i < COPIES; i++) {
-                const bool ok = r0 + i * RPI < rows;
+                const bool ok = col_ok && r0 + i * RPI < rows;
                 decode_cp16_zfill(st + at(i), ok ? pk + i * ks : k_row0, ok);
                 decode_cp16_zfill(st + STEP_BYTES + at(i), ok ? pv + i * vs : v_row0, ok);
             }
@@ -3060,11 +3065,11 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
     // Q (rows ≥ t_q zero-filled) by the whole CTA: commit group 0; then the warp's first STAGES − 1 steps.
     for (int i = threadIdx.x; i < kDecodeRows * CPR; i += THREADS) {
         const int r = i / CPR, c = i % CPR;
-        const bool ok = r < rows;
+        const bool ok = r < rows && c * 8 < p.d;   // padding columns (p.d < D) zero
         decode_cp16_zfill(tst::smem_addr(sQ + swz<D>(r, c)), ok ? gQ + (int64_t)r * p.q_seq_stride + c * 8 : gQ, ok);
     }
     tst::cp_async_commit();
-    const DecodeStream<T, D, STAGES> kv(gK, gV, p.k_seq_stride, p.v_seq_stride, tst::smem_addr(wbase), lane);
+    const DecodeStream<T, D, STAGES> kv(gK, gV, p.k_seq_stride, p.v_seq_stride, tst::smem_addr(wbase), lane, p.d);
     auto load_step = [&](int j) {  // one commit group either way
         if (j < n) kv.load(j, (s0 + j) * kDecodeKeys, k_hi - (s0 + j) * kDecodeKeys);
         tst::cp_async_commit();
@@ -3172,6 +3177,7 @@ __global__ void __launch_bounds__(WARPS * 32) attention_decode_kernel(const Attn
             acc[0] += a.x * wt, acc[1] += a.y * wt, acc[2] += a.z * wt, acc[3] += a.w * wt;
             acc[4] += z.x * wt, acc[5] += z.y * wt, acc[6] += z.z * wt, acc[7] += z.w * wt;
         }
+        if (col >= p.d) continue;  // a padding column (p.d < D): zero, not stored
         const float inv = sum > 0.f ? 1.f / sum : 0.f;  // fully masked row → 0
         uint32_t w4[4];
 #pragma unroll

@@ -119,9 +119,8 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
     int64_t head = g->axes[k->n_axis].size, d = ts_config_attention_kernel_dim(head);
     const ts_axis *tq = &g->axes[k->m_axis];
     ts_kernel_config c = {.tile_m = 128, .tile_n = 128, .stages = 3, .cluster_m = 1, .pingpong = true};
-    /* the decode form copies a key row as D/8 16-byte chunks a warp holds whole: D 64, 128 or 256, unpadded */
-    if ((tq->dynamic || tq->size <= ATTN_DECODE_ROWS) && 256 % d == 0 && head == d)
-        c.dec_rows = ATTN_DECODE_ROWS, c.dec_only = !tq->dynamic;
+    /* the decode form, for few query rows: any head dim (ts_config_attention_decode_dim) */
+    if (tq->dynamic || tq->size <= ATTN_DECODE_ROWS) c.dec_rows = ATTN_DECODE_ROWS, c.dec_only = !tq->dynamic;
     if (d == 192) c.tile_n = 64; /* 3 stages: 193 KB */
     if (d == 256) c.tile_n = 64, c.stages = 2;
     c.fb_warps_m = 4, c.fb_warps_n = 1;
@@ -160,6 +159,8 @@ int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
 }
 
 int64_t ts_config_attention_kernel_dim(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 192 ? 192 : 256; }
+
+int64_t ts_config_attention_decode_dim(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 128 : 256; }
 
 bool ts_config_attention_head_dim_ok(int64_t d) { return d >= 8 && d <= 256 && d % 8 == 0; }
 

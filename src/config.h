@@ -29,6 +29,9 @@ bool ts_config_attention_head_dim_ok(int64_t d);
 /* The head dimension of the attention kernel that runs head dimension d (d itself, or the next of 64, 128, 192
  * and 256 above it: the padding columns read as zeros and are not stored). */
 int64_t ts_config_attention_kernel_dim(int64_t d);
+/* The head dimension of the decode form's kernel that runs head dimension d: the next of 64, 128 and 256 (its
+ * key rows' 16-byte chunks divide a warp; 192 runs at 256, zero-padded with no extra bytes read). */
+int64_t ts_config_attention_decode_dim(int64_t d);
 
 /* Whether attention kernel k runs its decode form at the graph's current sizes: t_q ≤ cfg.dec_rows. */
 bool ts_config_attention_decode(const ts_graph *g, const ts_kernel *k);

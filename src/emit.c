@@ -868,8 +868,8 @@ static void emit_attention_heads(emitter *e, const ts_kernel *k, const ts_access
     print_assign(e, "p.n_kv_heads", merged ? nkv : one);
 }
 
-/* An attention kernel's head dim: its template's (the value axis's size, or the next supported one above it,
- * zero-padded: config.h). */
+/* An attention kernel's head dim: its tiled template's (the value axis's size, or the next supported one above
+ * it, zero-padded: config.h; the decode form's is ts_config_attention_decode_dim). */
 static int64_t head_dim(const emitter *e, const ts_kernel *k) {
     return ts_config_attention_kernel_dim(e->g->axes[k->n_axis].size);
 }
@@ -908,16 +908,16 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     fputs("        p.c = ", e->f);
     print_float(e->f, k->c * unmasked_scale(e, k)); /* a score's positive scale, folded (emit_score_functor) */
     const ts_kernel_config *c = &k->cfg; /* src/config.c */
-    long long d = (long long)head_dim(e, k);
+    long long d = (long long)head_dim(e, k), dd = (long long)ts_config_attention_decode_dim(e->g->axes[k->n_axis].size);
     fputs(";\n", e->f);
     if (c->dec_only) { /* t_q is static and few: the split-key decode kernel alone */
         fprintf(e->f, "        err = tsa::launch_attention_decode<%lld>(p, stream);\n"
-                      "        if (err != cudaSuccess) return err;\n    }\n", d);
+                      "        if (err != cudaSuccess) return err;\n    }\n", dd);
         return;
     }
     if (c->dec_rows > 0) /* a dynamic t_q: the decode kernel when it is few rows */
         fprintf(e->f, "        if (p.t_q <= %d) {\n            err = tsa::launch_attention_decode<%lld>(p, stream);\n"
-                      "        } else {\n", c->dec_rows, d);
+                      "        } else {\n", c->dec_rows, dd);
     const char *in = c->dec_rows > 0 ? "    " : "";
     fprintf(e->f, "%s        err = tsa90::launch_attention_sm90<%lld, %d, %s, %d>(p, stream);\n"
                   "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", in, d,

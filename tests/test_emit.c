@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "compile.h"
+#include "config.h"
 #include "egir.h"
 #include "emit.h"
 #include "saturate.h"
@@ -262,7 +263,7 @@ Test(emit, head_dim_256_attention_launches_the_wgmma_kernel_with_64_key_tiles_th
 }
 
 /* Head dim 192: the wgmma kernel's 64-key tiles in 3 stages (P·V as m64n192k16), the mma.sync kernel's 64-row
- * tiles as a fallback; no decode form (a key row's 24 16-byte chunks do not divide a warp). */
+ * tiles as a fallback; no decode form at 2048 static query rows. */
 Test(emit, head_dim_192_attention_launches_the_wgmma_kernel_with_64_key_tiles_and_no_decode_form) {
     char *h = emit_best("bench/probes/attention_d192.yaml", "templates");
     cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<192, 3, true, 64>(p, stream);"));
@@ -271,8 +272,8 @@ Test(emit, head_dim_192_attention_launches_the_wgmma_kernel_with_64_key_tiles_an
     free(h);
 }
 
-/* Head dim 96: no 96-wide kernel; the head-dim-128 kernels run it zero-padded (p.d = 96 below the template's D)
- * and no decode form (it copies whole unpadded rows). */
+/* Head dim 96: no 96-wide kernel; the head-dim-128 kernels run it zero-padded (p.d = 96 below the template's D);
+ * no decode form at 2048 static query rows. */
 Test(emit, head_dim_96_attention_runs_the_128_kernels_zero_padded) {
     char *h = emit_best("bench/probes/attention_d96.yaml", "templates");
     cr_expect_not_null(strstr(h, "p.d = (int64_t)96;"));
@@ -280,6 +281,24 @@ Test(emit, head_dim_96_attention_runs_the_128_kernels_zero_padded) {
     cr_expect_not_null(strstr(h, "err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);"));
     cr_expect_null(strstr(h, "launch_attention_decode<"));
     free(h);
+}
+
+/* Decode at head dim 96 (Phi-3): a dynamic t_q gets the decode form in the head-dim-128 decode kernel (its padding
+ * chunks zero-filled without reads) for few rows, the tiled head-dim-128 kernels otherwise; p.d = 96 for both. The
+ * decode form's head dims are 64, 128 and 256: 192 runs at 256 there while its tiled kernel is the 192 one. */
+Test(emit, a_decode_attention_at_head_dim_96_runs_the_decode_form_zero_padded) {
+    char *h = emit_best("bench/probes/attention_decode_d96.yaml", "templates");
+    cr_expect_not_null(strstr(h, "p.d = (int64_t)96;"));
+    cr_expect_not_null(strstr(h, "if (p.t_q <= 16) {\n            err = tsa::launch_attention_decode<128>(p, stream);"), "%s",
+                       strstr(h, "p.d = ") ? strstr(h, "p.d = ") : h);
+    cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);"));
+    free(h);
+    const int64_t head[] = {8, 40, 64, 80, 96, 128, 160, 192, 256}, dec[] = {64, 64, 64, 128, 128, 128, 256, 256, 256},
+                  tiled[] = {64, 64, 64, 128, 128, 128, 192, 192, 256};
+    for (size_t i = 0; i < sizeof head / sizeof *head; i++) {
+        cr_expect_eq(ts_config_attention_decode_dim(head[i]), dec[i], "decode form at head dim %lld", (long long)head[i]);
+        cr_expect_eq(ts_config_attention_kernel_dim(head[i]), tiled[i], "tiled kernel at head dim %lld", (long long)head[i]);
+    }
 }
 
 Test(emit, a_tanh_soft_capped_score_uses_the_hardware_tanh_and_nothing_the_composite_needed) {
