@@ -220,6 +220,56 @@ int64_t ts_view_offset(const ts_view *v, const int64_t *idx) {
 
 static bool is_product(const ts_graph *g, const ts_ref *r) { return g->nodes[r->node].op == TS_OP_MUL; }
 
+/* ---- normalisation ------------------------------------------------------------------------------ */
+
+/* Whether r sees its node through a reshape that merges the node's consecutive dims [dim, dim + n) into
+ * r's dim `dim` (the node's other dims unchanged, in order, contiguous): then *dim and *n are set. */
+static bool merged_reshape(const ts_graph *g, const ts_ref *r, int *dim, int *n) {
+    const ts_node *src = &g->nodes[r->node];
+    int merged = src->ndim - r->view.ndim + 1;
+    if (merged < 2) return false;
+    int d = 0;
+    while (d < r->view.ndim && d < src->ndim && r->view.axis[d] == src->axis[d]) d++;
+    if (d == r->view.ndim) return false;
+    ts_view v = ts_view_of_node(g, r->node);
+    if (!ts_view_merge(&v, d, merged, r->view.axis[d]) || !ts_view_equal(&v, &r->view)) return false;
+    *dim = d, *n = merged;
+    return true;
+}
+
+/* Whether operand r of an elementwise node may be split at dim `dim` into the axes of `like` (a node whose
+ * dims [dim, dim + n) were merged there): a source (input, constant, iota) seen through any view, or a node
+ * seen through the same merge. */
+static bool splittable_operand(const ts_graph *g, const ts_ref *r, int dim, int n, const ts_node *like) {
+    if (ts_op_kind_of(g->nodes[r->node].op) == TS_KIND_SOURCE) return true;
+    int d2, n2;
+    if (!merged_reshape(g, r, &d2, &n2) || d2 != dim || n2 != n) return false;
+    return memcmp(g->nodes[r->node].axis + dim, like->axis + dim, sizeof(int32_t) * (size_t)n) == 0;
+}
+
+void ts_graph_split_after_merges(ts_graph *g) {
+    for (int32_t i = 0; i < g->nnodes; i++) { /* operands precede their readers: splits propagate forwards */
+        ts_node *e = &g->nodes[i];
+        ts_op_kind kind = ts_op_kind_of(e->op);
+        if (kind != TS_KIND_UNARY && kind != TS_KIND_BINARY && kind != TS_KIND_TERNARY) continue;
+        int dim = -1, n = 0, s0 = -1;
+        for (int s = 0; s < e->nsrc && s0 < 0; s++)
+            if (merged_reshape(g, &e->src[s], &dim, &n)) s0 = s;
+        if (s0 < 0 || e->ndim - 1 + n > TS_MAX_DIMS) continue;
+        const ts_node *like = &g->nodes[e->src[s0].node];
+        bool ok = true;
+        for (int s = 0; s < e->nsrc && ok; s++) ok = splittable_operand(g, &e->src[s], dim, n, like);
+        if (!ok) continue;
+        int32_t axes[TS_MAX_DIMS];
+        int64_t sizes[TS_MAX_DIMS];
+        for (int j = 0; j < n; j++) axes[j] = like->axis[dim + j], sizes[j] = g->axes[like->axis[dim + j]].size;
+        for (int s = 0; s < e->nsrc; s++) ts_view_split(&e->src[s].view, dim, axes, sizes, n);
+        memmove(e->axis + dim + n, e->axis + dim + 1, sizeof(int32_t) * (size_t)(e->ndim - dim - 1));
+        memcpy(e->axis + dim, axes, sizeof(int32_t) * (size_t)n);
+        e->ndim += n - 1;
+    }
+}
+
 ts_graph_stats ts_graph_measure(const ts_graph *g) {
     ts_graph_stats s = {0};
     for (int i = 0; i < g->nnodes; i++) {

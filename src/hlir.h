@@ -149,6 +149,16 @@ void ts_view_slice(ts_view *v, int dim, int32_t axis, int64_t start, int64_t ste
 /* The element offset of multi-index idx[0..v->ndim). */
 int64_t ts_view_offset(const ts_view *v, const int64_t *idx);
 
+/* ---- normalisation ------------------------------------------------------------------------------ */
+/* Runs elementwise nodes after a merging reshape in the reshape's source axes: a node one of whose operands
+ * is a node seen through a reshape that merges consecutive axes of it (group norm's normalised [m, g, c]
+ * read as [m, f]) — every other operand a graph input, constant or iota, or the same merge — takes the
+ * source's axes (f split back into g, c in every operand's view). Its row-major layout is unchanged (f is
+ * g, c in order), so the views its readers already hold stay valid, and the nodes after it follow. The
+ * values do not change; the work after a reduction then shares that reduction's axes, so that one row
+ * kernel can compute the reduction and everything after it (a group norm's gain, bias and SiLU). */
+void ts_graph_split_after_merges(ts_graph *g);
+
 /* ---- statistics (for `tsopt check`) ----------------------------------------------------------- */
 typedef struct {
     double flops;             /* all primitive work: 1 per elementwise output, n per reduced n-vector */

@@ -285,3 +285,32 @@ Test(interp, contractions_in_every_layout_match_loops) {
     ts_free_buffers(in, 5);
     free_checked(&c);
 }
+
+/* Elementwise work after a merging reshape runs in the reshape's source axes (hlir.h,
+ * ts_graph_split_after_merges): a group norm's gain, bias and SiLU over [m, f] become nodes over [m, g, c]
+ * (their gain and bias read through split views), the output a merging view of the last one — and the values
+ * are those of the graph as written. */
+Test(interp, group_norm_gain_and_silu_after_the_reshape_run_in_its_source_axes) {
+    double x[] = {1, 2, 3, 5, -1, 0, 4, 2, 0.5, -2, 3, 1};  /* (m=2, f=6) = (m, g=3, c=2) */
+    double gain[] = {1, 2, -1, 0.5, 3, 1}, bias[] = {0, 1, -1, 2, 0.5, -0.5};
+    double *in[] = {x, gain, bias};
+    checked c;
+    double **out = run1(&c, "axes: {m: 2, f: 6, g: 3, c: 2}\ninputs:\n  X: {dtype: fp32, shape: [m, f]}\n"
+                            "  w: {dtype: fp32, shape: [f]}\n  b: {dtype: fp32, shape: [f]}\nops:\n"
+                            "  - {name: G, op: reshape, args: [X], shape: [m, g, c]}\n"
+                            "  - {name: Mu, op: mean, args: [G], axis: c}\n  - {name: D, op: sub, args: [G, Mu]}\n"
+                            "  - {name: N, op: reshape, args: [D], shape: [m, f]}\n  - {name: W, op: mul, args: [N, w]}\n"
+                            "  - {name: B, op: add, args: [W, b]}\n  - {name: Y, op: silu, args: [B]}\noutputs: [Y]\n", in);
+    for (int m = 0; m < 2; m++)
+        for (int f = 0; f < 6; f++) {
+            int g0 = m * 6 + (f / 2) * 2;
+            double v = (x[m * 6 + f] - (x[g0] + x[g0 + 1]) / 2) * gain[f] + bias[f];
+            NEAR(out[0][m * 6 + f], v / (1 + exp(-v)));
+        }
+    const ts_output *o = &c.g.outputs[0];
+    const ts_node *y = &c.g.nodes[o->ref.node];
+    cr_assert_eq(y->ndim, 3, "the SiLU runs over [m, g, c]");
+    cr_assert_eq(o->ref.view.ndim, 2, "the output is still [m, f]: a merging view of it");
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}

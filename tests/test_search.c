@@ -1176,3 +1176,23 @@ Test(search, a_causal_score_below_the_diagonal_is_the_scaled_dot_alone) {
         free_compiled(&cg);
     }
 }
+
+/* A group norm after a GEMM, with its gain, bias and SiLU written after the reshape back to [m, f] (as
+ * PyTorch's GroupNorm is): the work after the reshape runs in the groups' axes (hlir.h), so one row kernel
+ * computes each group's statistics and writes the activation — the GEMM (bias in its epilogue) and that
+ * kernel, no pass of its own for the gain and SiLU (three kernels before). */
+Test(search, a_group_norm_with_gain_and_silu_after_a_gemm_is_one_row_kernel_after_it) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 2048, d: 1024, f: 2048, g: 32, c: 64}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, f]}\n"
+                      "  b: {dtype: fp16, shape: [f]}\n  w: {dtype: fp16, shape: [f]}\n  s: {dtype: fp16, shape: [f]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n  - {name: Hb, op: add, args: [H, b]}\n"
+                      "  - {name: G, op: reshape, args: [Hb], shape: [m, g, c]}\n"
+                      "  - {name: N, op: layernorm, args: [G], axis: c, eps: 1e-5}\n"
+                      "  - {name: Nf, op: reshape, args: [N], shape: [m, f]}\n  - {name: Nw, op: mul, args: [Nf, w]}\n"
+                      "  - {name: Ns, op: add, args: [Nw, s]}\n  - {name: Y, op: silu, args: [Ns]}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "gemm [m,f] over d; row [m,g,c] over c");
+    free(best);
+    free_compiled(&cg);
+}
