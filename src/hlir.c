@@ -1,5 +1,6 @@
-/* hlir.c — the HLIR containers: axes, nodes, inputs/outputs, view arithmetic and graph statistics.
- * Checking and lowering from YAML live in src/check.c; evaluation in src/interp.c. */
+/* hlir.c — the HLIR containers: axes, nodes, inputs/outputs, view arithmetic, the checked graph's normalisation
+ * (elementwise work after a merging reshape moved into its source axes) and graph statistics. Checking and
+ * lowering from YAML live in src/check.c; evaluation in src/interp.c. */
 #include "hlir.h"
 
 #include <math.h>
@@ -216,10 +217,6 @@ int64_t ts_view_offset(const ts_view *v, const int64_t *idx) {
     return off;
 }
 
-/* ---- statistics -------------------------------------------------------------------------------- */
-
-static bool is_product(const ts_graph *g, const ts_ref *r) { return g->nodes[r->node].op == TS_OP_MUL; }
-
 /* ---- normalisation ------------------------------------------------------------------------------ */
 
 /* Whether r sees its node through a reshape that merges the node's consecutive dims [dim, dim + n) into
@@ -269,6 +266,10 @@ void ts_graph_split_after_merges(ts_graph *g) {
         e->ndim += n - 1;
     }
 }
+
+/* ---- statistics -------------------------------------------------------------------------------- */
+
+static bool is_product(const ts_graph *g, const ts_ref *r) { return g->nodes[r->node].op == TS_OP_MUL; }
 
 ts_graph_stats ts_graph_measure(const ts_graph *g) {
     ts_graph_stats s = {0};
