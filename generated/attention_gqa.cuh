@@ -2766,16 +2766,18 @@ template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t
     return AttnTile<T, D, BM, BN, KC, WARPS>::SMEM_BYTES;
 }
 
+// Whether a kernel of head dim D takes head dim d: D itself, or a multiple of 8 below it — every kernel here (and
+// attention_sm90.cuh's) zero-pads the columns to D and stores only d of O's.
+template <int D> constexpr bool head_dim_fits(int d) { return d >= 8 && d <= D && d % 8 == 0; }
+
 // The checks every attention launch makes (both kernels here and attention_sm90.cuh's): cudaSuccess with
-// *empty set when there is nothing to compute; cudaErrorInvalidValue for a bad size, head count, scale or
-// missing pointer; cudaErrorMisalignedAddress when a pointer or stride breaks the 16-byte copies.
-// The head dim p.d may be below D (a multiple of 8): every kernel here (and attention_sm90.cuh's) zero-pads its
-// columns to D and stores only p.d of O's.
+// *empty set when there is nothing to compute; cudaErrorInvalidValue for a bad size (a head dim head_dim_fits
+// refuses), head count, scale or missing pointer; cudaErrorMisalignedAddress when a pointer or stride breaks the
+// 16-byte copies.
 template <int D, typename T, class Score>
 cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty) {
     *empty = false;
-    const bool d_ok = p.d >= 8 && p.d <= D && p.d % 8 == 0;
-    if (!d_ok || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+    if (!head_dim_fits<D>(p.d) || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
     if (p.batch == 0 || p.t_q == 0) return *empty = true, cudaSuccess;
@@ -3867,7 +3869,7 @@ template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::va
 cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
     last_path() = -1;
     // p.d below D: the head dim zero-padded to D (the tensor maps read zeros past p.d; O's padding is not stored)
-    if (p.d < 8 || p.d > D || p.d % 8 != 0 || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+    if (!tsa::head_dim_fits<D>(p.d) || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
     tst::DeviceFacts f;

@@ -351,7 +351,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     case TS_KERNEL_ATTENTION: {
         double tq = size_of(g, k->m_axis), tkv = size_of(g, k->red_axis), heads = 1;
         const bool decode = ts_config_attention_decode(g, k);
-        const int64_t head = (int64_t)size_of(g, k->n_axis); /* padded to its kernel's: its MMAs */
+        const int64_t head = (int64_t)size_of(g, k->n_axis);
+        /* the head dim padded to its kernel's (its MMAs): the decode form's or the tiled kernel's */
         const double d = (double)(decode ? ts_config_attention_decode_dim(head) : ts_config_attention_kernel_dim(head));
         for (int h = 0; h < k->heads_ndim; h++) heads *= size_of(g, k->head_axis[h]);
         if (k->batch_axis >= 0) heads *= size_of(g, k->batch_axis); /* a batch of sequences */

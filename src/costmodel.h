@@ -94,7 +94,7 @@
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 2.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
-    X(score_loads_per_s, NULL, 1.09e12)                                                                   \
+    X(score_loads_per_s, NULL, 1.09e12)                                                                \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \

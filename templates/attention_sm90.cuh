@@ -577,7 +577,7 @@ template <int D, int STAGES = 2, bool PINGPONG = true, int BN = DefaultBN<D>::va
 cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
     last_path() = -1;
     // p.d below D: the head dim zero-padded to D (the tensor maps read zeros past p.d; O's padding is not stored)
-    if (p.d < 8 || p.d > D || p.d % 8 != 0 || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
+    if (!tsa::head_dim_fits<D>(p.d) || p.batch < 0 || p.t_q < 0 || p.t_kv < 0 || p.n_q_heads <= 0 || p.n_kv_heads <= 0 ||
         p.n_q_heads % p.n_kv_heads != 0 || !(p.c > 0.f))
         return cudaErrorInvalidValue;
     tst::DeviceFacts f;
