@@ -767,83 +767,143 @@ inline unsigned row_grid(int64_t blocks) {
 // a group per row would read one element per memory sector. Here neighbouring threads take neighbouring
 // rows instead (the innermost of the other axes, contiguous in memory): a block is COLS rows × SPLIT
 // threads along each, thread t on row r0 + t % COLS, positions from span t / COLS on, SPLIT spans apart, so
-// that a warp's loads of one position are COLS consecutive elements. Each stage is a pass over the rows
-// (re-read through L2), two spans a step so that a thread has 2·kVec loads in flight; the partials meet in
-// shared memory; then a pass writes the outputs. Measured (run 38, 256-thread blocks, one span a step):
-// 12% of DRAM bandwidth on column sums of 8192×4096 — too few loads in flight per SM.
+// that a warp's loads of one position are COLS consecutive elements (16 on Hopper: a whole 32-byte sector
+// of fp16). On sm_90+ the positions of a group of rows are split over the CL CTAs of a cluster (CL = 1, 2,
+// 4 or 8, the fewest that give two CTAs an SM), so that a [4096, 2048] GEMM output (128 groups of 16
+// columns) fills every SM: each CTA folds its share of the positions, the partials meet in shared memory,
+// then across the cluster through distributed shared memory, combined in rank order by every CTA (all get
+// the same result; deterministic); then each CTA writes the outputs of its positions. Each stage is a pass
+// over the CTA's positions (re-read through L2), two spans a step so that a thread has 2·kVec loads in
+// flight. Measured (bench/NOTES.md run 38): 8-column blocks without clusters, 12-40% of DRAM bandwidth;
+// run 113 for this form.
 constexpr int kColumnThreads = 512;
+constexpr int kColumnMaxCluster = 8;  // the portable cluster size
 
-// One pass of a column thread over its row: spans first, first + step, ..., two at a time (both loaded,
-// then use(k0, n, x) on each), so that 2·kVec loads are in flight.
-template <class Fn, class Use>
-__device__ __forceinline__ void column_pass(const RowParams<Fn> &p, const typename Fn::Base &b, int64_t first, int64_t step,
-                                            float (&x)[Fn::kIn][Fn::kVec], float (&x2)[Fn::kIn][Fn::kVec], Use &&use) {
-    for (int64_t k0 = first; k0 < p.len; k0 += 2 * step) {
-        const int n = tsv::span_len<Fn::kVec>(k0, p.len), n2 = tsv::span_len<Fn::kVec>(k0 + step, p.len);
-        p.fn.load(b, k0, n, x);
-        if (n2 > 0) p.fn.load(b, k0 + step, n2, x2);
-        use(k0, n, x);
-        if (n2 > 0) use(k0 + step, n2, x2);
+// One pass of a column thread over its row's positions [first, end): spans first, first + step, ..., DEPTH
+// at a time (all loaded, then use(k0, n, x) on each), so that DEPTH·kVec loads are in flight.
+template <int DEPTH, class Fn, class Use>
+__device__ __forceinline__ void column_pass(const RowParams<Fn> &p, const typename Fn::Base &b, int64_t first, int64_t end,
+                                            int64_t step, Use &&use) {
+    float x[DEPTH][Fn::kIn][Fn::kVec];
+    for (int64_t k0 = first; k0 < end; k0 += DEPTH * step) {
+        int n[DEPTH];
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {
+            n[d] = tsv::span_len<Fn::kVec>(k0 + d * step, end);
+            if (n[d] > 0) p.fn.load(b, k0 + d * step, n[d], x[d]);
+        }
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++)
+            if (n[d] > 0) use(k0 + d * step, n[d], x[d]);
     }
 }
 
-template <class Fn, int COLS>
-__global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const RowParams<Fn> p) {
+// The block's partials of one stage (part_of[split][col]) combined over its SPLIT threads, then over the
+// cluster's CL CTAs in rank order (cta_part: this CTA's, read by the others); every thread of every CTA
+// calls it and gets its row's result.
+template <int COLS, int SPLIT, int CL>
+__device__ __forceinline__ float column_combine(int combine, float (&part_of)[SPLIT][COLS], float *cta_part, int col) {
+    __syncthreads();
+    float a = part_of[0][col];
+#pragma unroll 4
+    for (int s = 1; s < SPLIT; s++) a = combine2(combine, a, part_of[s][col]);
+    if constexpr (CL > 1) {
+        if (threadIdx.x < COLS) cta_part[col] = a;
+        tst::cluster_sync();  // every CTA's partial is in its shared memory
+        a = tst::cluster_load(cta_part, 0, col);
+#pragma unroll
+        for (int r = 1; r < CL; r++) a = combine2(combine, a, tst::cluster_load(cta_part, r, col));
+    }
+    __syncthreads();  // part_of is reused by the next stage
+    return a;
+}
+
+// chunk: positions a CTA of the cluster takes (the whole row when CL = 1).
+template <class Fn, int COLS, int CL, int DEPTH>
+__global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const RowParams<Fn> p, const int64_t chunk) {
     constexpr int NS = Fn::kStages, SPLIT = kColumnThreads / COLS, VEC = Fn::kVec;
     constexpr int64_t STEP = (int64_t)SPLIT * VEC;  // positions between a thread's spans
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
     static_assert(kColumnThreads % COLS == 0, "a block is COLS rows by SPLIT threads");
+    static_assert(CL >= 1 && CL <= kColumnMaxCluster, "a cluster of 1 to 8 CTAs");
     __shared__ float part_of[SPLIT][COLS];
+    __shared__ float cta_part[NS][COLS];  // this CTA's partial of each stage, read by the cluster
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
     tst::pdl_wait();
     const int col = threadIdx.x % COLS, split = threadIdx.x / COLS;
-    for (int64_t r0 = (int64_t)blockIdx.x * COLS; r0 < p.rows; r0 += (int64_t)gridDim.x * COLS) {
+    const int rank = CL > 1 ? (int)(blockIdx.x % CL) : 0;
+    const int64_t begin = (int64_t)rank * chunk, end = begin + chunk < p.len ? begin + chunk : p.len;
+    const int64_t first = begin + (int64_t)split * VEC, groups = gridDim.x / CL;
+    for (int64_t r0 = (int64_t)(blockIdx.x / CL) * COLS; r0 < p.rows; r0 += groups * COLS) {
         const int64_t row = r0 + col;
         const bool live = row < p.rows;
         typename Fn::Base b;
-        float x[Fn::kIn][VEC], x2[Fn::kIn][VEC];
         if (live) bind_row(p, row, b);
         float acc[NS];
 #pragma unroll
         for (int j = 0; j < NS; j++) {
             float part = identity(Fn::combine(j));
             if (live)
-                column_pass(p, b, (int64_t)split * VEC, STEP, x, x2, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+                column_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
                     part = fold_span(p.fn, j, b, k0, n, v, acc, part);
                 });
             part_of[split][col] = part;
-            __syncthreads();
-            float a = part_of[0][col];
-#pragma unroll 4
-            for (int s = 1; s < SPLIT; s++) a = combine2(Fn::combine(j), a, part_of[s][col]);
-            acc[j] = a;
-            __syncthreads();  // part_of is reused by the next stage
+            acc[j] = column_combine<COLS, SPLIT, CL>(Fn::combine(j), part_of, cta_part[j], col);
         }
         if constexpr (Fn::kPerRow) {
-            if (live && split == 0) p.fn.store(b, 0, 1, x, acc);
+            if (live && split == 0 && rank == 0) {
+                const float unused[Fn::kIn][VEC] = {};
+                p.fn.store(b, 0, 1, unused, acc);
+            }
         } else if (live) {
-            column_pass(p, b, (int64_t)split * VEC, STEP, x, x2, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+            column_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
                 p.fn.store(b, k0, n, v, acc);
             });
         }
+        if constexpr (CL > 1) tst::cluster_sync();  // no CTA leaves (or reuses cta_part) while others read it
     }
 }
 
-template <class Fn, int COLS> cudaError_t launch_row_columns_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    return tst::launch(row_columns_kernel<Fn, COLS>, row_grid((p.rows + COLS - 1) / COLS), dim3(kColumnThreads), 0,
-                       stream, 1, p);
+template <class Fn, int COLS, int CL, int DEPTH = 2> cudaError_t launch_row_columns_as(const RowParams<Fn> &p, cudaStream_t stream) {
+    constexpr int64_t kMaxGroups = ((int64_t)1 << 30) / CL;  // the kernel strides over the groups past it
+    const int64_t groups = (p.rows + COLS - 1) / COLS;
+    int64_t chunk = (p.len + CL - 1) / CL;
+    chunk = (chunk + Fn::kVec - 1) / Fn::kVec * Fn::kVec;
+    const unsigned grid = (unsigned)((groups < kMaxGroups ? groups : kMaxGroups) * CL);
+    return tst::launch(row_columns_kernel<Fn, COLS, CL, DEPTH>, dim3(grid), dim3(kColumnThreads), 0, stream, CL, p, chunk);
 }
 
-// Rows along a strided axis: 32 neighbouring rows a block (a warp's load is 32 consecutive elements) where
-// that still gives every SM two blocks, else 16 or 8 (a 32- or 16-byte piece of fp16 a load), so that more
-// threads share each row.
+// The cluster size for g groups of rows of len positions (SPLIT threads along each, kVec positions a span):
+// the fewest CTAs a group, 1 to 8, that give the SMs 90% of two CTAs each, while every thread keeps at least
+// two spans of positions. The cost model (src/costmodel.c, ROW down columns) mirrors this choice.
+inline int row_columns_cluster(int64_t g, int64_t len, int split, int vec, int sm_count) {
+    const int64_t want = (int64_t)(1.8 * (sm_count > 0 ? sm_count : 1));
+    int cl = 1;
+    while (cl < kColumnMaxCluster && g * cl < want && len >= (int64_t)cl * 2 * 2 * split * vec) cl *= 2;
+    return cl;
+}
+
+// Rows along a strided axis: 32 neighbouring rows a block where that gives every SM two blocks; else 16 (on
+// sm_90+ with the positions split over a cluster: row_columns_cluster), else (before Hopper) 16 or 8 rows,
+// so that more threads share each row.
 template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
     const int64_t blocks = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
-    if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32>(p, stream);
-    if (p.rows >= 16 * blocks) return launch_row_columns_as<Fn, 16>(p, stream);
-    return launch_row_columns_as<Fn, 8>(p, stream);
+    if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32, 1>(p, stream);
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
+    if (e != cudaSuccess) return e;
+    if (f.cc_major >= 9) {
+        switch (row_columns_cluster((p.rows + 15) / 16, p.len, kColumnThreads / 16, Fn::kVec, sm_count)) {
+        case 1: return launch_row_columns_as<Fn, 16, 1>(p, stream);
+        case 2: return launch_row_columns_as<Fn, 16, 2>(p, stream);
+        case 4: return launch_row_columns_as<Fn, 16, 4>(p, stream);
+        default: return launch_row_columns_as<Fn, 16, 8>(p, stream);
+        }
+    }
+    if (p.rows >= 16 * blocks) return launch_row_columns_as<Fn, 16, 1>(p, stream);
+    return launch_row_columns_as<Fn, 8, 1>(p, stream);
 }
 
 // ---- launch ----------------------------------------------------------------------------------------

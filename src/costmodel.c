@@ -248,6 +248,16 @@ static double window_share(const ts_kernel *k, double tq, double tkv, double *lo
     return tq > 0 && tkv > 0 ? fmin(0.5 + 0.5 * bm / tkv, keys / (tq * tkv)) : 0.5;
 }
 
+/* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
+ * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's
+ * positions keeping two spans of vec positions. */
+static double columns_cluster(double groups, double len, int vec, double sms) {
+    const double want = floor(1.8 * fmax(sms, 1)), split = 32;
+    double cl = 1;
+    while (cl < 8 && groups * cl < want && len >= cl * 2 * 2 * split * vec) cl *= 2;
+    return cl;
+}
+
 /* The stages of ROW kernel k that read an operand it does not cache (ts_row_operand_cached): each re-reads it
  * between two of the row's reductions (run 83). */
 static int uncached_stages(const ts_kernel *k) {
@@ -300,11 +310,14 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             double in = 0;
             for (int i = 0; i < k->nacc; i++) in += access_bytes(g, p, &k->acc[i]);
             bytes += in * (k->nstage + (k->per_row ? 0 : 1) - 1);
-            /* launch_row_columns (row.cuh) gives a block 32, 16 or 8 rows and wants two blocks an SM: with
-             * fewer rows the SMs it leaves idle do not stream (run 40: 3 columns of 100,000, one block,
-             * 116 us for 600 KB) */
-            double cols = rows >= 64.0 * m->sms ? 32 : rows >= 32.0 * m->sms ? 16 : 8;
-            wave = fmin(1, ceil(rows / cols) / (2.0 * m->sms));
+            /* launch_row_columns (row.cuh) wants two CTAs an SM: 32 rows a block where that fills them, else
+             * 16 with the positions split over a cluster of up to 8 CTAs (row_columns_cluster, mirrored
+             * here; sm_90+, as the calibrated GPU is). SMs without a CTA and the idle lanes of a block whose
+             * group has fewer rows do not stream (run 40: 3 columns of 100,000 in one 8-column block, 116 us
+             * for 600 KB; run 113: in a cluster of eight 16-column CTAs, 34 us) */
+            const double cols = rows >= 64.0 * m->sms ? 32 : 16, groups = ceil(rows / cols);
+            const double cl = cols == 32 ? 1 : columns_cluster(groups, size_of(g, k->red_axis), ts_kernel_span_vec(p, k), m->sms);
+            wave = fmin(1, groups * cl / (2.0 * m->sms)) * rows / (groups * cols); /* less a last group's idle lanes */
         } else {
             row_stage_loads = uncached_stages(k) * ceil(rows / m->sms);
         }

@@ -368,14 +368,6 @@ static index_map out_index_map(const emitter *e, const ts_kernel *k, const char 
 
 /* ---- spans: kVec consecutive elements along one axis (span.cuh) -------------------------------- */
 
-/* kVec of a MAP or ROW functor: 16 bytes of the narrowest element type it moves (8 halves, 4 floats). */
-static int span_vec(const emitter *e, const ts_kernel *k) {
-    bool narrow = ts_dtype_bytes(e->p->buf[k->out.buf].dtype) <= 2;
-    for (int s = 0; s < k->nacc; s++) narrow |= ts_dtype_bytes(e->p->buf[k->acc[s].buf].dtype) <= 2;
-    for (int o = 0; o < k->nextra; o++) narrow |= ts_dtype_bytes(e->p->buf[k->extra_out[o].buf].dtype) <= 2;
-    return narrow ? 8 : 4;
-}
-
 /* Whether expression x reads access slot s. */
 static bool expr_reads(const ts_expr *x, int s) {
     for (int i = 0; i < x->n; i++)
@@ -425,7 +417,7 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
     snprintf(inner_ix, sizeof inner_ix, "(%s + i)", k0);
     fprintf(e->f, "struct K%d {\n", ki);
     print_fields(e, k);
-    fprintf(e->f, "    static constexpr int kVec = %d;\n", span_vec(e, k));
+    fprintf(e->f, "    static constexpr int kVec = %d;\n", ts_kernel_span_vec(e->p, k));
     fprintf(e->f, "    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {\n");
     index_map m = out_index_map(e, k, "idx");
     if (B->ndim) m.expr[m.n - 1] = inner_ix;
@@ -1092,7 +1084,7 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     for (int o = 0; o <= k->nextra; o++)
         fprintf(e->f, "    %s *q%d;\n    int64_t qo%d, qs%d[%d];\n", ctype_of(e->p->buf[row_out(k, o)->buf].dtype), o, o, o,
                 row_out(k, o)->ndim ? row_out(k, o)->ndim : 1);
-    fprintf(e->f, "    static constexpr int kVec = %d, kIn = %d, kStages = %d;\n", span_vec(e, k), ncached ? ncached : 1,
+    fprintf(e->f, "    static constexpr int kVec = %d, kIn = %d, kStages = %d;\n", ts_kernel_span_vec(e->p, k), ncached ? ncached : 1,
             k->nstage);
     fprintf(e->f, "    static constexpr bool kPerRow = %s;\n", k->per_row ? "true" : "false");
     fprintf(e->f, "    struct Base {\n        int64_t in[%d], out[%d], idx[%d];\n    };\n", k->nacc ? k->nacc : 1, k->nextra + 1,

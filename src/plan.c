@@ -190,6 +190,13 @@ bool ts_row_operand_cached(const ts_kernel *k, int slot) {
     return along && per_row;
 }
 
+int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k) {
+    bool narrow = ts_dtype_bytes(p->buf[k->out.buf].dtype) <= 2;
+    for (int s = 0; s < k->nacc; s++) narrow |= ts_dtype_bytes(p->buf[k->acc[s].buf].dtype) <= 2;
+    for (int o = 0; o < k->nextra; o++) narrow |= ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype) <= 2;
+    return narrow ? 8 : 4;
+}
+
 bool ts_access_same_view(const ts_access *a, const ts_access *b) {
     if (a->buf != b->buf || !ts_sym_equal(a->offset, b->offset)) return false;
     for (int d = 0; d < a->ndim; d++)

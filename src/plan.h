@@ -258,6 +258,9 @@ bool ts_access_same_view(const ts_access *a, const ts_access *b);
  * varies along the row and from row to row. The rest (gains and biases shared by every row, per-row
  * scalars) are re-read per span, from L1/L2, in every stage and output that reads them. */
 bool ts_row_operand_cached(const ts_kernel *k, int slot);
+/* kVec of a MAP or ROW kernel's functor (span.cuh): 16 bytes of the narrowest element type it moves (8
+ * halves, 4 floats). */
+int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k);
 
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);

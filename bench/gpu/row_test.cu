@@ -433,7 +433,11 @@ static void map_case(int64_t rows, int64_t len, int shift, int sms) {
 
 // Statistics down the columns of x [n, f]: a column LayerNorm (BatchNorm in training) or the column sums,
 // through launch_row_columns (neighbouring threads on neighbouring columns).
-template <bool PER_ROW> static void column_case(int64_t n, int64_t f, int shift, int sms) {
+// Through launch_row_columns, or where given, launch(p) (the column sweep: one launch shape, labelled).
+template <bool PER_ROW> using ColumnLaunch = cudaError_t (*)(const tsw::RowParams<ColumnNorm<PER_ROW>> &, cudaStream_t);
+template <bool PER_ROW>
+static void column_case(int64_t n, int64_t f, int shift, int sms, ColumnLaunch<PER_ROW> launch = nullptr,
+                        const char *label = "") {
     Tensor x(n * f, shift, true), g(f, 0, true), beta(f, 0, true), y(PER_ROW ? f : n * f, shift, false);
     ColumnNorm<PER_ROW> fn{x.d, g.d, beta.d, y.d, f, 1.f / (float)n};
     tsw::RowParams<ColumnNorm<PER_ROW>> p{};
@@ -441,7 +445,8 @@ template <bool PER_ROW> static void column_case(int64_t n, int64_t f, int shift,
     p.rsize[0] = p.rows = f;
     p.len = n;
     p.fn = fn;
-    CK(tsw::launch_row_columns(p, sms, 0));
+    auto run = [&] { return launch ? launch(p, 0) : tsw::launch_row_columns(p, sms, 0); };
+    CK(run());
     CK(cudaDeviceSynchronize());
     std::vector<double> want((size_t)(PER_ROW ? f : n * f));
     for (int64_t c = 0; c < f; c++) {
@@ -457,9 +462,8 @@ template <bool PER_ROW> static void column_case(int64_t n, int64_t f, int shift,
         for (int64_t k = 0; k < n; k++) want[k * f + c] = (x.h[k * f + c] - m) * s * g.h[c] + beta.h[c];
     }
     double err = score(y.fetch(), want, PER_ROW ? 2e-2 : 4e-3, 4e-3);
-    record(PER_ROW ? "column sums" : "column layernorm (batchnorm)", n, f, shift,
-           PER_ROW ? 2.0 * n * f + f * 2 : 2.0 * n * f * 2 + f * 4,
-           time_us([&] { return tsw::launch_row_columns(p, sms, 0); }), err);
+    record((std::string(PER_ROW ? "column sums" : "column layernorm (batchnorm)") + label).c_str(), n, f, shift,
+           PER_ROW ? 2.0 * n * f + f * 2 : 2.0 * n * f * 2 + f * 4, time_us(run), err);
 }
 
 static void copy_case(int64_t rows, int64_t len, int sms) {
@@ -478,6 +482,28 @@ struct ShapeInfo {
 template <size_t... I> static std::vector<ShapeInfo> shape_infos(std::index_sequence<I...>) {
     using S = SweptShapes;
     return {ShapeInfo{std::tuple_element_t<I, S>::tpr, std::tuple_element_t<I, S>::items, std::tuple_element_t<I, S>::minb}...};
+}
+
+// The column kernel's launch shapes (rows a block × CTAs a cluster × spans in flight) on the bandwidth cases.
+template <bool PER_ROW> static void column_sweep_shape(int64_t n, int64_t f, int sms) {
+    using Fn = ColumnNorm<PER_ROW>;
+    const struct {
+        ColumnLaunch<PER_ROW> launch;
+        const char *label;
+    } shapes[] = {
+        {tsw::launch_row_columns_as<Fn, 16, 2, 2>, " [16x2 d2]"}, {tsw::launch_row_columns_as<Fn, 16, 4, 2>, " [16x4 d2]"},
+        {tsw::launch_row_columns_as<Fn, 16, 2, 4>, " [16x2 d4]"}, {tsw::launch_row_columns_as<Fn, 32, 4, 2>, " [32x4 d2]"},
+        {tsw::launch_row_columns_as<Fn, 32, 4, 4>, " [32x4 d4]"}, {tsw::launch_row_columns_as<Fn, 64, 8, 2>, " [64x8 d2]"},
+        {tsw::launch_row_columns_as<Fn, 64, 8, 4>, " [64x8 d4]"}, {tsw::launch_row_columns_as<Fn, 32, 8, 2>, " [32x8 d2]"},
+    };
+    for (const auto &sh : shapes) column_case<PER_ROW>(n, f, 0, sms, sh.launch, sh.label);
+}
+static void column_sweep(int sms) {
+    const int64_t sizes[][2] = {{4096, 2048}, {8192, 4096}, {2048, 1024}};
+    for (const auto &sz : sizes) {
+        column_sweep_shape<false>(sz[0], sz[1], sms);
+        column_sweep_shape<true>(sz[0], sz[1], sms);
+    }
 }
 
 static void sweep(int sms) {
@@ -507,7 +533,8 @@ static void sweep(int sms) {
 }
 
 int main(int argc, char **argv) {
-    const bool sweep_only = argc > 1 && std::string(argv[1]) == "sweep";
+    const bool column_sweep_only = argc > 1 && std::string(argv[1]) == "colsweep";
+    const bool sweep_only = column_sweep_only || (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -528,7 +555,8 @@ int main(int argc, char **argv) {
         {64, 40000, 0},    // rows too long to cache: a pass per stage through L2
         {4096, 16384, 0},  // long rows, still cached (8 spans per thread)
     };
-    if (sweep_only) sweep(sms);
+    if (column_sweep_only) column_sweep(sms);
+    else if (sweep_only) sweep(sms);
     for (const auto &s : shapes) {
         if (sweep_only) break;
         rmsnorm_case(s.rows, s.len, s.shift, sms);
@@ -542,6 +570,7 @@ int main(int argc, char **argv) {
         int shift;
     } columns[] = {
         {1024, 2048, 0},  // a GEMM's [b, f] output: 16 columns a block
+        {4096, 2048, 0},  // gemm_batchnorm's: 16 columns a block, two CTAs a cluster on Hopper
         {8192, 4096, 0},  // the bandwidth target: 32 columns a block
         {128, 512, 0},    // KernelBench's batch of 128: 8 columns a block
         {37, 4099, 1},    // odd sizes, misaligned
