@@ -588,8 +588,9 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
         for (int a = 0; a < ts_op_arity((ts_op)t->e.op); a++)
             if (!reads_whole_rows(b, (int)t->e.kid[a], true, b->t[root].axes | (1ull << k), k)) return false;
     }
-    for (int j = 0; j < ns; j++) /* a stage read elsewhere too is computed once, by its own kernel */
-        if (refs_in_row(b, root, stage, ns, stage[j]) < b->t[stage[j]].uses) return false;
+    for (int j = 0; j < ns; j++) /* a stage read elsewhere too is computed once, by its own kernel (the root's
+                                  * readers read this kernel's output: Σ_o w[o,i] before a GEMV) */
+        if (stage[j] != root && refs_in_row(b, root, stage, ns, stage[j]) < b->t[stage[j]].uses) return false;
     int extra[TS_KERNEL_MAX_OUTS - 1];
     int nx = row_extra_outputs(b, root, stage, ns, extra);
     if (nx < 0) return false;
