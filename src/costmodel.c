@@ -248,6 +248,25 @@ static double window_share(const ts_kernel *k, double tq, double tkv, double *lo
     return tq > 0 && tkv > 0 ? fmin(0.5 + 0.5 * bm / tkv, keys / (tq * tkv)) : 0.5;
 }
 
+/* Whether GEMM operand access a moves in 16-byte chunks (gemm.cuh `chunked`; TMA on Hopper): its offset and
+ * every stride but the unit one multiples of 8 elements where they are constants (a dynamic stride is taken to
+ * be; the pointer itself is the caller's and taken to be aligned). */
+static bool gemm_operand_chunked(const ts_access *a) {
+    int64_t v;
+    if (ts_sym_const_value(&a->offset, &v) && v % 8 != 0) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (!ts_sym_is_one(&a->stride[d]) && ts_sym_const_value(&a->stride[d], &v) && v % 8 != 0) return false;
+    return true;
+}
+
+/* Whether every operand of GEMM k moves in 16-byte chunks (else the element-wise loader runs). */
+static bool gemm_chunked(const ts_kernel *k) {
+    const int slots[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
+    for (int i = 0; i < 5; i++)
+        if (slots[i] >= 0 && !gemm_operand_chunked(&k->acc[slots[i]])) return false;
+    return true;
+}
+
 /* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
  * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's
  * positions keeping two spans of vec positions. */
@@ -406,6 +425,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
+                          .unchunked = k->kind == TS_KERNEL_GEMM && !gemm_chunked(k),
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
 }
 
@@ -420,7 +440,10 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 }
 
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
-    double eff = w->skinny ? m->skinny_tensor_efficiency : w->columns ? m->columns_efficiency : ts_costmodel_efficiency(m, w->kind);
+    double eff = w->unchunked ? m->gemm_elementwise_efficiency
+                 : w->skinny  ? m->skinny_tensor_efficiency
+                 : w->columns ? m->columns_efficiency
+                              : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;
     if (w->key64) form *= m->attention_key64_ratio;

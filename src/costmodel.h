@@ -32,6 +32,9 @@
  *   skinny_tensor_efficiency  the fraction of tensor_flops_per_s the skinny form's mma.sync tiles reach (its
  *                        1×4 warps stream B; gemm_efficiency is the wgmma form's): 0.3, from run 27's
  *                        1024³ GEMMs in that form (14–17 us each)
+ *   gemm_elementwise_efficiency  the fraction of tensor_flops_per_s a GEMM reaches when an operand's rows are not
+ *                        16-byte aligned (a K of 2500): no TMA, gemm.cuh's element-wise loader, synchronous loads
+ *                        (0.069 from bench/NOTES.md run 117's 1000×2500 → 3000 linear layer, 0.34 ms)
  *   columns_efficiency   the fraction of dram_bytes_per_s a ROW kernel down columns (row.cuh's
  *                        launch_row_columns: scalar loads, a pass over its operands per stage, the later ones
  *                        from L2) moves its bytes at, each pass counted: 0.35 from run 38's four (0.26-0.43)
@@ -94,6 +97,7 @@
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 2.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
+    X(gemm_elementwise_efficiency, NULL, 0.069)                                                        \
     X(score_loads_per_s, NULL, 1.09e12)                                                                \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
@@ -170,6 +174,8 @@ typedef struct {
                                whole-tiles ratio where that applies) */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
                                does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
+    bool unchunked;         /* GEMM with an operand whose offset or row stride is not a multiple of 8 elements (16
+                               bytes): gemm.cuh's element-wise loader, its tensor work at gemm_elementwise_efficiency */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
@@ -189,7 +195,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * (epilogue_ops_per_s · wave) runs beside the main loop: max(that, E) + gemm_pingpong_epilogue_share ·
  * min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in
  * place of the sum.
- * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; a ROW kernel down columns:
+ * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; an unchunked GEMM:
+ * gemm_elementwise_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight); a ROW kernel

@@ -1257,6 +1257,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"rowstat_stages\": ", f), json_number(f, w.rowstat_stages);
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         if (w.columns) fputs(", \"columns\": true", f);
+        if (w.unchunked) fputs(", \"unchunked\": true", f);
         if (w.pingpong) fputs(", \"pingpong\": true", f);
         if (w.scores > 0) fputs(", \"scores\": ", f), json_number(f, w.scores);
         if (w.score_fn_ops > 0) fputs(", \"score_fn_ops\": ", f), json_number(f, w.score_fn_ops);

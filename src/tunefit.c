@@ -280,6 +280,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     else k->work.skinny = k->work.kind == TS_KERNEL_GEMM && cfg && jtype_of(cfg) == J_STRING &&
                           strncmp(ts_yaml_str(cfg), "skinny", 6) == 0;
     k->work.columns = optional_flag(r, kn, what, "columns");   /* a ROW kernel down columns */
+    k->work.unchunked = optional_flag(r, kn, what, "unchunked"); /* a GEMM on its element-wise loader */
     k->work.pingpong = optional_flag(r, kn, what, "pingpong"); /* a GEMM in its ping-pong form */
     k->work.whole_tiles = optional_flag(r, kn, what, "whole_tiles"); /* attention without a causal diagonal */
     k->work.key64 = optional_flag(r, kn, what, "key64");             /* attention in 64-key tiles */
@@ -485,7 +486,8 @@ static void collect(const ts_tune_set *s, int slot, sample_set *ss) {
             const ts_tune_candidate *cand = &s->r[r].c[c];
             for (int k = 0; k < cand->nk && cand->ok; k++) {
                 const ts_kernel_work *w = &cand->k[k].work;
-                if (!(cand->k[k].measured_s > 0) || w->columns) continue; /* columns: at columns_efficiency */
+                /* columns and unchunked GEMMs: at their own efficiencies */
+                if (!(cand->k[k].measured_s > 0) || w->columns || w->unchunked) continue;
                 /* a skinny kernel streams at skinny_gemm_efficiency, its MMAs at skinny_tensor_efficiency */
                 if (slot == TS_FIT_SKINNY ? !w->skinny : w->skinny || (int)w->kind != slot) continue;
                 TS_GROW(ss->s, ss->n, ss->cap);

@@ -369,7 +369,8 @@ Test(inplace, a_prefill_chunk_rotates_and_appends_its_keys_in_one_kernel_at_the_
         const ts_kernel *k = &p->k[i];
         const ts_buffer *B = &p->buf[k->out.buf];
         if (B->kind == TS_BUF_INPUT && !strcmp(x.c.g.inputs[B->index].name, "K_cache")) into_k = i;
-        counts += k->kind == TS_KERNEL_REDUCE && k->out.ndim == 0;
+        /* a lone sum to a scalar: a REDUCE kernel or a one-row ROW kernel (the search's pick, run 114) */
+        counts += (k->kind == TS_KERNEL_REDUCE || (k->kind == TS_KERNEL_ROW && k->per_row)) && k->out.ndim == 0;
     }
     cr_assert_geq(into_k, 0);
     const ts_kernel *k = &p->k[into_k];
