@@ -783,13 +783,16 @@ __device__ __forceinline__ void column_pass(const RowParams<Fn> &p, const typena
     for (int64_t k0 = first; k0 < end; k0 += DEPTH * step) {
         int n[DEPTH];
 #pragma unroll
-        for (int d = 0; d < DEPTH; d++) {
+        for (int d = 0; d < DEPTH; d++) {  // whole spans with n a constant: no per-element bounds checks
             n[d] = tsv::span_len<Fn::kVec>(k0 + d * step, end);
-            if (n[d] > 0) p.fn.load(b, k0 + d * step, n[d], x[d]);
+            if (n[d] == Fn::kVec) p.fn.load(b, k0 + d * step, Fn::kVec, x[d]);
+            else if (n[d] > 0) p.fn.load(b, k0 + d * step, n[d], x[d]);
         }
 #pragma unroll
-        for (int d = 0; d < DEPTH; d++)
-            if (n[d] > 0) use(k0 + d * step, n[d], x[d]);
+        for (int d = 0; d < DEPTH; d++) {
+            if (n[d] == Fn::kVec) use(k0 + d * step, Fn::kVec, x[d]);
+            else if (n[d] > 0) use(k0 + d * step, n[d], x[d]);
+        }
     }
 }
 
