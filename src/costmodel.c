@@ -259,13 +259,15 @@ static bool gemm_operand_chunked(const ts_access *a) {
     return true;
 }
 
-/* Whether every operand of GEMM k moves in 16-byte chunks (else the element-wise loader runs). */
-static bool gemm_chunked(const ts_kernel *k) {
+int ts_costmodel_gemm_unchunked_slot(const ts_kernel *k) {
     const int slots[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
     for (int i = 0; i < 5; i++)
-        if (slots[i] >= 0 && !gemm_operand_chunked(&k->acc[slots[i]])) return false;
-    return true;
+        if (slots[i] >= 0 && !gemm_operand_chunked(&k->acc[slots[i]])) return slots[i];
+    return -1;
 }
+
+/* Whether every operand of GEMM k moves in 16-byte chunks (else the element-wise loader runs). */
+static bool gemm_chunked(const ts_kernel *k) { return ts_costmodel_gemm_unchunked_slot(k) < 0; }
 
 /* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
  * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's

@@ -183,6 +183,9 @@ typedef struct {
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
                        ts_kernel_work *w);
+/* GEMM k's first operand access (A, B, its dual B, the second pair's) whose constant offset or row stride is not a
+ * multiple of 8 elements — what makes it unchunked (gemm.cuh's element-wise loader, no TMA) — or -1. */
+int ts_costmodel_gemm_unchunked_slot(const ts_kernel *k);
 /* The efficiency coefficient that applies to kernels of this kind. */
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
 /* The predicted time of a kernel with this work:

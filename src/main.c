@@ -734,6 +734,24 @@ static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double
 }
 
 /* Writes the best-ranked plan the emitter can express as DIR/<graph>.cuh. */
+/* A warning for each GEMM of plan p that reads an operand whose rows are not 16-byte aligned: it cannot use TMA
+ * and runs on the element-wise loader, about a tenth of the tensor-core rate (bench/NOTES.md run 117). Names the
+ * tensor and says what would fix it. */
+static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_plan *p) {
+    for (int i = 0; i < p->nk; i++) {
+        const ts_kernel *k = &p->k[i];
+        const int slot = k->kind == TS_KERNEL_GEMM ? ts_costmodel_gemm_unchunked_slot(k) : -1;
+        if (slot < 0) continue;
+        const ts_buffer *b = &p->buf[k->acc[slot].buf];
+        const char *name = b->kind == TS_BUF_INPUT ? g->inputs[b->index].name : b->kind == TS_BUF_OUTPUT ? g->outputs[b->index].name : NULL;
+        fprintf(stderr,
+                "%s: warning: kernel %d (a GEMM) reads %s%s%s with a row stride or offset that is not a multiple of 8 "
+                "elements (16 bytes): no TMA or 16-byte loads, about a tenth of the tensor-core rate (predicted %.4f ms); "
+                "sizes along its rows that are multiples of 8 would avoid it\n",
+                file, i + 1, name ? "'" : "an intermediate", name ? name : "", name ? "'" : "", k->predicted_s * 1e3);
+    }
+}
+
 static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, const ts_plan *plans, int n,
                       const ts_costmodel *cm, double baseline) {
     char *templates = o->templates ? ts_strdup(o->templates) : ts_data_path("templates");
@@ -744,6 +762,7 @@ static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, 
         if (ts_emit_header_file(o->out_dir, g, &plans[i], &eo, &err) == 0) {
             printf("wrote %s/%s.cuh (plan %d: %s, predicted %.4f ms)\n", o->out_dir, o->name ? o->name : g->name, i + 1,
                    plans[i].name, plans[i].predicted_s * 1e3);
+            warn_unchunked_gemms(o->file, g, &plans[i]);
             free(templates);
             return 0;
         }
