@@ -778,8 +778,11 @@ inline unsigned row_grid(int64_t blocks) {
 // then across the cluster through distributed shared memory, combined in rank order by every CTA (all get
 // the same result; deterministic); then each CTA writes the outputs of its positions. Each stage is a pass
 // over the CTA's positions (re-read through L2), two spans a step so that a thread has 2·kVec loads in
-// flight. Measured (bench/NOTES.md run 38): 8-column blocks without clusters, 12-40% of DRAM bandwidth;
-// run 113 for this form.
+// flight; a whole span (every one but a row's last) reaches the functor with its length a constant, so that
+// the inlined gathers have no per-element bounds checks (the kernel is instruction-bound: ncu, run 115).
+// Measured (bench/NOTES.md): 8-column blocks without clusters 12-40% of DRAM bandwidth (run 38); this form,
+// gemm_batchnorm's column kernel ~0.8 of the DRAM rate with its input in L2, 1.1-1.3 TB/s from DRAM (runs
+// 113, 115).
 constexpr int kColumnThreads = 512;
 constexpr int kColumnMaxCluster = 8;  // the portable cluster size
 
