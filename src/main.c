@@ -733,7 +733,6 @@ static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double
     }
 }
 
-/* Writes the best-ranked plan the emitter can express as DIR/<graph>.cuh. */
 /* A warning for each GEMM of plan p that reads an operand whose rows are not 16-byte aligned: it cannot use TMA
  * and runs on the element-wise loader, about a tenth of the tensor-core rate (bench/NOTES.md run 117). Names the
  * tensor and says what would fix it. */
@@ -752,6 +751,7 @@ static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_p
     }
 }
 
+/* Writes the best-ranked plan the emitter can express as DIR/<graph>.cuh. */
 static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, const ts_plan *plans, int n,
                       const ts_costmodel *cm, double baseline) {
     char *templates = o->templates ? ts_strdup(o->templates) : ts_data_path("templates");
