@@ -37,7 +37,8 @@
  *                        (0.069 from bench/NOTES.md run 117's 1000×2500 → 3000 linear layer, 0.34 ms)
  *   columns_efficiency   the fraction of dram_bytes_per_s a ROW kernel down columns (row.cuh's
  *                        launch_row_columns: scalar loads, a pass over its operands per stage, the later ones
- *                        from L2) moves its bytes at, each pass counted: 0.35 from run 38's four (0.26-0.43)
+ *                        from L2) moves its bytes at, each pass counted: 0.64 from runs 113 and 115 (the cluster
+ *                        form; 0.50-0.76), 0.35 for run 38's 8-column form
  *   score_loads_per_s    elements of score tensors (a mask, a bias per head) an attention kernel's score
  *                        functor loads per second, each score loading its own: the loads sit in the consumer
  *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 1.09e12 from
