@@ -201,7 +201,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
-    const bool vec = tsg::gemm_vec_ok<T, Ep, DUAL>(p);
+    const int loader = tsg::gemm_loader_bytes<T, Ep, DUAL>(p);
     auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT, TWO>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
     ours();
@@ -277,7 +277,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     char cfg[112];
     snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d%s %s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
              DUAL ? "(dual)" : "", BM, BN, BK, WM, WN, ST, SPLIT > 1 ? (SPLIT == 2 ? " k2" : SPLIT == 4 ? " k4" : " k8") : "",
-             vec ? "vec" : "scalar");
+             loader == 16 ? "cp16" : loader == 4 ? "cp4" : "scalar");
     printf("%-24s %-48s M=%-5d N=%-5d K=%-5d b=%-3d relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
            "cuBLAS %8.4f ms  %6.1f TFLOP/s  %5.2f TB/s(B)  ratio %.3f\n",
            s.name, cfg, M, N, K, batch, c.rel, c.maxerr_over_refmax, c.bad, c.pad, pass ? "PASS" : "FAIL", t_ours, t_blas,
@@ -447,6 +447,11 @@ int main(int argc, char **argv) {
     run_config<b16, 128, 128, 64, 2, 4, 3, true, true, kGated>({"k=1001 dual bf16", 130, 260, 1001, 1}, seed++);
     run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kStore>({"K=12 N=1003 (partial)", 200, 1003, 12, 1, 4, 5, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore>({"misaligned A ptr", 256, 512, 512, 1, 0, 0, 0, 1}, seed++);
+    // Even K that is not a multiple of 8 (rows 4-byte, not 16-byte aligned): the 4-byte cp.async loader.
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore>({"k=2500 4-byte loader", 300, 520, 2500, 1, 0, 0, 3}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore>({"k=2502 4-byte loader NK", 300, 517, 2502, 1}, seed++);
+    run_config<b16, 128, 128, 64, 2, 4, 3, true, true, kGated>({"k=1002 dual bf16 4-byte", 130, 260, 1002, 1}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore>({"linear 1000x3000x2500 4-byte", 1000, 3000, 2500, 1}, seed++);
     // Batched, strided views: padded lda, gaps between A batches, residual epilogue, padded ldc.
     run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kResidual>({"batched residual", 200, 384, 320, 4, 64, 0, 8, 0, 72},
                                                                   seed++);
