@@ -255,6 +255,12 @@ __device__ __forceinline__ void cp_async16_zfill(void *smem, const void *gmem, i
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                  "r"(src_bytes));
 }
+// 4 bytes global → shared (through L1) of which only the first src_bytes (0..4) are read, the rest zero-filled;
+// both addresses 4-byte aligned (gmem valid when src_bytes > 0): the GEMM loader for operands whose rows are
+// 4-byte but not 16-byte aligned (an even K that is not a multiple of 8).
+__device__ __forceinline__ void cp_async4_zfill(void *smem, const void *gmem, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
+}
 }  // namespace tst
 
 // ---- appended helpers (attention.cuh) ------------------------------------------------------------

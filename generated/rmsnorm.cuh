@@ -257,6 +257,12 @@ __device__ __forceinline__ void cp_async16_zfill(void *smem, const void *gmem, i
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
                  "r"(src_bytes));
 }
+// 4 bytes global → shared (through L1) of which only the first src_bytes (0..4) are read, the rest zero-filled;
+// both addresses 4-byte aligned (gmem valid when src_bytes > 0): the GEMM loader for operands whose rows are
+// 4-byte but not 16-byte aligned (an even K that is not a multiple of 8).
+__device__ __forceinline__ void cp_async4_zfill(void *smem, const void *gmem, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
+}
 }  // namespace tst
 
 // ---- appended helpers (attention.cuh) ------------------------------------------------------------
@@ -968,7 +974,9 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
 // shared-memory tiles (A: BM×BK, B: BK×BN) → ldmatrix (.trans for B_KN) → mma → epilogue from registers.
 // The launch helper picks the 16-byte cp.async loader when every pointer is 16-byte aligned and every
 // leading dimension and batch stride is a multiple of 8 elements (edges in M, N and K are then handled by
-// zero-filling cp.async), and otherwise an element-wise loader (correct for any layout, slower).
+// zero-filling cp.async); else the 4-byte cp.async loader when they are 4-byte aligned and even (a K of 2500:
+// still asynchronous and pipelined, four copies a 16-byte chunk); otherwise an element-wise loader (correct
+// for any layout, synchronous: bench/NOTES.md run 117 measured it 10x slower than the pipelined loaders).
 //
 // ---- Epilogue interface (the emitter generates functors of this shape) ----------------------------
 //   struct Ep {
@@ -1271,12 +1279,28 @@ template <int COLS> __device__ __forceinline__ int swz(int r, int chunk) {
 
 // Global (row0.., col0..) of a row-major view g (row stride ld) → the swizzled ROWS×COLS tile s;
 // elements at row ≥ row_lim or col ≥ col_lim read as zero.
-// VEC: 16-byte cp.async (g, ld 16-byte aligned); else element-wise loads and 16-byte shared stores.
-template <typename T, int ROWS, int COLS, int THREADS, bool VEC>
+// VEC: the loader's copy width in bytes — 16: 16-byte cp.async (g, ld 16-byte aligned); 4: 4-byte cp.async
+// (g 4-byte aligned, ld even); 0: element-wise loads and 16-byte shared stores.
+template <typename T, int ROWS, int COLS, int THREADS, int VEC>
 __device__ __forceinline__ void load_tile(T *s, const T *g, int64_t ld, int row0, int row_lim, int col0, int col_lim) {
     constexpr int CPR = COLS / 8, CHUNKS = ROWS * CPR;
     static_assert(CHUNKS % THREADS == 0, "tile chunks (ROWS*COLS/8) must be a multiple of the block's threads");
-    if constexpr (VEC) {
+    static_assert(VEC == 16 || VEC == 4 || VEC == 0, "a loader copies 16 or 4 bytes at a time, or elements");
+    if constexpr (VEC == 4) {
+#pragma unroll
+        for (int i = 0; i < CHUNKS / THREADS; ++i) {
+            const int c = i * THREADS + static_cast<int>(threadIdx.x), r = c / CPR, ch = c % CPR;
+            const int gr = row0 + r, gc = col0 + ch * 8;
+            const bool in = gr < row_lim;
+            T *dst = s + swz<COLS>(r, ch);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {   // elements gc + 2e, gc + 2e + 1: 4, 2 or 0 bytes at the edge
+                const int col = gc + 2 * e, left = col_lim - col;
+                const int bytes = in && left > 0 ? (left >= 2 ? 4 : 2) : 0;
+                tst::cp_async4_zfill(dst + 2 * e, bytes > 0 ? g + gr * ld + col : g, bytes);
+            }
+        }
+    } else if constexpr (VEC == 16) {
 #pragma unroll
         for (int i = 0; i < CHUNKS / THREADS; ++i) {
             const int c = i * THREADS + static_cast<int>(threadIdx.x), r = c / CPR, ch = c % CPR;
@@ -1437,7 +1461,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC, int SPLIT = 1, bool TWO = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -1639,17 +1663,29 @@ template <typename T> inline bool chunked(const T *ptr, int64_t ld, int64_t bs, 
     return aligned16(ptr) && ld % 8 == 0 && (batch <= 1 || bs % 8 == 0);
 }
 
-// True when the 16-byte cp.async loader may be used for p (else the element-wise loader runs): every operand
-// chunked, a second pair's too.
-template <typename T, class Epilogue, bool DUAL> inline bool gemm_vec_ok(const GemmParams<T, Epilogue> &p) {
-    bool ok = chunked(p.A, p.lda, p.a_batch_stride, p.batch) && chunked(p.B0, p.ldb, p.b_batch_stride, p.batch) &&
-              (!DUAL || chunked(p.B1, p.ldb, p.b_batch_stride, p.batch));
-    return ok && (p.K2 <= 0 || (chunked(p.A2, p.lda2, p.a2_batch_stride, p.batch) &&
-                                chunked(p.B2, p.ldb2, p.b2_batch_stride, p.batch)));
+// Whether it moves in 4-byte pairs: the pointer 4-byte aligned, the strides even.
+template <typename T> inline bool paired(const T *ptr, int64_t ld, int64_t bs, int batch) {
+    return (reinterpret_cast<uintptr_t>(ptr) & 3) == 0 && ld % 2 == 0 && (batch <= 1 || bs % 2 == 0);
+}
+
+// Whether ok(ptr, ld, batch stride, batch) holds for every operand of p, a second pair's too.
+template <typename T, class Epilogue, bool DUAL, class Ok> inline bool every_operand(const GemmParams<T, Epilogue> &p, Ok ok) {
+    bool all = ok(p.A, p.lda, p.a_batch_stride, p.batch) && ok(p.B0, p.ldb, p.b_batch_stride, p.batch) &&
+               (!DUAL || ok(p.B1, p.ldb, p.b_batch_stride, p.batch));
+    return all && (p.K2 <= 0 || (ok(p.A2, p.lda2, p.a2_batch_stride, p.batch) && ok(p.B2, p.ldb2, p.b2_batch_stride, p.batch)));
+}
+
+// The loader p's operands allow (load_tile's VEC): 16-byte cp.async, 4-byte cp.async, else element-wise (0).
+template <typename T, class Epilogue, bool DUAL> inline int gemm_loader_bytes(const GemmParams<T, Epilogue> &p) {
+    if (every_operand<T, Epilogue, DUAL>(p, [](const T *q, int64_t ld, int64_t bs, int b) { return chunked(q, ld, bs, b); }))
+        return 16;
+    if (every_operand<T, Epilogue, DUAL>(p, [](const T *q, int64_t ld, int64_t bs, int b) { return paired(q, ld, bs, b); }))
+        return 4;
+    return 0;
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, bool VEC, int SPLIT = 1, bool TWO = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
@@ -1682,9 +1718,11 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
         if (e != cudaSuccess) return e;
         if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
     }
-    if (gemm_vec_ok<T, Epilogue, DUAL>(p))
-        return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, true, SPLIT, TWO>(p, stream);
-    return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, false, SPLIT, TWO>(p, stream);
+    switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
+    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO>(p, stream);
+    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO>(p, stream);
+    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO>(p, stream);
+    }
 }
 
 }  // namespace tsg
