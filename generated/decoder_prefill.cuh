@@ -2,10 +2,10 @@
 //
 // graph:     decoder_prefill (source hash e8d9de29bf6c4a2d)
 // plan:      fused/83 — 13 kernels: row [b,n,d] over d; gemm [b,n,qkv] over d; row [] over s; reduce-sum [] over n; map []; map [b,n,kv_h,grp,two,d_half]; map [b,n,kv_h,two,d_half] into K_cache; map [b,kv_h,n,d_h] into V_cache; attention [b,n,kv_h,grp,d_h] over s; gemm [b,n,d] over q_dim; row [b,n,d] over d; dual-gemm [b,n,f] over d; gemm [b,n,d] over f
-// predicted: 0.4283 ms on NVIDIA H200 at the typical sizes (11.84x the 5.0696 ms predicted for one kernel per op)
+// predicted: 0.4331 ms on NVIDIA H200 at the typical sizes (11.71x the 5.0696 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
-// config:    kernel 2 (gemm): 128x64, 6 stages; M <= 64: skinny 64x64, 3 stages
+// config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 3 stages
 // config:    kernel 9 (attention): 128x128, 3 stages, ping-pong; t_q <= 16: decode
 // config:    kernel 10 (gemm): 128x128, 5 stages; M <= 64: skinny 64x64, 3 stages
 // config:    kernel 12 (gemm): 128x64, 6 stages; M <= 64: skinny 64x64, 2 stages
@@ -4868,7 +4868,7 @@ static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K
         if (p.M <= 64) { /* decode sizes: stream B at DRAM bandwidth */
             err = tsg::launch_gemm<__half, 64, 64, 64, 1, 4, 3, true, false, K1>(p, stream);
         } else {
-            err = tsg90::launch_gemm_sm90<__half, 128, 64, 6, 1, true, false, K1, false>(p, stream);
+            err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1, false>(p, stream);
             if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
                 fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
                 err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1>(p, stream);

@@ -131,7 +131,7 @@ static void stitch_chunk(ts_plan *p, const ts_graph *g, const ts_chunk *c, const
         } else if (B->kind == TS_BUF_OUTPUT && c->out_output[B->index] >= 0) {
             map[b] = ts_plan_add_buffer(p, TS_BUF_OUTPUT, c->out_output[B->index], B->dtype, B->axis, B->ndim);
         } else {
-            map[b] = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, B->dtype, B->axis, B->ndim);
+            map[b] = ts_plan_add_buffer_like(p, TS_BUF_TEMP, 0, B);
             if (B->kind == TS_BUF_OUTPUT) value_buf[c->out[B->index]] = map[b];
         }
     }

@@ -248,26 +248,32 @@ static double window_share(const ts_kernel *k, double tq, double tkv, double *lo
     return tq > 0 && tkv > 0 ? fmin(0.5 + 0.5 * bm / tkv, keys / (tq * tkv)) : 0.5;
 }
 
-/* Whether GEMM operand access a moves in 16-byte chunks (gemm.cuh `chunked`; TMA on Hopper): its offset and
- * every stride but the unit one multiples of 8 elements where they are constants (a dynamic stride is taken to
- * be; the pointer itself is the caller's and taken to be aligned). */
-static bool gemm_operand_chunked(const ts_access *a) {
-    int64_t v;
-    if (ts_sym_const_value(&a->offset, &v) && v % 8 != 0) return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (!ts_sym_is_one(&a->stride[d]) && ts_sym_const_value(&a->stride[d], &v) && v % 8 != 0) return false;
-    return true;
+/* GEMM k's operand accesses (A, B, its dual B, the second pair's); how many. */
+static int gemm_operands(const ts_kernel *k, const ts_access **ops) {
+    const int slots[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
+    int n = 0;
+    for (int i = 0; i < 5; i++)
+        if (slots[i] >= 0) ops[n++] = &k->acc[slots[i]];
+    return n;
 }
 
 int ts_costmodel_gemm_unchunked_slot(const ts_kernel *k) {
-    const int slots[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
-    for (int i = 0; i < 5; i++)
-        if (slots[i] >= 0 && !gemm_operand_chunked(&k->acc[slots[i]])) return slots[i];
+    const ts_access *ops[5];
+    int n = gemm_operands(k, ops);
+    for (int i = 0; i < n; i++)
+        if (!ts_access_chunked(ops[i])) return (int)(ops[i] - k->acc);
     return -1;
 }
 
-/* Whether every operand of GEMM k moves in 16-byte chunks (else the element-wise loader runs). */
-static bool gemm_chunked(const ts_kernel *k) { return ts_costmodel_gemm_unchunked_slot(k) < 0; }
+/* The bytes GEMM k's loaders move at a time (gemm.cuh gemm_loader_bytes): 16 when every operand is chunked,
+ * else 4 when every one is paired, else 0 (element-wise). */
+static int gemm_loader_bytes(const ts_kernel *k) {
+    const ts_access *ops[5];
+    int n = gemm_operands(k, ops), bytes = 16;
+    for (int i = 0; i < n; i++)
+        if (!ts_access_chunked(ops[i])) bytes = ts_access_paired(ops[i]) && bytes ? 4 : 0;
+    return bytes;
+}
 
 /* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
  * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's
@@ -304,6 +310,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0;
     bool skinny = false;
+    const int loader = k->kind == TS_KERNEL_GEMM ? gemm_loader_bytes(k) : 16; /* < 16: the mma.sync fallback */
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
         double b = access_bytes(g, p, &k->acc[i]);
@@ -370,7 +377,10 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch * fmax(1, k->cfg.sk_split) / m->sms);
             tensor *= rows * k->cfg.sk_tile_m / fmax(M, 1);
         } else {
-            double tiles = ceil(M / k->cfg.tile_m) * ceil(N / k->cfg.tile_n) * batch;
+            /* operands not 16-byte chunked: the mma.sync kernel runs (no TMA), in its own tiles */
+            bool fallback = loader < 16;
+            double tiles = ceil(M / (fallback ? k->cfg.fb_tile_m : k->cfg.tile_m)) *
+                           ceil(N / (fallback ? k->cfg.fb_tile_n : k->cfg.tile_n)) * batch;
             wave = wave_efficiency(m, tiles);
             tile_waves = ceil(tiles / m->sms);
         }
@@ -423,11 +433,12 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
-                          .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && k->cfg.pingpong,
+                          .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && loader == 16 && k->cfg.pingpong,
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
+                          .tile64 = k->kind == TS_KERNEL_GEMM && !skinny && loader == 16 && k->b1 < 0 && k->cfg.tile_n == 64,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
-                          .unchunked = k->kind == TS_KERNEL_GEMM && !gemm_chunked(k),
+                          .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
 }
 
@@ -443,12 +454,14 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
 
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double eff = w->unchunked ? m->gemm_elementwise_efficiency
+                 : w->paired  ? m->gemm_paired_efficiency
                  : w->skinny  ? m->skinny_tensor_efficiency
                  : w->columns ? m->columns_efficiency
                               : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;
     if (w->key64) form *= m->attention_key64_ratio;
+    if (w->tile64) form *= m->gemm_tile64_ratio;
     double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * form);
     t = fmax(t, w->scores / m->attention_scores_per_s + w->score_fn_ops / m->attention_score_ops_per_s);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));

@@ -32,9 +32,15 @@
  *   skinny_tensor_efficiency  the fraction of tensor_flops_per_s the skinny form's mma.sync tiles reach (its
  *                        1×4 warps stream B; gemm_efficiency is the wgmma form's): 0.3, from run 27's
  *                        1024³ GEMMs in that form (14–17 us each)
- *   gemm_elementwise_efficiency  the fraction of tensor_flops_per_s a GEMM reaches when an operand's rows are not
- *                        16-byte aligned (a K of 2500): no TMA, gemm.cuh's element-wise loader, synchronous loads
- *                        (0.069 from bench/NOTES.md run 117's 1000×2500 → 3000 linear layer, 0.34 ms)
+ *   gemm_elementwise_efficiency  the fraction of tensor_flops_per_s a GEMM reaches, waves of its mma.sync
+ *                        fallback tiles counted, when an operand's offset or row stride is odd: no TMA,
+ *                        gemm.cuh's element-wise loader, synchronous loads (0.098 from bench/NOTES.md run 117's
+ *                        1000×2500 → 3000 linear layer on that loader, before the 4-byte one existed: 0.34 ms;
+ *                        0.069 when waves of wgmma tiles were counted)
+ *   gemm_paired_efficiency  the same when every operand's offset and row strides are even but one is not a
+ *                        multiple of 8 (a K of 2500): gemm.cuh's 4-byte cp.async loader (0.205 from run 118:
+ *                        the same layer at K = 2500, 0.1609 ms). Where the sizes are static the search also offers
+ *                        the GEMM reading padded copies of such operands (src/pad.h), which usually wins
  *   columns_efficiency   the fraction of dram_bytes_per_s a ROW kernel down columns (row.cuh's
  *                        launch_row_columns: scalar loads, a pass over its operands per stage, the later ones
  *                        from L2) moves its bytes at, each pass counted: 0.64 from runs 113 and 115 (the cluster
@@ -63,6 +69,12 @@
  *                        0.25, the median over runs 82 and 85's ping-pong kernels with heavy epilogues (GEMM +
  *                        GELU 0.19-0.28, the bf16 linear + GELU 0.17-0.21, the LayerNorm MLP's first GEMM at
  *                        K = 1024 0.53-0.55; bench/NOTES.md run 86); 0 hid it whole and predicted them 6-23% low
+ *   gemm_tile64_ratio    the tensor rate of a single-B wgmma GEMM in 128×64 tiles (config.h: small GEMMs, a
+ *                        variant elsewhere) relative to gemm_efficiency's: N = 64 wgmmas and twice the A-tile
+ *                        loads a FLOP of the 128×128 form. 0.79 from same-call pairs: matmul 1024×4096×4096
+ *                        (128×64 1.27x its prediction where 128×128 ran 0.94x; bench/NOTES.md run 116's records)
+ *                        and the padded 1000×3000×2500 linear (0.0651 ms against 0.0431 for 128×256 at 0.73 of the
+ *                        waves; run 119); dual-B 128×64 tiles (N = 128 wgmmas) ran at their prediction
  *   attention_whole_tiles_ratio  the tensor rate of an attention kernel without a causal mask relative to
  *                        attention_efficiency's (fitted mostly on causal kernels, whose diagonal tiles and
  *                        row imbalance cost): 1.26 from run 62's ten attention graphs (bench/NOTES.md run 66)
@@ -98,13 +110,15 @@
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 2.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
-    X(gemm_elementwise_efficiency, NULL, 0.069)                                                        \
+    X(gemm_elementwise_efficiency, NULL, 0.098)                                                        \
+    X(gemm_paired_efficiency, NULL, 0.205)                                                             \
     X(score_loads_per_s, NULL, 1.09e12)                                                                \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
+    X(gemm_tile64_ratio, NULL, 1.0)                                                                    \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_key64_ratio, NULL, 1.0)                                                                \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
@@ -173,10 +187,13 @@ typedef struct {
                                row computed whole, at attention_whole_tiles_ratio × attention_efficiency */
     bool key64;             /* attention (not the decode form) in 64-key K/V tiles, at attention_key64_ratio (× the
                                whole-tiles ratio where that applies) */
+    bool tile64;            /* single-B GEMM (not skinny) in 128×64 wgmma tiles, at gemm_tile64_ratio */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
                                does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
-    bool unchunked;         /* GEMM with an operand whose offset or row stride is not a multiple of 8 elements (16
-                               bytes): gemm.cuh's element-wise loader, its tensor work at gemm_elementwise_efficiency */
+    bool unchunked;         /* GEMM with an operand whose offset or row stride is odd: the mma.sync kernel's
+                               element-wise loader (no TMA), its tensor work at gemm_elementwise_efficiency */
+    bool paired;            /* GEMM with an operand whose offset or row stride is even but not a multiple of 8 elements
+                               (16 bytes): the mma.sync kernel's 4-byte loader, at gemm_paired_efficiency */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
@@ -185,7 +202,8 @@ typedef struct {
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
                        ts_kernel_work *w);
 /* GEMM k's first operand access (A, B, its dual B, the second pair's) whose constant offset or row stride is not a
- * multiple of 8 elements — what makes it unchunked (gemm.cuh's element-wise loader, no TMA) — or -1. */
+ * multiple of 8 elements — what keeps it from TMA and 16-byte loads (gemm.cuh's 4-byte or element-wise loader,
+ * plan.h ts_access_chunked) — or -1. */
 int ts_costmodel_gemm_unchunked_slot(const ts_kernel *k);
 /* The efficiency coefficient that applies to kernels of this kind. */
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
@@ -200,7 +218,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in
  * place of the sum.
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; an unchunked GEMM:
- * gemm_elementwise_efficiency; a ROW kernel down columns:
+ * gemm_elementwise_efficiency, a paired one gemm_paired_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight); a ROW kernel

@@ -734,8 +734,10 @@ static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double
 }
 
 /* A warning for each GEMM of plan p that reads an operand whose rows are not 16-byte aligned: it cannot use TMA
- * and runs on the element-wise loader, about a tenth of the tensor-core rate (bench/NOTES.md run 117). Names the
- * tensor and says what would fix it. */
+ * and runs the mma.sync kernel's 4-byte or element-wise loader, a fifth to a tenth of the tensor-core rate
+ * (bench/NOTES.md runs 117-118). Where the sizes are static and the GEMM large the search reads padded copies
+ * instead (src/pad.h), so this names GEMMs where the copies would cost more than they save, or could not be
+ * made (a run-time row length). Names the tensor and says what would fix it. */
 static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_plan *p) {
     for (int i = 0; i < p->nk; i++) {
         const ts_kernel *k = &p->k[i];
@@ -745,7 +747,7 @@ static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_p
         const char *name = b->kind == TS_BUF_INPUT ? g->inputs[b->index].name : b->kind == TS_BUF_OUTPUT ? g->outputs[b->index].name : NULL;
         fprintf(stderr,
                 "%s: warning: kernel %d (a GEMM) reads %s%s%s with a row stride or offset that is not a multiple of 8 "
-                "elements (16 bytes): no TMA or 16-byte loads, about a tenth of the tensor-core rate (predicted %.4f ms); "
+                "elements (16 bytes): no TMA or 16-byte loads, a fifth to a tenth of the tensor-core rate (predicted %.4f ms); "
                 "sizes along its rows that are multiples of 8 would avoid it\n",
                 file, i + 1, name ? "'" : "an intermediate", name ? name : "", name ? "'" : "", k->predicted_s * 1e3);
     }

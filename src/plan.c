@@ -110,13 +110,17 @@ static bool sym_sample(const builder *b, int64_t v1, int64_t v2, ts_sym *out) {
 
 /* ---- kernels ----------------------------------------------------------------------------------- */
 
-static ts_kernel *new_kernel(builder *b, ts_kernel_kind kind) {
-    TS_GROW(b->p->k, b->p->nk, b->p->cap_k);
-    ts_kernel *k = &b->p->k[b->p->nk++];
+void ts_kernel_init(ts_kernel *k, ts_kernel_kind kind) {
     memset(k, 0, sizeof *k);
     k->kind = kind;
     k->batch_axis = k->batch_outer = k->m_axis = k->n_axis = k->red_axis = -1;
     k->b1 = -1;
+}
+
+static ts_kernel *new_kernel(builder *b, ts_kernel_kind kind) {
+    TS_GROW(b->p->k, b->p->nk, b->p->cap_k);
+    ts_kernel *k = &b->p->k[b->p->nk++];
+    ts_kernel_init(k, kind);
     return k;
 }
 
@@ -211,6 +215,19 @@ int32_t ts_access_unit_axis(const ts_access *a) {
         if (ts_sym_is_one(&a->stride[d])) return a->axis[d];
     return -1;
 }
+
+/* Whether a's constant offset and non-unit strides are multiples of `elems`. */
+static bool access_steps_of(const ts_access *a, int64_t elems) {
+    int64_t v;
+    if (ts_sym_const_value(&a->offset, &v) && v % elems != 0) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (!ts_sym_is_one(&a->stride[d]) && ts_sym_const_value(&a->stride[d], &v) && v % elems != 0) return false;
+    return true;
+}
+
+bool ts_access_chunked(const ts_access *a) { return access_steps_of(a, 8); }
+
+bool ts_access_paired(const ts_access *a) { return access_steps_of(a, 2); }
 
 /* Whether a ROW kernel over rows along axis k reads its widest operand down columns: k strided, and the
  * unit-stride axis another of the row space's axes (the innermost, as the output copies its order). */
@@ -1552,6 +1569,12 @@ int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, 
     return p->nbuf++;
 }
 
+int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_buffer *B) {
+    int b = ts_plan_add_buffer(p, kind, index, B->dtype, B->axis, B->ndim);
+    p->buf[b].pitch = B->pitch;
+    return b;
+}
+
 ts_expr ts_expr_copy(const ts_expr *e) {
     ts_expr c = {.n = e->n, .cap = e->n};
     if (e->n) {
@@ -1586,7 +1609,7 @@ void ts_plan_copy(ts_plan *dst, const ts_plan *src) {
     int *map = ts_xmalloc(sizeof(int) * (size_t)(src->nbuf + 1));
     for (int b = 0; b < src->nbuf; b++) {
         const ts_buffer *B = &src->buf[b];
-        map[b] = ts_plan_add_buffer(dst, B->kind, B->index, B->dtype, B->axis, B->ndim);
+        map[b] = ts_plan_add_buffer_like(dst, B->kind, B->index, B);
     }
     ts_plan_number_temps(dst);
     ts_plan_append(dst, src, map);

@@ -29,6 +29,8 @@ typedef struct {
     ts_dtype dtype;
     int ndim;
     int32_t axis[TS_MAX_DIMS]; /* contiguous, row-major */
+    int64_t pitch; /* elements between consecutive rows of the innermost axis when padded (src/pad.h: the innermost
+                      axis's size rounded up to 8), 0 when dense */
 } ts_buffer;
 
 /* How a kernel reads or writes a buffer: element offset = offset + Σ idx[axis]·stride[axis]. */
@@ -224,6 +226,8 @@ bool ts_attention_unmasked(const ts_kernel *k, int64_t head_dim, ts_expr *below,
  * the score loop measured slower, bench/NOTES.md runs 93-97). */
 static inline bool ts_attention_masks_apart(int64_t head_dim) { return head_dim <= 128; }
 
+/* k as an empty kernel of `kind`: no operands or expressions, no axes (-1), no dual B. */
+void ts_kernel_init(ts_kernel *k, ts_kernel_kind kind);
 /* Frees what kernel k owns: its operands and expressions (not k itself). */
 void ts_kernel_free(ts_kernel *k);
 void ts_plan_free(ts_plan *p);
@@ -264,6 +268,13 @@ int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k);
 
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);
+/* Whether a GEMM reading access a moves it in 16-byte chunks (gemm.cuh `chunked`; TMA on Hopper): its offset
+ * and every stride but the unit one multiples of 8 elements where they are constants (a dynamic stride is
+ * taken to be; the pointer itself is the caller's and taken to be aligned). */
+bool ts_access_chunked(const ts_access *a);
+/* Whether it moves in 4-byte pairs (gemm.cuh `paired`: the mma.sync kernel's 4-byte cp.async loader): the same
+ * with multiples of 2. */
+bool ts_access_paired(const ts_access *a);
 
 /* Numbers p's temporaries 0, 1, ... in buffer order (their workspace slots). */
 void ts_plan_number_temps(ts_plan *p);
@@ -273,6 +284,8 @@ void ts_plan_copy(ts_plan *dst, const ts_plan *src);
 
 /* Adds a buffer to p (a temporary takes the next workspace slot) and returns its index. */
 int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n);
+/* Adds a buffer shaped like B (dtype, axes, pitch) of the given kind and index; its index in p. */
+int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_buffer *B);
 
 /* Appends copies of src's kernels to dst, src's buffer b becoming dst's buffer map[b]: how the plan of one
  * chunk of a partitioned graph (a decoder layer) is laid into the whole graph's plan. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "pad.h"
 #include "rowstat.h"
 #include "util.h"
 
@@ -322,22 +323,22 @@ static void choose_configs(const search *s, ts_plan *p) {
     }
 }
 
-/* The plan with the row reductions of GEMM operands moved into their GEMMs (rowstat.h), predicted and
- * offered to the pool beside p; its predicted time, INFINITY when there was nothing to move. */
-static double offer_row_stats(search *s, const ts_plan *p) {
-    ts_plan q;
-    if (!ts_plan_with_row_stats(p, &q)) return INFINITY;
-    ts_costmodel_predict(s->cm, s->g, &q);
-    double t = q.predicted_s;
-    char *name = ts_strfmt("%s+rowstats", q.name);
-    free(q.name);
-    q.name = name;
-    pool_offer(s, &q);
+/* q, a rewrite of a plan named `name`, predicted (its GEMM configurations chosen again when `reconfigure`:
+ * a GEMM whose operands changed layout) and offered to the pool as "<name>+<form>"; its predicted time. */
+static double offer_form(search *s, ts_plan *q, const char *name, const char *form, bool reconfigure) {
+    if (reconfigure) choose_configs(s, q);
+    ts_costmodel_predict(s->cm, s->g, q);
+    double t = q->predicted_s;
+    free(q->name);
+    q->name = ts_strfmt("%s+%s", name, form);
+    pool_offer(s, q);
     return t;
 }
 
 /* Lowers and predicts e; its predicted time (INFINITY when it is no finite term or has no kernel), the
- * better of its two forms (row statistics in GEMMs or not). The plans go to the pool, named `name`. */
+ * best of its forms: as lowered, with the row statistics of GEMM operands moved into their GEMMs
+ * (rowstat.h), with unaligned GEMM operands copied into padded rows (pad.h). The plans go to the pool,
+ * named `name` and `name`+<form>. */
 static double evaluate(search *s, const extraction *e, const char *name) {
     if (!well_formed(s, e)) return INFINITY;
     s->st.evals++;
@@ -351,7 +352,10 @@ static double evaluate(search *s, const extraction *e, const char *name) {
     choose_configs(s, &p);
     ts_costmodel_predict(s->cm, s->g, &p);
     p.name = ts_strdup(name);
-    double t = fmin(p.predicted_s, offer_row_stats(s, &p));
+    double t = p.predicted_s;
+    ts_plan q;
+    if (ts_plan_with_row_stats(&p, &q)) t = fmin(t, offer_form(s, &q, name, "rowstats", false));
+    if (ts_plan_with_padded_operands(&p, s->g, &q)) t = fmin(t, offer_form(s, &q, name, "padded", true));
     pool_offer(s, &p);
     return t;
 }

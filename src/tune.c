@@ -1258,11 +1258,13 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         if (w.columns) fputs(", \"columns\": true", f);
         if (w.unchunked) fputs(", \"unchunked\": true", f);
+        if (w.paired) fputs(", \"paired\": true", f);
         if (w.pingpong) fputs(", \"pingpong\": true", f);
         if (w.scores > 0) fputs(", \"scores\": ", f), json_number(f, w.scores);
         if (w.score_fn_ops > 0) fputs(", \"score_fn_ops\": ", f), json_number(f, w.score_fn_ops);
         if (w.whole_tiles) fputs(", \"whole_tiles\": true", f);
         if (w.key64) fputs(", \"key64\": true", f);
+        if (w.tile64) fputs(", \"tile64\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

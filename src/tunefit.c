@@ -281,9 +281,11 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
                           strncmp(ts_yaml_str(cfg), "skinny", 6) == 0;
     k->work.columns = optional_flag(r, kn, what, "columns");   /* a ROW kernel down columns */
     k->work.unchunked = optional_flag(r, kn, what, "unchunked"); /* a GEMM on its element-wise loader */
+    k->work.paired = optional_flag(r, kn, what, "paired");       /* a GEMM on its 4-byte loader */
     k->work.pingpong = optional_flag(r, kn, what, "pingpong"); /* a GEMM in its ping-pong form */
     k->work.whole_tiles = optional_flag(r, kn, what, "whole_tiles"); /* attention without a causal diagonal */
     k->work.key64 = optional_flag(r, kn, what, "key64");             /* attention in 64-key tiles */
+    k->work.tile64 = optional_flag(r, kn, what, "tile64");           /* a single-B GEMM in 128x64 tiles */
 
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,
@@ -486,8 +488,8 @@ static void collect(const ts_tune_set *s, int slot, sample_set *ss) {
             const ts_tune_candidate *cand = &s->r[r].c[c];
             for (int k = 0; k < cand->nk && cand->ok; k++) {
                 const ts_kernel_work *w = &cand->k[k].work;
-                /* columns and unchunked GEMMs: at their own efficiencies */
-                if (!(cand->k[k].measured_s > 0) || w->columns || w->unchunked) continue;
+                /* columns and GEMMs off the 16-byte loaders: at their own efficiencies */
+                if (!(cand->k[k].measured_s > 0) || w->columns || w->unchunked || w->paired) continue;
                 /* a skinny kernel streams at skinny_gemm_efficiency, its MMAs at skinny_tensor_efficiency */
                 if (slot == TS_FIT_SKINNY ? !w->skinny : w->skinny || (int)w->kind != slot) continue;
                 TS_GROW(ss->s, ss->n, ss->cap);

@@ -9,7 +9,8 @@
 ts_sym ts_workspace_buffer_bytes(const ts_plan *p, const ts_graph *g, const ts_dyn *dyn, int b) {
     const ts_buffer *B = &p->buf[b];
     ts_sym n = ts_sym_const(ts_dtype_bytes(B->dtype));
-    for (int d = 0; d < B->ndim; d++) n = ts_sym_mul(n, ts_sym_axis(g, dyn, B->axis[d]));
+    for (int d = 0; d < B->ndim; d++)
+        n = ts_sym_mul(n, d == B->ndim - 1 && B->pitch ? ts_sym_const(B->pitch) : ts_sym_axis(g, dyn, B->axis[d]));
     return n;
 }
 

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "egir.h"
 #include "saturate.h"
+#include "workspace.h"
 #include "testutil.h"
 
 typedef struct {
@@ -408,6 +409,84 @@ Test(search, a_scaled_gemm_result_before_a_norm_is_the_gemm_and_one_row_kernel) 
         free(best);
         free_compiled(&cg);
     }
+}
+
+/* ---- unaligned GEMM operands ----------------------------------------------------------------------- */
+
+/* nn.Linear over rows of `i` features (weight [o, i]) + bias + ReLU, sizes from the caller. */
+static char *odd_linear(int64_t b, const char *i, int64_t o) {
+    return ts_strfmt("graph: g\naxes: {b: %lld, i: %s, o: %lld}\n"
+                     "inputs:\n  X: {dtype: fp16, shape: [b, i]}\n  W: {dtype: fp16, shape: [o, i]}\n"
+                     "  bias: {dtype: fp16, shape: [o]}\n"
+                     "ops:\n  - {name: Wt, op: permute, args: [W], order: [i, o]}\n"
+                     "  - {name: H, op: matmul, args: [X, Wt], over: i}\n  - {name: Hb, op: add, args: [H, bias]}\n"
+                     "  - {name: Y, op: relu, args: [Hb]}\noutputs: [Y]\n",
+                     (long long)b, i, (long long)o);
+}
+
+/* Rows of 2500 halves (5000 bytes) keep a GEMM from TMA and 16-byte loads (0.34 ms on the element-wise
+ * loader, 0.16 on the 4-byte one; bench/NOTES.md runs 117-118): the plan copies X and W into temporaries
+ * whose rows start every 2504 elements, and the GEMM reads those (0.055 ms, run 119). The copies write
+ * within the real extent; the workspace holds the pitch. */
+Test(search, a_gemm_over_rows_not_16_byte_aligned_reads_padded_copies) {
+    compiled_graph cg;
+    char *yaml = odd_linear(1000, "2500", 3000);
+    compile_yaml(&cg, yaml);
+    free(yaml);
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "map [b,i]; map [o,i]; gemm [b,o] over i", "%s", p->name);
+    cr_assert(strstr(p->name, "+padded"), "%s", p->name);
+    const ts_kernel *g = &p->k[2];
+    cr_assert_eq(ts_costmodel_gemm_unchunked_slot(g), -1, "the GEMM reads only 16-byte rows");
+    for (int c = 0; c < 2; c++) {
+        const ts_kernel *copy = &p->k[c];
+        const ts_buffer *to = &p->buf[copy->out.buf], *from = &p->buf[copy->acc[0].buf];
+        cr_assert_eq(from->kind, TS_BUF_INPUT);
+        cr_assert_eq(to->kind, TS_BUF_TEMP);
+        cr_assert_eq(to->pitch, 2504);
+        int64_t v;
+        cr_assert(ts_sym_const_value(&copy->out.stride[0], &v) && v == 2504);
+        cr_assert(ts_sym_is_one(&copy->out.stride[1]));
+        ts_sym bytes = ts_workspace_buffer_bytes(p, &cg.c.g, &(ts_dyn){0}, copy->out.buf);
+        cr_assert(ts_sym_const_value(&bytes, &v) && v == (c ? 3000 : 1000) * 2504 * 2, "%lld bytes", (long long)v);
+        bool read = false; /* the GEMM reads the copy, rows 2504 apart */
+        for (int s = 0; s < g->nacc; s++)
+            if (g->acc[s].buf == copy->out.buf) {
+                ts_sym rows = ts_access_stride(&g->acc[s], g->acc[s].axis[0]);
+                cr_assert(ts_sym_const_value(&rows, &v) && v == 2504, "%lld", (long long)v);
+                read = true;
+            }
+        cr_assert(read, "copy %d is read by the GEMM", c);
+    }
+    free(best);
+    free_compiled(&cg);
+}
+
+/* Where the rows are aligned (2496 = 312·8) or the width is a run-time size, nothing is copied. */
+Test(search, aligned_or_dynamic_gemm_operands_are_not_copied) {
+    const char *widths[] = {"2496", "{dynamic: true, typical: 2500}"};
+    for (int w = 0; w < 2; w++) {
+        compiled_graph cg;
+        char *yaml = odd_linear(1000, widths[w], 3000);
+        compile_yaml(&cg, yaml);
+        free(yaml);
+        for (int i = 0; i < cg.out.n; i++) {
+            cr_assert_null(strstr(cg.out.plans[i].name, "+padded"), "%s: %s", widths[w], cg.out.plans[i].name);
+            for (int b = 0; b < cg.out.plans[i].nbuf; b++) cr_assert_eq(cg.out.plans[i].buf[b].pitch, 0);
+        }
+        free_compiled(&cg);
+    }
+}
+
+/* A GEMM too small for two copies to pay (8 rows): the plan reads the operands as they are. */
+Test(search, a_small_gemm_over_unaligned_rows_is_not_worth_copying) {
+    compiled_graph cg;
+    char *yaml = odd_linear(8, "2500", 64);
+    compile_yaml(&cg, yaml);
+    free(yaml);
+    cr_assert_null(strstr(cg.out.plans[0].name, "+padded"), "%s", cg.out.plans[0].name);
+    free_compiled(&cg);
 }
 
 /* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM batched over b with the
