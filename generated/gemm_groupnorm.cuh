@@ -598,7 +598,10 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
 //                           const float *acc) const;                     // every output at k0..k0+n
 //     static constexpr bool kPerRow;  // outputs per row, not per position: store(b, 0, 1, x, acc) once per
-//   };                                //   row (x unused), e.g. log-sum-exp's max + log Σ exp(x - max)
+//                                     //   row (x unused), e.g. log-sum-exp's max + log Σ exp(x - max)
+//     static constexpr bool kPerRowOuts; // besides per-position outputs, some once per row (a row's max
+//     __device__ void store_per_row(const Base &b, const float *acc) const;  // returned beside the
+//   };                                //   normalised row): once per row, after the stages; only if true
 
 namespace tsw {
 
@@ -749,6 +752,8 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
         if constexpr (Fn::kPerRow) {
             if (live && lane == 0) p.fn.store(b, 0, 1, x[0], acc);
         } else if (live) {
+            if constexpr (Fn::kPerRowOuts)
+                if (lane == 0) p.fn.store_per_row(b, acc);
             store_row<Fn, TPR, ITEMS>(p, b, lane, x, acc);
         }
         if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
@@ -868,6 +873,8 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
                 p.fn.store(b, 0, 1, unused, acc);
             }
         } else if (live) {
+            if constexpr (Fn::kPerRowOuts)
+                if (split == 0 && rank == 0) p.fn.store_per_row(b, acc);
             column_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
                 p.fn.store(b, k0, n, v, acc);
             });
@@ -2907,7 +2914,7 @@ struct K1 {
     __half *q0;
     int64_t qo0, qs0[3];
     static constexpr int kVec = 8, kIn = 3, kStages = 2;
-    static constexpr bool kPerRow = false;
+    static constexpr bool kPerRow = false, kPerRowOuts = false;
     struct Base {
         int64_t in[3], out[1], idx[2];
     };

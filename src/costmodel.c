@@ -319,17 +319,18 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     if (k->kind != TS_KERNEL_ATTENTION) expr_ops(&k->expr, &fma, &sfu); /* attention: per score, below */
     fma *= out, sfu *= out;
-    if (k->kind == TS_KERNEL_ROW) { /* extra outputs' expressions, counted per element like expr */
-        double f = 0, s = 0;
-        for (int o = 0; o < k->nextra; o++) expr_ops(&k->extra_expr[o], &f, &s);
-        fma += f * out, sfu += s * out;
+    if (k->kind == TS_KERNEL_ROW || k->kind == TS_KERNEL_MAP) { /* extra outputs: each written once, its
+                                                                  * expression evaluated per element it writes */
+        for (int o = 0; o < k->nextra; o++) {
+            double f = 0, s = 0, n = access_numel(g, &k->extra_out[o]);
+            expr_ops(&k->extra_expr[o], &f, &s);
+            fma += f * n, sfu += s * n;
+            bytes += n * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
+        }
     }
     switch (k->kind) {
     case TS_KERNEL_MAP: break;
-    case TS_KERNEL_ROW: { /* every output written once; each stage evaluated at every element of the row space */
-        for (int o = 0; o < k->nextra; o++) {
-            bytes += out * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
-        }
+    case TS_KERNEL_ROW: { /* each stage evaluated at every element of the row space */
         double f = 0, s = 0, space = out * (k->per_row ? size_of(g, k->red_axis) : 1);
         for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
         fma += f * space, sfu += s * space;

@@ -417,6 +417,9 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
     snprintf(inner_ix, sizeof inner_ix, "(%s + i)", k0);
     fprintf(e->f, "struct K%d {\n", ki);
     print_fields(e, k);
+    for (int o = 0; o < k->nextra; o++) /* extra outputs: pointer and strides over the output's axes */
+        fprintf(e->f, "    %s *q%d;\n    int64_t qs%d[%d];\n", ctype_of(e->p->buf[k->extra_out[o].buf].dtype), o, o,
+                B->ndim ? B->ndim : 1);
     fprintf(e->f, "    static constexpr int kVec = %d;\n", ts_kernel_span_vec(e->p, k));
     fprintf(e->f, "    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {\n");
     index_map m = out_index_map(e, k, "idx");
@@ -437,12 +440,24 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
         print_span_load(e, k, s, name, base, inner, k0, "        ");
         free(base);
     }
+    for (int o = 0; o < k->nextra; o++) fprintf(e->f, "        float y%d[kVec];\n", o);
     fputs("#pragma unroll\n        for (int i = 0; i < kVec; i++) {\n", e->f);
     const char *acc[2] = {"0.f", "0.f"};
     e->load_expr = (const char *const *)loads;
+    for (int o = 0; o < k->nextra; o++) { /* the extra outputs (nodes of the expression): stored below */
+        fputs("            {\n", e->f);
+        print_expr(e, k, &k->extra_expr[o], &m, acc, "                ");
+        fprintf(e->f, "                y%d[i] = v%d;\n            }\n", o, k->extra_expr[o].n - 1);
+    }
     print_expr(e, k, &k->expr, &m, acc, "            ");
     e->load_expr = NULL;
-    fprintf(e->f, "            y[i] = v%d;\n        }\n    }\n};\n\n", k->expr.n - 1);
+    fprintf(e->f, "            y[i] = v%d;\n        }\n", k->expr.n - 1);
+    for (int o = 0; o < k->nextra; o++) { /* over the output's axes, as the kernel stores y */
+        fprintf(e->f, "        tsv::store_span<kVec>(q%d", o);
+        for (int d = 0; d + 1 < B->ndim; d++) fprintf(e->f, " + idx[%d] * qs%d[%d]", d, o, d);
+        fprintf(e->f, ", qs%d[%d], %s, n, y%d);\n", o, B->ndim ? B->ndim - 1 : 0, k0, o);
+    }
+    fputs("    }\n};\n\n", e->f);
     for (int s = 0; s < k->nacc; s++) free(loads[s]);
     free(loads);
 }
@@ -477,6 +492,13 @@ static void emit_reduce_functors(emitter *e, int ki, const ts_kernel *k) {
 /* ---- launch code ------------------------------------------------------------------------------- */
 
 static void print_sym(emitter *e, const ts_sym *s) { ts_sym_print(e->f, s, e->dyn_names); }
+
+/* `        dst = v;` */
+static void print_assign(emitter *e, const char *dst, ts_sym v) {
+    fprintf(e->f, "        %s = ", dst);
+    print_sym(e, &v);
+    fputs(";\n", e->f);
+}
 
 /* The pointer variable of buffer b: in a kernel's launch function (K<i>_launch) its parameter K<i>_b<j>,
  * in the graph's launch function the tensor's name or tmp<index>. */
@@ -544,6 +566,19 @@ static void emit_map_launch(emitter *e, int ki, const ts_kernel *k) {
         fprintf(e->f, "    {\n        tsm::MapParams<%s, K%d> p{};\n", t, ki);
         fill_fields(e, k, "p.fn");
         fill_space(e, k, "p");
+    }
+    for (int o = 0; o < k->nextra; o++) { /* extra outputs: over the output's axes (a scalar's: one element) */
+        const ts_access *a = &k->extra_out[o];
+        char ptr[160], dst[48];
+        buf_ptr(e, a->buf, ptr, sizeof ptr);
+        fprintf(e->f, "        p.fn.q%d = %s + (", o, ptr);
+        print_sym(e, &a->offset);
+        fputs(");\n", e->f);
+        for (int d = 0; d < a->ndim; d++) {
+            snprintf(dst, sizeof dst, "p.fn.qs%d[%d]", o, d);
+            print_assign(e, dst, a->stride[d]);
+        }
+        if (a->ndim == 0) fprintf(e->f, "        p.fn.qs%d[0] = 1;\n", o);
     }
     fprintf(e->f, "        err = tsm::launch_map(p, sms, stream);\n        if (err != cudaSuccess) return err;\n    }\n");
 }
@@ -720,12 +755,6 @@ static void print_base(emitter *e, const char *dst, const ts_access *a) {
     buf_ptr(e, a->buf, ptr, sizeof ptr);
     fprintf(e->f, "        %s = %s + ", dst, ptr);
     print_sym(e, &a->offset);
-    fputs(";\n", e->f);
-}
-
-static void print_assign(emitter *e, const char *dst, ts_sym v) {
-    fprintf(e->f, "        %s = ", dst);
-    print_sym(e, &v);
     fputs(";\n", e->f);
 }
 
@@ -926,6 +955,13 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
 /* The outputs of a ROW kernel: out, then extra_out[0..nextra), with their expressions. */
 static const ts_access *row_out(const ts_kernel *k, int o) { return o == 0 ? &k->out : &k->extra_out[o - 1]; }
 static const ts_expr *row_out_expr(const ts_kernel *k, int o) { return o == 0 ? &k->expr : &k->extra_expr[o - 1]; }
+/* Whether output o is written once per row beside per-position ones (plan.h extra_per_row). */
+static bool row_out_per_row(const ts_kernel *k, int o) { return o > 0 && k->extra_per_row[o - 1]; }
+static bool row_has_per_row_outs(const ts_kernel *k) {
+    for (int o = 1; o <= k->nextra; o++)
+        if (row_out_per_row(k, o)) return true;
+    return false;
+}
 
 /* Operands cached in registers for the whole row (ts_row_operand_cached). Returns cache[slot] (heap): the
  * slot's index among the cached operands, or -1; *n: their number. */
@@ -952,10 +988,12 @@ static int check_row_kernel(const emitter *e, int ki, const ts_kernel *k, char *
         for (int j = 0; j < k->nstage && !*err; j++)
             if (k->stage_combine[j] != TS_COMBINE_SUM && k->stage_combine[j] != TS_COMBINE_MAX)
                 *err = ts_strfmt("kernel %d: stage %d of a ROW kernel combines by sum or max only", ki, j);
-    for (int o = 1; o <= k->nextra && !*err; o++) {
+    for (int o = 1; o <= k->nextra && !*err; o++) { /* a per-row one: the first's axes less the row axis */
         const ts_buffer *X = &e->p->buf[row_out(k, o)->buf];
-        bool same = X->ndim == B->ndim;
-        for (int d = 0; same && d < B->ndim; d++) same = X->axis[d] == B->axis[d];
+        const bool per = row_out_per_row(k, o);
+        bool same = X->ndim == B->ndim - (per ? 1 : 0) && !(per && k->per_row);
+        for (int d = 0, x = 0; same && d < B->ndim; d++)
+            if (!per || B->axis[d] != k->red_axis) same = X->axis[x++] == B->axis[d];
         if (!same) *err = ts_strfmt("kernel %d: output %d of a ROW kernel spans other axes than its first", ki, o);
     }
     return *err ? -1 : 0;
@@ -1051,27 +1089,43 @@ static void emit_row_stage(emitter *e, const ts_kernel *k, const index_map *m, c
     fputs("        for (int i = 0; i < kVec; i++) y[i] = 0.f;\n    }\n", e->f);
 }
 
+/* store(): every output written per position (per_row: once per row), at k0..k0+n. */
 static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
-    int nout = k->nextra + 1;
+    int nout = 0, outs[TS_KERNEL_MAX_OUTS];
     const ts_expr *xs[TS_KERNEL_MAX_OUTS] = {0};
-    for (int o = 0; o < nout; o++) xs[o] = row_out_expr(k, o);
+    for (int o = 0; o <= k->nextra; o++)
+        if (!row_out_per_row(k, o)) xs[nout] = row_out_expr(k, o), outs[nout++] = o;
     fputs("    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {\n"
           "        (void)x, (void)acc;\n", e->f);
     print_row_uncached_loads(e, k, xs, nout, cache);
-    for (int o = 0; o < nout; o++) fprintf(e->f, "        float y%d[kVec];\n", o);
+    for (int i = 0; i < nout; i++) fprintf(e->f, "        float y%d[kVec];\n", outs[i]);
     fputs("#pragma unroll\n        for (int i = 0; i < kVec; i++) {\n", e->f);
-    for (int o = 0; o < nout; o++) {
+    for (int i = 0; i < nout; i++) {
         fputs("            {\n", e->f);
-        print_expr(e, k, xs[o], m, row_acc, "                ");
-        fprintf(e->f, "                y%d[i] = v%d;\n            }\n", o, xs[o]->n - 1);
+        print_expr(e, k, xs[i], m, row_acc, "                ");
+        fprintf(e->f, "                y%d[i] = v%d;\n            }\n", outs[i], xs[i]->n - 1);
     }
     fputs("        }\n", e->f);
-    for (int o = 0; o < nout; o++) {
+    for (int i = 0; i < nout; i++) {
         char field[16];
-        snprintf(field, sizeof field, "qs%d", o);
-        fprintf(e->f, "        tsv::store_span<kVec>(q%d + b.out[%d], ", o, o);
-        print_span_stride(e, row_out(k, o), field, k->red_axis);
-        fprintf(e->f, ", k0, n, y%d);\n", o);
+        snprintf(field, sizeof field, "qs%d", outs[i]);
+        fprintf(e->f, "        tsv::store_span<kVec>(q%d + b.out[%d], ", outs[i], outs[i]);
+        print_span_stride(e, row_out(k, outs[i]), field, k->red_axis);
+        fprintf(e->f, ", k0, n, y%d);\n", outs[i]);
+    }
+    fputs("    }\n", e->f);
+}
+
+/* store_per_row(): the outputs written once per row beside per-position ones, from the stage results alone. */
+static void emit_row_store_per_row(emitter *e, const ts_kernel *k, const index_map *m) {
+    fputs("    __device__ void store_per_row(const Base &b, const float *acc) const {\n        (void)b, (void)acc;\n", e->f);
+    for (int o = 1; o <= k->nextra; o++) {
+        if (!row_out_per_row(k, o)) continue;
+        const ts_expr *x = row_out_expr(k, o);
+        fputs("        {\n            const int i = 0;\n            (void)i;\n", e->f);
+        print_expr(e, k, x, m, row_acc, "            ");
+        fprintf(e->f, "            const float y[kVec] = {v%d};\n            tsv::store_span<kVec>(q%d + b.out[%d], 1, 0, 1, y);\n        }\n",
+                x->n - 1, o, o);
     }
     fputs("    }\n", e->f);
 }
@@ -1086,7 +1140,8 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
                 row_out(k, o)->ndim ? row_out(k, o)->ndim : 1);
     fprintf(e->f, "    static constexpr int kVec = %d, kIn = %d, kStages = %d;\n", ts_kernel_span_vec(e->p, k), ncached ? ncached : 1,
             k->nstage);
-    fprintf(e->f, "    static constexpr bool kPerRow = %s;\n", k->per_row ? "true" : "false");
+    fprintf(e->f, "    static constexpr bool kPerRow = %s, kPerRowOuts = %s;\n", k->per_row ? "true" : "false",
+            row_has_per_row_outs(k) ? "true" : "false");
     fprintf(e->f, "    struct Base {\n        int64_t in[%d], out[%d], idx[%d];\n    };\n", k->nacc ? k->nacc : 1, k->nextra + 1,
             nrow ? nrow : 1);
     emit_row_bind(e, k, nrow);
@@ -1100,6 +1155,7 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     e->load_expr = (const char *const *)loads;
     emit_row_stage(e, k, &m, cache);
     emit_row_store(e, k, &m, cache);
+    if (row_has_per_row_outs(k)) emit_row_store_per_row(e, k, &m);
     e->load_expr = NULL;
     fputs("};\n\n", e->f);
     for (int s = 0; s < k->nacc; s++) free(loads[s]);

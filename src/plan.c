@@ -347,24 +347,46 @@ static int new_output(builder *b, int i, const int32_t *axes, int n, ts_dtype dt
 static ts_dtype dtype_of(const builder *b, int i) { return b->t[i].dtype < 0 ? TS_FP32 : (ts_dtype)b->t[i].dtype; }
 
 /* A MAP kernel (its output not set yet) computing the elementwise region rooted at i; its operands are
- * materialised first (which may add kernels before it). */
-static ts_kernel *map_of_region(builder *b, int i) {
+ * materialised first (which may add kernels before it). With extra, nx: the region's nodes extra[0..nx)
+ * too, as the kernel's extra outputs (their buffers not set yet). */
+static ts_kernel *map_of_region(builder *b, int i, const int *extra, int nx) {
     ts_kernel tmp = {0};
     region r = region_of(i, -1, -1);
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, i);
     free(memo);
+    for (int o = 0; o < nx; o++) { /* an expression of its own (the compiler shares what it has in common) */
+        memo = fresh_memo(b);
+        region_expr(b, &tmp, &tmp.extra_expr[o], &r, memo, extra[o]);
+        free(memo);
+    }
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
     k->acc = tmp.acc, k->nacc = tmp.nacc, k->cap_acc = tmp.cap_acc, k->expr = tmp.expr;
+    k->nextra = nx;
+    memcpy(k->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
     return k;
 }
 
-/* A MAP kernel computing the elementwise region rooted at i, into a new temporary. */
+static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, const int *stage, int ns, int *extra,
+                              int *nx, int *rowout, int *nr);
+
+/* A MAP kernel computing the elementwise region rooted at i, into a new temporary; the region's nodes that
+ * are needed outside it (a graph output, or read by other kernels: an LSTM cell's new cell state, inside
+ * its new hidden state's expression) are written by the same kernel, over the same axes. */
 static void emit_map(builder *b, int i) {
-    ts_kernel *k = map_of_region(b, i);
+    int extra[TS_KERNEL_MAX_OUTS - 1], nx = 0, nr = 0;
+    if (!b->fuse || !row_extra_outputs(b, i, -1, true, NULL, 0, extra, &nx, NULL, &nr)) nx = 0;
+    ts_kernel *k = map_of_region(b, i, extra, nx);
     int32_t axes[TS_MAX_DIMS];
     const ts_access *like = k->nacc ? widest_operand(k->acc, k->nacc, b->t[i].axes) : NULL;
     int n = order_axes(b->t[i].axes, like, axes);
+    for (int o = 0; o < nx; o++) {
+        int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype_of(b, extra[o]), axes, n);
+        k = &b->p->k[b->p->nk - 1];
+        k->extra_out[o] = contiguous_access(b, buf);
+        b->has_mat[extra[o]] = true;
+        b->mat[extra[o]] = k->extra_out[o];
+    }
     new_output(b, i, axes, n, dtype_of(b, i), k);
 }
 
@@ -550,24 +572,77 @@ static void mark_region(const builder *b, int i, bool root, bool *in) {
     for (int c = 0; c < ts_op_arity(op); c++) mark_region(b, (int)b->t[i].e.kid[c], false, in);
 }
 
-/* Elementwise nodes of the root's region spanning the whole row space that are needed outside the ROW
- * kernel (a graph output, or read by other kernels) and not yet in a buffer: the kernel writes them too. */
-static int row_extra_outputs(builder *b, int root, const int *stage, int ns, int *extra) {
-    bool *in = ts_xcalloc((size_t)b->nt + 1, sizeof *in);
+/* Whether term node i is needed outside the ROW kernel: a graph output, or read by other kernels. */
+static bool needed_outside_row(const builder *b, int root, const int *stage, int ns, int i) {
+    return b->t[i].output || refs_in_row(b, root, stage, ns, i) < b->t[i].uses;
+}
+
+/* Nodes the ROW kernel writes besides its root, needed outside it and not yet in a buffer: elementwise nodes
+ * of the root's region spanning the whole row space (extra[0..*nx)), then, unless per_row, values once per
+ * row — its stages and elementwise nodes over the row's other axes (rowout[0..*nr)). False when they are
+ * more than the kernel's outputs hold, or a stage that other kernels read cannot be written (a per-row
+ * kernel's, or one already in a buffer): that stage is computed once, by its own kernel (the root's readers
+ * read this kernel's output: Σ_o w[o,i] before a GEMV). */
+/* Whether the elementwise region rooted at i reads nothing but the stages (and constants and indices): what a
+ * value written once per row may be computed from. */
+static bool reads_only_stages(builder *b, int i, const int *stage, int ns) {
+    int cores[16], nc = 0;
+    region_cores(b, i, cores, &nc, true);
+    for (int q = 0; q < nc; q++) {
+        bool is_stage = false;
+        for (int j = 0; j < ns; j++) is_stage |= cores[q] == stage[j];
+        if (!is_stage) return false;
+    }
+    return nc < 16;
+}
+
+static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, const int *stage, int ns, int *extra,
+                              int *nx, int *rowout, int *nr) {
+    bool *in = ts_xcalloc((size_t)b->nt + 1, sizeof *in), ok = true;
     mark_region(b, root, true, in);
-    int n = 0;
-    for (int i = root - 1; i >= 0; i--) {
+    const uint64_t whole = b->t[root].axes, row = k >= 0 ? whole & ~(1ull << k) : 0;
+    *nx = *nr = 0;
+    for (int i = root - 1; i >= 0 && ok; i--) {
         const tnode *t = &b->t[i];
-        if (!in[i] || t->axes != b->t[root].axes || b->has_mat[i]) continue;
-        if (!t->output && refs_in_row(b, root, stage, ns, i) >= t->uses) continue;
-        if (n == TS_KERNEL_MAX_OUTS - 1) {
-            n = -1;
-            break;
-        }
-        extra[n++] = i;
+        bool span = t->axes == whole, per = !per_row && t->axes == row && reads_only_stages(b, i, stage, ns);
+        if (!in[i] || !(span || per) || b->has_mat[i] || !needed_outside_row(b, root, stage, ns, i)) continue;
+        if (*nx + *nr == TS_KERNEL_MAX_OUTS - 1) ok = false;
+        else if (span) extra[(*nx)++] = i;
+        else rowout[(*nr)++] = i;
+    }
+    for (int j = 0; j < ns && ok; j++) { /* a stage needed elsewhere too (the root's readers read the output) */
+        const int c = stage[j];
+        if (c == root || !needed_outside_row(b, root, stage, ns, c)) continue;
+        bool read_elsewhere = refs_in_row(b, root, stage, ns, c) < b->t[c].uses;
+        if (per_row || b->has_mat[c]) ok = !read_elsewhere; /* a returned one is computed by its own kernel */
+        else if (*nx + *nr == TS_KERNEL_MAX_OUTS - 1) ok = false;
+        else rowout[(*nr)++] = c;
     }
     free(in);
-    return n;
+    return ok;
+}
+
+/* Row reductions along k over the rows of `space` that the region does not need but the graph returns (a
+ * row's max beside its normalised elements), appended to stage[0..ns) while there is room and sorted
+ * operands first: the kernel computes them in stages of their own and writes them once per row, rather
+ * than another kernel re-reading the rows. Returns the new count. */
+static int row_siblings(builder *b, int root, int32_t k, uint64_t space, int *stage, int ns) {
+    for (int c = 0; c < b->nt && ns < TS_ROW_MAX_STAGES; c++) {
+        const tnode *t = &b->t[c];
+        if (!t->output || b->has_mat[c] || t->axes != (space & ~(1ull << k)) || !row_stage(b, c, space, k)) continue;
+        bool dup = false;
+        for (int j = 0; j < ns; j++) dup |= stage[j] == c;
+        bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
+        bool after_root = needs_node(b, c, root, seen);
+        free(seen);
+        if (!dup && !after_root) stage[ns++] = c;
+    }
+    for (int x = 1; x < ns; x++)
+        for (int y = x; y > 0 && stage[y - 1] > stage[y]; y--) {
+            int t = stage[y];
+            stage[y] = stage[y - 1], stage[y - 1] = t;
+        }
+    return ns;
 }
 
 /* Whether every value the elementwise region rooted at i reads along axis k spans all of `space` — a row
@@ -605,12 +680,10 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
         for (int a = 0; a < ts_op_arity((ts_op)t->e.op); a++)
             if (!reads_whole_rows(b, (int)t->e.kid[a], true, b->t[root].axes | (1ull << k), k)) return false;
     }
-    for (int j = 0; j < ns; j++) /* a stage read elsewhere too is computed once, by its own kernel (the root's
-                                  * readers read this kernel's output: Σ_o w[o,i] before a GEMV) */
-        if (stage[j] != root && refs_in_row(b, root, stage, ns, stage[j]) < b->t[stage[j]].uses) return false;
-    int extra[TS_KERNEL_MAX_OUTS - 1];
-    int nx = row_extra_outputs(b, root, stage, ns, extra);
-    if (nx < 0) return false;
+    if (!per_row) ns = row_siblings(b, root, k, b->t[root].axes | (1ull << k), stage, ns);
+    int extra[TS_KERNEL_MAX_OUTS - 1], rowout[TS_KERNEL_MAX_OUTS - 1], nx, nr;
+    if (!row_extra_outputs(b, root, k, per_row, stage, ns, extra, &nx, rowout, &nr)) return false;
+    for (int o = 0; o < nr; o++) extra[nx + o] = rowout[o];
     ts_kernel tmp = {0};
     region stages = {.root = root, .ncore = ns};
     memcpy(stages.core, stage, sizeof(int) * (size_t)ns);
@@ -618,7 +691,7 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &stages, memo, root);
     free(memo);
-    for (int o = 0; o < nx; o++) {
+    for (int o = 0; o < nx + nr; o++) {
         memo = fresh_memo(b);
         region r = stages;
         r.root = extra[o];
@@ -627,19 +700,26 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     }
     ts_kernel *kr = new_kernel(b, TS_KERNEL_ROW);
     kr->acc = tmp.acc, kr->nacc = tmp.nacc, kr->cap_acc = tmp.cap_acc, kr->expr = tmp.expr;
-    kr->nstage = ns, kr->nextra = nx, kr->red_axis = k, kr->per_row = per_row;
+    kr->nstage = ns, kr->nextra = nx + nr, kr->red_axis = k, kr->per_row = per_row;
     kr->columns = rows_are_columns(kr, b->t[root].axes & ~(1ull << k), k);
     memcpy(kr->stage, tmp.stage, sizeof tmp.stage);
     memcpy(kr->stage_combine, tmp.stage_combine, sizeof tmp.stage_combine);
     memcpy(kr->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
     int32_t axes[TS_MAX_DIMS];
-    int n = order_axes(b->t[root].axes, widest_operand(kr->acc, kr->nacc, b->t[root].axes), axes);
-    for (int o = 0; o < nx; o++) {
-        int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype_of(b, extra[o]), axes, n);
+    int n = order_axes(b->t[root].axes, widest_operand(kr->acc, kr->nacc, b->t[root].axes), axes), nrow = 0;
+    int32_t row_axes[TS_MAX_DIMS]; /* a per-row output's: the row's other axes, in the same order */
+    for (int d = 0; d < n; d++)
+        if (axes[d] != k) row_axes[nrow++] = axes[d];
+    for (int o = 0; o < nx + nr; o++) {
+        const int x = extra[o];
+        const ts_dtype dt = is_reduction((ts_op)b->t[x].e.op) ? reduction_dtype(b, x) : dtype_of(b, x);
+        int buf = o < nx ? ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dt, axes, n)
+                         : ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dt, row_axes, nrow);
         kr = &b->p->k[b->p->nk - 1];
         kr->extra_out[o] = contiguous_access(b, buf);
-        b->has_mat[extra[o]] = true;
-        b->mat[extra[o]] = kr->extra_out[o];
+        kr->extra_per_row[o] = o >= nx;
+        b->has_mat[x] = true;
+        b->mat[x] = kr->extra_out[o];
     }
     bool ends_reduced = is_reduction((ts_op)b->t[root].e.op); /* the root is the last stage itself */
     new_output(b, root, axes, n, ends_reduced ? reduction_dtype(b, root) : dtype_of(b, root), kr);
@@ -1363,7 +1443,7 @@ static void emit_update(builder *b, int i) {
     if (b->fuse && src >= 0 && b->t[value].uses == 1 && b->t[src].uses == 1 && !b->has_mat[src] &&
         !b->t[src].cut && is_elementwise((ts_op)b->t[src].e.op) && access_through_merge(b, value, &out, &through))
         value = src, out = through;
-    ts_kernel *k = map_of_region(b, value);
+    ts_kernel *k = map_of_region(b, value, NULL, 0);
     k->out = out;
     b->has_mat[i] = true;
     b->mat[i] = dest;
@@ -1459,6 +1539,21 @@ static void contractions_of_products(builder *b) {
     }
 }
 
+/* Whether output root a is lowered before output root c: outputs that others are computed from last (the
+ * kernel of `norm(x + r)` also writes `x + r`); of two independent ones, the one over more axes first (the
+ * row kernel of a normalised row also computes the row's max that the graph returns: row_siblings); else
+ * the later term first. */
+static bool lowered_before(builder *b, int a, int c) {
+    bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
+    bool a_needs_c = needs_node(b, a, c, seen);
+    memset(seen, 0, sizeof *seen * ((size_t)b->nt + 1));
+    bool c_needs_a = needs_node(b, c, a, seen);
+    free(seen);
+    if (a_needs_c != c_needs_a) return a_needs_c;
+    int na = __builtin_popcountll(b->t[a].axes), nc = __builtin_popcountll(b->t[c].axes);
+    return na != nc ? na > nc : a > c;
+}
+
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err) {
     builder b = {.x = x, .views2 = views2, .mark = mark, .fuse = fuse, .p = p};
@@ -1481,9 +1576,8 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
     for (int i = 0; i < x->g->ninputs; i++) b.input_buf[i] = -1;
     int order[64], nout = x->g->noutputs < 64 ? x->g->noutputs : 64;
     for (int o = nout - 1; o >= 0; o--) b.t[roots[o]].output = true, b.t[roots[o]].output_index = (int8_t)o, order[o] = o;
-    /* outputs that others are computed from last: the kernel of `norm(x + r)` also writes `x + r` */
     for (int i = 1; i < nout; i++)
-        for (int j = i; j > 0 && roots[order[j - 1]] < roots[order[j]]; j--) {
+        for (int j = i; j > 0 && lowered_before(&b, roots[order[j]], roots[order[j - 1]]); j--) {
             int t = order[j];
             order[j] = order[j - 1], order[j - 1] = t;
         }

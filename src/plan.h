@@ -154,6 +154,9 @@ typedef struct {
     int nextra;                                    /* outputs besides out/expr */
     ts_access extra_out[TS_KERNEL_MAX_OUTS - 1];
     ts_expr extra_expr[TS_KERNEL_MAX_OUTS - 1];
+    bool extra_per_row[TS_KERNEL_MAX_OUTS - 1]; /* ROW (not per_row): this output spans the row's other axes only
+                                                 * and is written once per row from the stage results (a row's
+                                                 * max or mean returned beside its normalised elements) */
     /* GEMM with row statistics of A (prologue fusion, src/rowstat.c): nstage reductions over red_axis of A's
      * rows — stage[j] a term of one element of A (LOAD slot a; no ACC), combined by stage_combine[j] (SUM or
      * MAX) while A's tiles stream through the kernel — then nrowstat values per row, rowstat[o] reading ACC j

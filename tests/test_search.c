@@ -169,6 +169,60 @@ Test(search, a_layernorm_after_a_gemm_is_the_gemm_and_one_row_kernel) {
     free_compiled(&cg);
 }
 
+/* Per-row values the graph returns beside the normalised rows — a row max it does not otherwise need, a row
+ * mean it subtracts — are written once per row by the same row kernel (extra_per_row), not by a second
+ * kernel re-reading every row (held-out gemm_max_sub_gelu: GEMM, a row kernel for the max, another for
+ * the rest; bench/NOTES.md run 114, 0.93x torch.compile). */
+Test(search, per_row_values_returned_beside_a_normalised_row_are_written_by_its_row_kernel) {
+    const char *ops[] = {"  - {name: R, op: reduce_max, args: [Hb], axis: n}\n  - {name: Mu, op: mean, args: [Hb], axis: n}\n"
+                         "  - {name: D, op: sub, args: [Hb, Mu]}\n  - {name: Y, op: gelu, args: [D]}\noutputs: [Y, R]\n",
+                         "  - {name: Mu, op: mean, args: [Hb], axis: n}\n  - {name: D, op: sub, args: [Hb, Mu]}\n"
+                         "  - {name: Y, op: relu, args: [D]}\noutputs: [Mu, Y]\n"};
+    for (int g = 0; g < 2; g++) {
+        compiled_graph cg;
+        char *yaml = ts_strfmt("graph: g\naxes: {m: 2048, k: 4096, n: 2048}\n"
+                               "inputs:\n  X: {dtype: fp16, shape: [m, k]}\n  W: {dtype: fp16, shape: [k, n]}\n"
+                               "  b: {dtype: fp16, shape: [n]}\n"
+                               "ops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n  - {name: Hb, op: add, args: [H, b]}\n%s",
+                               ops[g]);
+        compile_yaml(&cg, yaml);
+        free(yaml);
+        char *best = best_plan(&cg);
+        cr_assert_str_eq(best, "gemm [m,n] over k; row [m,n] over n", "graph %d", g);
+        const ts_plan *p = &cg.out.plans[0];
+        const ts_kernel *r = &p->k[1];
+        cr_assert_eq(r->nextra, 1, "graph %d", g);
+        cr_assert(r->extra_per_row[0], "graph %d: the per-row value is written once per row", g);
+        const ts_buffer *B = &p->buf[r->extra_out[0].buf];
+        cr_assert_eq(B->kind, TS_BUF_OUTPUT, "graph %d: written straight into the graph's output", g);
+        cr_assert_eq(B->ndim, 1);
+        cr_assert_str_eq(axis_name(&cg, B->axis[0]), "m");
+        free(best);
+        free_compiled(&cg);
+    }
+}
+
+/* An elementwise value the graph returns that another returned value is computed from — an LSTM cell's new
+ * cell state inside its new hidden state — is written by the same MAP kernel as an extra output, not
+ * recomputed by a second one (bench/heldout/lstm.yaml: GEMM, then one map, not two). */
+Test(search, an_elementwise_output_inside_another_is_written_by_the_same_map) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 512, d: 1024}\n"
+                      "inputs:\n  A: {dtype: fp16, shape: [b, d]}\n  B: {dtype: fp16, shape: [b, d]}\n"
+                      "  C: {dtype: fp16, shape: [b, d]}\n"
+                      "ops:\n  - {name: SA, op: sigmoid, args: [A]}\n  - {name: TB, op: tanh, args: [B]}\n"
+                      "  - {name: C2, op: add, args: [C, SA]}\n  - {name: C3, op: mul, args: [C2, TB]}\n"
+                      "  - {name: T, op: tanh, args: [C3]}\n  - {name: H, op: mul, args: [SA, T]}\noutputs: [H, C3]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "map [b,d]");
+    const ts_plan *p = &cg.out.plans[0];
+    cr_assert_eq(p->k[0].nextra, 1);
+    cr_assert_eq(p->buf[p->k[0].out.buf].kind, TS_BUF_OUTPUT);
+    cr_assert_eq(p->buf[p->k[0].extra_out[0].buf].kind, TS_BUF_OUTPUT, "the cell state goes straight to its output");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* A reduction whose operand holds an earlier reduction along the same rows is the last stage of one
  * per-row kernel (it was a REDUCE kernel reading the max from a second one: two passes over X). */
 Test(search, a_sum_over_rows_of_a_max_shifted_square_is_one_per_row_kernel) {

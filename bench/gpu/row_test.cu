@@ -53,7 +53,7 @@ struct OneOperandRows {
 // y = x · rsqrt(mean(x²) + eps) · g
 struct RmsNormGain : OneOperandRows {
     static constexpr int kStages = 1;
-    static constexpr bool kPerRow = false;
+    static constexpr bool kPerRow = false, kPerRowOuts = false;
     const __half *g;
     __half *y;
     float inv_len;
@@ -86,7 +86,7 @@ __device__ __forceinline__ void mean_then_centred_squares(int j, const float (&x
 // y = (x − mean) · rsqrt(var + eps) · g + beta; stage 0 Σx, stage 1 Σ(x − acc0/n)²
 struct LayerNorm : OneOperandRows {
     static constexpr int kStages = 2;
-    static constexpr bool kPerRow = false;
+    static constexpr bool kPerRow = false, kPerRowOuts = false;
     const __half *g, *beta;
     __half *y;
     float inv_len;
@@ -109,7 +109,7 @@ struct LayerNorm : OneOperandRows {
 // y = 2^(c(x − max)) / Σ 2^(c(x − max)); stage 0 max x, stage 1 Σ 2^(c(x − acc0))
 struct Softmax : OneOperandRows {
     static constexpr int kStages = 2;
-    static constexpr bool kPerRow = false;
+    static constexpr bool kPerRow = false, kPerRowOuts = false;
     __half *y;
     __device__ static constexpr int combine(int j) { return j == 0 ? tsw::kMax : tsw::kSum; }
     __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
@@ -128,7 +128,7 @@ struct Softmax : OneOperandRows {
 // h = x + r; y = h · rsqrt(mean(h²) + eps) · g (both written)
 struct ResidualRmsNorm {
     static constexpr int kVec = 8, kIn = 2, kStages = 1;
-    static constexpr bool kPerRow = false;
+    static constexpr bool kPerRow = false, kPerRowOuts = false;
     const __half *x, *r, *g;
     __half *h, *y;
     int64_t ld;
@@ -162,7 +162,7 @@ struct ResidualRmsNorm {
 // (kPerRow: s[f] = Σ_n x[n, f]).
 template <bool PER_ROW> struct ColumnNorm {
     static constexpr int kVec = 8, kIn = 1, kStages = PER_ROW ? 1 : 2;
-    static constexpr bool kPerRow = PER_ROW;
+    static constexpr bool kPerRow = PER_ROW, kPerRowOuts = false;
     const __half *x, *g, *beta;
     __half *y;
     int64_t ld;  // f: the stride along the row axis

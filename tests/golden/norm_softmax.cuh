@@ -121,7 +121,7 @@ struct K0 {
     __half *q0;
     int64_t qo0, qs0[2];
     static constexpr int kVec = 8, kIn = 1, kStages = 3;
-    static constexpr bool kPerRow = false;
+    static constexpr bool kPerRow = false, kPerRowOuts = false;
     struct Base {
         int64_t in[2], out[1], idx[1];
     };
