@@ -658,6 +658,15 @@ static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space,
     return true;
 }
 
+/* Whether reduction c is a sum or max whose operand reads whole rows of one tensor along its axis (not a
+ * contraction, nor a sum of products broadcast as a GEMM's). */
+static bool reduces_whole_rows(const builder *b, int c) {
+    const tnode *t = &b->t[c];
+    if (t->e.op != TS_OP_REDUCE_SUM && t->e.op != TS_OP_REDUCE_MAX) return false;
+    const int32_t k = (int32_t)t->e.param[0];
+    return reads_whole_rows(b, (int)t->e.kid[0], true, t->axes | (1ull << k), k);
+}
+
 /* Tries to cover region `root` with a ROW kernel: per row along the innermost axis of the region that its
  * reductions reduce over, the reductions in stages, then the region (and the nodes others need) written
  * over the whole row. per_row: the region does not span the reductions' axis (log-sum-exp: [m] from rows
@@ -1307,13 +1316,17 @@ static void emit_region(builder *b, int i) {
      * several reductions in the region, or one whose operand holds the earlier stages, as Σ (x - max x)² */
     if (b->fuse && try_row(b, i, true, 2)) return;
     /* one reduction whose finish reads only tensors over the reduction's output axes; preferably one that
-     * nothing else reads (a max that a sum also needs is computed once, into a buffer, and loaded) */
+     * nothing else reads (a max that a sum also needs is computed once, into a buffer, and loaded). When
+     * fusing, the finish of a sum or max of whole rows of one tensor may read other values but not other
+     * reductions (a per-row bias added to a row's max: one kernel; two reductions are the row kernels'
+     * business, a contraction or a sum of broadcast products with a bias a GEMM's) */
     for (int q = 0; q < 2 * nc; q++) {
         int j = q % nc;
         if (!is_reduction((ts_op)b->t[cores[j]].e.op) || (q < nc && !used_only_in_region(b, i, cores[j]))) continue;
-        bool fits = nc == 1 || !b->fuse;
+        bool fits = nc == 1 || !b->fuse || reduces_whole_rows(b, cores[j]);
         for (int o = 0; o < nc && fits; o++)
-            fits = o == j || !(b->t[cores[o]].axes & ~b->t[cores[j]].axes);
+            fits = o == j || (!(b->t[cores[o]].axes & ~b->t[cores[j]].axes) &&
+                              (!b->fuse || !is_reduction((ts_op)b->t[cores[o]].e.op)));
         if (fits && (i == cores[j] || b->fuse)) {
             if (i == cores[j] && b->t[i].e.op == TS_OP_CONTRACT && try_gemm(b, i, i, -1)) return;
             if (b->fuse && b->t[cores[j]].as_row && try_row(b, i, true, 1)) return;

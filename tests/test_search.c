@@ -223,6 +223,20 @@ Test(search, an_elementwise_output_inside_another_is_written_by_the_same_map) {
     free_compiled(&cg);
 }
 
+/* A row's minimum plus a per-row bias (KernelBench's GroupNorm + min + bias tail) is one kernel: the finish
+ * of a reduction may read per-row tensors (it was a reduction, then a map over [b] for the add). */
+Test(search, a_row_reduction_finished_with_a_per_row_tensor_is_one_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 2048, f: 4096}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [b, f]}\n  c: {dtype: fp16, shape: [b]}\n"
+                      "ops:\n  - {name: Nn, op: neg, args: [X]}\n  - {name: Mx, op: reduce_max, args: [Nn], axis: f}\n"
+                      "  - {name: Mn, op: neg, args: [Mx]}\n  - {name: Y, op: add, args: [Mn, c]}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_eq(cg.out.plans[0].nk, 1, "%s", best);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* A reduction whose operand holds an earlier reduction along the same rows is the last stage of one
  * per-row kernel (it was a REDUCE kernel reading the max from a second one: two passes over X). */
 Test(search, a_sum_over_rows_of_a_max_shifted_square_is_one_per_row_kernel) {
