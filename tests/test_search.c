@@ -531,6 +531,26 @@ Test(search, a_gemm_over_rows_not_16_byte_aligned_reads_padded_copies) {
     free_compiled(&cg);
 }
 
+/* A run-time batch with rows of a static 2500: still copied, the copy's workspace a multiple of the batch
+ * (2504 · 2 bytes a row). */
+Test(search, a_gemm_over_a_runtime_batch_of_unaligned_rows_reads_a_padded_copy) {
+    compiled_graph cg;
+    char *yaml = ts_strfmt("graph: g\naxes: {b: {dynamic: true, typical: 1000}, i: 2500, o: 3000}\n"
+                           "inputs:\n  X: {dtype: fp16, shape: [b, i]}\n  W: {dtype: fp16, shape: [i, o]}\n"
+                           "ops:\n  - {name: Y, op: matmul, args: [X, W], over: i}\noutputs: [Y]\n");
+    compile_yaml(&cg, yaml);
+    free(yaml);
+    const ts_plan *p = &cg.out.plans[0];
+    cr_assert(strstr(p->name, "+padded"), "%s", p->name);
+    cr_assert_eq(p->k[0].kind, TS_KERNEL_MAP);
+    ts_dyn dyn;
+    cr_assert_eq(ts_dyn_of(&cg.c.g, &dyn), 0);
+    ts_sym bytes = ts_workspace_buffer_bytes(p, &cg.c.g, &dyn, p->k[0].out.buf);
+    int64_t at[TS_SYM_MAX_DYN] = {7};
+    cr_assert_eq(ts_sym_eval(&bytes, at), 7 * 2504 * 2, "%lld", (long long)ts_sym_eval(&bytes, at));
+    free_compiled(&cg);
+}
+
 /* Where the rows are aligned (2496 = 312·8) or the width is a run-time size, nothing is copied. */
 Test(search, aligned_or_dynamic_gemm_operands_are_not_copied) {
     const char *widths[] = {"2496", "{dynamic: true, typical: 2500}"};
