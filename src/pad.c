@@ -6,9 +6,11 @@
 
 #include "util.h"
 
-/* An operand access already given a padded copy in this pass, and the access the GEMMs read it with. */
+/* An operand access already given a padded copy in this pass, the access the GEMMs read it with, and the
+ * copy kernel's index (later insertions all come after it). */
 typedef struct {
     ts_access from, to;
+    int kernel;
 } padded;
 
 typedef struct {
@@ -36,8 +38,9 @@ static int moving_dims(const padder *pd, const ts_access *a, int *dims) {
     return n;
 }
 
-/* Whether a can be copied into a padded temporary: a unit-stride innermost axis of static size that is
- * not already a multiple of 8 apart or aligned, no negative stride, at least two moving dims. */
+/* Whether a can be copied into a padded temporary: not chunked already, no negative stride, and its
+ * innermost moving dim of unit stride over an axis of static size (one moving dim: a vector whose offset
+ * the copy moves to 0). */
 static bool paddable(const padder *pd, const ts_access *a, int *dims, int *n) {
     if (ts_access_chunked(a)) return false;
     for (int d = 0; d < a->ndim; d++)
@@ -79,6 +82,14 @@ static ts_access copy_padded(padder *pd, const ts_access *a, const int *dims, in
     return to;
 }
 
+/* Whether a kernel after `from` and before `to` writes buffer b (an in-place update: a copy made before it
+ * is stale after it). */
+static bool written_between(const ts_plan *p, int b, int from, int to) {
+    for (int i = from + 1; i < to; i++)
+        if (ts_kernel_writes(&p->k[i], b)) return true;
+    return false;
+}
+
 /* GEMM kernel gi's operand slot s read from a padded copy (made now, before gi, or shared with an earlier
  * GEMM); whether it was. gi is where the GEMM is after any insertion (*gi moves down one). */
 static bool pad_slot(padder *pd, int *gi, int s) {
@@ -87,14 +98,14 @@ static bool pad_slot(padder *pd, int *gi, int s) {
     int dims[TS_MAX_DIMS], n;
     if (!paddable(pd, &a, dims, &n)) return false;
     for (int i = 0; i < pd->n; i++)
-        if (memcmp(&pd->done[i].from, &a, sizeof a) == 0) {
+        if (memcmp(&pd->done[i].from, &a, sizeof a) == 0 && !written_between(pd->p, a.buf, pd->done[i].kernel, *gi)) {
             pd->p->k[*gi].acc[s] = pd->done[i].to;
             return true;
         }
     ts_access to = copy_padded(pd, &a, dims, n, *gi);
-    (*gi)++;
     TS_GROW(pd->done, pd->n, pd->cap);
-    pd->done[pd->n++] = (padded){a, to};
+    pd->done[pd->n++] = (padded){a, to, *gi};
+    (*gi)++;
     pd->p->k[*gi].acc[s] = to;
     return true;
 }
