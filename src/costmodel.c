@@ -248,30 +248,19 @@ static double window_share(const ts_kernel *k, double tq, double tkv, double *lo
     return tq > 0 && tkv > 0 ? fmin(0.5 + 0.5 * bm / tkv, keys / (tq * tkv)) : 0.5;
 }
 
-/* GEMM k's operand accesses (A, B, its dual B, the second pair's); how many. */
-static int gemm_operands(const ts_kernel *k, const ts_access **ops) {
-    const int slots[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
-    int n = 0;
-    for (int i = 0; i < 5; i++)
-        if (slots[i] >= 0) ops[n++] = &k->acc[slots[i]];
-    return n;
-}
-
 int ts_costmodel_gemm_unchunked_slot(const ts_kernel *k) {
-    const ts_access *ops[5];
-    int n = gemm_operands(k, ops);
+    int slots[5], n = ts_gemm_operand_slots(k, slots);
     for (int i = 0; i < n; i++)
-        if (!ts_access_chunked(ops[i])) return (int)(ops[i] - k->acc);
+        if (!ts_access_chunked(&k->acc[slots[i]])) return slots[i];
     return -1;
 }
 
 /* The bytes GEMM k's loaders move at a time (gemm.cuh gemm_loader_bytes): 16 when every operand is chunked,
  * else 4 when every one is paired, else 0 (element-wise). */
 static int gemm_loader_bytes(const ts_kernel *k) {
-    const ts_access *ops[5];
-    int n = gemm_operands(k, ops), bytes = 16;
+    int slots[5], n = ts_gemm_operand_slots(k, slots), bytes = 16;
     for (int i = 0; i < n; i++)
-        if (!ts_access_chunked(ops[i])) bytes = ts_access_paired(ops[i]) && bytes ? 4 : 0;
+        if (!ts_access_chunked(&k->acc[slots[i]])) bytes = ts_access_paired(&k->acc[slots[i]]) && bytes ? 4 : 0;
     return bytes;
 }
 

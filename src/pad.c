@@ -91,40 +91,30 @@ static bool written_between(const ts_plan *p, int b, int from, int to) {
 }
 
 /* GEMM kernel gi's operand slot s read from a padded copy (made now, before gi, or shared with an earlier
- * GEMM); whether it was. gi is where the GEMM is after any insertion (*gi moves down one). */
-static bool pad_slot(padder *pd, int *gi, int s) {
-    if (s < 0) return false;
+ * GEMM) where it is paddable. *gi is where the GEMM is after any insertion (*gi moves down one). */
+static void pad_slot(padder *pd, int *gi, int s) {
     const ts_access a = pd->p->k[*gi].acc[s];
     int dims[TS_MAX_DIMS], n;
-    if (!paddable(pd, &a, dims, &n)) return false;
+    if (!paddable(pd, &a, dims, &n)) return;
     for (int i = 0; i < pd->n; i++)
         if (memcmp(&pd->done[i].from, &a, sizeof a) == 0 && !written_between(pd->p, a.buf, pd->done[i].kernel, *gi)) {
             pd->p->k[*gi].acc[s] = pd->done[i].to;
-            return true;
+            return;
         }
     ts_access to = copy_padded(pd, &a, dims, n, *gi);
     TS_GROW(pd->done, pd->n, pd->cap);
     pd->done[pd->n++] = (padded){a, to, *gi};
     (*gi)++;
     pd->p->k[*gi].acc[s] = to;
-    return true;
-}
-
-/* The operand slots of GEMM k. */
-static int gemm_slots(const ts_kernel *k, int *slots) {
-    int n = 0;
-    slots[n++] = k->a, slots[n++] = k->b0, slots[n++] = k->b1;
-    if (k->two_k) slots[n++] = k->a2, slots[n++] = k->b2;
-    return n;
 }
 
 /* Whether plan p has an operand to pad (without changing anything). */
 static bool anything_to_pad(padder *pd, const ts_plan *p) {
     for (int i = 0; i < p->nk; i++) {
         if (p->k[i].kind != TS_KERNEL_GEMM) continue;
-        int slots[5], n = gemm_slots(&p->k[i], slots), dims[TS_MAX_DIMS], nd;
+        int slots[5], n = ts_gemm_operand_slots(&p->k[i], slots), dims[TS_MAX_DIMS], nd;
         for (int j = 0; j < n; j++)
-            if (slots[j] >= 0 && paddable(pd, &p->k[i].acc[slots[j]], dims, &nd)) return true;
+            if (paddable(pd, &p->k[i].acc[slots[j]], dims, &nd)) return true;
     }
     return false;
 }
@@ -138,7 +128,7 @@ bool ts_plan_with_padded_operands(const ts_plan *p, const ts_graph *g, ts_plan *
     pd.p = out;
     for (int gi = 0; gi < out->nk; gi++) {
         if (out->k[gi].kind != TS_KERNEL_GEMM) continue;
-        int slots[5], n = gemm_slots(&out->k[gi], slots);
+        int slots[5], n = ts_gemm_operand_slots(&out->k[gi], slots);
         for (int j = 0; j < n; j++) pad_slot(&pd, &gi, slots[j]);
     }
     free(pd.done);

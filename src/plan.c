@@ -216,6 +216,14 @@ int32_t ts_access_unit_axis(const ts_access *a) {
     return -1;
 }
 
+int ts_gemm_operand_slots(const ts_kernel *k, int *slots) {
+    const int all[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
+    int n = 0;
+    for (int i = 0; i < 5; i++)
+        if (all[i] >= 0) slots[n++] = all[i];
+    return n;
+}
+
 /* Whether a's constant offset and non-unit strides are multiples of `elems`. */
 static bool access_steps_of(const ts_access *a, int64_t elems) {
     int64_t v;
@@ -344,6 +352,16 @@ static int new_output(builder *b, int i, const int32_t *axes, int n, ts_dtype dt
     return buf;
 }
 
+/* Extra output o of the kernel just added (the plan's last) writes node i into a fresh contiguous temporary
+ * of `dtype` over axes[0..n), where later kernels read it. */
+static void add_extra_output(builder *b, int o, int i, ts_dtype dtype, const int32_t *axes, int n) {
+    int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype, axes, n);
+    ts_kernel *k = &b->p->k[b->p->nk - 1];
+    k->extra_out[o] = contiguous_access(b, buf);
+    b->has_mat[i] = true;
+    b->mat[i] = k->extra_out[o];
+}
+
 static ts_dtype dtype_of(const builder *b, int i) { return b->t[i].dtype < 0 ? TS_FP32 : (ts_dtype)b->t[i].dtype; }
 
 /* A MAP kernel (its output not set yet) computing the elementwise region rooted at i; its operands are
@@ -380,14 +398,8 @@ static void emit_map(builder *b, int i) {
     int32_t axes[TS_MAX_DIMS];
     const ts_access *like = k->nacc ? widest_operand(k->acc, k->nacc, b->t[i].axes) : NULL;
     int n = order_axes(b->t[i].axes, like, axes);
-    for (int o = 0; o < nx; o++) {
-        int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype_of(b, extra[o]), axes, n);
-        k = &b->p->k[b->p->nk - 1];
-        k->extra_out[o] = contiguous_access(b, buf);
-        b->has_mat[extra[o]] = true;
-        b->mat[extra[o]] = k->extra_out[o];
-    }
-    new_output(b, i, axes, n, dtype_of(b, i), k);
+    for (int o = 0; o < nx; o++) add_extra_output(b, o, extra[o], dtype_of(b, extra[o]), axes, n);
+    new_output(b, i, axes, n, dtype_of(b, i), &b->p->k[b->p->nk - 1]);
 }
 
 /* ---- REDUCE ------------------------------------------------------------------------------------ */
@@ -505,6 +517,15 @@ static bool row_stage(const builder *b, int c, uint64_t axes, int32_t k) {
     return true;
 }
 
+/* Stages sorted by term index: operands before their users, so that a stage may read earlier ones. */
+static void sort_stages(int *stage, int n) {
+    for (int x = 1; x < n; x++)
+        for (int y = x; y > 0 && stage[y - 1] > stage[y]; y--) {
+            int t = stage[y];
+            stage[y] = stage[y - 1], stage[y - 1] = t;
+        }
+}
+
 /* The stages of a ROW kernel computing region `root`: reductions along k among the region's leaves and,
  * transitively, among their operands' leaves, each used only there (a reduction also read elsewhere is
  * computed once by its own kernel and loaded). Sorted kids first, so a stage may read earlier ones. */
@@ -525,11 +546,7 @@ static int row_stages(builder *b, int root, int32_t k, uint64_t axes, int *stage
             if (nc == 16 && before == 16) return -1;
         }
     }
-    for (int x = 1; x < n; x++) /* insertion sort by term index: operands before their users */
-        for (int y = x; y > 0 && stage[y - 1] > stage[y]; y--) {
-            int t = stage[y];
-            stage[y] = stage[y - 1], stage[y - 1] = t;
-        }
+    sort_stages(stage, n);
     return n;
 }
 
@@ -577,12 +594,6 @@ static bool needed_outside_row(const builder *b, int root, const int *stage, int
     return b->t[i].output || refs_in_row(b, root, stage, ns, i) < b->t[i].uses;
 }
 
-/* Nodes the ROW kernel writes besides its root, needed outside it and not yet in a buffer: elementwise nodes
- * of the root's region spanning the whole row space (extra[0..*nx)), then, unless per_row, values once per
- * row — its stages and elementwise nodes over the row's other axes (rowout[0..*nr)). False when they are
- * more than the kernel's outputs hold, or a stage that other kernels read cannot be written (a per-row
- * kernel's, or one already in a buffer): that stage is computed once, by its own kernel (the root's readers
- * read this kernel's output: Σ_o w[o,i] before a GEMV). */
 /* Whether the elementwise region rooted at i reads nothing but the stages (and constants and indices): what a
  * value written once per row may be computed from. */
 static bool reads_only_stages(builder *b, int i, const int *stage, int ns) {
@@ -596,6 +607,12 @@ static bool reads_only_stages(builder *b, int i, const int *stage, int ns) {
     return nc < 16;
 }
 
+/* Nodes the ROW kernel writes besides its root, needed outside it and not yet in a buffer: elementwise nodes
+ * of the root's region spanning the whole row space (extra[0..*nx)), then, unless per_row, values once per
+ * row — its stages and elementwise nodes over the row's other axes (rowout[0..*nr)). False when they are
+ * more than the kernel's outputs hold, or a stage that other kernels read cannot be written (a per-row
+ * kernel's, or one already in a buffer): that stage is computed once, by its own kernel (the root's readers
+ * read this kernel's output: Σ_o w[o,i] before a GEMV). */
 static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, const int *stage, int ns, int *extra,
                               int *nx, int *rowout, int *nr) {
     bool *in = ts_xcalloc((size_t)b->nt + 1, sizeof *in), ok = true;
@@ -637,11 +654,7 @@ static int row_siblings(builder *b, int root, int32_t k, uint64_t space, int *st
         free(seen);
         if (!dup && !after_root) stage[ns++] = c;
     }
-    for (int x = 1; x < ns; x++)
-        for (int y = x; y > 0 && stage[y - 1] > stage[y]; y--) {
-            int t = stage[y];
-            stage[y] = stage[y - 1], stage[y - 1] = t;
-        }
+    sort_stages(stage, ns);
     return ns;
 }
 
@@ -722,13 +735,10 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     for (int o = 0; o < nx + nr; o++) {
         const int x = extra[o];
         const ts_dtype dt = is_reduction((ts_op)b->t[x].e.op) ? reduction_dtype(b, x) : dtype_of(b, x);
-        int buf = o < nx ? ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dt, axes, n)
-                         : ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dt, row_axes, nrow);
+        if (o < nx) add_extra_output(b, o, x, dt, axes, n);
+        else add_extra_output(b, o, x, dt, row_axes, nrow);
         kr = &b->p->k[b->p->nk - 1];
-        kr->extra_out[o] = contiguous_access(b, buf);
         kr->extra_per_row[o] = o >= nx;
-        b->has_mat[x] = true;
-        b->mat[x] = kr->extra_out[o];
     }
     bool ends_reduced = is_reduction((ts_op)b->t[root].e.op); /* the root is the last stage itself */
     new_output(b, root, axes, n, ends_reduced ? reduction_dtype(b, root) : dtype_of(b, root), kr);

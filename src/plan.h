@@ -271,6 +271,9 @@ int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k);
 
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);
+/* GEMM k's operand access slots — A, B, its dual B, the second pair's A and B, those it has — into slots[0..5);
+ * how many. */
+int ts_gemm_operand_slots(const ts_kernel *k, int *slots);
 /* Whether a GEMM reading access a moves it in 16-byte chunks (gemm.cuh `chunked`; TMA on Hopper): its offset
  * and every stride but the unit one multiples of 8 elements where they are constants (a dynamic stride is
  * taken to be; the pointer itself is the caller's and taken to be aligned). */
