@@ -313,8 +313,15 @@ GPU_TEST_OBJS := $(foreach t,$(GPU_TESTS),$(BUILD)/gpu-tests/$(firstword $(subst
 $(BUILD)/gpu-tests/%.o: bench/gpu/%.cu $(wildcard templates/*.cuh bench/gpu/*.cuh)
 	@mkdir -p $(@D)
 	@$(NVCC_CHECK) -O1 $(NVCC_SM90A) -I templates -c $< -o $@ > $(@:.o=.log) 2>&1 || { echo "$<:"; cat $(@:.o=.log); rm -f $@; exit 1; }
-check-gpu-tests: $(GPU_TEST_OBJS)
+# The templates' host-side checks (tests/templates/*.cu): index arithmetic a kernel shares with the host
+# (__host__ __device__), built and run here, no GPU needed.
+TEMPLATE_HOST_TESTS := $(patsubst tests/templates/%.cu,$(BUILD)/gpu-tests/host_%,$(wildcard tests/templates/*.cu))
+$(BUILD)/gpu-tests/host_%: tests/templates/%.cu $(wildcard templates/*.cuh)
+	@mkdir -p $(@D)
+	@$(NVCC_CHECK) -O1 -arch=sm_80 -I templates $< -o $@ > $@.log 2>&1 || { echo "$<:"; cat $@.log; rm -f $@; exit 1; }
+check-gpu-tests: $(GPU_TEST_OBJS) $(TEMPLATE_HOST_TESTS)
 	@echo "the template test programs (bench/gpu/*_test.cu) compile: ok"
+	@for t in $(TEMPLATE_HOST_TESTS); do $$t > $$t.log 2>&1 || { cat $$t.log; exit 1; }; tail -n 1 $$t.log; done
 
 clean:
 	rm -rf build build-san

@@ -2,7 +2,7 @@
 //
 // graph:     decoder_layer (source hash 768a5fa1626a4286)
 // plan:      per chunk: fused/70, fused — 9 kernels: row [t,d] over d; gemm [t,qkv] over d; map [t,kv_h,grp,two,d_half]; map [t,kv_h,two,d_half]; attention [t,kv_h,grp,d_h] over t_kv; gemm [t,d] over q_dim; row [t,d] over d; dual-gemm [t,f] over d; gemm [t,d] over f
-// predicted: 0.6514 ms on NVIDIA H200 at the typical sizes (5.23x the 3.4093 ms predicted for one kernel per op)
+// predicted: 0.6514 ms on NVIDIA H200 at the typical sizes (5.23x the 3.4064 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x128, 5 stages; M <= 64: skinny 64x64, 3 stages
@@ -591,12 +591,22 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // with 32-bit arithmetic when it has fewer than 2^31 spans (one division per span and outer dim, none per
 // element). Sizes need not be multiples of anything. Namespace tsm; depends on tile.cuh and span.cuh.
 //
+// The transposed walk (a functor with kWalk = w ≥ 0): where an operand's unit stride is along another
+// dimension w of the index space (a transpose: Y[n, m] = A[m, n]), neighbouring threads of a half-warp take
+// neighbouring positions along w instead — a block takes a tile of 16 positions along w × 16 spans along the
+// innermost dimension at one index of the others, lane l of warp v position l % 16 and span 2v + l / 16 —
+// so that such an operand is read in whole 32-byte sectors by each half-warp, and the output and the operands
+// with unit stride along the innermost dimension are still moved in whole sectors, by pairs of lanes. The
+// functor is the same; only which thread computes which span changes. src/config.c picks w.
+//
 // Functor interface (the emitter generates these):
 //   struct Fn {
 //     static constexpr int kVec;
+//     static constexpr int kWalk;   // optional: the transposed walk's dimension (absent or -1: none)
 //     // y[j] = f(idx + j along the innermost dim) for j < n (n ≤ kVec; idx[0..ndim): the span's start)
 //     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const;
 //   };
+
 
 namespace tsm {
 
@@ -612,7 +622,7 @@ template <typename T, class Fn> struct MapParams {
 };
 
 // a[i] for a run-time i without indexing dynamically (which would copy the parameters to local memory).
-__device__ __forceinline__ int64_t pick(const int64_t (&a)[kMaxDims], int i) {
+__host__ __device__ __forceinline__ int64_t pick(const int64_t (&a)[kMaxDims], int i) {
     int64_t v = 0;
 #pragma unroll
     for (int d = 0; d < kMaxDims; d++)
@@ -642,6 +652,74 @@ __device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I 
     return off;
 }
 
+// The transposed walk's dimension of functor Fn: Fn::kWalk where it declares one, else -1.
+template <class Fn, class = void> struct WalkOf { static constexpr int value = -1; };
+template <class Fn> struct WalkOf<Fn, std::void_t<decltype(Fn::kWalk)>> { static constexpr int value = Fn::kWalk; };
+template <class Fn> constexpr int kWalkOf = WalkOf<Fn>::value;
+
+// The transposed walk's tile: 16 positions along the walk dimension × 16 spans along the innermost.
+constexpr int kWalkTile = 16;
+
+// Tiles of the transposed walk along dimension W: (index-space size without W and the innermost) × tiles
+// along W × tiles of spans along the innermost. I: the index type.
+template <int W, typename I, typename T, class Fn> __host__ __device__ inline I walk_tiles(const MapParams<T, Fn> &p) {
+    const int64_t inner = pick(p.size, p.ndim - 1), along = p.size[W];
+    const I per_row = (I)((inner + Fn::kVec - 1) / Fn::kVec), outer = (I)(p.numel / (inner * along));
+    return outer * (I)((along + kWalkTile - 1) / kWalkTile) * ((per_row + kWalkTile - 1) / kWalkTile);
+}
+
+// The span thread `thread` (0..255) of tile t computes in the transposed walk along dimension W: its start
+// idx[] and output offset; false where the tile's edge leaves the thread none. Tiles are numbered with the
+// span tiles fastest, then the tiles along W, then the other dimensions row-major.
+template <int W, typename I, typename T, class Fn>
+__host__ __device__ inline bool walk_span(const MapParams<T, Fn> &p, I t, int thread, int64_t *idx, int64_t &off) {
+    constexpr int VEC = Fn::kVec;
+    const int64_t inner = pick(p.size, p.ndim - 1), along = p.size[W];
+    const I per_row = (I)((inner + VEC - 1) / VEC);
+    const I span_tiles = (per_row + kWalkTile - 1) / kWalkTile, along_tiles = (I)((along + kWalkTile - 1) / kWalkTile);
+    I rest = t / span_tiles;
+    const I span = (t - rest * span_tiles) * kWalkTile + (I)(thread / kWalkTile);
+    const I at_w = (rest % along_tiles) * kWalkTile + (I)(thread % kWalkTile);
+    rest /= along_tiles;
+    if (span >= per_row || (int64_t)at_w >= along) return false;
+    off = 0;
+#pragma unroll
+    for (int d = kMaxDims - 2; d >= 0; d--) {  // unrolled: constant indices keep the parameters in place
+        if (d > p.ndim - 2) continue;
+        if (d == W) {
+            idx[d] = (int64_t)at_w;
+        } else {
+            const I q = rest / (I)p.size[d];
+            idx[d] = (int64_t)(rest - q * (I)p.size[d]);
+            rest = q;
+        }
+        off += idx[d] * p.out_stride[d];
+    }
+#pragma unroll
+    for (int d = 0; d < kMaxDims; d++)
+        if (d == p.ndim - 1) idx[d] = (int64_t)span * VEC;
+    return true;
+}
+
+template <typename T, class Fn, typename I>
+__global__ void __launch_bounds__(256) map_walk_kernel(const MapParams<T, Fn> p) {
+    constexpr int VEC = Fn::kVec, W = kWalkOf<Fn>;
+    static_assert(W >= 0 && W < kMaxDims - 1, "the walk dimension is one of the index space's, not the innermost");
+    tst::pdl_trigger();
+    tst::pdl_wait();
+    const int64_t inner = pick(p.size, p.ndim - 1), inner_stride = pick(p.out_stride, p.ndim - 1);
+    const I tiles = walk_tiles<W, I>(p);
+    for (I t = (I)blockIdx.x; t < tiles; t += (I)gridDim.x) {
+        int64_t idx[kMaxDims], off;
+        if (!walk_span<W>(p, t, (int)threadIdx.x, idx, off)) continue;
+        const int64_t col = pick(idx, p.ndim - 1);
+        const int n = tsv::span_len<VEC>(col, inner);
+        float v[VEC];
+        p.fn(idx, n, v);
+        tsv::store_span<VEC>(p.out + off, inner_stride, col, n, v);
+    }
+}
+
 template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
     constexpr int VEC = Fn::kVec;
@@ -665,14 +743,26 @@ template <typename T, class Fn>
 cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.numel == 0) return cudaSuccess;
     if (p.ndim < 1 || p.ndim > kMaxDims) return cudaErrorInvalidValue;
-    constexpr int VEC = Fn::kVec;
+    constexpr int VEC = Fn::kVec, W = kWalkOf<Fn>;
     int64_t inner = p.size[p.ndim - 1];
     int64_t spans = (p.numel / inner) * ((inner + VEC - 1) / VEC);
-    int64_t blocks = (spans + 255) / 256;
     int64_t cap = (int64_t)sm_count * 16;
-    unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
-    if (spans < ((int64_t)1 << 31)) return tst::launch(map_kernel<T, Fn, uint32_t>, dim3(grid), dim3(256), 0, stream, 1, p);
-    return tst::launch(map_kernel<T, Fn, int64_t>, dim3(grid), dim3(256), 0, stream, 1, p);
+    if constexpr (W >= 0) {  // the transposed walk: a block a tile
+        if (W >= p.ndim - 1) return cudaErrorInvalidValue;
+        if (spans < ((int64_t)1 << 31)) {
+            const int64_t tiles = walk_tiles<W, uint32_t>(p);
+            return tst::launch(map_walk_kernel<T, Fn, uint32_t>, dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(256), 0,
+                               stream, 1, p);
+        }
+        const int64_t tiles = walk_tiles<W, int64_t>(p);
+        return tst::launch(map_walk_kernel<T, Fn, int64_t>, dim3((unsigned)(tiles < cap ? tiles : cap)), dim3(256), 0,
+                           stream, 1, p);
+    } else {
+        int64_t blocks = (spans + 255) / 256;
+        unsigned grid = (unsigned)(blocks < cap ? blocks : cap);
+        if (spans < ((int64_t)1 << 31)) return tst::launch(map_kernel<T, Fn, uint32_t>, dim3(grid), dim3(256), 0, stream, 1, p);
+        return tst::launch(map_kernel<T, Fn, int64_t>, dim3(grid), dim3(256), 0, stream, 1, p);
+    }
 }
 
 }  // namespace tsm

@@ -164,9 +164,48 @@ int64_t ts_config_attention_decode_dim(int64_t d) { return d <= 64 ? 64 : d <= 1
 
 bool ts_config_attention_head_dim_ok(int64_t d) { return d >= 8 && d <= 256 && d % 8 == 0; }
 
-void ts_config_choose(const ts_graph *g, ts_kernel *k) {
+/* A map whose operand is transposed (Y[n, m] = A[m, n]: its unit stride is along another output dimension)
+ * walks neighbouring threads along that dimension (map.cuh): 16 of them take neighbouring positions there and
+ * read such an operand in whole sectors, while the output and the operands that have unit stride along the
+ * innermost dimension are still moved in whole sectors, by pairs of lanes. The walk that leaves the fewest
+ * bytes strided along what neighbouring threads step over wins; the innermost one on a tie. A dimension
+ * shorter than the walk's tile (16) would leave lanes idle and is not walked. */
+enum { WALK_MIN_SIZE = 16 };
+
+static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access *a) {
+    double n = ts_dtype_bytes(p->buf[a->buf].dtype);
+    for (int d = 0; d < a->ndim; d++) n *= (double)g->axes[a->axis[d]].size;
+    return n;
+}
+
+/* Bytes of map k's operands and outputs moved with a stride other than 0 or 1 along the innermost output
+ * axis and, where walk ≥ 0, along that axis too (what neighbouring threads step over in that walk). */
+static double map_strided_bytes(const ts_graph *g, const ts_plan *p, const ts_kernel *k, int32_t walk) {
+    const int32_t inner = k->out.axis[k->out.ndim - 1];
+    double b = 0;
+    for (int i = -1 - k->nextra; i < k->nacc; i++) {
+        const ts_access *a = i >= 0 ? &k->acc[i] : i == -1 ? &k->out : &k->extra_out[-2 - i];
+        if (ts_access_strided_along(a, inner) && (walk < 0 || ts_access_strided_along(a, walk))) b += access_bytes(g, p, a);
+    }
+    return b;
+}
+
+static ts_kernel_config map_config(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+    ts_kernel_config c = {0};
+    if (k->out.ndim < 2) return c;
+    double best = map_strided_bytes(g, p, k, -1);
+    for (int d = 0; d + 1 < k->out.ndim; d++) {
+        if (g->axes[k->out.axis[d]].size < WALK_MIN_SIZE) continue;
+        double b = map_strided_bytes(g, p, k, k->out.axis[d]);
+        if (b < best) best = b, c.walk = true, c.walk_dim = d;
+    }
+    return c;
+}
+
+void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k) {
     if (k->kind == TS_KERNEL_GEMM) k->cfg = gemm_config(g, k);
     else if (k->kind == TS_KERNEL_ATTENTION) k->cfg = attention_config(g, k);
+    else if (k->kind == TS_KERNEL_MAP) k->cfg = map_config(g, p, k);
     else k->cfg = (ts_kernel_config){0};
 }
 

@@ -1,5 +1,5 @@
 /* config.h — kernel configurations: which tile shape, pipeline depth and schedule each GEMM and attention
- * kernel of a plan runs with (ts_kernel_config, plan.h).
+ * kernel of a plan runs with, and which way a map's threads walk (ts_kernel_config, plan.h).
  *
  * One module holds every tile choice: the emitter only prints a kernel's configuration as template
  * arguments, the cost model counts its tiles, and tune may time a kernel's variants. The choices follow
@@ -10,8 +10,9 @@
 #include "hlir.h"
 #include "plan.h"
 
-/* Sets k->cfg to the default configuration for its kind and sizes (GEMM, ATTENTION; others: zeros). */
-void ts_config_choose(const ts_graph *g, ts_kernel *k);
+/* Sets k->cfg (k a kernel of plan p) to the default configuration for its kind and sizes (GEMM, ATTENTION,
+ * MAP's walk; others: zeros). */
+void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k);
 
 /* Whether GEMM kernel k runs its skinny (decode) form at the graph's current sizes: M ≤ cfg.skinny_m. */
 bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);

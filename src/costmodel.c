@@ -144,15 +144,13 @@ static int32_t fast_axis(const ts_kernel *k) {
     return unit >= 0 ? unit : k->out.ndim ? k->out.axis[k->out.ndim - 1] : -1;
 }
 
-/* Does access a read with a stride other than 0 or 1 along the fast axis (each thread of a warp in its own
- * memory sector: uncoalesced)? */
-static bool strided(const ts_access *a, int32_t fast) {
-    for (int d = 0; d < a->ndim; d++)
-        if (a->axis[d] == fast) {
-            int64_t v;
-            return !(ts_sym_const_value(&a->stride[d], &v) && (v == 0 || v == 1));
-        }
-    return false;
+/* Does kernel k read access a with a stride other than 0 or 1 along the fast axis (each thread of a warp in
+ * its own memory sector: uncoalesced)? A map's transposed walk (config.h) steps along two axes, the
+ * innermost in pairs of lanes and walk_dim in half-warps: strided only along both. */
+static bool strided(const ts_kernel *k, const ts_access *a, int32_t fast) {
+    if (k->kind == TS_KERNEL_MAP && k->cfg.walk && !ts_access_strided_along(a, k->out.axis[k->cfg.walk_dim]))
+        return false;
+    return ts_access_strided_along(a, fast);
 }
 
 static bool op_is_special(ts_op op) {
@@ -304,7 +302,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     for (int i = 0; i < k->nacc; i++) {
         double b = access_bytes(g, p, &k->acc[i]);
         bytes += b;
-        if (fast >= 0 && strided(&k->acc[i], fast)) strided_b += b;
+        if (fast >= 0 && strided(k, &k->acc[i], fast)) strided_b += b;
     }
     if (k->kind != TS_KERNEL_ATTENTION) expr_ops(&k->expr, &fma, &sfu); /* attention: per score, below */
     fma *= out, sfu *= out;

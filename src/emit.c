@@ -421,6 +421,8 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
         fprintf(e->f, "    %s *q%d;\n    int64_t qs%d[%d];\n", ctype_of(e->p->buf[k->extra_out[o].buf].dtype), o, o,
                 B->ndim ? B->ndim : 1);
     fprintf(e->f, "    static constexpr int kVec = %d;\n", ts_kernel_span_vec(e->p, k));
+    if (k->cfg.walk) /* map.cuh's transposed walk along this output dimension (config.h) */
+        fprintf(e->f, "    static constexpr int kWalk = %d;\n", k->cfg.walk_dim);
     fprintf(e->f, "    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {\n");
     index_map m = out_index_map(e, k, "idx");
     if (B->ndim) m.expr[m.n - 1] = inner_ix;

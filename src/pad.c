@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "util.h"
 
 /* An operand access already given a padded copy in this pass, the access the GEMMs read it with, and the
@@ -79,6 +80,7 @@ static ts_access copy_padded(padder *pd, const ts_access *a, const int *dims, in
     k->acc = ts_xmalloc(sizeof *k->acc), k->acc[0] = from, k->nacc = k->cap_acc = 1;
     k->expr.node = ts_xmalloc(sizeof *k->expr.node), k->expr.n = k->expr.cap = 1;
     k->expr.node[0] = (ts_xnode){.kind = TS_X_LOAD, .slot = 0};
+    ts_config_choose(pd->g, p, k);
     return to;
 }
 

@@ -216,6 +216,15 @@ int32_t ts_access_unit_axis(const ts_access *a) {
     return -1;
 }
 
+bool ts_access_strided_along(const ts_access *a, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == axis) {
+            int64_t v;
+            return !(ts_sym_const_value(&a->stride[d], &v) && (v == 0 || v == 1));
+        }
+    return false;
+}
+
 int ts_gemm_operand_slots(const ts_kernel *k, int *slots) {
     const int all[] = {k->a, k->b0, k->b1, k->two_k ? k->a2 : -1, k->two_k ? k->b2 : -1};
     int n = 0;
@@ -364,6 +373,17 @@ static void add_extra_output(builder *b, int o, int i, ts_dtype dtype, const int
 
 static ts_dtype dtype_of(const builder *b, int i) { return b->t[i].dtype < 0 ? TS_FP32 : (ts_dtype)b->t[i].dtype; }
 
+/* The order of graph output o when node i is that output in its own dtype over exactly the axes out[0..n)
+ * (in any order), else NULL. */
+static const int32_t *own_output_order(const builder *b, int i, const int32_t *out, int n) {
+    if (!b->t[i].output) return NULL;
+    const ts_output *o = &b->x->g->outputs[b->t[i].output_index];
+    if (o->inout || o->dtype != dtype_of(b, i) || o->ref.view.ndim != n) return NULL;
+    uint64_t have = 0, wanted = 0;
+    for (int j = 0; j < n; j++) have |= 1ull << out[j], wanted |= 1ull << o->ref.view.axis[j];
+    return have == wanted ? o->ref.view.axis : NULL;
+}
+
 /* A MAP kernel (its output not set yet) computing the elementwise region rooted at i; its operands are
  * materialised first (which may add kernels before it). With extra, nx: the region's nodes extra[0..nx)
  * too, as the kernel's extra outputs (their buffers not set yet). */
@@ -398,6 +418,9 @@ static void emit_map(builder *b, int i) {
     int32_t axes[TS_MAX_DIMS];
     const ts_access *like = k->nacc ? widest_operand(k->acc, k->nacc, b->t[i].axes) : NULL;
     int n = order_axes(b->t[i].axes, like, axes);
+    const int32_t *own = own_output_order(b, i, axes, n); /* a graph output: written in its order, no copy after
+                                                           * (an operand in another layout: config.c's walk) */
+    if (own) memcpy(axes, own, sizeof(int32_t) * (size_t)n);
     for (int o = 0; o < nx; o++) add_extra_output(b, o, extra[o], dtype_of(b, extra[o]), axes, n);
     new_output(b, i, axes, n, dtype_of(b, i), &b->p->k[b->p->nk - 1]);
 }
@@ -1192,18 +1215,14 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
  * kernel writes the output itself: [b, t, h, d] after [b, h, t, d] operands needs no copy kernel after. */
 static void attention_output_order(const builder *b, int i, int32_t dvax, int32_t outer, int32_t inner, int32_t *out,
                                    int n) {
-    if (!b->t[i].output) return;
-    const ts_output *o = &b->x->g->outputs[b->t[i].output_index];
-    const int32_t *want = o->ref.view.axis;
-    if (o->inout || o->dtype != dtype_of(b, i) || o->ref.view.ndim != n || want[n - 1] != dvax) return;
-    uint64_t have = 0, wanted = 0;
+    const int32_t *want = own_output_order(b, i, out, n);
+    if (!want || want[n - 1] != dvax) return;
     int at_outer = -1, at_inner = -1;
     for (int j = 0; j < n; j++) {
-        have |= 1ull << out[j], wanted |= 1ull << want[j];
         if (want[j] == outer) at_outer = j;
         if (want[j] == inner) at_inner = j;
     }
-    if (have != wanted || (outer >= 0 && at_inner != at_outer + 1)) return;
+    if (outer >= 0 && at_inner != at_outer + 1) return;
     memcpy(out, want, sizeof(int32_t) * (size_t)n);
 }
 
@@ -1606,7 +1625,7 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
         }
     for (int o = 0; o < nout; o++) emit_output(&b, order[o], roots[order[o]]);
     ts_plan_number_temps(p);
-    for (int i = 0; i < p->nk; i++) ts_config_choose(x->g, &p->k[i]);
+    for (int i = 0; i < p->nk; i++) ts_config_choose(x->g, p, &p->k[i]);
     free(b.has_mat);
     free(b.mat);
     free(b.dual_buf);

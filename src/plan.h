@@ -79,7 +79,7 @@ static inline const char *ts_kernel_kind_name(ts_kernel_kind k) {
 #define TS_KERNEL_MAX_OUTS 4
 typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
 
-/* How one GEMM or attention kernel runs: the template arguments the emitter prints, the tiles the cost
+/* How one GEMM, attention or map kernel runs: the template arguments the emitter prints, the tiles the cost
  * model's wave estimate counts, what tune may vary. One module chooses it (src/config.c); 0 elsewhere.
  *   GEMM, sm_90a (wgmma + TMA): tile_m x tile_n CTA tile, `stages` K-slices of 64 in flight, cluster_m CTAs
  *     per cluster along M; pingpong: the two consumer warpgroups take turns, a tile_m x tile_n tile each, so
@@ -95,7 +95,9 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     a cluster of sk_split CTAs (gemm.cuh), when the column tiles alone would leave SMs idle.
  *   ATTENTION, decode form: calls with t_q ≤ dec_rows query rows a head run tsa::launch_attention_decode
  *     (attention.cuh: 16 rows a CTA, the keys split over its warps and a cluster, picked at run time);
- *     dec_only: t_q is static and within it. */
+ *     dec_only: t_q is static and within it.
+ *   MAP: walk (map.cuh's transposed walk): neighbouring threads step along output dimension walk_dim rather
+ *     than the innermost, where that leaves fewer bytes moved with a stride other than 0 or 1 (a transpose). */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
@@ -104,6 +106,8 @@ typedef struct {
     bool skinny_only;
     int dec_rows;  /* ATTENTION: calls with t_q ≤ dec_rows (0: never) run the split-key decode kernel */
     bool dec_only; /* t_q can never exceed dec_rows: the other attention kernels are not emitted */
+    bool walk;     /* MAP: neighbouring threads step along output dimension walk_dim, not the innermost */
+    int walk_dim;  /* (map.cuh's transposed walk: an operand whose unit stride is along that dimension) */
 } ts_kernel_config;
 
 typedef struct {
@@ -271,6 +275,9 @@ int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k);
 
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);
+/* Whether access a steps along `axis` with a stride other than 0 or 1 (a dynamic stride counts as other):
+ * neighbouring threads stepping along it each touch a memory sector of their own. */
+bool ts_access_strided_along(const ts_access *a, int32_t axis);
 /* GEMM k's operand access slots — A, B, its dual B, the second pair's A and B, those it has — into slots[0..5);
  * how many. */
 int ts_gemm_operand_slots(const ts_kernel *k, int *slots);

@@ -409,3 +409,15 @@ Test(emit, attention_scores_reading_batch_and_head_tensors_compile_with_nvcc, .t
     free(r.out);
     free(args);
 }
+
+/* A map reading an operand transposed declares map.cuh's transposed walk along the output's rows; a plain map
+ * does not. */
+Test(emit, a_map_over_a_transposed_operand_declares_its_walk) {
+    char *h = emit_best("bench/probes/transpose_add.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr int kWalk = 0;"));
+    free(h);
+    h = emit_best("bench/graphs/gemm_mish.yaml", "templates"); /* its map reads the GEMM's output row-major */
+    cr_expect_not_null(strstr(h, "tsm::MapParams<"));
+    cr_expect_null(strstr(h, "static constexpr int kWalk = "));
+    free(h);
+}

@@ -1383,3 +1383,54 @@ Test(search, a_group_norm_with_gain_and_silu_after_a_gemm_is_one_row_kernel_afte
     free(best);
     free_compiled(&cg);
 }
+
+/* ---- maps over transposed operands ------------------------------------------------------------------ */
+
+/* Y[r, c] = A[c, r] + B[r, c], with `sizes` giving r and c. */
+static char *transpose_add_at(const char *sizes) {
+    return ts_strfmt("graph: tadd\naxes: {%s}\ninputs:\n  A: {dtype: fp16, shape: [c, r]}\n"
+                     "  B: {dtype: fp16, shape: [r, c]}\nops:\n  - {name: At, op: permute, args: [A], order: [r, c]}\n"
+                     "  - {name: Y, op: add, args: [At, B]}\noutputs: [Y]\n",
+                     sizes);
+}
+
+/* A map reading an operand transposed walks its threads down the output's rows (map.cuh's transposed walk,
+ * config.c): the cost model counts no byte as strided, and the prediction is the
+ * coalesced one; where the rows are fewer than the walk's tile, or no operand is transposed, it keeps the
+ * plain walk and the transposed operand is counted strided. */
+Test(search, a_map_over_a_transposed_operand_walks_down_the_rows) {
+    char *yaml = transpose_add_at("r: 4096, c: 2048");
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_MAP);
+    cr_assert(k->cfg.walk, "the transposed operand picks the transposed walk");
+    cr_assert_str_eq(axis_name(&cg, k->out.axis[k->cfg.walk_dim]), "r");
+    ts_kernel_work w;
+    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
+    cr_assert_float_eq(w.strided_bytes, 0, 1e-9, "no byte strided in the transposed walk");
+    cr_assert_float_eq(w.bytes, 3.0 * 4096 * 2048 * 2, 1, "A, B read and Y written once");
+    ts_kernel plain = *k;
+    plain.cfg.walk = false;
+    ts_kernel_work wp;
+    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &plain, &wp);
+    cr_assert_float_eq(wp.strided_bytes, 4096.0 * 2048 * 2, 1, "the plain walk reads A strided");
+    cr_assert_lt(ts_costmodel_time(&cg.cm, &w), ts_costmodel_time(&cg.cm, &wp) / 2);
+    free_compiled(&cg);
+    free(yaml);
+
+    yaml = transpose_add_at("r: 8, c: 2048"); /* rows fewer than the tile: the plain walk */
+    compile_yaml(&cg, yaml);
+    cr_assert(!the_one_kernel(&cg, TS_KERNEL_MAP)->cfg.walk);
+    free_compiled(&cg);
+    free(yaml);
+}
+
+/* Y = A·g + B with nothing transposed: the plain walk. */
+Test(search, a_map_over_row_major_operands_keeps_the_plain_walk) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: m\naxes: {r: 4096, c: 2048}\ninputs:\n  A: {dtype: fp16, shape: [r, c]}\n"
+                      "  g: {dtype: fp16, shape: [r]}\n  B: {dtype: fp16, shape: [r, c]}\nops:\n"
+                      "  - {name: S, op: mul, args: [A, g]}\n  - {name: Y, op: add, args: [S, B]}\noutputs: [Y]\n");
+    cr_assert(!the_one_kernel(&cg, TS_KERNEL_MAP)->cfg.walk);
+    free_compiled(&cg);
+}

@@ -2,7 +2,8 @@
 // templates/map.cuh on the GPU: RMSNorm with a gain, LayerNorm (gain and bias), softmax, and a residual
 // sum with its RMSNorm (two outputs) at 8192x4096 fp16, at odd sizes (37x4099), with misaligned pointers
 // (scalar fallback), with short rows (a warp per row) and with rows too long to cache (several passes),
-// plus an elementwise map with a broadcast gain and a per-row bias, and statistics down columns
+// plus an elementwise map with a broadcast gain and a per-row bias, a map reading a transposed operand (the
+// transposed walk against the plain one), and statistics down columns
 // (launch_row_columns: a column LayerNorm as BatchNorm computes it, column sums). Each case: fresh random inputs,
 // outputs poisoned with NaN, a float64 CPU reference over every element, then the median of 20 runs timed
 // with CUDA events with L2 flushed before each, as GB/s (bytes read + written once) and % of 4.3 TB/s.
@@ -206,6 +207,21 @@ struct ScaleBiasMap {
         tsv::load_span<kVec>(bv, bias + idx[0], 0, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) y[i] = a[i] * gv[i] + bv[i];
+    }
+};
+
+// y[r, c] = x[c, r] + b[r, c]: x stored transposed ([len, rows], unit stride along the rows), b and y
+// row-major; WALK 0: map.cuh's transposed walk (neighbouring threads down the rows), -1: the plain walk.
+template <int WALK> struct TransposeAddMap {
+    static constexpr int kVec = 8, kWalk = WALK;
+    const __half *x, *b;
+    int64_t rows, len;
+    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
+        float a[kVec], bv[kVec];
+        tsv::load_span<kVec>(a, x + idx[0], rows, idx[1], n);
+        tsv::load_span<kVec>(bv, b + idx[0] * len, 1, idx[1], n);
+#pragma unroll
+        for (int i = 0; i < kVec; i++) y[i] = a[i] + bv[i];
     }
 };
 
@@ -431,6 +447,25 @@ static void map_case(int64_t rows, int64_t len, int shift, int sms) {
            time_us([&] { return tsm::launch_map(p, sms, 0); }), err);
 }
 
+template <int WALK> static void transpose_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(len * rows, shift, true), b(rows * len, shift, true), y(rows * len, shift, false);
+    tsm::MapParams<__half, TransposeAddMap<WALK>> p{};
+    p.ndim = 2;
+    p.size[0] = rows, p.size[1] = len;
+    p.out = y.d;
+    p.out_stride[0] = len, p.out_stride[1] = 1;
+    p.numel = rows * len;
+    p.fn = TransposeAddMap<WALK>{x.d, b.d, rows, len};
+    CK(tsm::launch_map(p, sms, 0));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)(rows * len));
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < len; c++) want[r * len + c] = (double)x.h[c * rows + r] + b.h[r * len + c];
+    double err = score(y.fetch(), want, 2e-3, 4e-3);
+    record(WALK >= 0 ? "map x^T+b, transposed walk" : "map x^T+b, plain walk", rows, len, shift,
+           3.0 * rows * len * 2, time_us([&] { return tsm::launch_map(p, sms, 0); }), err);
+}
+
 // Statistics down the columns of x [n, f]: a column LayerNorm (BatchNorm in training) or the column sums,
 // through launch_row_columns (neighbouring threads on neighbouring columns).
 // Through launch_row_columns, or where given, launch(p) (the column sweep: one launch shape, labelled).
@@ -581,6 +616,15 @@ int main(int argc, char **argv) {
         if (sweep_only) break;
         column_case<false>(c.n, c.f, c.shift, sms);
         column_case<true>(c.n, c.f, c.shift, sms);
+    }
+    const struct {
+        int64_t rows, len;
+        int shift;
+    } transposes[] = {{8192, 4096, 0}, {4096, 8192, 0}, {37, 4099, 1}, {4096, 20, 1}, {1000, 100, 0}, {5, 3000, 0}};
+    for (const auto &t : transposes) {
+        if (sweep_only) break;
+        transpose_case<0>(t.rows, t.len, t.shift, sms);
+        transpose_case<-1>(t.rows, t.len, t.shift, sms);
     }
     copy_case(8192, 4096, sms);
     if (sweep_only) copy_case(4096, 4096 * 2, sms);
