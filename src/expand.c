@@ -84,9 +84,11 @@ ts_tensor ts_t_binary(ts_builder *b, ts_op op, ts_tensor x, ts_tensor y) {
     return elementwise(b, op, xs, 2, x.ref.view.ndim ? x.dtype : y.dtype);
 }
 
+/* Typed like a binary op's result: a 0-dim value (a number written in the graph) takes the tensor's dtype,
+ * as in PyTorch (torch.where(c, 0.0, h) with h fp16 is fp16). */
 ts_tensor ts_t_where(ts_builder *b, ts_tensor c, ts_tensor x, ts_tensor y) {
     ts_tensor xs[3] = {c, x, y};
-    return elementwise(b, TS_OP_WHERE, xs, 3, x.dtype);
+    return elementwise(b, TS_OP_WHERE, xs, 3, x.ref.view.ndim || !y.ref.view.ndim ? x.dtype : y.dtype);
 }
 
 ts_tensor ts_t_reduce(ts_builder *b, ts_op op, ts_tensor x, int32_t axis) {

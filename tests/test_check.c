@@ -19,6 +19,18 @@ Test(check, accepts_a_matmul_graph) {
     free_checked(&c);
 }
 
+/* A number in a where takes the tensor's dtype, as in a binary op (and in PyTorch's torch.where). */
+Test(check, a_where_between_a_number_and_a_tensor_has_the_tensor_dtype) {
+    checked c;
+    check_ok(&c, AXES INPUTS OPS "  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                               "  - {name: z, op: constant, value: 0.0}\n  - {name: L, op: less_than, args: [H, z]}\n"
+                               "  - {name: Y, op: where, args: [L, z, H]}\n  - {name: Y2, op: where, args: [L, H, z]}\n"
+                               "outputs: [Y, Y2]\n");
+    cr_assert_eq(c.g.outputs[0].dtype, TS_FP16);
+    cr_assert_eq(c.g.outputs[1].dtype, TS_FP16);
+    free_checked(&c);
+}
+
 Test(check, malformed_yaml_names_line_and_column) {
     assert_error(AXES "inputs: [a, b\n", "g.yaml:6:1: error: malformed YAML: did not find expected ',' or ']' "
                                          "while parsing a flow sequence");

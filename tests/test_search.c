@@ -81,6 +81,11 @@ static const char *const chains[] = {
     "  - {name: E, op: exp, args: [H]}\n  - {name: Y, op: add, args: [E, R]}\n",
     "  - {name: G, op: gelu, args: [H]}\n  - {name: T, op: tanh, args: [G]}\n  - {name: Y, op: silu, args: [T]}\n",
     "  - {name: Hb, op: add, args: [H, b]}\n  - {name: S, op: silu, args: [Hb]}\n  - {name: Y, op: mul, args: [S, R]}\n",
+    "  - {name: z, op: constant, value: 0.0}\n  - {name: L, op: less_than, args: [H, z]}\n"
+    "  - {name: Y, op: where, args: [L, z, H]}\n", /* ReLU as a where over an fp32 zero: fp16 like H */
+    "  - {name: im, op: iota, axis: m}\n  - {name: in, op: iota, axis: n}\n  - {name: inx, op: expand, args: [in], shape: [m, n]}\n"
+    "  - {name: L, op: less_than, args: [inx, im]}\n  - {name: z, op: constant, value: 0.0}\n"
+    "  - {name: Y, op: where, args: [L, z, H]}\n", /* torch.triu of the product */
 };
 
 Test(search, a_gemm_with_an_elementwise_chain_is_one_gemm_with_the_chain_in_its_epilogue) {
