@@ -723,12 +723,20 @@ static int cmd_explain(int argc, char **argv) {
 
 /* ---- compile ----------------------------------------------------------------------------------- */
 
+/* The ranking lists a plan's first RANKING_KERNELS kernels (a 32-layer stack has hundreds); `tsopt explain`
+ * lists every one. */
+enum { RANKING_KERNELS = 12 };
+
 static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double baseline_s, int top) {
     printf("%-4s %-30s %8s %12s %9s  %s\n", "rank", "plan", "kernels", "predicted", "speedup", "kernels in order");
     for (int i = 0; i < n && i < top; i++) {
-        char *desc = ts_plan_describe(&plans[i], g);
-        printf("%-4d %-30s %8d %9.4f ms %8.2fx  %s\n", i + 1, plans[i].name, plans[i].nk, plans[i].predicted_s * 1e3,
+        char *desc = ts_plan_describe(&plans[i], g), *cut = desc;
+        for (int k = 0; k < RANKING_KERNELS && cut; k++) cut = strstr(cut + (k ? 2 : 0), "; ");
+        if (cut) *cut = 0;
+        printf("%-4d %-30s %8d %9.4f ms %8.2fx  %s", i + 1, plans[i].name, plans[i].nk, plans[i].predicted_s * 1e3,
                baseline_s / plans[i].predicted_s, desc);
+        if (cut) printf("; ... %d more (tsopt explain lists them)", plans[i].nk - RANKING_KERNELS);
+        putchar('\n');
         free(desc);
     }
 }
