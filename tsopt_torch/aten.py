@@ -776,11 +776,11 @@ HANDLERS = {
     "max_pool2d": pool("reduce_max", 2),
     "min": max_min(min_reduce, "min"), "max": max_min(reduce("reduce_max"), "max"),
     "_to_copy": cast, "to": cast, "type_as": cast, "clone": identity, "contiguous": identity, "alias": identity,
-    "detach": identity, "lift_fresh_copy": identity, "dropout": dropout,
+    "detach": identity, "detach_": identity, "lift_fresh_copy": identity, "dropout": dropout,
     "_assert_tensor_metadata": lambda cx, *a, **kw: None, "_assert_scalar": lambda cx, *a, **kw: None,
     "view": reshape, "reshape": reshape, "_unsafe_view": reshape, "flatten": reshape, "unflatten": reshape,
     "view_as": reshape, "reshape_as": reshape, "squeeze": reshape, "unsqueeze": reshape,
-    "permute": permute, "transpose": transpose, "t": t, "expand": expand, "expand_as": expand,
+    "permute": permute, "transpose": transpose, "t": t, "numpy_T": t, "expand": expand, "expand_as": expand,
     "slice": slice_, "select": select, "split": split, "flip": flip, "split_with_sizes": split_sizes, "chunk": chunk, "cat": cat, "concat": cat, "stack": stack,
     "sum": reduce("reduce_sum"), "mean": reduce("mean"), "amax": reduce("reduce_max"), "var": var, "std": std,
     "linalg_vector_norm": vector_norm, "norm": lambda cx, x, p=2, dim=None, keepdim=False, **kw: vector_norm(

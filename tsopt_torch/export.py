@@ -187,6 +187,12 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
         if spec.kind.name not in ("USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             raise ExportError("input %s of kind %s" % (spec.arg.name, spec.kind.name))
         hint = (spec.target if spec.target else spec.arg.name).replace(".", "_")
+        if spec.kind.name == "CONSTANT_TENSOR":  # a number made a tensor in forward (torch.tensor(0.5)): a constant
+            c = ep.constants.get(spec.target)
+            if c is not None and c.dim() == 0:
+                dt = tsopt_dtype(c.dtype)
+                env[node.name] = g.op(hint, "constant", (), [], dt, value=float(c), dtype=dt)
+                continue
         value = buffer_value(ep, spec) if buffers == "computed" else None
         if value is not None:
             from .buffers import computed

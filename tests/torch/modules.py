@@ -394,6 +394,8 @@ CASES = [
     ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
     ("stats", Stats, X3, AX3),
     ("bmm_softmax", lambda: Lambda(lambda x: torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x), X3, AX3),
+    # KernelBench's transposed matmuls: A.T (aten.numpy_T) and a constant made in forward (aten.detach_)
+    ("matmul_transposed", lambda: Lambda(lambda x: torch.minimum(x[0].T @ x[1], torch.tensor(0.5))), X3, AX3),
     ("bert_layer", BertLayer, [[2, 5, 32], [2, 5]], {"b": 2, "t": 5, "d": 32}),
     ("bias_attention", BiasAttention, [[3, 7, 8], [3, 9, 8], [3, 9, 8], [3, 7, 9]], {"h": 3, "t": 7, "s": 9, "e": 8}),
     ("multi_query", MultiQuery, [[2, 3, 7, 8], [2, 1, 7, 8], [2, 1, 7, 8]], {"b": 2, "h": 3, "t": 7, "e": 8}),
