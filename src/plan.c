@@ -41,8 +41,20 @@ typedef struct {
     ts_access *mat;
     int (*dual_buf)[2]; /* per dual term node materialised as two GEMM results: their buffers */
     int *input_buf;     /* per graph input: its buffer, or -1 */
+    struct layout_copy *copies; /* contiguous copies made so far (contiguous_as), shared by later readers */
+    int ncopies, cap_copies;
     char *err;
 } builder;
+
+/* Node `node` copied contiguous in dim order `order` and dtype `dtype`: the access later readers of that
+ * layout share (a value never changes once computed, so one copy serves them all: q, k and v sliced out of a
+ * projection read in another order need one copy of it, not three). */
+struct layout_copy {
+    int node, n;
+    int32_t order[TS_MAX_DIMS];
+    ts_dtype dtype;
+    ts_access acc;
+};
 
 static const ts_egir_data *cdata(const ts_egir *x, uint32_t cls) { return ts_eg_data_const(x->eg, cls); }
 
@@ -384,6 +396,24 @@ static const int32_t *own_output_order(const builder *b, int i, const int32_t *o
     return have == wanted ? o->ref.view.axis : NULL;
 }
 
+/* out[0..no) (the axes of node i's result) becomes the order a reader of i expects, where one does: the graph
+ * output's own, or the source order of a view of i (the q, k and v of a projection split and permuted into
+ * heads) — that reader then needs no copy of the result. last >= 0: only an order ending in that axis (a
+ * GEMM writes rows and batch in either order, its columns last). */
+static void reader_order(const builder *b, int i, int32_t last, int32_t *out, int no) {
+    const int32_t *want = own_output_order(b, i, out, no);
+    uint64_t have = 0;
+    for (int j = 0; j < no; j++) have |= 1ull << out[j];
+    for (int j = 0; j < b->nt && !want; j++) {
+        if (b->t[j].e.op != TS_OP_VIEW || (int)b->t[j].e.kid[0] != i) continue;
+        const ts_egir_view *v = &b->x->views[b->t[j].e.param[0]];
+        uint64_t src = 0;
+        for (int d = 0; d < v->src_ndim; d++) src |= 1ull << v->src_axis[d];
+        if (v->src_ndim == no && src == have) want = v->src_axis;
+    }
+    if (want && (last < 0 || want[no - 1] == last)) memcpy(out, want, sizeof(int32_t) * (size_t)no);
+}
+
 /* A MAP kernel (its output not set yet) computing the elementwise region rooted at i; its operands are
  * materialised first (which may add kernels before it). With extra, nx: the region's nodes extra[0..nx)
  * too, as the kernel's extra outputs (their buffers not set yet). */
@@ -418,9 +448,7 @@ static void emit_map(builder *b, int i) {
     int32_t axes[TS_MAX_DIMS];
     const ts_access *like = k->nacc ? widest_operand(k->acc, k->nacc, b->t[i].axes) : NULL;
     int n = order_axes(b->t[i].axes, like, axes);
-    const int32_t *own = own_output_order(b, i, axes, n); /* a graph output: written in its order, no copy after
-                                                           * (an operand in another layout: config.c's walk) */
-    if (own) memcpy(axes, own, sizeof(int32_t) * (size_t)n);
+    reader_order(b, i, -1, axes, n); /* no copy after it (an operand in another layout: config.c's walk) */
     for (int o = 0; o < nx; o++) add_extra_output(b, o, extra[o], dtype_of(b, extra[o]), axes, n);
     new_output(b, i, axes, n, dtype_of(b, i), &b->p->k[b->p->nk - 1]);
 }
@@ -770,6 +798,7 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
 
 /* ---- GEMM -------------------------------------------------------------------------------------- */
 
+
 /* The tensor-core templates take fp16 and bf16 operands. */
 static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
 
@@ -809,7 +838,17 @@ static ts_access contiguous_as(builder *b, int i, const int32_t *order, int n) {
     if (B->dtype == want && B->ndim == n && memcmp(B->axis, order, sizeof(int32_t) * (size_t)n) == 0 &&
         memcmp(&c, &a, sizeof a) == 0)
         return a;
-    return copy_as(b, &a, want, order, n);
+    for (int j = 0; j < b->ncopies; j++) {
+        const struct layout_copy *l = &b->copies[j];
+        if (l->node == i && l->n == n && l->dtype == want && memcmp(l->order, order, sizeof(int32_t) * (size_t)n) == 0)
+            return l->acc;
+    }
+    TS_GROW(b->copies, b->ncopies, b->cap_copies);
+    struct layout_copy *l = &b->copies[b->ncopies++];
+    *l = (struct layout_copy){.node = i, .n = n, .dtype = want};
+    memcpy(l->order, order, sizeof(int32_t) * (size_t)n);
+    l->acc = copy_as(b, &a, want, order, n);
+    return l->acc;
 }
 
 /* x materialised so that `axis` has stride 1: as it is when it already does, else copied contiguous in
@@ -1058,6 +1097,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     if (!broadcast_b || (nfree == 3 && a_order[0] < 0)) out[no++] = m;
     out[no++] = n;
+    if (bo < 0 && a_order[0] < 0) reader_order(b, root, n, out, no);
     new_output(b, root, out, no, dtype_of(b, root), k);
     return true;
 }
@@ -1208,6 +1248,7 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
         if (candidates & (1ull << qa.axis[d])) return qa.axis[d];
     return -1;
 }
+
 
 /* An attention kernel writes O with its value dim contiguous and any strides along the other axes. When O
  * is a graph output in the kernel's dtype whose order ends in the value dim (with kv head `outer` just before
@@ -1629,6 +1670,7 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
     free(b.has_mat);
     free(b.mat);
     free(b.dual_buf);
+    free(b.copies);
     free(b.input_buf);
     free(b.t);
     if (b.err) {

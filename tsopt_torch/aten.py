@@ -170,7 +170,7 @@ def dropout(cx, x, p=0.0, train=False):
 
 
 def reshape(cx, x, *args, **kw):
-    return cx.g.reshape(x, cx.shape)
+    return cx.g.reshape(x, cx.shape, compound=True)
 
 
 def permute(cx, x, dims):
@@ -450,6 +450,9 @@ def right_aligned(part, names):
 def contract(cx, a, b, shape=None, hint=None):
     """a @ b with PyTorch's matmul semantics for operands of 2 or more dims; result of PyTorch shape `shape`."""
     g, shape, hint = cx.g, shape or cx.shape, hint or cx.hint
+    if len(a.axes) >= 2:  # only the rows may stay a compound dim (A's free axes)
+        a = g.solid(a, keep=len(a.axes) - 2)
+    b = g.solid(b)
     if len(a.axes) < 2 or len(b.axes) < 2:
         raise ExportError("matmul of a 1-dim operand; reshape it to 2 dims")
     if a.axes[-1] is None or b.axes[-2] is None:
@@ -524,6 +527,13 @@ def einsum(cx, equation, operands):
 
 def matmul(cx, a, b):
     return contract(cx, a, b)
+
+
+# Handlers that take Vals with compound dims (graph.py) as they are: views, copies, and the products, whose
+# rows may be one (contract merges the others first).
+COMPOUND_SAFE = {"view", "reshape", "_unsafe_view", "flatten", "unflatten", "view_as", "reshape_as", "squeeze",
+                 "unsqueeze", "permute", "transpose", "t", "numpy_T", "clone", "contiguous", "alias", "detach",
+                 "detach_", "lift_fresh_copy", "_assert_tensor_metadata", "linear", "mm", "bmm", "matmul", "addmm"}
 
 
 def linear(cx, x, w, bias=None):

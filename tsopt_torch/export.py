@@ -85,6 +85,13 @@ def op_key(target):
     return packet.__name__ if packet is not None else getattr(target, "__name__", str(target))
 
 
+def solid_args(g, a):
+    """Handler arguments with every Val's compound dims merged (Graph.solid)."""
+    if isinstance(a, list):
+        return [solid_args(g, x) for x in a]
+    return g.solid(a)
+
+
 def convert_node(g, node, env):
     from . import aten
 
@@ -111,6 +118,8 @@ def convert_node(g, node, env):
     h = aten.HANDLERS.get(key)
     if h is None:
         raise ExportError("no tsopt mapping for this op")
+    if key not in aten.COMPOUND_SAFE:  # one tsopt axis per dim (graph.py: compound dims)
+        args, kwargs = solid_args(g, args), {k: solid_args(g, v) for k, v in kwargs.items()}
     try:
         return h(Cx(g, node), *args, **kwargs)
     except TypeError as e:
@@ -224,6 +233,8 @@ def export_program(ep, axis_names=None, dynamic=None, graph_name="graph", header
         if spec.kind.name != "USER_OUTPUT":
             raise ExportError("the module mutates a buffer or an input (%s %s)" % (spec.kind.name, spec.target or ""))
         v = env[r.name]
+        if v is not UNCOMPUTED:
+            v = g.solid(v)
         if v is UNCOMPUTED:
             raise ExportError("output %d is a result that tsopt does not compute (the indices of a max or min, "
                               "the mean or rstd of a norm)" % i)

@@ -6,6 +6,12 @@ The invariant every helper keeps: a `Val` lists one entry per PyTorch dim, the a
 for a size-1 dim, and the tsopt tensor it names has exactly the non-None axes in that order. Size-1 dims are
 never tsopt axes (broadcasting is by name there, by position here), so a contiguous PyTorch tensor and its
 tsopt buffer have the same layout. Ops whose tsopt result would come out in another order get a permute.
+
+A PyTorch dim that merges several (`q.view(t, b * h, e)` in nn.MultiheadAttention) is a compound entry: the
+tuple of the axes it merges, outer first, which the tsopt tensor keeps as separate axes (`Val.dims` lists them
+flat). Nothing is emitted for the merge, so a later view that splits the dim back (`.view(b, h, t, e)`), a
+permute or a matmul whose rows it is needs no copy, where a merged tsopt axis over a permuted tensor would.
+Handlers that need one axis per dim see the Val made `solid` first (export.py): the merge emitted then.
 """
 
 import math
@@ -16,15 +22,30 @@ class ExportError(Exception):
     """A module the importer cannot express; the message names the ATen op and the source line."""
 
 
+def atoms(entry):
+    """The tsopt axes of one Val entry: none for a size-1 dim, the tuple's for a compound dim."""
+    return [] if entry is None else list(entry) if isinstance(entry, tuple) else [entry]
+
+
+def flat(entries):
+    """The tsopt axes of a list of Val entries, in order."""
+    return [a for e in entries for a in atoms(e)]
+
+
 class Val:
-    """A tensor in the graph: YAML name, axis per PyTorch dim (None: size 1), dtype (fp32, fp16, bf16)."""
+    """A tensor in the graph: YAML name, axis per PyTorch dim (None: size 1; a tuple: a compound dim),
+    dtype (fp32, fp16, bf16)."""
 
     def __init__(self, name, axes, dtype):
         self.name, self.axes, self.dtype = name, list(axes), dtype
 
     @property
     def dims(self):
-        return [a for a in self.axes if a is not None]
+        return flat(self.axes)
+
+    @property
+    def compound(self):
+        return any(isinstance(e, tuple) for e in self.axes)
 
 
 def fmt(x):
@@ -71,6 +92,8 @@ class Graph:
             self.axes[name] = size
 
     def size(self, name):
+        if isinstance(name, tuple):  # a compound dim
+            return math.prod(self.size(a) for a in name)
         s = self.axes[name]
         return self.size(s[1]) if isinstance(s, tuple) else s
 
@@ -147,12 +170,25 @@ class Graph:
     def rename(self, x, axes):
         """x seen with other axis names (same sizes, positions): a reshape, or x itself."""
         axes = list(axes)
-        if [a for a in axes if a is not None] == x.dims:
+        if flat(axes) == x.dims:
             return Val(x.name, axes, x.dtype)
-        for a, b in zip(x.dims, [a for a in axes if a is not None]):
+        for a, b in zip(x.dims, flat(axes)):
             if a != b and (self.is_dynamic(a) or self.is_dynamic(b)) and self.root(a) != self.root(b):
                 raise ExportError("axis '%s' is dynamic and would be renamed to '%s'" % (a, b))
-        return self.op(x.name + "_as", "reshape", [x], axes, x.dtype, shape=[a for a in axes if a is not None])
+        return self.op(x.name + "_as", "reshape", [x], axes, x.dtype, shape=flat(axes))
+
+    def solid(self, x, keep=None):
+        """x with each compound dim but the one at position `keep` merged into one tsopt axis (a reshape: a copy
+        where the merged axes do not nest in memory), or x itself when there is none."""
+        if not isinstance(x, Val) or not any(isinstance(e, tuple) for i, e in enumerate(x.axes) if i != keep):
+            return x
+        axes = [self.axis_for(self.size(e), static=True) if isinstance(e, tuple) and i != keep else e
+                for i, e in enumerate(x.axes)]
+        it, rebuilt = iter(self.distinct(flat(axes))), []
+        for e in axes:
+            got = [next(it) for _ in atoms(e)]
+            rebuilt.append(None if e is None else tuple(got) if isinstance(e, tuple) else got[0])
+        return self.op(x.name + "_r", "reshape", [x], rebuilt, x.dtype, shape=flat(rebuilt))
 
     def permute(self, x, order):
         """x with its PyTorch dims permuted (order: the new dim i is old dim order[i])."""
@@ -176,8 +212,75 @@ class Graph:
             return y
         return self.op(x.name + "_b", "expand", [x], axes, x.dtype, shape=y.dims)
 
-    def reshape(self, x, shape):
-        """x.reshape(shape): dims kept where a group of one source and one target dim keeps its size."""
+    def refine(self, x, tgt):
+        """The pieces x's axes would be cut into for target sizes tgt (size-1 dims left out): from the inner end,
+        every boundary of either list, as (piece sizes outer first, per axis of x its piece count). None when
+        the boundaries do not nest (a size of one list neither divides nor is divided by the other's), or a
+        dynamic axis would be cut or joined."""
+        dims = x.dims
+        sizes = [self.size(a) for a in dims]
+        if math.prod(sizes) != math.prod(tgt):
+            return None
+        dyn = [self.is_dynamic(a) for a in dims]
+        bounds = set()
+        for seq in (sizes, tgt):
+            acc = 1
+            for v in reversed(seq):
+                acc *= v
+                bounds.add(acc)
+        cuts = sorted(bounds)
+        for lo, hi in zip(cuts, cuts[1:]):
+            if hi % lo:
+                return None
+        pieces = [cuts[0]] + [hi // lo for lo, hi in zip(cuts, cuts[1:])]  # inner first
+        pieces.reverse()
+        counts, i = [], 0
+        for a, v in zip(dims, sizes):
+            n, have = 0, 1
+            while have < v:
+                have, i, n = have * pieces[i], i + 1, n + 1
+            counts.append(n)
+        i = 0  # a dynamic axis must be a target dim of its own, neither cut nor joined
+        for v in tgt:
+            first, have = i, 1
+            while have < v:
+                have, i = have * pieces[i], i + 1
+            run = [j for j, c in enumerate(counts) if first <= sum(counts[:j]) < i]
+            if any(dyn[j] for j in run) and (i - first != 1 or any(counts[j] != 1 for j in run)):
+                return None
+        return pieces, counts
+
+    def reshape(self, x, shape, compound=False):
+        """x.reshape(shape). With compound (the view ops themselves), where the sizes nest (each target dim a
+        run of x's axes or of pieces of one) no merge is emitted: a target dim of several axes is a compound
+        dim; an axis cut into pieces is split by a reshape (a view). Otherwise (and for the handlers that
+        reshape on their own and then name axes) x's dims are merged and split by one reshape, dims kept where
+        a group of one source and one target dim keeps its size."""
+        tgt = [s for s in shape if s != 1]
+        ref = self.refine(x, tgt) if compound else None
+        if ref is None:
+            return self.reshape_emitted(self.solid(x), shape)
+        pieces, counts = ref
+        names, i = [], 0
+        for a, n in zip(x.dims, counts):
+            names += [a] if n == 1 else [self.axis_for(v, static=True) for v in pieces[i:i + n]]
+            i += n
+        if names != x.dims:  # an axis split: the pieces as axes of their own
+            names = self.distinct(names)
+            x = self.op(x.name + "_r", "reshape", [x], names, x.dtype, shape=names)
+        entries, i = [], 0
+        for v in tgt:
+            run, have = [], 1
+            while have < v:
+                run.append(names[i])
+                have, i = have * pieces[i], i + 1
+            entries.append(run[0] if len(run) == 1 else tuple(run))
+        it = iter(entries)
+        return Val(x.name, [None if s == 1 else next(it) for s in shape], x.dtype)
+
+    def reshape_emitted(self, x, shape):
+        """x (no compound dims) reshaped by one emitted reshape: dims kept where a group of one source and one
+        target dim keeps its size, new axes for the others."""
         src = [(a, self.size(a)) for a in x.dims]
         tgt = [s for s in shape if s != 1]
         names, si, ti = [], 0, 0
@@ -267,13 +370,14 @@ class Graph:
         PyTorch's)."""
         vals = [a for a in args if isinstance(a, Val)]
         out = self.broadcast_axes(vals, shape)
-        full = [a for a in out if a is not None]
+        full = flat(out)
         aligned, first = [], True
         for a in args:
             if isinstance(a, Val):
                 a = self.align(a, out)
                 if first and len(vals) > 1 and a.dims != full:
-                    a = self.expand_to(Val(a.name, [x if x in a.dims else None for x in out], a.dtype), out)
+                    have = set(a.dims)
+                    a = self.expand_to(Val(a.name, [x if set(atoms(x)) <= have else None for x in out], a.dtype), out)
                 first = False
             aligned.append(a)
         return self.op(hint, op, aligned, out, dtype, **attrs)

@@ -351,6 +351,18 @@ class BatchNormEval(nn.Module):
         return self.bn3(y.unsqueeze(-1).expand(-1, -1, 3)).sum(-1)
 
 
+class MHA(nn.Module):
+    """nn.MultiheadAttention (batch first): its heads merged with the batch (view(t, b * h, e)) and split back,
+    which the importer keeps as compound dims (no copies)."""
+
+    def __init__(self, d=16, heads=4):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -393,6 +405,9 @@ CASES = [
     ("groupnorm", seq(nn.GroupNorm(3, 12), nn.GELU()), [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
     ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
     ("stats", Stats, X3, AX3),
+    ("multihead_attention", MHA, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
+    ("encoder_layer", seq(nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.0, batch_first=True)),
+     [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("bmm_softmax", lambda: Lambda(lambda x: torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x), X3, AX3),
     # KernelBench's transposed matmuls: A.T (aten.numpy_T) and a constant made in forward (aten.detach_)
     ("matmul_transposed", lambda: Lambda(lambda x: torch.minimum(x[0].T @ x[1], torch.tensor(0.5))), X3, AX3),
