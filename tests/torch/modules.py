@@ -363,6 +363,21 @@ class MHA(nn.Module):
         return self.attn(x, x, x, need_weights=False)[0]
 
 
+class ViTBlock(nn.Module):
+    """A pre-norm ViT block: LayerNorm, nn.MultiheadAttention, residual, LayerNorm, GELU MLP, residual."""
+
+    def __init__(self, d=16, heads=4, ffn=24):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+        self.fc1, self.fc2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -406,6 +421,7 @@ CASES = [
     ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
     ("stats", Stats, X3, AX3),
     ("multihead_attention", MHA, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
+    ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("encoder_layer", seq(nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.0, batch_first=True)),
      [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("bmm_softmax", lambda: Lambda(lambda x: torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x), X3, AX3),
