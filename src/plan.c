@@ -396,11 +396,11 @@ static const int32_t *own_output_order(const builder *b, int i, const int32_t *o
     return have == wanted ? o->ref.view.axis : NULL;
 }
 
-/* out[0..no) (the axes of node i's result) becomes the order a reader of i expects, where one does: the graph
- * output's own, or the source order of a view of i (the q, k and v of a projection split and permuted into
- * heads) — that reader then needs no copy of the result. last >= 0: only an order ending in that axis (a
- * GEMM writes rows and batch in either order, its columns last). */
-static void reader_order(const builder *b, int i, int32_t last, int32_t *out, int no) {
+/* The order a reader of node i (its result over the axes out[0..no), in any order) expects, where one does:
+ * the graph output's own, or the source order of a view of i (the q, k and v of a projection split and
+ * permuted into heads; attention's output transposed back to [b, t, h, d] and its heads merged). A kernel
+ * writing that order spares the reader a copy. NULL: none. */
+static const int32_t *reader_order_of(const builder *b, int i, const int32_t *out, int no) {
     const int32_t *want = own_output_order(b, i, out, no);
     uint64_t have = 0;
     for (int j = 0; j < no; j++) have |= 1ull << out[j];
@@ -411,6 +411,13 @@ static void reader_order(const builder *b, int i, int32_t last, int32_t *out, in
         for (int d = 0; d < v->src_ndim; d++) src |= 1ull << v->src_axis[d];
         if (v->src_ndim == no && src == have) want = v->src_axis;
     }
+    return want;
+}
+
+/* out[0..no) becomes reader_order_of's order where there is one; last >= 0: only an order ending in that axis
+ * (a GEMM writes rows and batch in either order, its columns last). */
+static void reader_order(const builder *b, int i, int32_t last, int32_t *out, int no) {
+    const int32_t *want = reader_order_of(b, i, out, no);
     if (want && (last < 0 || want[no - 1] == last)) memcpy(out, want, sizeof(int32_t) * (size_t)no);
 }
 
@@ -1251,12 +1258,12 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
 
 
 /* An attention kernel writes O with its value dim contiguous and any strides along the other axes. When O
- * is a graph output in the kernel's dtype whose order ends in the value dim (with kv head `outer` just before
+ * is a graph output in the kernel's dtype (or read through a view, reader_order_of) whose order ends in the value dim (with kv head `outer` just before
  * query-only head `inner` when they must nest; -1: no constraint), out becomes the output's order, so the
  * kernel writes the output itself: [b, t, h, d] after [b, h, t, d] operands needs no copy kernel after. */
 static void attention_output_order(const builder *b, int i, int32_t dvax, int32_t outer, int32_t inner, int32_t *out,
                                    int n) {
-    const int32_t *want = own_output_order(b, i, out, n);
+    const int32_t *want = reader_order_of(b, i, out, n);
     if (!want || want[n - 1] != dvax) return;
     int at_outer = -1, at_inner = -1;
     for (int j = 0; j < n; j++) {

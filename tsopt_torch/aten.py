@@ -153,7 +153,14 @@ def clamp(cx, x, lo=None, hi=None):
 
 
 def cast(cx, x, *args, **kw):
-    return x if cx.dtype == x.dtype else cx.g.op(cx.hint, "cast", [x], x.axes, cx.dtype, dtype=cx.dtype)
+    if cx.dtype == x.dtype:
+        return x
+    made = cx.g.producer.get(x.name)
+    if cx.dtype != "fp32" and made and made[0] == "softmax":  # softmax(s.float()).type_as(s): a softmax of s
+        inner = cx.g.producer.get(made[1][0])
+        if inner and inner[0] == "cast" and cx.g.dtype_of(inner[1][0]) == cx.dtype:
+            return cx.g.op(cx.hint, "softmax", [Val(inner[1][0], x.axes, cx.dtype)], x.axes, cx.dtype, **made[2])
+    return cx.g.op(cx.hint, "cast", [x], x.axes, cx.dtype, dtype=cx.dtype)
 
 
 def identity(cx, x, *args, **kw):

@@ -65,6 +65,8 @@ class Graph:
         self.dynamic = dict(dynamic or {})        # name → typical size
         self.axes = {}                            # name → size or ("like", base)
         self.inputs, self.ops, self.outputs = [], [], []
+        self.producer = {}                        # op name → (op, argument names, attributes)
+        self.dtypes = {}                          # input or op name → dtype
         self.used = set()
 
     # ---- names --------------------------------------------------------------------------------------
@@ -128,6 +130,7 @@ class Graph:
     def add_input(self, hint, axes, dtype):
         name = self.fresh(hint)
         self.inputs.append((name, dtype, [a for a in axes if a is not None]))
+        self.dtypes[name] = dtype
         return Val(name, axes, dtype)
 
     def op(self, hint, op, args=(), axes=(), vtype="fp32", **attrs):
@@ -135,7 +138,13 @@ class Graph:
         dtype vtype."""
         name = self.fresh(hint)
         self.ops.append((name, op, [a.name if isinstance(a, Val) else fmt(a) for a in args], attrs))
+        self.producer[name] = (op, self.ops[-1][2], attrs)
+        self.dtypes[name] = vtype
         return Val(name, axes, vtype)
+
+    def dtype_of(self, name):
+        """The dtype of a named tensor (an input or an op's result), or None."""
+        return self.dtypes.get(name)
 
     def to_yaml(self, graph_name, header=""):
         lines = [header] if header else []
@@ -152,7 +161,13 @@ class Graph:
         for name, dtype, axes in self.inputs:
             lines.append("  %s: {dtype: %s, shape: [%s]}" % (name, dtype, ", ".join(axes)))
         lines.append("ops:")
+        live = set(self.outputs)  # ops no output needs (one a rewrite replaced) are left out
+        for name, _, args, _ in reversed(self.ops):
+            if name in live:
+                live.update(args)
         for name, op, args, attrs in self.ops:
+            if name not in live:
+                continue
             parts = ["name: %s" % name, "op: %s" % op]
             if args:
                 parts.append("args: [%s]" % ", ".join(args))

@@ -378,6 +378,23 @@ class ViTBlock(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+class T5Attention(nn.Module):
+    """T5's self-attention as Hugging Face writes it: q, k, v projections split into heads, a position bias
+    added to the scores, the softmax in fp32 (s.float() ... type_as(s)), no scaling."""
+
+    def __init__(self, d=16, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+
+    def forward(self, x, bias):
+        b, t, d = x.shape
+        q, k, v = (p(x).view(b, t, self.heads, -1).transpose(1, 2) for p in (self.q, self.k, self.v))
+        s = torch.matmul(q, k.transpose(3, 2)) + bias
+        p = torch.softmax(s.float(), dim=-1).type_as(s)
+        return self.o(torch.matmul(p, v).transpose(1, 2).contiguous().view(b, t, d))
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -421,6 +438,8 @@ CASES = [
     ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
     ("stats", Stats, X3, AX3),
     ("multihead_attention", MHA, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
+    # s.float() rounds the module's float64 scores to fp32 in this round trip (as upcast_attention's softmax)
+    ("t5_attention", T5Attention, [[2, 7, 16], [1, 4, 7, 7]], {"b": 2, "t": 7, "d": 16, "h": 4}, {"tol": 1e-6}),
     ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("encoder_layer", seq(nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.0, batch_first=True)),
      [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),

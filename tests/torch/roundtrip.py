@@ -143,6 +143,22 @@ def cli_writes_a_graph_and_refuses_with_status_1(tsopt):
     return True, ""
 
 
+def upcast_softmax_is_a_softmax_at_the_scores_type(tsopt):
+    """softmax(s.float()).type_as(s) in fp16 (Hugging Face's eager attention) exports as a softmax of s (tsopt's
+    kernels compute it in fp32 and round the result, as the casts do): no casts, one attention kernel."""
+    mod = modules.Lambda(lambda x: torch.softmax((x @ x.transpose(1, 2)).float(), dim=-1).type_as(x) @ x)
+    text, _ = export_module(mod, [torch.randn(2, 64, 16, dtype=torch.float16)], {"b": 2, "t": 64, "d": 16})
+    if " op: cast" in text:
+        return False, "casts left:\n" + text
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "g.yaml")
+        open(path, "w").write(text)
+        r = subprocess.run([tsopt, "compile", "-o", d, path], capture_output=True, text=True)
+        if r.returncode != 0 or "attention [" not in r.stdout.splitlines()[2]:
+            return False, "compile: " + r.stdout + r.stderr
+    return True, ""
+
+
 def main():
     tsopt = os.environ.get("TSOPT", "build/tsopt")
     only = sys.argv[1:]
@@ -160,11 +176,12 @@ def main():
         print("%-4s %-22s %s" % ("ok" if ok else "FAIL", name, note))
     if not only:
         for name, check in (("refusal", refusal_names_op_and_line),
-                            ("cli", lambda: cli_writes_a_graph_and_refuses_with_status_1(tsopt))):
+                            ("cli", lambda: cli_writes_a_graph_and_refuses_with_status_1(tsopt)),
+                            ("upcast_softmax", lambda: upcast_softmax_is_a_softmax_at_the_scores_type(tsopt))):
             ok, note = check()
             failures += not ok
             print("%-4s %-22s %s" % ("ok" if ok else "FAIL", name, "" if ok else note))
-    total = len(only) if only else len(modules.CASES) + 2
+    total = len(only) if only else len(modules.CASES) + 3
     print("%d passed, %d failed" % (total - failures, failures))
     return 1 if failures else 0
 
