@@ -787,6 +787,7 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     memcpy(kr->extra_expr, tmp.extra_expr, sizeof tmp.extra_expr);
     int32_t axes[TS_MAX_DIMS];
     int n = order_axes(b->t[root].axes, widest_operand(kr->acc, kr->nacc, b->t[root].axes), axes), nrow = 0;
+    if (n > 0 && axes[n - 1] == k) reader_order(b, root, k, axes, n); /* the row still innermost */
     int32_t row_axes[TS_MAX_DIMS]; /* a per-row output's: the row's other axes, in the same order */
     for (int d = 0; d < n; d++)
         if (axes[d] != k) row_axes[nrow++] = axes[d];

@@ -1458,20 +1458,21 @@ Test(search, a_projection_writes_the_order_its_readers_view_it_in) {
 }
 
 /* Three readers of one result that all need it copied into the same layout share one copy (a value never
- * changes): a softmax computed in X's [b, t, ·] layout, whose slices read it as [t, b, ·]. */
+ * changes): a softmax written in the order of the graph output that transposes it, whose three slices read
+ * it in the input's [t, b, ·] order. */
 Test(search, readers_needing_the_same_layout_share_one_copy) {
     compiled_graph cg;
     compile_yaml(&cg, "graph: g\naxes: {b: 4, t: 256, n3: 3, e: 512, one: 1, one_2: 1, one_3: 1, tb: 1024}\n"
-                      "inputs:\n  X: {dtype: fp16, shape: [b, t, n3, e]}\nops:\n"
-                      "  - {name: Xt, op: permute, args: [X], order: [t, b, n3, e]}\n"
-                      "  - {name: H, op: softmax, args: [Xt], axis: e}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [t, b, n3, e]}\nops:\n"
+                      "  - {name: H, op: softmax, args: [X], axis: e}\n"
+                      "  - {name: Ho, op: permute, args: [H], order: [b, t, n3, e]}\n"
                       "  - {name: S0, op: slice, args: [H], axis: n3, start: 0, as: one}\n"
                       "  - {name: S1, op: slice, args: [H], axis: n3, start: 1, as: one_2}\n"
                       "  - {name: S2, op: slice, args: [H], axis: n3, start: 2, as: one_3}\n"
                       "  - {name: R0, op: reshape, args: [S0], shape: [tb, e]}\n"
                       "  - {name: R1, op: reshape, args: [S1], shape: [tb, e]}\n"
                       "  - {name: R2, op: reshape, args: [S2], shape: [tb, e]}\n"
-                      "  - {name: A, op: mul, args: [R0, R1]}\n  - {name: Y, op: mul, args: [A, R2]}\noutputs: [Y]\n");
+                      "  - {name: A, op: mul, args: [R0, R1]}\n  - {name: Y, op: mul, args: [A, R2]}\noutputs: [Ho, Y]\n");
     char *best = best_plan(&cg);
     cr_assert_str_eq(best, "row [b,t,n3,e] over e; map [t,b,n3,e]; map [tb,e]", "one copy for the three slices");
     free(best);
