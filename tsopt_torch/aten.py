@@ -428,8 +428,8 @@ def glu(cx, x, dim=-1):
 
 
 def logsumexp(cx, x, dims, keepdim=False):
-    d = one_axis(x, dims, "logsumexp")
-    return reduce_over(cx, "logsumexp", x, [d], keepdim)
+    """Over each dim in turn (log Σ_ab e^x = log Σ_b e^(log Σ_a e^x)); over size-1 dims only: x itself."""
+    return reduce_over(cx, "logsumexp", x, dims_of(x, dims), keepdim)
 
 
 def softmax(cx, x, dim, *rest):

@@ -395,6 +395,22 @@ class T5Attention(nn.Module):
         return self.o(torch.matmul(p, v).transpose(1, 2).contiguous().view(b, t, d))
 
 
+class SumMaxMeanLogsumexp(nn.Module):
+    """KernelBench's Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp: every reduction after the first over a dim of
+    size 1 (the identity), and a logsumexp over two dims."""
+
+    def __init__(self, d=12, n=5):
+        super().__init__()
+        self.lin = nn.Linear(d, n)
+
+    def forward(self, x):
+        y = torch.sum(self.lin(x), dim=2, keepdim=True)
+        y = torch.max(y, dim=2, keepdim=True)[0]
+        y = torch.mean(y, dim=2, keepdim=True)
+        y = torch.logsumexp(y, dim=2, keepdim=True)
+        return torch.logsumexp(y, dim=(1, 2))
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -440,6 +456,7 @@ CASES = [
     ("multihead_attention", MHA, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     # s.float() rounds the module's float64 scores to fp32 in this round trip (as upcast_attention's softmax)
     ("t5_attention", T5Attention, [[2, 7, 16], [1, 4, 7, 7]], {"b": 2, "t": 7, "d": 16, "h": 4}, {"tol": 1e-6}),
+    ("sum_max_mean_logsumexp", SumMaxMeanLogsumexp, X3, AX3),
     ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("encoder_layer", seq(nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.0, batch_first=True)),
      [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
