@@ -144,8 +144,9 @@ def softshrink(cx, x, lambd=0.5):
 
 
 def clamp(cx, x, lo=None, hi=None):
-    if isinstance(lo, Val) or isinstance(hi, Val):
-        raise ExportError("clamp with tensor bounds has no tsopt op; use maximum/minimum")
+    if isinstance(lo, Val) or isinstance(hi, Val):  # tensor bounds: max, then min, broadcast
+        y = x if lo is None else ew(cx, "max", x, lo)
+        return y if hi is None else ew(cx, "min", y, hi)
     bounds = {k: float(v) for k, v in (("lo", lo), ("hi", hi)) if v is not None}
     if not bounds:
         return x
@@ -414,11 +415,41 @@ def std(cx, x, dims=None, correction=1, keepdim=False, **kw):
 
 
 def vector_norm(cx, x, ord=2, dims=None, keepdim=False, **kw):
-    """linalg.vector_norm / norm with p = 2 (F.normalize's): √Σ x²"""
+    """linalg.vector_norm / norm: p = 2 (F.normalize's) √Σ x², p = 1 Σ |x|, p = ∞ max |x|"""
+    if ord in (1, 1.0):
+        return reduce_over(cx, "reduce_sum", unary("abs")(cx, x), dims_of(x, dims), keepdim)
+    if ord == math.inf:
+        return reduce_over(cx, "reduce_max", unary("abs")(cx, x), dims_of(x, dims), keepdim)
     if ord not in (2, 2.0, None, "fro"):
-        raise ExportError("a vector norm of order %r; tsopt maps the 2-norm" % (ord,))
+        raise ExportError("a vector norm of order %r; tsopt maps the 1-, 2- and ∞-norms" % (ord,))
     sq = reduce_over(cx, "reduce_sum", cx.g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), dims_of(x, dims), keepdim)
     return unary("sqrt")(cx, sq)
+
+
+def var_mean(cx, x, dims=None, correction=1, keepdim=False, **kw):
+    """(var, mean) over one dim."""
+    return (var(cx, x, dims, correction, keepdim), reduce("mean")(cx, x, dims, keepdim))
+
+
+def sign(cx, x):
+    """(0 < x) − (x < 0)"""
+    return ew(cx, "sub", less(cx, 0.0, x), less(cx, x, 0.0))
+
+
+def addcmul(cx, x, a, b, value=1):
+    """x + value · a · b"""
+    p = ew(cx, "mul", a, b)
+    return ew(cx, "add", x, p if value == 1 else ew(cx, "mul", p, float(value)))
+
+
+def expm1(cx, x):
+    """eˣ − 1 (computed as written: no extra precision near 0)"""
+    return ew(cx, "sub", unary("exp")(cx, x), 1.0)
+
+
+def log1p(cx, x):
+    """log(1 + x) (computed as written)"""
+    return unary("log")(cx, ew(cx, "add", x, 1.0))
 
 
 def glu(cx, x, dim=-1):
@@ -802,6 +833,7 @@ HANDLERS = {
     "sum": reduce("reduce_sum"), "mean": reduce("mean"), "amax": reduce("reduce_max"), "var": var, "std": std,
     "linalg_vector_norm": vector_norm, "norm": lambda cx, x, p=2, dim=None, keepdim=False, **kw: vector_norm(
         cx, x, p, dim, keepdim), "glu": glu,
+    "var_mean": var_mean, "sign": sign, "addcmul": addcmul, "expm1": expm1, "log1p": log1p,
     "logsumexp": logsumexp, "softmax": softmax, "_softmax": softmax, "log_softmax": log_softmax,
     "_log_softmax": log_softmax,
     "linear": linear, "mm": matmul, "bmm": matmul, "matmul": matmul, "addmm": addmm, "einsum": einsum,

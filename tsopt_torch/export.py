@@ -116,12 +116,18 @@ def convert_node(g, node, env):
         return UNCOMPUTED if r is None else r  # an error only where something reads it
     key = op_key(node.target)
     h = aten.HANDLERS.get(key)
+    inplace = h is None and key.endswith("_") and not key.startswith("_") and key[:-1] in aten.HANDLERS
+    if inplace:  # relu_, mul_, ...: the op; its first operand's node names the result from here on
+        h = aten.HANDLERS[key[:-1]]
     if h is None:
         raise ExportError("no tsopt mapping for this op")
     if key not in aten.COMPOUND_SAFE:  # one tsopt axis per dim (graph.py: compound dims)
         args, kwargs = solid_args(g, args), {k: solid_args(g, v) for k, v in kwargs.items()}
     try:
-        return h(Cx(g, node), *args, **kwargs)
+        result = h(Cx(g, node), *args, **kwargs)
+        if inplace and node.args and isinstance(node.args[0], torch.fx.Node):
+            env[node.args[0].name] = result
+        return result
     except TypeError as e:
         raise ExportError("arguments the importer does not understand (%s)" % e)
 

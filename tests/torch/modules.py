@@ -411,6 +411,21 @@ class SumMaxMeanLogsumexp(nn.Module):
         return torch.logsumexp(y, dim=(1, 2))
 
 
+class MoreOps(nn.Module):
+    """1- and ∞-norms, var_mean, sign, addcmul, clamp between tensors, expm1, log1p, and in-place ops on an
+    intermediate (nn.ReLU(inplace=True)'s relu_): the tensor they mutate reads as their result afterwards."""
+
+    def forward(self, x):
+        y = x.clone()
+        y.relu_()
+        z = F.silu(x * 2, inplace=True)
+        v, m = torch.var_mean(x, dim=-1, keepdim=True)
+        n1 = F.normalize(x, p=1, dim=-1) + torch.norm(x, p=float("inf"), dim=-1, keepdim=True)
+        c = torch.clamp(x, min=-m.abs(), max=v)
+        return (y + z + n1 + c + torch.sign(x) + torch.addcmul(x, y, z, value=0.5) + torch.expm1(x * 0.1)
+                + torch.log1p(x.abs()))
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -457,6 +472,7 @@ CASES = [
     # s.float() rounds the module's float64 scores to fp32 in this round trip (as upcast_attention's softmax)
     ("t5_attention", T5Attention, [[2, 7, 16], [1, 4, 7, 7]], {"b": 2, "t": 7, "d": 16, "h": 4}, {"tol": 1e-6}),
     ("sum_max_mean_logsumexp", SumMaxMeanLogsumexp, X3, AX3),
+    ("more_ops", MoreOps, X3, AX3),
     ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("encoder_layer", seq(nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.0, batch_first=True)),
      [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
