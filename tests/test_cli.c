@@ -117,6 +117,29 @@ Test(cli, compile_warns_of_a_gemm_operand_whose_rows_are_not_16_byte_aligned) {
     cr_assert_eq(system("rm -f /tmp/odd_k.cuh /tmp/odd_k_padded.cuh /tmp/even_k.cuh"), 0);
 }
 
+/* An fp32 matmul has no tensor-core path: compile says where it is and how to get one; an fp16 one is quiet. */
+Test(cli, compile_warns_of_an_fp32_matmul) {
+    char dir[] = "/tmp/tsopt-fp32-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char *path = ts_strfmt("%s/mm32.yaml", dir);
+    FILE *f = fopen(path, "w");
+    fputs("graph: mm32\naxes: {m: 512, d: 1024, n: 512}\ninputs:\n  X: {dtype: fp32, shape: [m, d]}\n"
+          "  W: {dtype: fp32, shape: [d, n]}\nops:\n  - {name: Y, op: matmul, args: [X, W], over: d}\noutputs: [Y]\n", f);
+    fclose(f);
+    char *args = ts_strfmt("compile -o %s %s", dir, path);
+    EXPECT(args, 0, "mm32.yaml:7:12: warning: matmul 'Y' is fp32 (0.5 GFLOP): tsopt's tensor-core GEMMs take fp16 and "
+                    "bf16 operands");
+    tsopt_result r = run_tsopt("compile -o /tmp --name mm16_quiet bench/graphs/matmul.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_assert_null(strstr(r.out, "warning:"), "%s", r.out);
+    free(r.out);
+    char *rm = ts_strfmt("rm -rf %s /tmp/mm16_quiet.cuh", dir);
+    cr_assert_eq(system(rm), 0);
+    free(rm);
+    free(args);
+    free(path);
+}
+
 Test(cli, compile_finds_its_data_beside_the_binary_from_any_directory) {
     char dir[] = "/tmp/tsopt-home-XXXXXX", cwd[4096];
     cr_assert_not_null(mkdtemp(dir));
