@@ -806,7 +806,6 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
 
 /* ---- GEMM -------------------------------------------------------------------------------------- */
 
-
 /* The tensor-core templates take fp16 and bf16 operands. */
 static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
 
@@ -1257,11 +1256,10 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
     return -1;
 }
 
-
-/* An attention kernel writes O with its value dim contiguous and any strides along the other axes. When O
- * is a graph output in the kernel's dtype (or read through a view, reader_order_of) whose order ends in the value dim (with kv head `outer` just before
- * query-only head `inner` when they must nest; -1: no constraint), out becomes the output's order, so the
- * kernel writes the output itself: [b, t, h, d] after [b, h, t, d] operands needs no copy kernel after. */
+/* An attention kernel writes O with its value dim contiguous and any strides along the other axes. When a
+ * reader of O expects an order (reader_order_of: the graph output in the kernel's dtype, or a view) that ends
+ * in the value dim (with kv head `outer` just before query-only head `inner` when they must nest; -1: no
+ * constraint), out becomes that order, so the reader needs no copy: [b, t, h, d] after [b, h, t, d] operands. */
 static void attention_output_order(const builder *b, int i, int32_t dvax, int32_t outer, int32_t inner, int32_t *out,
                                    int n) {
     const int32_t *want = reader_order_of(b, i, out, n);
