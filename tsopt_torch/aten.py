@@ -246,12 +246,68 @@ def flip(cx, x, dims):
 
 
 def split_sizes(cx, x, sizes, dim=0):
-    """a tuple of slices of x along dim, of the given sizes"""
+    """a tuple of slices of x along dim, of the given sizes (of a projection's output: projections of its
+    parts, projection_parts)"""
     dim %= len(x.axes)
+    parts = projection_parts(cx, x, dim, sizes)
+    if parts is not None:
+        return parts
     out, at = [], 0
     for n in sizes:
         out.append(cx.g.slice(x, dim, at, at + n, 1))
         at += n
+    return tuple(out)
+
+
+def parts_meet(split_node):
+    """Whether the two results of a split meet in one op within two steps of it (a · gelu(g)): the gated form
+    a dual GEMM computes in its epilogue."""
+    def near(n):
+        first = set(n.users)
+        return first | {u for f in first for u in f.users}
+    parts = [u for u in split_node.users]
+    return len(parts) == 2 and bool(near(parts[0]) & near(parts[1]))
+
+
+def projection_parts(cx, x, dim, sizes):
+    """x = a @ w (+ bias), split in two along its last dim, which is w's own (a fused gate-and-up projection,
+    then chunk), the halves meeting again (a · gelu(g)): a @ w_part (+ bias_part) for each half, so that the
+    second GEMM's epilogue reads the first's result (or the search joins them into a dual GEMM) instead of the
+    whole output being written and sliced. None otherwise, or where something else reads x (or the matmul
+    under its bias)."""
+    g = cx.g
+    src = cx.node.args[0]
+    if dim != len(x.axes) - 1 or len(getattr(src, "users", ())) != 1 or x.axes[dim] is None:
+        return None
+    if len(sizes) != 2 or not parts_meet(cx.node):  # q, k, v parts read apart: one wide GEMM is faster
+        return None
+    made = g.producer.get(x.name)
+    bias = None
+    if made and made[0] == "add" and g.readers(made[1][0]) == 1:
+        m, bias = g.vals.get(made[1][0]), g.vals.get(made[1][1])
+        made = g.producer.get(made[1][0])
+    else:
+        m = x
+    if not made or made[0] != "matmul" or m is None or m.axes != x.axes:
+        return None
+    a, w, k = g.vals.get(made[1][0]), g.vals.get(made[1][1]), made[2]["over"]
+    n_axis = x.axes[dim]
+    if a is None or w is None or n_axis in a.dims or n_axis not in w.axes or (bias is not None and bias.dims != [n_axis]):
+        return None
+    out, at = [], 0
+    for size in sizes:
+        part = g.slice(x, dim, at, at + size, 1)  # the part's axes (the slice itself is left unread)
+        taken = set(a.dims) | set(w.dims) | set(x.dims)
+        if part.axes[dim] in taken - {n_axis}:  # a part as wide as the contraction (q of a q-k-v projection)
+            part = Val(part.name, part.axes[:dim] + [g.alt(part.axes[dim], taken)], part.dtype)
+        wp = g.rename(g.slice(w, w.axes.index(n_axis), at, at + size, 1), [part.axes[dim] if e == n_axis else e
+                                                                           for e in w.axes])
+        mp = g.op(cx.hint + "_part", "matmul", [a, wp], part.axes, x.dtype, over=k)
+        if bias is not None:
+            bp = g.rename(g.slice(bias, 0, at, at + size, 1), [part.axes[dim]])
+            mp = g.op(cx.hint + "_part", "add", [mp, bp], part.axes, x.dtype)
+        out.append(mp)
+        at += size
     return tuple(out)
 
 

@@ -67,6 +67,7 @@ class Graph:
         self.inputs, self.ops, self.outputs = [], [], []
         self.producer = {}                        # op name → (op, argument names, attributes)
         self.dtypes = {}                          # input or op name → dtype
+        self.vals = {}                            # input or op name → its Val as made
         self.used = set()
 
     # ---- names --------------------------------------------------------------------------------------
@@ -131,6 +132,7 @@ class Graph:
         name = self.fresh(hint)
         self.inputs.append((name, dtype, [a for a in axes if a is not None]))
         self.dtypes[name] = dtype
+        self.vals[name] = Val(name, axes, dtype)
         return Val(name, axes, dtype)
 
     def op(self, hint, op, args=(), axes=(), vtype="fp32", **attrs):
@@ -140,7 +142,12 @@ class Graph:
         self.ops.append((name, op, [a.name if isinstance(a, Val) else fmt(a) for a in args], attrs))
         self.producer[name] = (op, self.ops[-1][2], attrs)
         self.dtypes[name] = vtype
+        self.vals[name] = Val(name, axes, vtype)
         return Val(name, axes, vtype)
+
+    def readers(self, name):
+        """How many ops emitted so far read the tensor `name`."""
+        return sum(args.count(name) for _, _, args, _ in self.ops)
 
     def dtype_of(self, name):
         """The dtype of a named tensor (an input or an op's result), or None."""

@@ -426,6 +426,18 @@ class MoreOps(nn.Module):
                 + torch.log1p(x.abs()))
 
 
+class FusedGateUp(nn.Module):
+    """One projection to both halves of a gated MLP, then chunk (Phi-3's gate_up_proj; GeGLU with a bias)."""
+
+    def __init__(self, d=12, f=10, bias=True):
+        super().__init__()
+        self.gate_up, self.down = nn.Linear(d, 2 * f, bias=bias), nn.Linear(f, d, bias=False)
+
+    def forward(self, x):
+        a, g = self.gate_up(x).chunk(2, dim=-1)
+        return self.down(a * F.gelu(g))
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -473,6 +485,8 @@ CASES = [
     ("t5_attention", T5Attention, [[2, 7, 16], [1, 4, 7, 7]], {"b": 2, "t": 7, "d": 16, "h": 4}, {"tol": 1e-6}),
     ("sum_max_mean_logsumexp", SumMaxMeanLogsumexp, X3, AX3),
     ("more_ops", MoreOps, X3, AX3),
+    ("fused_gate_up", FusedGateUp, X3, AX3),
+    ("fused_gate_up_no_bias", lambda: FusedGateUp(bias=False), X3, AX3),
     ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
     ("encoder_layer", seq(nn.TransformerEncoderLayer(16, 4, dim_feedforward=24, dropout=0.0, batch_first=True)),
      [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
