@@ -541,9 +541,22 @@ def right_aligned(part, names):
     return [None if x is None else names[i + off] for i, x in enumerate(part)]
 
 
+def diag_product(cx, a, b, shape, hint):
+    """diag(v) @ b = v_i · b[i, m] and a @ diag(v) = a[i, j] · v_j: a scale of rows or columns, not a GEMM
+    (KernelBench's diag(A) @ B)."""
+    g = cx.g
+    if a.name in g.diag_of:  # v seen along b's rows
+        v = g.rename(g.diag_of[a.name], [b.axes[0]])
+        return g.elementwise(hint, "mul", [b, Val(v.name, [b.axes[0], None], v.dtype)], shape, b.dtype)
+    v = g.rename(g.diag_of[b.name], [a.axes[1]])  # v seen along a's columns
+    return g.elementwise(hint, "mul", [a, v], shape, a.dtype)
+
+
 def contract(cx, a, b, shape=None, hint=None):
     """a @ b with PyTorch's matmul semantics for operands of 2 or more dims; result of PyTorch shape `shape`."""
     g, shape, hint = cx.g, shape or cx.shape, hint or cx.hint
+    if len(a.axes) == 2 and len(b.axes) == 2 and (a.name in g.diag_of or b.name in g.diag_of):
+        return diag_product(cx, a, b, shape, hint)
     if len(a.axes) >= 2:  # only the rows may stay a compound dim (A's free axes)
         a = g.solid(a, keep=len(a.axes) - 2)
     b = g.solid(b)
@@ -857,6 +870,26 @@ def triangle(upper):
     return handler
 
 
+def diag(cx, x, diagonal=0):
+    """torch.diag of a vector: the square matrix with it on the diagonal, where(i == j, x_i, 0) (written out;
+    a product with it is a scale, contract); of a matrix, or off the main diagonal: refused."""
+    g = cx.g
+    if len(x.axes) != 1 or diagonal != 0:
+        raise ExportError("diag of a %d-dim tensor or off the main diagonal; tsopt maps diag(vector)" % len(x.axes))
+    if x.axes[0] is None:
+        return Val(x.name, [None, None], x.dtype)
+    i = x.axes[0]
+    j = g.alt(i, {i})
+    ii = g.op(cx.hint + "_i", "iota", (), [i], "fp32", axis=i)
+    jj = g.op(cx.hint + "_j", "iota", (), [j], "fp32", axis=j)
+    off = g.elementwise(cx.hint + "_off", "sub", [1.0, g.elementwise(cx.hint + "_ne", "add", [
+        less(cx, Val(ii.name, [i, None], "fp32"), jj), less(cx, jj, Val(ii.name, [i, None], "fp32"))],
+        cx.shape, "fp32")], cx.shape, "fp32")
+    d = g.elementwise(cx.hint, "where", [off, Val(x.name, [i, None], x.dtype), 0.0], cx.shape, x.dtype)
+    g.diag_of[d.name] = x
+    return d
+
+
 # ---- the table ------------------------------------------------------------------------------------------
 
 HANDLERS = {
@@ -897,5 +930,5 @@ HANDLERS = {
     "group_norm": group_norm, "native_group_norm": native_group_norm, "batch_norm": batch_norm,
     "instance_norm": instance_norm,
     "scaled_dot_product_attention": sdpa,
-    "arange": arange, "full": full, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
+    "diag": diag, "arange": arange, "full": full, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
 }

@@ -68,6 +68,7 @@ class Graph:
         self.producer = {}                        # op name → (op, argument names, attributes)
         self.dtypes = {}                          # input or op name → dtype
         self.vals = {}                            # input or op name → its Val as made
+        self.diag_of = {}                         # a diag(v) matrix's name → v (aten.py: products scale)
         self.used = set()
 
     # ---- names --------------------------------------------------------------------------------------

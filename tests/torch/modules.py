@@ -438,6 +438,14 @@ class FusedGateUp(nn.Module):
         return self.down(a * F.gelu(g))
 
 
+class Diagonals(nn.Module):
+    """torch.diag of a vector: as a matrix, and in products on either side (KernelBench's diag(A) @ B)."""
+
+    def forward(self, v, x):
+        d = torch.diag(v)
+        return d @ x + (x @ torch.diag(v[:x.shape[1]])) * 0.5, d
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -485,6 +493,7 @@ CASES = [
     ("t5_attention", T5Attention, [[2, 7, 16], [1, 4, 7, 7]], {"b": 2, "t": 7, "d": 16, "h": 4}, {"tol": 1e-6}),
     ("sum_max_mean_logsumexp", SumMaxMeanLogsumexp, X3, AX3),
     ("more_ops", MoreOps, X3, AX3),
+    ("diagonals", Diagonals, [[9], [9, 9]], {"n": 9}),
     ("fused_gate_up", FusedGateUp, X3, AX3),
     ("fused_gate_up_no_bias", lambda: FusedGateUp(bias=False), X3, AX3),
     ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
