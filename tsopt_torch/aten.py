@@ -196,6 +196,95 @@ def t(cx, x):
     return cx.g.permute(x, list(range(len(x.axes)))[::-1])
 
 
+def broadcast_tensors(cx, xs):
+    """each of xs expanded to their common shape (mse_loss's and huber_loss's decompositions)"""
+    return tuple(broadcast_tensors_to(cx, xs, list(cx.node.meta["val"][0].shape)))
+
+
+def cosine_similarity(cx, a, b, dim=1, eps=1e-8):
+    """Σ (a / max(‖a‖, eps)) · (b / max(‖b‖, eps)) over dim, as ATen computes it"""
+    g = cx.g
+    shape = [max(p, q) for p, q in zip(*[[1] * (len(cx.in_shape(1)) - len(cx.in_shape(0))) + cx.in_shape(0),
+                                         [1] * (len(cx.in_shape(0)) - len(cx.in_shape(1))) + cx.in_shape(1)])]
+    a, b = broadcast_tensors_to(cx, [a, b], shape)
+    d = dim % len(shape)
+
+    def unit(x):
+        n = unary("sqrt")(cx, reduce_over(cx, "reduce_sum", g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), [d], True))
+        return g.elementwise(cx.hint, "div", [x, g.elementwise(cx.hint, "max", [n, float(eps)], n.axes and
+                                                              [g.size(e) if e is not None else 1 for e in n.axes], x.dtype)],
+                             shape, x.dtype)
+
+    p = g.elementwise(cx.hint, "mul", [unit(a), unit(b)], shape, a.dtype)
+    return reduce_over(cx, "reduce_sum", p, [d], False)
+
+
+def loss_reduced(cx, x, reduction):
+    """A pointwise loss reduced as ATen's `reduction` says: 0 none, 1 mean, 2 sum (over every dim)."""
+    if reduction == 0:
+        return x
+    return reduce_over(cx, "mean" if reduction == 1 else "reduce_sum", x, list(range(len(x.axes))), False)
+
+
+def pointwise_loss(f):
+    """A loss of (input, target) as f(cx, d = input − target, input, target), reduced."""
+    def handler(cx, a, b, reduction=1, *rest):
+        shape = [max(p, q) for p, q in zip(cx.in_shape(0), cx.in_shape(1))]
+        a, b = broadcast_tensors_to(cx, [a, b], shape)
+        return loss_reduced(cx, f(cx, cx.g.elementwise(cx.hint, "sub", [a, b], shape, a.dtype), shape, *rest), reduction)
+    return handler
+
+
+def mse(cx, d, shape):
+    return cx.g.elementwise(cx.hint, "mul", [d, d], shape, d.dtype)
+
+
+def smooth_l1(cx, d, shape, beta=1.0):
+    """|d| < β: d²/(2β); else |d| − β/2"""
+    g = cx.g
+    a = g.op(cx.hint, "abs", [d], d.axes, d.dtype)
+    if beta == 0:
+        return a
+    small = g.elementwise(cx.hint, "mul", [g.elementwise(cx.hint, "mul", [a, a], shape, d.dtype), 0.5 / beta], shape, d.dtype)
+    big = g.elementwise(cx.hint, "sub", [a, 0.5 * beta], shape, d.dtype)
+    return g.elementwise(cx.hint, "where", [g.elementwise(cx.hint, "less_than", [a, float(beta)], shape, d.dtype), small, big],
+                         shape, d.dtype)
+
+
+def huber(cx, d, shape, delta=1.0):
+    """|d| < δ: d²/2; else δ(|d| − δ/2)"""
+    g = cx.g
+    a = g.op(cx.hint, "abs", [d], d.axes, d.dtype)
+    small = g.elementwise(cx.hint, "mul", [g.elementwise(cx.hint, "mul", [a, a], shape, d.dtype), 0.5], shape, d.dtype)
+    big = g.elementwise(cx.hint, "mul", [g.elementwise(cx.hint, "sub", [a, 0.5 * delta], shape, d.dtype), float(delta)],
+                        shape, d.dtype)
+    return g.elementwise(cx.hint, "where", [g.elementwise(cx.hint, "less_than", [a, float(delta)], shape, d.dtype), small, big],
+                         shape, d.dtype)
+
+
+def kl_div(cx, x, t, reduction=1, log_target=False):
+    """target · (log target − input) (0 where target is 0, as xlogy), reduced; log_target: e^t · (t − input)"""
+    g = cx.g
+    shape = [max(p, q) for p, q in zip(cx.in_shape(0), cx.in_shape(1))]
+    x, t = broadcast_tensors_to(cx, [x, t], shape)
+
+    def e(op, *args):
+        return g.elementwise(cx.hint, op, list(args), shape, x.dtype)
+
+    if log_target:
+        loss = e("mul", g.op(cx.hint, "exp", [t], t.axes, t.dtype), e("sub", t, x))
+    else:
+        tlogt = e("where", e("less_than", 0.0, t), e("mul", t, g.op(cx.hint, "log", [t], t.axes, t.dtype)), 0.0)
+        loss = e("sub", tlogt, e("mul", t, x))
+    return loss_reduced(cx, loss, reduction)
+
+
+def broadcast_tensors_to(cx, xs, shape):
+    g = cx.g
+    out = g.broadcast_axes(xs, shape)
+    return [g.expand_to(g.align(x, out), out) for x in xs]
+
+
 def expand(cx, x, *args, **kw):
     g, shape = cx.g, cx.shape
     r = len(shape)
@@ -666,6 +755,13 @@ def norm_axis(x, normalized_shape, what):
 
 
 def layer_norm(cx, x, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
+    k = len(normalized_shape)
+    if k > 1:  # over several trailing dims (KernelBench's LayerNorm over [features, h, w]): over them merged
+        g, shape = cx.g, cx.in_shape(0)
+        flat = shape[:-k] + [math.prod(shape[-k:])]
+        merged = [None if p is None else g.solid(g.reshape(p, [flat[-1]], compound=True)) for p in (weight, bias)]
+        y = layer_norm(cx, g.solid(g.reshape(x, flat, compound=True)), [flat[-1]], merged[0], merged[1], eps)
+        return g.reshape(y, shape, compound=True)
     a = norm_axis(x, normalized_shape, "layer_norm")
     args = [x] + [cx.g.rename(p, [a]) for p in (weight, bias) if p is not None]
     if weight is None and bias is not None:
@@ -930,5 +1026,7 @@ HANDLERS = {
     "group_norm": group_norm, "native_group_norm": native_group_norm, "batch_norm": batch_norm,
     "instance_norm": instance_norm,
     "scaled_dot_product_attention": sdpa,
-    "diag": diag, "arange": arange, "full": full, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
+    "diag": diag, "arange": arange, "full": full, "broadcast_tensors": broadcast_tensors,
+    "cosine_similarity": cosine_similarity, "mse_loss": pointwise_loss(mse), "smooth_l1_loss": pointwise_loss(smooth_l1),
+    "huber_loss": pointwise_loss(huber), "kl_div": kl_div, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
 }

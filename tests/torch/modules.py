@@ -446,6 +446,22 @@ class Diagonals(nn.Module):
         return d @ x + (x @ torch.diag(v[:x.shape[1]])) * 0.5, d
 
 
+class Losses(nn.Module):
+    """KernelBench's losses: MSE, smooth L1, Huber (beta and delta 1 and 0.5), KL divergence (batchmean, of
+    softmaxes), cosine similarity; and a LayerNorm over the last two dims (KernelBench's over [f, h, w])."""
+
+    def __init__(self, n=7, d=12):
+        super().__init__()
+        self.ln = nn.LayerNorm([n, d])
+
+    def forward(self, a, b):
+        p, q = torch.softmax(a, -1), torch.softmax(b, -1)
+        losses = (F.mse_loss(a, b) + F.smooth_l1_loss(a, b) + F.smooth_l1_loss(a, b, beta=0.5) + F.huber_loss(a, b)
+                  + F.huber_loss(a, b, delta=0.5) + F.kl_div(torch.log(p), q, reduction="batchmean")
+                  + torch.mean(1 - F.cosine_similarity(a, b, dim=2)))
+        return self.ln(a) * losses, F.mse_loss(a, b, reduction="none")
+
+
 class BatchStatsNorm(nn.Module):
     """Batch norm with the batch's statistics (training=True, no running statistics), and an instance norm."""
 
@@ -494,6 +510,7 @@ CASES = [
     ("sum_max_mean_logsumexp", SumMaxMeanLogsumexp, X3, AX3),
     ("more_ops", MoreOps, X3, AX3),
     ("diagonals", Diagonals, [[9], [9, 9]], {"n": 9}),
+    ("losses", Losses, X3 * 2, AX3),
     ("fused_gate_up", FusedGateUp, X3, AX3),
     ("fused_gate_up_no_bias", lambda: FusedGateUp(bias=False), X3, AX3),
     ("vit_block", ViTBlock, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
