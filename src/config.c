@@ -172,12 +172,6 @@ bool ts_config_attention_head_dim_ok(int64_t d) { return d >= 8 && d <= 256 && d
  * shorter than the walk's tile (16) would leave lanes idle and is not walked. */
 enum { WALK_MIN_SIZE = 16 };
 
-static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access *a) {
-    double n = ts_dtype_bytes(p->buf[a->buf].dtype);
-    for (int d = 0; d < a->ndim; d++) n *= (double)g->axes[a->axis[d]].size;
-    return n;
-}
-
 /* Bytes of map k's operands and outputs moved with a stride other than 0 or 1 along the innermost output
  * axis and, where walk ≥ 0, along that axis too (what neighbouring threads step over in that walk). */
 static double map_strided_bytes(const ts_graph *g, const ts_plan *p, const ts_kernel *k, int32_t walk) {
@@ -185,7 +179,7 @@ static double map_strided_bytes(const ts_graph *g, const ts_plan *p, const ts_ke
     double b = 0;
     for (int i = -1 - k->nextra; i < k->nacc; i++) {
         const ts_access *a = i >= 0 ? &k->acc[i] : i == -1 ? &k->out : &k->extra_out[-2 - i];
-        if (ts_access_strided_along(a, inner) && (walk < 0 || ts_access_strided_along(a, walk))) b += access_bytes(g, p, a);
+        if (ts_access_strided_along(a, inner) && (walk < 0 || ts_access_strided_along(a, walk))) b += ts_access_bytes(g, p, a);
     }
     return b;
 }

@@ -123,16 +123,6 @@ void ts_costmodel_free(ts_costmodel *m) {
 
 static double size_of(const ts_graph *g, int32_t axis) { return (double)g->axes[axis].size; }
 
-/* Distinct elements an access touches (its own dims). */
-static double access_numel(const ts_graph *g, const ts_access *a) {
-    double n = 1;
-    for (int d = 0; d < a->ndim; d++) n *= size_of(g, a->axis[d]);
-    return n;
-}
-
-static double access_bytes(const ts_graph *g, const ts_plan *p, const ts_access *a) {
-    return access_numel(g, a) * ts_dtype_bytes(p->buf[a->buf].dtype);
-}
 
 /* The axis a kernel's neighbouring threads step along: a map's innermost output axis (as a ROW kernel's
  * down columns, whose neighbouring threads take neighbouring rows), a reduction's reduced axis (its
@@ -292,7 +282,7 @@ static double wave_efficiency(const ts_costmodel *m, double tiles) {
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
                        ts_kernel_work *w) {
-    double out = access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
+    double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0;
@@ -300,7 +290,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     const int loader = k->kind == TS_KERNEL_GEMM ? gemm_loader_bytes(k) : 16; /* < 16: the mma.sync fallback */
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
-        double b = access_bytes(g, p, &k->acc[i]);
+        double b = ts_access_bytes(g, p, &k->acc[i]);
         bytes += b;
         if (fast >= 0 && strided(k, &k->acc[i], fast)) strided_b += b;
     }
@@ -309,7 +299,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     if (k->kind == TS_KERNEL_ROW || k->kind == TS_KERNEL_MAP) { /* extra outputs: each written once, its
                                                                   * expression evaluated per element it writes */
         for (int o = 0; o < k->nextra; o++) {
-            double f = 0, s = 0, n = access_numel(g, &k->extra_out[o]);
+            double f = 0, s = 0, n = ts_access_numel(g, &k->extra_out[o]);
             expr_ops(&k->extra_expr[o], &f, &s);
             fma += f * n, sfu += s * n;
             bytes += n * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
@@ -324,7 +314,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         const double rows = k->per_row ? out : out / size_of(g, k->red_axis);
         if (k->columns) { /* down columns: nothing cached, a pass over the operands per stage and for the outputs */
             double in = 0;
-            for (int i = 0; i < k->nacc; i++) in += access_bytes(g, p, &k->acc[i]);
+            for (int i = 0; i < k->nacc; i++) in += ts_access_bytes(g, p, &k->acc[i]);
             bytes += in * (k->nstage + (k->per_row ? 0 : 1) - 1);
             /* launch_row_columns (row.cuh) wants two CTAs an SM: 32 rows a block where that fills them, else
              * 16 with the positions split over a cluster of up to 8 CTAs (row_columns_cluster, mirrored

@@ -228,6 +228,16 @@ int32_t ts_access_unit_axis(const ts_access *a) {
     return -1;
 }
 
+double ts_access_numel(const ts_graph *g, const ts_access *a) {
+    double n = 1;
+    for (int d = 0; d < a->ndim; d++) n *= (double)g->axes[a->axis[d]].size;
+    return n;
+}
+
+double ts_access_bytes(const ts_graph *g, const ts_plan *p, const ts_access *a) {
+    return ts_access_numel(g, a) * ts_dtype_bytes(p->buf[a->buf].dtype);
+}
+
 bool ts_access_strided_along(const ts_access *a, int32_t axis) {
     for (int d = 0; d < a->ndim; d++)
         if (a->axis[d] == axis) {

@@ -275,6 +275,9 @@ int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k);
 
 /* The axis along which access a has unit stride (a constant 1), or -1. */
 int32_t ts_access_unit_axis(const ts_access *a);
+/* Distinct elements access a touches (its own dims, at the graph's current sizes), and their bytes in plan p. */
+double ts_access_numel(const ts_graph *g, const ts_access *a);
+double ts_access_bytes(const ts_graph *g, const ts_plan *p, const ts_access *a);
 /* Whether access a steps along `axis` with a stride other than 0 or 1 (a dynamic stride counts as other):
  * neighbouring threads stepping along it each touch a memory sector of their own. */
 bool ts_access_strided_along(const ts_access *a, int32_t axis);

@@ -204,19 +204,26 @@ def broadcast_tensors(cx, xs):
 def cosine_similarity(cx, a, b, dim=1, eps=1e-8):
     """Σ (a / max(‖a‖, eps)) · (b / max(‖b‖, eps)) over dim, as ATen computes it"""
     g = cx.g
-    shape = [max(p, q) for p, q in zip(*[[1] * (len(cx.in_shape(1)) - len(cx.in_shape(0))) + cx.in_shape(0),
-                                         [1] * (len(cx.in_shape(0)) - len(cx.in_shape(1))) + cx.in_shape(1)])]
+    shape = pair_shape(cx)
     a, b = broadcast_tensors_to(cx, [a, b], shape)
     d = dim % len(shape)
+    norm_shape = shape[:d] + [1] + shape[d + 1:]
 
     def unit(x):
         n = unary("sqrt")(cx, reduce_over(cx, "reduce_sum", g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), [d], True))
-        return g.elementwise(cx.hint, "div", [x, g.elementwise(cx.hint, "max", [n, float(eps)], n.axes and
-                                                              [g.size(e) if e is not None else 1 for e in n.axes], x.dtype)],
+        return g.elementwise(cx.hint, "div", [x, g.elementwise(cx.hint, "max", [n, float(eps)], norm_shape, x.dtype)],
                              shape, x.dtype)
 
     p = g.elementwise(cx.hint, "mul", [unit(a), unit(b)], shape, a.dtype)
     return reduce_over(cx, "reduce_sum", p, [d], False)
+
+
+def pair_shape(cx):
+    """The PyTorch shape operands 0 and 1 broadcast to (right-aligned)."""
+    p, q = cx.in_shape(0), cx.in_shape(1)
+    r = max(len(p), len(q))
+    p, q = [1] * (r - len(p)) + p, [1] * (r - len(q)) + q
+    return [max(x, y) for x, y in zip(p, q)]
 
 
 def loss_reduced(cx, x, reduction):
@@ -229,7 +236,7 @@ def loss_reduced(cx, x, reduction):
 def pointwise_loss(f):
     """A loss of (input, target) as f(cx, d = input − target, input, target), reduced."""
     def handler(cx, a, b, reduction=1, *rest):
-        shape = [max(p, q) for p, q in zip(cx.in_shape(0), cx.in_shape(1))]
+        shape = pair_shape(cx)
         a, b = broadcast_tensors_to(cx, [a, b], shape)
         return loss_reduced(cx, f(cx, cx.g.elementwise(cx.hint, "sub", [a, b], shape, a.dtype), shape, *rest), reduction)
     return handler
@@ -265,7 +272,7 @@ def huber(cx, d, shape, delta=1.0):
 def kl_div(cx, x, t, reduction=1, log_target=False):
     """target · (log target − input) (0 where target is 0, as xlogy), reduced; log_target: e^t · (t − input)"""
     g = cx.g
-    shape = [max(p, q) for p, q in zip(cx.in_shape(0), cx.in_shape(1))]
+    shape = pair_shape(cx)
     x, t = broadcast_tensors_to(cx, [x, t], shape)
 
     def e(op, *args):
