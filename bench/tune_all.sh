@@ -9,7 +9,8 @@
 # TUNE_BUDGET_S (no new graph after this many seconds; default none), TSOPT (build/tsopt), PARALLEL (with
 # PREPARE=1: graphs built at once, default 1), ONLY (LIST=bench: a comma-separated list of graph names),
 # GRAPHS_DIR (LIST=bench: the folder of graphs, default bench/graphs), DIMS (LIST=bench: the sizes every listed
-# graph is tuned at, e.g. b=1 for a decode step, instead of the default above).
+# graph is tuned at, e.g. b=1 for a decode step, instead of the default above), TUNE_ARGS (more arguments for
+# every `tsopt tune`, e.g. --allow-cublas; the same with PREPARE=1 and on the GPU machine).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-build/h200-out}
@@ -40,6 +41,7 @@ mkdir -p "$dir" "$tuned"
 status=0
 while read -r name graph dims; do
   args=(--top "$top" --cache "$cache")
+  [ -n "${TUNE_ARGS:-}" ] && read -r -a extra <<< "$TUNE_ARGS" && args+=("${extra[@]}")
   [ "$dims" != - ] && args+=(--dims "$dims")
   if [ "${PREPARE:-0}" = 1 ]; then
     # PARALLEL graphs at once (each builds its candidates with all processors: on the 16-core GPU machine

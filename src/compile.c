@@ -63,14 +63,13 @@ static int by_predicted(const void *a, const void *b) {
 
 /* Saturates g and searches its plans (the baseline first); views2: see ts_plan_lower. */
 static int search_graph(ts_graph *g, const ts_egir_view *views2, const ts_rules *rs, const ts_costmodel *cm,
-                        ts_plan **plans, int *n, ts_search_stats *st, char **err) {
+                        const ts_search_opts *so, ts_plan **plans, int *n, ts_search_stats *st, char **err) {
     ts_runner_limits lim = ts_runner_default_limits();
     ts_saturation s;
     ts_egir plain = {0};
     int rc = ts_saturate(g, rs, ts_default_phases, ts_default_nphases, &lim, &s, err);
     if (rc == 0) rc = ts_egir_init(&plain, g, err);
-    ts_search_opts so = ts_search_default_opts();
-    if (rc == 0) rc = ts_search_plans(&s.x, &plain, views2, g, cm, &so, plans, n, st, err);
+    if (rc == 0) rc = ts_search_plans(&s.x, &plain, views2, g, cm, so, plans, n, st, err);
     ts_egir_free(&plain);
     ts_saturation_free(&s);
     return rc;
@@ -86,7 +85,8 @@ typedef struct {
 
 /* Searches the representative chunk of group `gi` (and its second binding for symbolic strides). */
 static int search_group(ts_graph *g, ts_graph *g2, const ts_partition *part, const ts_partition *part2, int gi,
-                        const ts_rules *rs, const ts_costmodel *cm, group_plans *gp, ts_search_stats *st, char **err) {
+                        const ts_rules *rs, const ts_costmodel *cm, const ts_search_opts *so, group_plans *gp,
+                        ts_search_stats *st, char **err) {
     ts_graph cg, cg2 = {0};
     ts_egir cx2 = {0};
     ts_partition_chunk_graph(g, part, part->groups[gi].rep, &cg);
@@ -96,7 +96,7 @@ static int search_group(ts_graph *g, ts_graph *g2, const ts_partition *part, con
         rc = ts_egir_init(&cx2, &cg2, err);
     }
     ts_search_stats one = {0};
-    if (rc == 0) rc = search_graph(&cg, g2 ? cx2.views : NULL, rs, cm, &gp->plans, &gp->n, &one, err);
+    if (rc == 0) rc = search_graph(&cg, g2 ? cx2.views : NULL, rs, cm, so, &gp->plans, &gp->n, &one, err);
     if (rc == 0 && gp->n > 1) { /* the chunk's own baseline is not needed: the whole graph has one */
         ts_plan_free(&gp->plans[0]);
         memmove(&gp->plans[0], &gp->plans[1], sizeof *gp->plans * (size_t)--gp->n);
@@ -163,13 +163,13 @@ static void stitch_plan(ts_plan *p, const ts_graph *g, const ts_partition *part,
  * of the group; the baseline is the whole graph's. Keeps the search's time and the predictions linear in
  * the depth of a stack of identical layers. */
 static int compile_chunked(ts_graph *g, ts_graph *g2, const ts_egir *x2, const ts_partition *part,
-                           const ts_partition *part2, const ts_rules *rs, const ts_costmodel *cm, ts_compiled *out,
-                           char **err) {
+                           const ts_partition *part2, const ts_rules *rs, const ts_costmodel *cm,
+                           const ts_search_opts *so, ts_compiled *out, char **err) {
     group_plans *gp = ts_xcalloc((size_t)part->ngroups, sizeof *gp);
     ts_egir plain = {0};
     int rc = 0, ranks = 1;
     for (int i = 0; i < part->ngroups && rc == 0; i++) {
-        rc = search_group(g, g2, part, part2, i, rs, cm, &gp[i], &out->search, err);
+        rc = search_group(g, g2, part, part2, i, rs, cm, so, &gp[i], &out->search, err);
         if (rc == 0 && gp[i].n > ranks) ranks = gp[i].n;
     }
     if (rc == 0) rc = ts_egir_init(&plain, g, err);
@@ -203,7 +203,14 @@ static bool same_partition(const ts_partition *a, const ts_partition *b) {
 
 int ts_compile(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm,
                ts_compiled *out, char **err) {
+    return ts_compile_with(spec, bind, g, rs, cm, false, out, err);
+}
+
+int ts_compile_with(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm,
+                    bool allow_library, ts_compiled *out, char **err) {
     memset(out, 0, sizeof *out);
+    ts_search_opts so = ts_search_default_opts();
+    so.allow_library = allow_library;
     ts_egir x2 = {0};
     ts_graph g2 = {0};
     bool dynamic = false;
@@ -218,8 +225,8 @@ int ts_compile(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rule
          * input and its update as a value to copy out (a limit: a decode stack is not split into layers) */
         chunked = part.nchunks > 1 && (!dynamic || same_partition(&part, &part2)) && ts_graph_abi_outputs(g) == g->noutputs;
     }
-    if (rc == 0 && chunked) rc = compile_chunked(g, dynamic ? &g2 : NULL, &x2, &part, &part2, rs, cm, out, err);
-    else if (rc == 0) rc = search_graph(g, dynamic ? x2.views : NULL, rs, cm, &out->plans, &out->n, &out->search, err);
+    if (rc == 0 && chunked) rc = compile_chunked(g, dynamic ? &g2 : NULL, &x2, &part, &part2, rs, cm, &so, out, err);
+    else if (rc == 0) rc = search_graph(g, dynamic ? x2.views : NULL, rs, cm, &so, &out->plans, &out->n, &out->search, err);
     if (rc == 0) {
         out->baseline_s = out->plans[0].predicted_s; /* built first */
         qsort(out->plans, (size_t)out->n, sizeof *out->plans, by_predicted);

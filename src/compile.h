@@ -21,6 +21,9 @@ typedef struct {
 /* g was checked from spec with `bind` (NULL: the file's sizes). Returns 0, or -1 with *err (heap). */
 int ts_compile(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm,
                ts_compiled *out, char **err);
+/* ts_compile, and with allow_library the search may configure GEMMs to run by cuBLASLt (--allow-cublas). */
+int ts_compile_with(ts_spec *spec, const ts_binding *bind, ts_graph *g, const ts_rules *rs, const ts_costmodel *cm,
+                    bool allow_library, ts_compiled *out, char **err);
 void ts_compiled_free(ts_compiled *c);
 
 #endif

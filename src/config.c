@@ -1,6 +1,8 @@
 /* config.c — the one place kernel configurations are chosen (config.h). */
 #include "config.h"
 
+#include "libgemm.h"
+
 #include <math.h>
 #include <stdio.h>
 
@@ -139,21 +141,28 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
 static const int single_variants[][5] = {
     {128, 256, 4, 1, 0}, {128, 128, 5, 1, 0}, {128, 64, 6, 1, 0}, {128, 256, 4, 2, 0}, {128, 128, 5, 1, 1}};
 static const int dual_variants[][5] = {{128, 128, 4, 1, 0}, {128, 64, 6, 1, 0}, {128, 128, 4, 2, 0}};
-_Static_assert(sizeof single_variants / sizeof *single_variants <= TS_CONFIG_MAX_VARIANTS &&
-                   sizeof dual_variants / sizeof *dual_variants <= TS_CONFIG_MAX_VARIANTS,
-               "TS_CONFIG_MAX_VARIANTS (config.h) holds every variant");
+_Static_assert(sizeof single_variants / sizeof *single_variants < TS_CONFIG_MAX_VARIANTS &&
+                   sizeof dual_variants / sizeof *dual_variants < TS_CONFIG_MAX_VARIANTS,
+               "TS_CONFIG_MAX_VARIANTS (config.h) holds every variant and the library's");
 
-int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max) {
-    if (k->kind != TS_KERNEL_GEMM || k->cfg.skinny_only) return 0;
+int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
+                       ts_kernel_config *out, int max) {
+    if (k->kind != TS_KERNEL_GEMM) return 0;
     bool dual = k->b1 >= 0;
     const int(*v)[5] = dual ? dual_variants : single_variants;
     int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v), n = 0;
-    for (int i = 0; i < nv && n < max; i++) {
+    for (int i = 0; i < nv && n < max - 1 && !k->cfg.skinny_only; i++) { /* room kept for the library's */
         ts_kernel_config c = k->cfg;
         c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3], c.pingpong = v[i][4];
+        c.library = false;
         bool same = c.tile_m == k->cfg.tile_m && c.tile_n == k->cfg.tile_n && c.stages == k->cfg.stages &&
-                    c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong;
+                    c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong && !k->cfg.library;
         if (!same) out[n++] = c;
+    }
+    ts_lt_epilogue e;
+    if (allow_library && !k->cfg.library && n < max && ts_libgemm_match(g, p, k, &e, NULL)) {
+        out[n] = k->cfg;
+        out[n++].library = true;
     }
     return n;
 }
@@ -206,7 +215,9 @@ void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k) {
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     char split[24] = "";
     if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
-    if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_only)
+    if (k->kind == TS_KERNEL_GEMM && k->cfg.library)
+        snprintf(buf, n, "cuBLASLt");
+    else if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_only)
         snprintf(buf, n, "decode: %d query rows a CTA, keys split over warps and a cluster", k->cfg.dec_rows);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
         snprintf(buf, n, "skinny %dx%d, %d stages%s", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);

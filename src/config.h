@@ -17,10 +17,12 @@ void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k);
 /* Whether GEMM kernel k runs its skinny (decode) form at the graph's current sizes: M ≤ cfg.skinny_m. */
 bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
 
-/* The configurations tune may time for kernel k besides k->cfg (GEMMs on sm_90a: other tile shapes,
- * pipeline depths and a cluster of 2), at most max into out; returns how many (0 for other kinds and for a
- * GEMM that runs only its skinny form). Each is k->cfg with the sm_90a fields replaced. */
-int ts_config_variants(const ts_kernel *k, ts_kernel_config *out, int max);
+/* The configurations tune may time for kernel k of plan p besides k->cfg (GEMMs on sm_90a: other tile
+ * shapes, pipeline depths and a cluster of 2; with allow_library, cuBLASLt where libgemm.h matches the
+ * kernel, the last), at most max into out; returns how many (0 for other kinds; a GEMM that runs only its
+ * skinny form has only the library one). Each is k->cfg with the sm_90a fields, or `library`, replaced. */
+int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
+                       ts_kernel_config *out, int max);
 /* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
 enum { TS_CONFIG_MAX_VARIANTS = 8 };
 

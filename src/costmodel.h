@@ -89,6 +89,9 @@
  *                        the ops of the functor as the kernel runs it (its unmasked form, plus the diagonal's
  *                        compare and select; fitted on head dim 64 before and after that form, bench/NOTES.md
  *                        runs 93 and 95)
+ *   cublas_efficiency    the fraction of tensor_flops_per_s a GEMM run by cuBLASLt reaches (--allow-cublas,
+ *                        libgemm.h), as gemm_efficiency is the own wgmma kernel's (gemm_efficiency where a model
+ *                        file lacks it); its epilogue (bias, ReLU, GELU) is hidden behind its main loop
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -123,7 +126,8 @@
     X(attention_key64_ratio, NULL, 1.0)                                                                \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
     X(attention_score_ops_per_s, NULL, 1e30)                                                           \
-    X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)
+    X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)                                               \
+    X(cublas_efficiency, "gemm_efficiency", 0)
 
 typedef struct {
     char *path, *gpu, *source;
@@ -197,6 +201,10 @@ typedef struct {
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
+    bool library;           /* GEMM run by cuBLASLt (--allow-cublas, libgemm.h): its tensor work at cublas_efficiency
+                               in the own kernel's default tiles (the library's own are not known here), no ping-pong
+                               form, its epilogue hidden behind the main loop; off 16-byte alignment (the output's
+                               too) unchunked or paired, at those efficiencies, as the own kernels */
 } ts_kernel_work;
 
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,

@@ -19,6 +19,7 @@
 #include "sym.h"
 #include "util.h"
 #include "version.h"
+#include "libgemm.h"
 #include "workspace.h"
 
 typedef struct {
@@ -231,6 +232,7 @@ static int embed_templates(emitter *e, char **err) {
     /* the Hopper attention kernel builds on the Hopper GEMM's TMA and wgmma helpers */
     if ((gemm || attn) && (embed_template(e, "gemm.cuh", err) || embed_template(e, "gemm_sm90.cuh", err))) return -1;
     if (attn && (embed_template(e, "attention.cuh", err) || embed_template(e, "attention_sm90.cuh", err))) return -1;
+    if (ts_plan_uses_cublas(e->p) && embed_template(e, "cublaslt.cuh", err)) return -1;
     return 0;
 }
 
@@ -672,10 +674,17 @@ static void emit_banner(emitter *e) {
     fprintf(e->f, "// measured:  %s\n", o->measured ? o->measured : "not tuned on a GPU");
     emit_banner_configs(e);
     fputs("//\n", e->f);
-    fprintf(e->f, "// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,\n"
-                  "// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code\n"
-                  "// serialises wgmma). %s_fallback() says when a launch fell back.\n//\n// Buffers (row-major):\n",
-            e->name);
+    if (ts_plan_uses_cublas(e->p))
+        fprintf(e->f, "// Depends on the CUDA toolkit's headers and cuBLASLt (compiled with --allow-cublas: link with\n"
+                      "// -lcublasLt; TSOPT_%s_NEEDS_CUBLASLT is defined). Build flags: -arch=sm_90a for the Hopper kernels\n"
+                      "// (wgmma, TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device\n"
+                      "// code serialises wgmma). %s_fallback() says when a launch fell back.\n//\n// Buffers (row-major):\n",
+                e->upper, e->name);
+    else
+        fprintf(e->f, "// Depends only on the CUDA toolkit's headers. Build flags: -arch=sm_90a for the Hopper kernels (wgmma,\n"
+                      "// TMA; plain sm_90 or sm_80+ runs the mma.sync fallback), and no -rdc (relocatable device code\n"
+                      "// serialises wgmma). %s_fallback() says when a launch fell back.\n//\n// Buffers (row-major):\n",
+                e->name);
     for (int i = 0; i < e->g->ninputs; i++) {
         const ts_node *n = &e->g->nodes[e->g->inputs[i].node];
         fprintf(e->f, "//   %s %-10s %s ", e->g->inputs[i].inout ? "inout" : "in ", e->in_names[i], ts_dtype_name(n->dtype));
@@ -747,6 +756,7 @@ static void emit_workspace_fn(emitter *e) {
         print_slot_bytes(e, s);
         fputs(";\n", e->f);
     }
+    if (ts_plan_uses_cublas(e->p)) fprintf(e->f, "    bytes += %d; /* cuBLASLt's, after the temporaries */\n", TS_LT_WORKSPACE_BYTES);
     fputs("    return bytes;\n}\n\n", e->f);
 }
 
@@ -818,6 +828,60 @@ static void emit_gemm_second_pair(emitter *e, const ts_kernel *k) {
     print_assign(e, "p.b2_batch_stride", k->batch_axis >= 0 ? ts_access_stride(b2, k->batch_axis) : ts_sym_const(0));
 }
 
+static const char *cuda_data_type(ts_dtype t) {
+    return t == TS_FP16 ? "CUDA_R_16F" : t == TS_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
+}
+
+/* `        dst = <stride of a along axis>;` */
+static void print_stride(emitter *e, const char *dst, const ts_access *a, int32_t axis) {
+    print_assign(e, dst, axis >= 0 ? ts_access_stride(a, axis) : ts_sym_const(0));
+}
+
+/* A matrix operand of the cuBLASLt call (templates/cublaslt.cuh tslt::Gemm): pointer, leading dimension (the
+ * stride along the axis that is not unit-stride), batch stride, and whether `unit` is the unit-stride axis. */
+static void fill_library_operand(emitter *e, const ts_kernel *k, const ts_access *a, const char *name, int32_t unit,
+                                 int32_t other, const char *contig) {
+    char f[48];
+    ts_sym su = ts_access_stride(a, unit);
+    bool along = ts_sym_is_one(&su);
+    snprintf(f, sizeof f, "lt.%s", name);
+    print_base(e, f, a);
+    snprintf(f, sizeof f, "lt.ld%c", name[0] == 'A' ? 'a' : name[0] == 'B' ? 'b' : 'c');
+    print_stride(e, f, a, along ? other : unit);
+    snprintf(f, sizeof f, "lt.%c_batch", name[0] == 'A' ? 'a' : name[0] == 'B' ? 'b' : 'c');
+    print_stride(e, f, a, k->batch_axis);
+    if (contig) fprintf(e->f, "        lt.%s = %s;\n", contig, along ? "true" : "false");
+}
+
+/* The cuBLASLt call of a GEMM configured `library` (--allow-cublas; libgemm.h matched it): the same GEMM and
+ * epilogue as the plan's own kernel, which runs instead when cuBLASLt has no algorithm for the call. */
+static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
+    ts_lt_epilogue ep;
+    const char *why = NULL;
+    bool ok = ts_libgemm_match(e->g, e->p, k, &ep, &why);
+    TS_ASSERT(ok); /* the search and tune configure only what matches */
+    const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
+    fprintf(e->f, "        /* cuBLASLt (--allow-cublas): D = %s(%s·A·B%s%s) */\n", ep.act == TS_LT_ACT_RELU ? "relu" : ep.act == TS_LT_ACT_GELU ? "gelu" : "",
+            "alpha", ep.bias >= 0 ? " + bias" : "", ep.residual >= 0 ? " + beta·C" : "");
+    fprintf(e->f, "        static tslt::Cache lt_cache;\n        tslt::Gemm lt{};\n        lt.ab_type = %s;\n        lt.d_type = %s;\n",
+            cuda_data_type(e->p->buf[a->buf].dtype), cuda_data_type(e->p->buf[k->out.buf].dtype));
+    fputs("        lt.M = p.M;\n        lt.N = p.N;\n        lt.K = p.K;\n        lt.batch = p.batch;\n", e->f);
+    fill_library_operand(e, k, a, "A", k->red_axis, k->m_axis, "a_kcontig");
+    fill_library_operand(e, k, b, "B", k->n_axis, k->red_axis, "b_ncontig");
+    if (ep.residual >= 0) fill_library_operand(e, k, &k->acc[ep.residual], "C", k->n_axis, k->m_axis, NULL);
+    fputs("        lt.alpha = ", e->f);
+    print_float(e->f, ep.alpha);
+    fputs(";\n        lt.beta = ", e->f);
+    print_float(e->f, ep.beta);
+    fputs(";\n        lt.D = p.ep.out;\n        lt.ldd = p.ep.om;\n        lt.d_batch = p.ep.ob;\n", e->f);
+    if (ep.bias >= 0) print_base(e, "lt.bias", &k->acc[ep.bias]);
+    fprintf(e->f, "        lt.act = %s;\n", ep.act == TS_LT_ACT_RELU ? "tslt::kRelu" : ep.act == TS_LT_ACT_GELU ? "tslt::kGelu" : "tslt::kNone");
+    fprintf(e->f, "        err = tslt::matmul(lt, lt_cache, lt_workspace, %d, stream);\n", TS_LT_WORKSPACE_BYTES);
+    fputs("        if (err != cudaErrorNotSupported) return err; /* done, or a real error */\n", e->f);
+    fprintf(e->f, "        fallback_note = \"kernel %d (GEMM): cuBLASLt has no algorithm for this call; ran tsopt's own kernel\";\n",
+            ki + 1);
+}
+
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
@@ -847,6 +911,7 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     if (b_ready) fputs("        p.b_ready = true;\n", e->f);
     if (b_ready && read_only_input(e, a->buf) && (!k->two_k || read_only_input(e, k->acc[k->a2].buf)))
         fputs("        p.a_ready = true; /* the main loop runs before the wait for the kernel before */\n", e->f);
+    if (k->cfg.library) emit_gemm_library_call(e, ki, k);
     emit_gemm_calls(e, ki, k, t);
 }
 
@@ -1337,9 +1402,11 @@ static void emit_contract_note(emitter *e) {
  * for nvcc the typed launch helper. */
 static void emit_declarations(emitter *e) {
     const char *n = e->name;
-    fprintf(e->f, "#ifndef TSOPT_%s_H\n#define TSOPT_%s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n"
-                  "#ifdef __cplusplus\nextern \"C\" {\n#endif\nstruct CUstream_st; /* cudaStream_t is a struct CUstream_st * */\n",
-            e->upper, e->upper);
+    fprintf(e->f, "#ifndef TSOPT_%s_H\n#define TSOPT_%s_H\n\n#include <stddef.h>\n#include <stdint.h>\n\n", e->upper, e->upper);
+    if (ts_plan_uses_cublas(e->p)) /* for build systems: this header's program links -lcublasLt */
+        fprintf(e->f, "#define TSOPT_%s_NEEDS_CUBLASLT 1\n\n", e->upper);
+    fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\nstruct CUstream_st; /* cudaStream_t is a struct CUstream_st * */\n",
+          e->f);
     fprintf(e->f, "/* Runs the graph on the stream (a cudaStream_t; NULL: the default stream): buffers are device pointers,\n"
                   " * inputs then outputs in the banner's order (no output may overlap an input, another output or the\n"
                   " * workspace); dims the dynamic sizes in its order. Returns a cudaError_t. */\n"
@@ -1783,6 +1850,7 @@ static void emit_kernel_code(emitter *e, int id, const ts_kernel *k) {
     for (int j = 0; j < n; j++)
         fprintf(e->f, "%s%s *K%d_b%d, ", written[j] ? "" : "const ", ctype_of(e->p->buf[bufs[j]].dtype), id, j);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "int64_t %s, ", e->dyn_names[d]);
+    if (k->cfg.library) fputs("void *lt_workspace, ", e->f); /* cuBLASLt's share of the workspace */
     fputs("int sms, cudaStream_t stream) {\n    cudaError_t err;\n    (void)sms;\n", e->f);
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "    (void)%s;\n", e->dyn_names[d]);
     e->param_of = param_of, e->param_id = id;
@@ -1828,6 +1896,7 @@ static void emit_kernel_call(emitter *e, int i) {
         fprintf(e->f, "%s, ", ptr);
     }
     for (int d = 0; d < e->dyn.n; d++) fprintf(e->f, "%s, ", e->dyn_names[d]);
+    if (k->cfg.library) fputs("lt_workspace, ", e->f);
     fputs("sms, stream);\n    if (err != cudaSuccess) return err;\n", e->f);
     free(what);
     free(bufs);
@@ -1849,11 +1918,12 @@ static void emit_temp_pointers(emitter *e) {
             if (e->ws.slot_of[b] == s)
                 fprintf(e->f, "    %s *tmp%d = reinterpret_cast<%s *>(ws);\n", ctype_of(B->dtype), B->index, ctype_of(B->dtype));
         }
-        if (s + 1 == e->ws.nslot) break;
+        if (s + 1 == e->ws.nslot && !ts_plan_uses_cublas(e->p)) break;
         fputs("    ws += ", e->f);
         print_slot_bytes(e, s);
         fputs(";\n", e->f);
     }
+    if (ts_plan_uses_cublas(e->p)) fputs("    void *lt_workspace = ws; /* cuBLASLt's, after the temporaries */\n", e->f);
 }
 
 static int emit_launch_fn(emitter *e, char **err) {
@@ -1863,7 +1933,7 @@ static int emit_launch_fn(emitter *e, char **err) {
     fprintf(e->f, "void *workspace, cudaStream_t stream) {\n    using namespace tsopt_%s;\n    fallback_note = nullptr;\n",
             e->name);
     emit_arg_checks(e);
-    if (e->ws.nslot) emit_temp_pointers(e);
+    if (e->ws.nslot || ts_plan_uses_cublas(e->p)) emit_temp_pointers(e);
     else fputs("    (void)workspace;\n", e->f);
     fputs("    tst::DeviceFacts facts;\n    cudaError_t err = tst::device_facts(&facts); /* cached per device */\n"
           "    if (err != cudaSuccess) return err;\n    const int sms = facts.sms;\n", e->f);
@@ -1886,6 +1956,7 @@ static int emit_implementation(emitter *e, char **err) {
     fputs("#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n#include <math.h>\n", out);
     if (uses_kind(e->p, TS_KERNEL_GEMM) || uses_kind(e->p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
+    if (ts_plan_uses_cublas(e->p)) fputs("#include <cublasLt.h>\n", out); /* --allow-cublas */
     /* Hidden visibility: no kernel, template instance or cache is exported from a shared library. Exported,
      * two libraries built from headers of one graph name (a torch op and a ctypes library, two tuned
      * candidates) would share their function-local statics as STB_GNU_UNIQUE symbols across the process,

@@ -21,6 +21,7 @@
 #include "emit.h"
 #include "home.h"
 #include "interp.h"
+#include "libgemm.h"
 #include "partition.h"
 #include "plan.h"
 #include "saturate.h"
@@ -120,7 +121,7 @@ static const char usage_verify[] =
 
 static const char usage_compile[] =
     "usage: tsopt compile [-o DIR] [--name NAME] [--dims AXIS=N,...] [--cost-model FILE] [--top K]\n"
-    "                     [--rules PATH]... [--templates DIR] FILE\n"
+    "                     [--rules PATH]... [--templates DIR] [--allow-cublas] FILE\n"
     "\n"
     "Checks FILE, saturates it with the rules, extracts candidate kernel plans (the unfused baseline, one\n"
     "kernel per op, always among them), predicts each plan's time with the cost model, prints the ranked\n"
@@ -139,6 +140,9 @@ static const char usage_compile[] =
     "  --rules PATH            a .rules file or a folder of them (default: rules in the data folder;\n"
     "                          repeatable)\n"
     "  --templates DIR         the CUDA templates (default: templates in the data folder)\n"
+    "  --allow-cublas          GEMMs cuBLASLt can run (bias, ReLU or GELU epilogues; see the README) may run\n"
+    "                          by it where the cost model predicts it faster; the header then needs\n"
+    "                          -lcublasLt (its banner says so). Default: only tsopt's own kernels\n"
     "\n"
     "The data folder: $TSOPT_HOME, else beside the binary (tsopt --help).\n";
 
@@ -207,6 +211,8 @@ static const char usage_tune[] =
     "  --rules PATH            rule file or folder (repeatable; default: rules in the data folder)\n"
     "  --cost-model FILE       cost-model coefficients (default: costmodel/h200.yaml in the data folder)\n"
     "  --templates DIR         the CUDA templates (default: templates in the data folder)\n"
+    "  --allow-cublas          also time the best plan with its GEMMs run by cuBLASLt where it can run them\n"
+    "                          (and let the search choose it); a header that keeps it needs -lcublasLt\n"
     "\n"
     "exit codes: 0 ok, 1 bad input or no candidate valid, 2 usage error, 3 no GPU, driver or compiler\n";
 
@@ -226,6 +232,7 @@ typedef struct {
     const char *name, *templates; /* compile's --name; compile and tune's --templates (NULL: the data folder's) */
     double top;
     bool stats;
+    bool allow_cublas; /* compile and tune: --allow-cublas */
 } options;
 
 static int usage_error(const char *usage, const char *what, const char *arg) {
@@ -252,6 +259,8 @@ static int parse_options(int argc, char **argv, const char *usage, options *o) {
             return 0;
         } else if (strcmp(a, "--stats") == 0 && usage == usage_explain) {
             o->stats = true;
+        } else if (strcmp(a, "--allow-cublas") == 0 && (usage == usage_compile || usage == usage_tune)) {
+            o->allow_cublas = true;
         } else if (strcmp(a, "--dims") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--max-memory") == 0 ||
                    strcmp(a, "--print") == 0 || strcmp(a, "--rules") == 0 || strcmp(a, "--term") == 0 ||
                    strcmp(a, "--iter-limit") == 0 || strcmp(a, "--node-limit") == 0 ||
@@ -792,6 +801,8 @@ static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, 
                    plans[i].name, plans[i].predicted_s * 1e3);
             warn_unchunked_gemms(o->file, g, &plans[i]);
             warn_fp32_matmuls(o->file, g);
+            if (ts_plan_uses_cublas(&plans[i]))
+                printf("note: the header runs GEMMs by cuBLASLt (--allow-cublas): link the program with -lcublasLt\n");
             free(templates);
             return 0;
         }
@@ -810,7 +821,7 @@ static int compile_plans(const options *o, ts_spec *spec, const ts_binding *bind
                          const ts_costmodel *cm) {
     ts_compiled c;
     char *err = NULL;
-    if (ts_compile(spec, bind, g, rs, cm, &c, &err) != 0) {
+    if (ts_compile_with(spec, bind, g, rs, cm, o->allow_cublas, &c, &err) != 0) {
         fprintf(stderr, "%s: error: %s\n", o->file, err);
         free(err);
         return EXIT_INPUT;
@@ -965,7 +976,7 @@ static int cmd_tune(int argc, char **argv) {
     rc = load_compile_inputs(&o, &in);
     ts_compiled c = {0};
     char *err = NULL, *cache = to.cache_dir ? NULL : default_cache_dir(), *templates = NULL;
-    if (rc == 0 && ts_compile(&in.spec, &in.bind, &in.g, &in.rs, &in.cm, &c, &err) != 0) {
+    if (rc == 0 && ts_compile_with(&in.spec, &in.bind, &in.g, &in.rs, &in.cm, o.allow_cublas, &c, &err) != 0) {
         fprintf(stderr, "%s: error: %s\n", o.file, err);
         free(err);
         rc = EXIT_INPUT;
@@ -975,6 +986,7 @@ static int cmd_tune(int argc, char **argv) {
         to.plans = c.plans, to.nplans = c.n, to.baseline_s = c.baseline_s;
         to.top = !top_given ? 4 : o.top >= 1 ? (int)(o.top > 1000 ? 1000 : o.top) : 1, to.seed = o.seed;
         to.out_dir = out_given ? o.out_dir : "tuned";
+        to.allow_library = o.allow_cublas;
         to.templates_dir = templates = o.templates ? ts_strdup(o.templates) : ts_data_path("templates");
         if (!to.cache_dir) to.cache_dir = cache;
         rc = ts_tune(&to);

@@ -1823,6 +1823,28 @@ static int other_than_const(const ts_expr *x, int i, double v) {
     return -1;
 }
 
+double ts_expr_eval(const ts_expr *x, const double *acc, const double *load, const double *index, bool round_casts) {
+    if (x->n == 0) return NAN;
+    double *v = ts_xmalloc(sizeof *v * (size_t)x->n);
+    for (int i = 0; i < x->n; i++) {
+        const ts_xnode *n = &x->node[i];
+        double a[3] = {0};
+        switch (n->kind) {
+        case TS_X_CONST: v[i] = n->value; break;
+        case TS_X_ACC: v[i] = acc[n->slot]; break;
+        case TS_X_LOAD: v[i] = load ? load[n->slot] : NAN; break;
+        case TS_X_INDEX: v[i] = index ? index[n->slot] : NAN; break;
+        case TS_X_OP:
+            for (int c = 0; c < ts_op_arity(n->op); c++) a[c] = v[n->kid[c]];
+            v[i] = n->op == TS_OP_CAST && !round_casts ? a[0] : ts_interp_apply(n->op, n->dtype, a);
+            break;
+        }
+    }
+    double r = v[x->n - 1];
+    free(v);
+    return r;
+}
+
 int ts_expr_tanh_arg(const ts_expr *x, int i) {
     if (!xop_is(x, i, TS_OP_ADD)) return -1;
     int m = other_than_const(x, i, 1.0);

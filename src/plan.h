@@ -97,7 +97,9 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     (attention.cuh: 16 rows a CTA, the keys split over its warps and a cluster, picked at run time);
  *     dec_only: t_q is static and within it.
  *   MAP: walk (map.cuh's transposed walk): neighbouring threads step along output dimension walk_dim rather
- *     than the innermost, where that leaves fewer bytes moved with a stride other than 0 or 1 (a transpose). */
+ *     than the innermost, where that leaves fewer bytes moved with a stride other than 0 or 1 (a transpose).
+ *   GEMM, library: cuBLASLt runs it (templates/cublaslt.cuh; only with --allow-cublas, only where libgemm.h
+ *     matches it), the fields above then describing the own kernel it falls back to. */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
@@ -108,6 +110,7 @@ typedef struct {
     bool dec_only; /* t_q can never exceed dec_rows: the other attention kernels are not emitted */
     bool walk;     /* MAP: neighbouring threads step along output dimension walk_dim, not the innermost */
     int walk_dim;  /* (map.cuh's transposed walk: an operand whose unit stride is along that dimension) */
+    bool library;  /* GEMM: run by cuBLASLt (libgemm.h) */
 } ts_kernel_config;
 
 typedef struct {
@@ -201,6 +204,11 @@ static inline void ts_attention_head_axes(int heads_ndim, const int32_t *head_ax
 
 /* A heap copy of e's nodes. */
 ts_expr ts_expr_copy(const ts_expr *e);
+
+/* x evaluated in float64 with the interpreter's op semantics (ts_interp_apply): ACC i reads acc[i], LOAD of
+ * slot s load[s], INDEX of axis a index[a] (load or index NULL: NAN). round_casts false: a cast to a float type is
+ * taken as exact (the value itself), as a kernel computing in fp32 registers nearly does. */
+double ts_expr_eval(const ts_expr *x, const double *acc, const double *load, const double *index, bool round_casts);
 
 /* Whether node i of x is tanh as the composite expands and the rules leave it, 1 + (−2)·1/(2^y + 1)
  * (operands of the adds and the multiply in either order): then it equals tanh(y·ln2/2) and the node index

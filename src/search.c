@@ -191,6 +191,7 @@ typedef struct {
     const ts_costmodel *cm;
     uint32_t bound;
     int keep, max_evals;
+    bool allow_library;
     ts_plan *pool; /* the best distinct plans met, best first */
     uint64_t *sig, *shape; /* per pool entry: plan_signature, shape_signature */
     int npool;
@@ -311,7 +312,7 @@ static void choose_configs(const search *s, ts_plan *p) {
     for (int i = 0; i < p->nk; i++) {
         ts_kernel *k = &p->k[i];
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS], best = k->cfg;
-        int n = ts_config_variants(k, alt, TS_CONFIG_MAX_VARIANTS);
+        int n = ts_config_variants(s->g, p, k, s->allow_library, alt, TS_CONFIG_MAX_VARIANTS);
         if (n == 0) continue;
         double t_default = kernel_time(s, p, k), t_best = t_default;
         for (int v = 0; v < n; v++) {
@@ -479,7 +480,8 @@ int ts_search_baseline(const ts_egir *u, const ts_egir_view *views2, const ts_gr
 int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_view *views2, const ts_graph *g,
                     const ts_costmodel *cm, const ts_search_opts *opts, ts_plan **plans, int *n,
                     ts_search_stats *stats, char **err) {
-    search s = {.x = x, .views2 = views2, .g = g, .cm = cm, .bound = ts_eg_id_bound(x->eg), .keep = opts->keep};
+    search s = {.x = x, .views2 = views2, .g = g, .cm = cm, .bound = ts_eg_id_bound(x->eg), .keep = opts->keep,
+                .allow_library = opts->allow_library};
     if (s.keep < 1) s.keep = 1;
     s.pool = ts_xcalloc((size_t)s.keep + 1, sizeof *s.pool);
     s.sig = ts_xcalloc((size_t)s.keep + 1, sizeof *s.sig);

@@ -21,6 +21,7 @@
 typedef struct {
     int keep;      /* how many distinct plans to return (the baseline comes on top) */
     int max_evals; /* plans lowered and predicted at most (0: the default, scaled to the graph's size) */
+    bool allow_library; /* GEMMs may be configured to run by cuBLASLt (--allow-cublas; libgemm.h) */
 } ts_search_opts;
 
 typedef struct {

@@ -19,6 +19,7 @@
 #include "emit.h"
 #include "gpu.h"
 #include "interp.h"
+#include "libgemm.h"
 #include "sample.h"
 #include "sym.h"
 #include "util.h"
@@ -134,6 +135,10 @@ static void hash_hex(unsigned long long h, char out[17]) { snprintf(out, 17, "%0
 /* ---- candidates: the top plans, and configurations of the best ------------------------------------ */
 
 enum { TUNE_CONFIG_VARIANTS = 2 };
+/* With --allow-cublas one more: the best plan with every GEMM cuBLASLt can run run by it, timed whatever its
+ * prediction (the model knows the library's rate only as well as its records; a user who accepts the
+ * dependency should never get a plan slower than cuBLAS where cuBLAS could run it). */
+enum { TUNE_LIBRARY_VARIANTS = 1 };
 /* A plan predicted more than this many times the best plan's time is not timed: the cost model is within
  * 10-50% on every timed kernel kind but one (a contraction computed as a reduce kernel, predicted 2.3 ms and
  * measured 91.5 ms: timing it cost seconds of GPU time a tune and could not have won). */
@@ -150,7 +155,7 @@ static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
     ts_plan *q = NULL;
     for (int i = 0; i < p->nk; i++) {
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
-        if (ts_config_variants(&p->k[i], alt, TS_CONFIG_MAX_VARIANTS) <= v) continue;
+        if (ts_config_variants(t->o->g, p, &p->k[i], false, alt, TS_CONFIG_MAX_VARIANTS) <= v) continue;
         if (!q) {
             q = ts_xmalloc(sizeof *q);
             *q = *p;
@@ -160,6 +165,28 @@ static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
             q->name = ts_strfmt("%s, config %d", p->name, v + 2);
         }
         q->k[i].cfg = alt[v];
+    }
+    if (q) ts_costmodel_predict(t->o->cm, t->o->g, q);
+    return q;
+}
+
+/* Plan p with every GEMM that cuBLASLt can run (libgemm.h) configured to, predicted; NULL when none can.
+ * A shallow copy, as plan_variant's. */
+static ts_plan *plan_library(const tuner *t, const ts_plan *p) {
+    ts_plan *q = NULL;
+    for (int i = 0; i < p->nk; i++) {
+        ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+        int n = ts_config_variants(t->o->g, p, &p->k[i], true, alt, TS_CONFIG_MAX_VARIANTS);
+        if (n == 0 || !alt[n - 1].library) continue; /* the library's is the last */
+        if (!q) {
+            q = ts_xmalloc(sizeof *q);
+            *q = *p;
+            q->k = ts_xmalloc(sizeof *q->k * (size_t)p->nk);
+            memcpy(q->k, p->k, sizeof *q->k * (size_t)p->nk);
+            q->cap_k = p->nk;
+            q->name = ts_strfmt("%s, cuBLASLt GEMMs", p->name);
+        }
+        q->k[i].cfg = alt[n - 1];
     }
     if (q) ts_costmodel_predict(t->o->cm, t->o->g, q);
     return q;
@@ -218,16 +245,19 @@ static void add_config_variants(tuner *t) {
     int nv = 0;
     for (ts_plan *q; nv < TS_CONFIG_MAX_VARIANTS && (q = plan_variant(t, t->c[0].plan, nv)) != NULL;) v[nv++] = q;
     sort_by_prediction(v, nv);
-    for (int i = 0, added = 0; i < nv; i++) /* ranked after every plan: a tie keeps the default configuration */
+    int added = 0;
+    for (int i = 0; i < nv; i++) /* ranked after every plan: a tie keeps the default configuration */
         if (i < TUNE_CONFIG_VARIANTS) added += add_candidate(t, t->o->nplans + 1 + added, v[i], v[i]);
         else free_variant(v[i]);
+    ts_plan *lib = t->o->allow_library && !ts_plan_uses_cublas(t->c[0].plan) ? plan_library(t, t->c[0].plan) : NULL;
+    if (lib) add_candidate(t, t->o->nplans + 1 + added, lib, lib);
 }
 
 /* The top K plans as headers (those predicted within TUNE_HOPELESS times the best; the plans come best
  * predicted first), duplicates (the same header text) dropped, then configuration variants of the best. */
 static void make_candidates(tuner *t) {
     const ts_tune_opts *o = t->o;
-    t->c = ts_xcalloc((size_t)o->nplans + 1 + TUNE_CONFIG_VARIANTS, sizeof *t->c);
+    t->c = ts_xcalloc((size_t)o->nplans + 1 + TUNE_CONFIG_VARIANTS + TUNE_LIBRARY_VARIANTS, sizeof *t->c);
     for (int i = 0; i < o->nplans && t->n < o->top; i++) {
         if (i > 0 && o->plans[i].predicted_s > TUNE_HOPELESS * o->plans[0].predicted_s) break;
         add_candidate(t, i + 1, &o->plans[i], NULL);
@@ -307,8 +337,12 @@ static int start_build(tuner *t, int ci, const char *nvcc, build_job *job) {
         if (job->pid == 0) {
             FILE *lf = freopen(log, "w", stdout);
             if (lf) dup2(fileno(stdout), 2);
-            execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu,
-                  (char *)NULL);
+            if (ts_plan_uses_cublas(c->plan)) /* --allow-cublas: the header calls cuBLASLt */
+                execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu,
+                      "-lcublasLt", (char *)NULL);
+            else
+                execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu,
+                      (char *)NULL);
             fprintf(stderr, "cannot run %s: %s\n", nvcc, strerror(errno));
             _exit(127);
         }
@@ -1265,6 +1299,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         if (w.whole_tiles) fputs(", \"whole_tiles\": true", f);
         if (w.key64) fputs(", \"key64\": true", f);
         if (w.tile64) fputs(", \"tile64\": true", f);
+        if (w.library) fputs(", \"library\": true", f);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);
         fputc('}', f);

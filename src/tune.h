@@ -69,6 +69,7 @@ typedef struct {
     uint64_t seed;
     const char *out_dir, *record, *cache_dir, *arch, *nvcc, *templates_dir;
     bool build_only;
+    bool allow_library;       /* --allow-cublas: cuBLASLt's GEMMs are a candidate too (they link -lcublasLt) */
 } ts_tune_opts;
 
 /* Exit codes: 0, 1 (bad input, nothing valid, a write failed), 3 (no GPU, driver or compiler). */

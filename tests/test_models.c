@@ -22,9 +22,9 @@ typedef struct {
     ts_costmodel cm;
     ts_compiled c;
     ts_dyn dyn;
-} compiled_graph;
+} model_graph;
 
-static void compile_file(compiled_graph *cg, const char *path) {
+static void compile_file(model_graph *cg, const char *path) {
     ts_diags d;
     cr_assert_eq(ts_spec_load(&cg->spec, path, &d), 0, "%s", path);
     cr_assert_eq(ts_check(&cg->spec, NULL, &cg->g, &d), 0, "%s", path);
@@ -40,7 +40,7 @@ static void compile_file(compiled_graph *cg, const char *path) {
     cr_assert_eq(ts_dyn_of(&cg->g, &cg->dyn), 0);
 }
 
-static void compiled_free(compiled_graph *cg) {
+static void compiled_free(model_graph *cg) {
     ts_compiled_free(&cg->c);
     ts_costmodel_free(&cg->cm);
     ts_rule_free(&cg->rs);
@@ -50,7 +50,7 @@ static void compiled_free(compiled_graph *cg) {
 
 /* Temporaries of plan p at the dynamic sizes `sizes`: every one inside its slot, inside the workspace, and
  * apart from every other one live at the same time. */
-static void assert_no_live_overlap(const compiled_graph *cg, const ts_plan *p, const int64_t *sizes, const char *what) {
+static void assert_no_live_overlap(const model_graph *cg, const ts_plan *p, const int64_t *sizes, const char *what) {
     ts_workspace w;
     ts_workspace_plan(p, &cg->g, &cg->dyn, &w);
     int64_t total = ts_workspace_total(&w, sizes);
@@ -73,7 +73,7 @@ static void assert_no_live_overlap(const compiled_graph *cg, const ts_plan *p, c
 
 /* Every plan of the graph at `path`, at its typical sizes and with every dynamic axis at 1, 3 and 17. */
 static void assert_graph_has_no_live_overlap(const char *path) {
-    compiled_graph cg;
+    model_graph cg;
     compile_file(&cg, path);
     int64_t sizes[4][TS_SYM_MAX_DYN];
     for (int d = 0; d < cg.dyn.n; d++)
@@ -103,7 +103,7 @@ Test(models, temporaries_live_together_never_share_memory, .timeout = 300) {
 /* ---- stacks of layers ---------------------------------------------------------------------------- */
 
 /* A stack of n decoder layers written by bench/make_stack.py, compiled. */
-static void compile_stack(compiled_graph *cg, int n) {
+static void compile_stack(model_graph *cg, int n) {
     char *path = ts_strfmt("/tmp/tsopt_test_stack_%d_%d.yaml", (int)getpid(), n);
     char *cmd = ts_strfmt("python3 bench/make_stack.py %d %s", n, path);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
@@ -114,7 +114,7 @@ static void compile_stack(compiled_graph *cg, int n) {
 }
 
 /* The best plan's workspace bytes at the typical sizes. */
-static int64_t workspace_bytes(const compiled_graph *cg) {
+static int64_t workspace_bytes(const model_graph *cg) {
     ts_workspace w;
     ts_workspace_plan(&cg->c.plans[0], &cg->g, &cg->dyn, &w);
     int64_t typical[TS_SYM_MAX_DYN];
@@ -125,7 +125,7 @@ static int64_t workspace_bytes(const compiled_graph *cg) {
 }
 
 /* The best plan's header (heap), emitted with the shipped templates. */
-static char *header_of(const compiled_graph *cg, size_t *len) {
+static char *header_of(const model_graph *cg, size_t *len) {
     ts_emit_opts eo = {.source_path = cg->spec.path, .source_text = cg->spec.text, .source_len = cg->spec.len,
                        .templates_dir = "templates", .cost_model = &cg->cm, .baseline_s = cg->c.baseline_s};
     char *buf = NULL, *err = NULL;
@@ -142,7 +142,7 @@ static int count(const char *text, const char *what) {
 }
 
 Test(models, a_32_layer_stack_needs_one_layers_workspace_and_kernel_code, .timeout = 300) {
-    compiled_graph one, deep;
+    model_graph one, deep;
     compile_stack(&one, 1);
     compile_stack(&deep, 32);
     int64_t ws1 = workspace_bytes(&one), ws32 = workspace_bytes(&deep);

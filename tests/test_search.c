@@ -14,33 +14,6 @@
 #include "workspace.h"
 #include "testutil.h"
 
-typedef struct {
-    checked c;
-    ts_rules rs;
-    ts_costmodel cm;
-    ts_compiled out;
-} compiled_graph;
-
-static void compile_yaml(compiled_graph *cg, const char *yaml) {
-    check_ok(&cg->c, yaml);
-    ts_rule_env env = ts_egir_rule_env();
-    ts_rule_init(&cg->rs, &env);
-    const char *dir = "rules";
-    cr_assert_eq(ts_load_rule_paths(&cg->rs, &dir, 1, stderr), 0);
-    ts_diags d;
-    cr_assert_eq(ts_costmodel_load(&cg->cm, "costmodel/h200.yaml", &d), 0);
-    ts_diags_free(&d);
-    char *err = NULL;
-    cr_assert_eq(ts_compile(&cg->c.spec, NULL, &cg->c.g, &cg->rs, &cg->cm, &cg->out, &err), 0, "%s", err);
-}
-
-static void free_compiled(compiled_graph *cg) {
-    ts_compiled_free(&cg->out);
-    ts_costmodel_free(&cg->cm);
-    ts_rule_free(&cg->rs);
-    free_checked(&cg->c);
-}
-
 /* The best plan's kernels in words. */
 static char *best_plan(const compiled_graph *cg) { return ts_plan_describe(&cg->out.plans[0], &cg->c.g); }
 
@@ -1106,7 +1079,7 @@ Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_
     compile_yaml(&cg, yaml);
     const ts_kernel *k = only_gemm(&cg);
     ts_kernel_config v[8];
-    int n = ts_config_variants(k, v, 8);
+    int n = ts_config_variants(&cg.c.g, &cg.out.plans[0], k, true, v, 8); /* a dual GEMM: no library one */
     cr_assert_gt(n, 1);
     for (int i = 0; i < n; i++) {
         cr_expect(v[i].tile_n != k->cfg.tile_n || v[i].stages != k->cfg.stages || v[i].cluster_m != k->cfg.cluster_m ||
@@ -1119,7 +1092,7 @@ Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_
     free(yaml);
     yaml = swiglu_at("16");
     compile_yaml(&cg, yaml);
-    cr_assert_eq(ts_config_variants(only_gemm(&cg), v, 8), 0);
+    cr_assert_eq(ts_config_variants(&cg.c.g, &cg.out.plans[0], only_gemm(&cg), false, v, 8), 0);
     free_compiled(&cg);
     free(yaml);
 }
@@ -1296,25 +1269,15 @@ static char *masked_attention_yaml(const char *mask_ops) {
                      mask_ops);
 }
 
-/* x at (dot, q, k), in float64 (the interpreter's op semantics). */
+/* x at (dot, q, k), in float64 (the interpreter's op semantics); other indices NAN. */
 static double eval_score(const ts_expr *x, const ts_kernel *k, double dot, double q, double kk) {
-    double *v = ts_xmalloc(sizeof *v * (size_t)x->n);
-    for (int i = 0; i < x->n; i++) {
-        const ts_xnode *n = &x->node[i];
-        double a[3] = {0};
-        switch (n->kind) {
-        case TS_X_CONST: v[i] = n->value; break;
-        case TS_X_ACC: v[i] = n->slot == 0 ? dot : 0; break;
-        case TS_X_INDEX: v[i] = n->slot == k->m_axis ? q : n->slot == k->red_axis ? kk : NAN; break;
-        case TS_X_OP:
-            for (int c = 0; c < ts_op_arity(n->op); c++) a[c] = v[n->kid[c]];
-            v[i] = ts_interp_apply(n->op, n->dtype, a);
-            break;
-        default: v[i] = NAN; /* a load: not in these scores */
-        }
-    }
-    double r = v[x->n - 1];
-    free(v);
+    int32_t naxes = (k->m_axis > k->red_axis ? k->m_axis : k->red_axis) + 1;
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].kind == TS_X_INDEX && x->node[i].slot >= naxes) naxes = x->node[i].slot + 1;
+    double *index = ts_xmalloc(sizeof *index * (size_t)naxes), acc[2] = {dot, 0};
+    for (int a = 0; a < naxes; a++) index[a] = a == k->m_axis ? q : a == k->red_axis ? kk : NAN;
+    double r = ts_expr_eval(x, acc, NULL, index, true);
+    free(index);
     return r;
 }
 

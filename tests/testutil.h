@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "compile.h"
+#include "egir.h"
+#include "saturate.h"
 #include "interp.h"
 #include "spec.h"
 #include "util.h"
@@ -151,6 +154,34 @@ static inline void assert_matches_golden(const char *got, const char *path) {
     cr_assert_not_null(want, "missing %s: run the test with TSOPT_REGEN_GOLDEN=1", path);
     cr_assert_str_eq(got, want, "%s changed: review the difference, then TSOPT_REGEN_GOLDEN=1", path);
     free(want);
+}
+
+/* A graph compiled from YAML held in a string with the repository's rules and the H200 cost model. */
+typedef struct {
+    checked c;
+    ts_rules rs;
+    ts_costmodel cm;
+    ts_compiled out;
+} compiled_graph;
+
+static inline void compile_yaml(compiled_graph *cg, const char *yaml) {
+    check_ok(&cg->c, yaml);
+    ts_rule_env env = ts_egir_rule_env();
+    ts_rule_init(&cg->rs, &env);
+    const char *dir = "rules";
+    cr_assert_eq(ts_load_rule_paths(&cg->rs, &dir, 1, stderr), 0);
+    ts_diags d;
+    cr_assert_eq(ts_costmodel_load(&cg->cm, "costmodel/h200.yaml", &d), 0);
+    ts_diags_free(&d);
+    char *err = NULL;
+    cr_assert_eq(ts_compile(&cg->c.spec, NULL, &cg->c.g, &cg->rs, &cg->cm, &cg->out, &err), 0, "%s", err);
+}
+
+static inline void free_compiled(compiled_graph *cg) {
+    ts_compiled_free(&cg->out);
+    ts_costmodel_free(&cg->cm);
+    ts_rule_free(&cg->rs);
+    free_checked(&cg->c);
 }
 
 #endif

@@ -1,0 +1,212 @@
+/* test_libgemm.c — which GEMMs cuBLASLt may run (libgemm.h, --allow-cublas) and what the header then holds:
+ * the epilogue forms it recognises by evaluation (bias, ReLU, GELU's tanh form, a scale, a residual C), the
+ * near misses it must refuse (GELU's erf form, SiLU, a bias along m, a dual GEMM), the configuration variant
+ * the search and tune see only when allowed, the cost model's price, and the emitted call with its link
+ * note, workspace share and fallback to the plan's own kernel. */
+#include <math.h>
+
+#include "config.h"
+#include "costmodel.h"
+#include "emit.h"
+#include "libgemm.h"
+#include "testutil.h"
+
+/* A GEMM Y[m, n] = epilogue(X[m, d]·W[d, n]) over fp16 with a bias b[n], a row vector r[m] and a residual
+ * R[m, n] among its inputs; `ops` are the YAML op lines after H = X·W, `out` the output's name. */
+static char *gemm_yaml(const char *ops, const char *out) {
+    return ts_strfmt("graph: g\naxes: {m: 512, d: 256, n: 384}\ninputs:\n"
+                     "  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                     "  b: {dtype: fp16, shape: [n]}\n  r: {dtype: fp16, shape: [m]}\n  R: {dtype: fp16, shape: [m, n]}\n"
+                     "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n%soutputs: [%s]\n",
+                     ops, out);
+}
+
+static void compile_gemm(compiled_graph *cg, const char *ops, const char *out) {
+    char *yaml = gemm_yaml(ops, out);
+    compile_yaml(cg, yaml);
+    free(yaml);
+}
+
+/* Plan p of cg as header text (heap). */
+static char *emit_text(compiled_graph *cg, const ts_plan *p) {
+    char *buf = NULL, *err = NULL;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    ts_emit_opts eo = {.source_path = "g.yaml", .source_text = "", .source_len = 0, .templates_dir = "templates",
+                       .cost_model = &cg->cm, .baseline_s = 1e-3};
+    cr_assert_eq(ts_emit_header(f, &cg->c.g, p, &eo, &err), 0, "%s", err);
+    fclose(f);
+    return buf;
+}
+
+/* The best plan of the graph, which must be one GEMM; whether it matches, with *e. */
+static bool match_best(compiled_graph *cg, const char *ops, const char *out, ts_lt_epilogue *e, const char **why) {
+    compile_gemm(cg, ops, out);
+    const ts_plan *p = &cg->out.plans[0];
+    char *desc = ts_plan_describe(p, &cg->c.g);
+    cr_assert_eq(p->nk, 1, "%s: %s", ops, desc);
+    cr_assert_eq(p->k[0].kind, TS_KERNEL_GEMM, "%s: %s", ops, desc);
+    free(desc);
+    return ts_libgemm_match(&cg->c.g, p, &p->k[0], e, why);
+}
+
+Test(libgemm, recognises_the_epilogues_cublaslt_has) {
+    const struct {
+        const char *ops, *out;
+        ts_lt_act act;
+        bool bias, residual;
+        double alpha, beta;
+    } cases[] = {
+        {"", "H", TS_LT_ACT_NONE, false, false, 1, 0},
+        {"  - {name: Y, op: add, args: [H, b]}\n", "Y", TS_LT_ACT_NONE, true, false, 1, 0},
+        {"  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: relu, args: [Hb]}\n", "Y", TS_LT_ACT_RELU, true, false, 1, 0},
+        {"  - {name: Y, op: relu, args: [H]}\n", "Y", TS_LT_ACT_RELU, false, false, 1, 0},
+        {"  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: gelu, args: [Hb], approximate: tanh}\n", "Y",
+         TS_LT_ACT_GELU, true, false, 1, 0},
+        {"  - {name: Hs, op: scale, args: [H], by: 0.125}\n  - {name: Hb, op: add, args: [Hs, b]}\n"
+         "  - {name: Y, op: gelu, args: [Hb], approximate: tanh}\n", "Y", TS_LT_ACT_GELU, true, false, 0.125, 0},
+        {"  - {name: Hs, op: scale, args: [H], by: 0.5}\n  - {name: Y, op: add, args: [Hs, R]}\n", "Y", TS_LT_ACT_NONE,
+         false, true, 0.5, 1},
+        {"  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: add, args: [Hb, R]}\n", "Y", TS_LT_ACT_NONE, true,
+         true, 1, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        compiled_graph cg;
+        ts_lt_epilogue e;
+        const char *why = NULL;
+        cr_assert(match_best(&cg, cases[c].ops, cases[c].out, &e, &why), "case %zu: %s", c, why);
+        cr_expect_eq(e.act, cases[c].act, "case %zu", c);
+        cr_expect_eq(e.bias >= 0, cases[c].bias, "case %zu", c);
+        cr_expect_eq(e.residual >= 0, cases[c].residual, "case %zu", c);
+        cr_expect(fabs(e.alpha - cases[c].alpha) < 1e-9, "case %zu: alpha %g", c, e.alpha);
+        cr_expect(fabs(e.beta - cases[c].beta) < 1e-9, "case %zu: beta %g", c, e.beta);
+        free_compiled(&cg);
+    }
+}
+
+/* What cuBLASLt computes differently, or cannot express, is refused: the reference is the graph's. */
+Test(libgemm, refuses_what_cublaslt_would_compute_differently) {
+    const char *cases[][2] = {
+        {"  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: gelu, args: [Hb]}\n", "Y"}, /* erf form */
+        {"  - {name: Y, op: silu, args: [H]}\n", "Y"},
+        {"  - {name: Y, op: add, args: [H, r]}\n", "Y"},                  /* a bias along m */
+        {"  - {name: Hb, op: add, args: [H, b]}\n  - {name: Hr, op: add, args: [Hb, R]}\n"
+         "  - {name: Y, op: relu, args: [Hr]}\n", "Y"},                   /* C under an activation */
+        {"  - {name: one, op: constant, value: 1, dtype: fp16}\n  - {name: Y, op: add, args: [H, one]}\n", "Y"},
+        {"  - {name: Y, op: tanh, args: [H]}\n", "Y"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        compiled_graph cg;
+        ts_lt_epilogue e;
+        const char *why = NULL;
+        cr_expect_not(match_best(&cg, cases[c][0], cases[c][1], &e, &why), "case %zu matched", c);
+        cr_expect_not_null(why, "case %zu: no reason", c);
+        free_compiled(&cg);
+    }
+}
+
+Test(libgemm, a_dual_gemm_is_not_a_cublaslt_call) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 512, d: 256, n: 384}\ninputs:\n  X: {dtype: fp16, shape: [m, d]}\n"
+                      "  W: {dtype: fp16, shape: [d, n]}\n  V: {dtype: fp16, shape: [d, n]}\n"
+                      "ops:\n  - {name: G, op: matmul, args: [X, W], over: d}\n  - {name: U, op: matmul, args: [X, V], over: d}\n"
+                      "  - {name: S, op: silu, args: [G]}\n  - {name: Y, op: mul, args: [S, U]}\noutputs: [Y]\n");
+    const ts_plan *p = &cg.out.plans[0];
+    for (int i = 0; i < p->nk; i++) {
+        ts_lt_epilogue e;
+        if (p->k[i].kind == TS_KERNEL_GEMM && p->k[i].b1 >= 0) cr_expect_not(ts_libgemm_match(&cg.c.g, p, &p->k[i], &e, NULL));
+    }
+    free_compiled(&cg);
+}
+
+/* The library is a configuration variant only when allowed, the last one; priced at cublas_efficiency. */
+Test(libgemm, the_variant_exists_only_when_allowed_and_is_priced_by_its_coefficient) {
+    compiled_graph cg;
+    compile_gemm(&cg, "  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: relu, args: [Hb]}\n", "Y");
+    ts_plan *p = &cg.out.plans[0];
+    ts_kernel *k = &p->k[0];
+    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+    int n = ts_config_variants(&cg.c.g, p, k, false, alt, TS_CONFIG_MAX_VARIANTS);
+    for (int i = 0; i < n; i++) cr_expect_not(alt[i].library);
+    int m = ts_config_variants(&cg.c.g, p, k, true, alt, TS_CONFIG_MAX_VARIANTS);
+    cr_assert_eq(m, n + 1);
+    cr_expect(alt[m - 1].library);
+    char buf[64];
+    ts_kernel_config own = k->cfg;
+    k->cfg = alt[m - 1];
+    cr_expect_str_eq(ts_config_describe(k, buf, sizeof buf), "cuBLASLt");
+    ts_kernel_work w;
+    ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+    cr_expect(w.library);
+    double t1 = ts_costmodel_time(&cg.cm, &w);
+    cg.cm.cublas_efficiency *= 2; /* the library's rate, not the own kernel's, sets its tensor time */
+    double t2 = ts_costmodel_time(&cg.cm, &w);
+    cr_expect_lt(t2, t1);
+    k->cfg = own;
+    ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+    cr_expect_not(w.library);
+    cr_expect_float_eq(ts_costmodel_time(&cg.cm, &w), k->predicted_s, 1e-12 + k->predicted_s * 1e-9);
+    free_compiled(&cg);
+}
+
+/* The header of a library-configured GEMM: the cuBLASLt call with the epilogue, its workspace after the
+ * temporaries, the own kernel as its fallback, and the link requirement said in the banner and as a macro. */
+Test(libgemm, the_header_calls_cublaslt_and_keeps_its_own_kernel_as_fallback) {
+    compiled_graph cg;
+    compile_gemm(&cg, "  - {name: Hb, op: add, args: [H, b]}\n  - {name: Y, op: gelu, args: [Hb], approximate: tanh}\n", "Y");
+    ts_plan *p = &cg.out.plans[0];
+    p->k[0].cfg.library = true;
+    char *buf = emit_text(&cg, p);
+    const char *want[] = {"#define TSOPT_G_NEEDS_CUBLASLT 1", "link with\n// -lcublasLt", "#include <cublasLt.h>",
+                          "namespace tslt", "lt.act = tslt::kGelu;", "lt.bias = ", "lt.b_ncontig = true;",
+                          "err = tslt::matmul(lt, lt_cache, lt_workspace, 4194304, stream);",
+                          "if (err != cudaErrorNotSupported) return err;", "tsg90::launch_gemm_sm90<",
+                          "bytes += 4194304;", "void *lt_workspace = ws;", "kernel 1 (gemm): cuBLASLt"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_expect(strstr(buf, want[i]), "missing: %s", want[i]);
+    free(buf);
+    /* without the flag on the kernel nothing of it is there */
+    p->k[0].cfg.library = false;
+    buf = emit_text(&cg, p);
+    cr_expect_null(strstr(buf, "cublasLt"));
+    cr_expect_null(strstr(buf, "tslt"));
+    free(buf);
+    free_compiled(&cg);
+}
+
+/* compile --allow-cublas is accepted and says nothing about cuBLASLt when the search keeps its own kernels (a
+ * dual GEMM is none of cuBLASLt's); the flag is refused where it means nothing. */
+Test(libgemm, the_cli_flag) {
+    tsopt_result r = run_tsopt("compile --allow-cublas -o build/tests bench/graphs/swiglu.yaml");
+    cr_expect_eq(r.code, 0, "%s", r.out);
+    cr_expect_null(strstr(r.out, "cuBLASLt"), "%s", r.out);
+    free(r.out);
+    r = run_tsopt("check --allow-cublas bench/graphs/gemm_gelu.yaml");
+    cr_expect_eq(r.code, 2, "%s", r.out);
+    cr_expect(strstr(r.out, "unknown option '--allow-cublas'"), "%s", r.out);
+    free(r.out);
+}
+
+/* A linear layer with K = 2500 (rows 5000 bytes apart): its operands are copied into padded rows (pad.h) and
+ * the GEMM over them is cheaper by cuBLASLt (the model's cublas_efficiency above gemm_efficiency, its ReLU
+ * epilogue hidden), so with --allow-cublas the search picks it and says so; the header compiles with every
+ * warning an error and links with -lcublasLt. Without the flag nothing of it is there. */
+Test(libgemm, an_unaligned_linear_layer_runs_by_cublaslt_and_its_header_builds, .timeout = 600) {
+    cr_assert_eq(system("rm -rf build/libgemm-test && mkdir -p build/libgemm-test"), 0);
+    tsopt_result r = run_tsopt("compile --allow-cublas -o build/libgemm-test bench/heldout/gemm_odd_relu.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "cuBLASLt"), "%s", r.out);
+    char *h = read_text("build/libgemm-test/gemm_odd_relu.cuh");
+    cr_expect(strstr(h, "(gemm): cuBLASLt\n"), "%s", h);
+    cr_expect(strstr(h, "lt.act = tslt::kRelu;"));
+    cr_expect(strstr(h, "lt.b_ncontig = false;"), "W is [o, i]: k contiguous, cuBLASLt's op T");
+    free(h);
+    free(r.out);
+    r = run_tsopt("compile -o build/libgemm-test/own bench/heldout/gemm_odd_relu.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect_null(strstr(r.out, "cuBLASLt"), "without the flag: %s", r.out);
+    free(r.out);
+    cr_assert_eq(system("cd build/libgemm-test && printf '#define TSOPT_GEMM_ODD_RELU_IMPLEMENTATION\\n#include "
+                        "\"gemm_odd_relu.cuh\"\\n' > impl.cu && nvcc -std=c++17 -Werror all-warnings "
+                        "-gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -shared impl.cu -o libimpl.so -lcublasLt "
+                        "-Xlinker --no-undefined"), 0, "nvcc failed");
+}
