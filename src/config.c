@@ -74,7 +74,7 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k) {
 /* Hopper: the wgmma kernel, 128x256 with 4 stages; the dual form 128x128 per operand, or 128x64 with 6
  * stages for outputs narrower than 2048 (more tiles). The mma.sync fallback: 128x256 with 3 stages for
  * wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
-static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
+static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
     const ts_axis *nax = &g->axes[k->n_axis];
     bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
     ts_kernel_config c = {.tile_m = 128, .tile_n = dual ? (wide ? 128 : 64) : 256, .stages = dual && !wide ? 6 : 4,
@@ -83,6 +83,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_kernel *k) {
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
     skinny_config(g, k, &c);
     if (c.skinny_m == 0 && small_static_gemm(g, k, &c)) c.tile_n = 64, c.stages = 6;
+    c.library = ts_gemm_library_only(p, k); /* fp32, or A read transposed: cuBLASLt runs it (plan.h) */
     return c;
 }
 
@@ -147,7 +148,7 @@ _Static_assert(sizeof single_variants / sizeof *single_variants < TS_CONFIG_MAX_
 
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
                        ts_kernel_config *out, int max) {
-    if (k->kind != TS_KERNEL_GEMM) return 0;
+    if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(p, k)) return 0; /* cuBLASLt's alone */
     bool dual = k->b1 >= 0;
     const int(*v)[5] = dual ? dual_variants : single_variants;
     int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v), n = 0;
@@ -206,7 +207,7 @@ static ts_kernel_config map_config(const ts_graph *g, const ts_plan *p, const ts
 }
 
 void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k) {
-    if (k->kind == TS_KERNEL_GEMM) k->cfg = gemm_config(g, k);
+    if (k->kind == TS_KERNEL_GEMM) k->cfg = gemm_config(g, p, k);
     else if (k->kind == TS_KERNEL_ATTENTION) k->cfg = attention_config(g, k);
     else if (k->kind == TS_KERNEL_MAP) k->cfg = map_config(g, p, k);
     else k->cfg = (ts_kernel_config){0};

@@ -294,7 +294,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
-           row_stage_loads = 0;
+           row_stage_loads = 0, simt = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const int loader = k->kind != TS_KERNEL_GEMM ? 16 : library ? library_alignment_bytes(k)
@@ -358,6 +358,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         if (k->two_k) K += 64 * ceil(size_of(g, k->red_axis2) / 64); /* the second pair's K-slices, padded */
         double batch = (double)ts_gemm_batch(g, k);
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
+        if (ts_gemm_fp32(p, k)) simt = tensor, tensor = 0; /* cuBLASLt's SGEMM: the CUDA cores */
         /* operands and result move once: tiles are rasterised so that re-reads hit L2 (an L2-overflow
          * re-read factor predicted 5-20x too much for large GEMMs on the H200: bench/NOTES.md run 9) */
         skinny = ts_config_gemm_skinny(g, k); /* config.h */
@@ -426,7 +427,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
                           .tile64 = k->kind == TS_KERNEL_GEMM && !skinny && !library && loader == 16 && k->b1 < 0 && k->cfg.tile_n == 64,
-                          .library = library,
+                          .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
@@ -457,6 +458,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->scores / m->attention_scores_per_s + w->score_fn_ops / m->attention_score_ops_per_s);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));
     t = fmax(t, w->sfu_ops / m->sfu_ops_per_s);
+    t = fmax(t, w->simt_gemm_flops / (m->fma_flops_per_s * m->cublas_fp32_efficiency * w->wave_efficiency));
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
     double bw_eff = w->skinny    ? m->skinny_gemm_efficiency * w->wave_efficiency
                     : w->columns || w->kind == TS_KERNEL_REDUCE ? eff * w->wave_efficiency

@@ -92,6 +92,8 @@
  *   cublas_efficiency    the fraction of tensor_flops_per_s a GEMM run by cuBLASLt reaches (--allow-cublas,
  *                        libgemm.h), as gemm_efficiency is the own wgmma kernel's (gemm_efficiency where a model
  *                        file lacks it); its epilogue (bias, ReLU, GELU) is hidden behind its main loop
+ *   cublas_fp32_efficiency  the fraction of fma_flops_per_s cuBLASLt's fp32 GEMMs (exact fp32 on the CUDA cores,
+ *                        no TF32; --allow-cublas) reach: 0.8 where a model file lacks it (0.77 measured, run 123)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -127,7 +129,8 @@
     X(attention_scores_per_s, NULL, 1e30)                                                              \
     X(attention_score_ops_per_s, NULL, 1e30)                                                           \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)                                               \
-    X(cublas_efficiency, "gemm_efficiency", 0)
+    X(cublas_efficiency, "gemm_efficiency", 0)                                                         \
+    X(cublas_fp32_efficiency, NULL, 0.8)
 
 typedef struct {
     char *path, *gpu, *source;
@@ -201,6 +204,8 @@ typedef struct {
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
+    double simt_gemm_flops; /* GEMM of fp32 operands (cuBLASLt's, exact fp32): its FLOPs, on the CUDA cores at
+                               cublas_fp32_efficiency of fma_flops_per_s (its tensor_flops are 0) */
     bool library;           /* GEMM run by cuBLASLt (--allow-cublas, libgemm.h): its tensor work at cublas_efficiency
                                in the own kernel's default tiles (the library's own are not known here), no ping-pong
                                form, its epilogue hidden behind the main loop; off 16-byte alignment (the output's

@@ -853,8 +853,25 @@ static void fill_library_operand(emitter *e, const ts_kernel *k, const ts_access
     if (contig) fprintf(e->f, "        lt.%s = %s;\n", contig, along ? "true" : "false");
 }
 
+/* `<v>.M/N/K/batch = ...;` of GEMM kernel k (a batch axis with batch_outer nested in it: their product). */
+static void print_gemm_dims(emitter *e, const ts_kernel *k, const char *v) {
+    char f[32];
+    const int32_t axes[3] = {k->m_axis, k->n_axis, k->red_axis};
+    const char *names[3] = {"M", "N", "K"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s.%s", v, names[i]);
+        print_assign(e, f, ts_sym_axis(e->g, &e->dyn, axes[i]));
+    }
+    ts_sym batch = k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1);
+    if (k->batch_outer >= 0) batch = ts_sym_mul(batch, ts_sym_axis(e->g, &e->dyn, k->batch_outer)); /* nested */
+    snprintf(f, sizeof f, "%s.batch", v);
+    print_assign(e, f, batch);
+}
+
 /* The cuBLASLt call of a GEMM configured `library` (--allow-cublas; libgemm.h matched it): the same GEMM and
- * epilogue as the plan's own kernel, which runs instead when cuBLASLt has no algorithm for the call. */
+ * epilogue as the plan's own kernel, which runs instead when cuBLASLt has no algorithm for the call — but for
+ * fp32 operands, which no own template takes: then the launch fails with cudaErrorNotSupported, said by
+ * <name>_fallback(). */
 static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     ts_lt_epilogue ep;
     const char *why = NULL;
@@ -865,7 +882,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
             "alpha", ep.bias >= 0 ? " + bias" : "", ep.residual >= 0 ? " + beta·C" : "");
     fprintf(e->f, "        static tslt::Cache lt_cache;\n        tslt::Gemm lt{};\n        lt.ab_type = %s;\n        lt.d_type = %s;\n",
             cuda_data_type(e->p->buf[a->buf].dtype), cuda_data_type(e->p->buf[k->out.buf].dtype));
-    fputs("        lt.M = p.M;\n        lt.N = p.N;\n        lt.K = p.K;\n        lt.batch = p.batch;\n", e->f);
+    print_gemm_dims(e, k, "lt");
     fill_library_operand(e, k, a, "A", k->red_axis, k->m_axis, "a_kcontig");
     fill_library_operand(e, k, b, "B", k->n_axis, k->red_axis, "b_ncontig");
     if (ep.residual >= 0) fill_library_operand(e, k, &k->acc[ep.residual], "C", k->n_axis, k->m_axis, NULL);
@@ -873,10 +890,21 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     print_float(e->f, ep.alpha);
     fputs(";\n        lt.beta = ", e->f);
     print_float(e->f, ep.beta);
-    fputs(";\n        lt.D = p.ep.out;\n        lt.ldd = p.ep.om;\n        lt.d_batch = p.ep.ob;\n", e->f);
+    fputs(";\n", e->f);
+    char ptr[160];
+    buf_ptr(e, k->out.buf, ptr, sizeof ptr);
+    fprintf(e->f, "        lt.D = %s;\n", ptr);
+    print_stride(e, "lt.ldd", &k->out, k->m_axis);
+    print_stride(e, "lt.d_batch", &k->out, k->batch_axis);
     if (ep.bias >= 0) print_base(e, "lt.bias", &k->acc[ep.bias]);
     fprintf(e->f, "        lt.act = %s;\n", ep.act == TS_LT_ACT_RELU ? "tslt::kRelu" : ep.act == TS_LT_ACT_GELU ? "tslt::kGelu" : "tslt::kNone");
     fprintf(e->f, "        err = tslt::matmul(lt, lt_cache, lt_workspace, %d, stream);\n", TS_LT_WORKSPACE_BYTES);
+    if (ts_gemm_library_only(e->p, k)) {
+        fprintf(e->f, "        if (err == cudaErrorNotSupported) fallback_note = \"kernel %d (GEMM): cuBLASLt has no algorithm for "
+                      "this call, and no tsopt template runs it (%s)\";\n        if (err != cudaSuccess) return err;\n",
+                ki + 1, ts_gemm_fp32(e->p, k) ? "fp32 operands" : "A read transposed");
+        return;
+    }
     fputs("        if (err != cudaErrorNotSupported) return err; /* done, or a real error */\n", e->f);
     fprintf(e->f, "        fallback_note = \"kernel %d (GEMM): cuBLASLt has no algorithm for this call; ran tsopt's own kernel\";\n",
             ki + 1);
@@ -885,16 +913,17 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
+    if (ts_gemm_library_only(e->p, k)) { /* cuBLASLt alone (no own template runs it) */
+        fputs("    {\n", e->f);
+        emit_gemm_library_call(e, ki, k);
+        fputs("    }\n", e->f);
+        return;
+    }
     fprintf(e->f, "    {\n        tsg::GemmParams<%s, K%d> p{};\n", t, ki);
     print_base(e, "p.A", a);
     print_base(e, "p.B0", b);
     if (k->b1 >= 0) print_base(e, "p.B1", &k->acc[k->b1]);
-    print_assign(e, "p.M", ts_sym_axis(e->g, &e->dyn, k->m_axis));
-    print_assign(e, "p.N", ts_sym_axis(e->g, &e->dyn, k->n_axis));
-    print_assign(e, "p.K", ts_sym_axis(e->g, &e->dyn, k->red_axis));
-    ts_sym batch = k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1);
-    if (k->batch_outer >= 0) batch = ts_sym_mul(batch, ts_sym_axis(e->g, &e->dyn, k->batch_outer)); /* nested */
-    print_assign(e, "p.batch", batch);
+    print_gemm_dims(e, k, "p");
     print_assign(e, "p.lda", ts_access_stride(a, k->m_axis));
     print_assign(e, "p.ldb", ts_access_stride(b, k->b_kn ? k->red_axis : k->n_axis));
     print_assign(e, "p.a_batch_stride", k->batch_axis >= 0 ? ts_access_stride(a, k->batch_axis) : ts_sym_const(0));
@@ -1830,6 +1859,7 @@ static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
 }
 
 static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
+    if (ts_gemm_library_only(e->p, k)) return; /* cuBLASLt's alone: no epilogue functor */
     if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, ki, k);
     else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, ki, k);
     else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, ki, k);

@@ -126,8 +126,8 @@ static bool epilogue_operands(const ts_graph *g, const ts_plan *p, const ts_kern
 
 static bool operands_ok(const ts_graph *g, const ts_plan *p, const ts_kernel *k, const char **why) {
     ts_dtype ab = p->buf[k->acc[k->a].buf].dtype, d = p->buf[k->out.buf].dtype;
-    if ((ab != TS_FP16 && ab != TS_BF16) || p->buf[k->acc[k->b0].buf].dtype != ab || (d != ab && d != TS_FP32)) {
-        *why = "cuBLASLt's path here takes fp16 or bf16 operands of one type and an output of that type or fp32";
+    if (p->buf[k->acc[k->b0].buf].dtype != ab || (d != ab && d != TS_FP32)) {
+        *why = "cuBLASLt's path here takes operands of one type and an output of that type or fp32";
         return false;
     }
     const int32_t out_axes[] = {k->m_axis, k->n_axis, k->batch_axis, k->batch_outer};

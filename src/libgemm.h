@@ -2,7 +2,8 @@
  *
  * A header compiled with --allow-cublas may run a GEMM through cuBLASLt (templates/cublaslt.cuh) instead
  * of tsopt's own kernels, when cuBLASLt computes the same thing: one operand pair (no dual B, no second pair,
- * no row statistics, one output), fp16 or bf16 operands of one type, an output of that type or fp32, each
+ * no row statistics, one output), fp16, bf16 or fp32 operands of one type (fp32: exact fp32 arithmetic, no TF32;
+ * such GEMMs exist only under --allow-cublas, plan.h ts_plan_lower_with), an output of that type or fp32, each
  * operand with a unit stride along one of its two matrix axes, and an epilogue of the form
  *     D = act(alpha·acc + bias[n] + beta·C)      act: none, ReLU or GELU (tanh form); C only when act is none
  * with the bias a vector along n (unit stride, the output's type) and C a tensor of the output's shape and

@@ -773,7 +773,9 @@ static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_p
 /* A warning for each matmul over fp32 operands of at least 0.1 GFLOP: the tensor-core templates take fp16 and
  * bf16, so it runs as a reduction on the CUDA cores, a tenth of the tensor-core rate or less. Names the place
  * and says what would fix it. */
-static void warn_fp32_matmuls(const char *file, const ts_graph *g) {
+static void warn_fp32_matmuls(const char *file, const ts_graph *g, const ts_plan *p) {
+    for (int i = 0; i < p->nk; i++)
+        if (ts_gemm_fp32(p, &p->k[i])) return; /* --allow-cublas: cuBLASLt runs them */
     for (int i = 0; i < g->nnamed; i++) {
         const ts_named *t = &g->named[i];
         const ts_node *n = &g->nodes[t->ref.node];
@@ -782,8 +784,9 @@ static void warn_fp32_matmuls(const char *file, const ts_graph *g) {
         if (flops < 1e8) continue;
         fprintf(stderr,
                 "%s:%d:%d: warning: matmul '%s' is fp32 (%.1f GFLOP): tsopt's tensor-core GEMMs take fp16 and bf16 "
-                "operands, so it runs on the CUDA cores; cast its operands to bf16 or fp16 (tsopt_torch.export "
-                "--dtype bfloat16) to use the tensor cores\n",
+                "operands, so it runs as a reduction on the CUDA cores; cast its operands to bf16 or fp16 "
+                "(tsopt_torch.export --dtype bfloat16) to use the tensor cores, or compile with --allow-cublas "
+                "(cuBLASLt's fp32 GEMM)\n",
                 file, t->line, t->col, t->name, flops * 1e-9);
     }
 }
@@ -800,7 +803,7 @@ static int write_best(const options *o, const ts_spec *spec, const ts_graph *g, 
             printf("wrote %s/%s.cuh (plan %d: %s, predicted %.4f ms)\n", o->out_dir, o->name ? o->name : g->name, i + 1,
                    plans[i].name, plans[i].predicted_s * 1e3);
             warn_unchunked_gemms(o->file, g, &plans[i]);
-            warn_fp32_matmuls(o->file, g);
+            warn_fp32_matmuls(o->file, g, &plans[i]);
             if (ts_plan_uses_cublas(&plans[i]))
                 printf("note: the header runs GEMMs by cuBLASLt (--allow-cublas): link the program with -lcublasLt\n");
             free(templates);

@@ -34,6 +34,8 @@ typedef struct {
     ts_dyn dyn;
     int64_t b1[TS_SYM_MAX_DYN];
     bool fuse;
+    bool library_gemms; /* GEMMs only cuBLASLt can run are allowed (--allow-cublas): fp32 operands, A read
+                         * transposed (unit stride along m) without a copy */
     tnode *t;
     int nt, cap_t;
     ts_plan *p;
@@ -890,6 +892,9 @@ static bool k_contiguous(builder *b, int i, int32_t kax) {
     return d >= 0 && ts_sym_is_one(&a.stride[d]);
 }
 
+/* Whether operand i, materialised, has unit stride along axis. */
+static bool unit_along_dim(builder *b, int i, int32_t axis) { return k_contiguous(b, i, axis); }
+
 /* Whether axes `outer` and `inner` nest into one index in access a (outer's stride is inner's times its
  * size): attention's kv heads over the group, a GEMM's two batch axes. */
 static bool axes_nest(const builder *b, const ts_access *a, int32_t outer, int32_t inner) {
@@ -971,7 +976,8 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         kax = (int32_t)d->e.param[0], opa = (int)d->e.kid[0], opb = (int)d->e.kid[1], opb1 = (int)d->e.kid[2];
         if (b->t[opb].axes != b->t[opb1].axes) return false;
     }
-    if (!half_types(b, opa) || !half_types(b, opb) || (opb1 >= 0 && !half_types(b, opb1))) return false;
+    bool fp32 = b->library_gemms && b->t[opa].dtype == TS_FP32 && b->t[opb].dtype == TS_FP32 && opb1 < 0 && !two_k;
+    if (!fp32 && (!half_types(b, opa) || !half_types(b, opb) || (opb1 >= 0 && !half_types(b, opb1)))) return false;
     uint64_t A = b->t[opa].axes, B = b->t[opb].axes, K = 1ull << kax;
     if (!(A & K) || !(B & K)) return false;
     uint64_t batch = (A & B) & ~K, M = A & ~B & ~K, N = B & ~A & ~K;
@@ -1036,7 +1042,11 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
     if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
     aorder[na++] = m, aorder[na++] = kax;
-    ts_access a = unit_stride(b, opa, kax, aorder, na);
+    /* A with unit stride along m (Aᵀ stored): the own templates need it k-contiguous (a copy); cuBLASLt reads it
+     * as it is (its op T), when allowed */
+    bool a_transposed = b->library_gemms && bo < 0 && !broadcast_b && dual < 0 && !two_k && !k_contiguous(b, opa, kax) &&
+                        unit_along_dim(b, opa, m);
+    ts_access a = a_transposed ? typed_operand(b, opa) : unit_stride(b, opa, kax, aorder, na);
     if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);
     if (bo >= 0 && !broadcast_b && !axes_nest(b, &bacc, bo, bt)) { /* [outer, inner, k, n]: nests */
@@ -1655,7 +1665,12 @@ static bool lowered_before(builder *b, int a, int c) {
 
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err) {
-    builder b = {.x = x, .views2 = views2, .mark = mark, .fuse = fuse, .p = p};
+    return ts_plan_lower_with(x, views2, best, mark, fuse, false, p, err);
+}
+
+int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark,
+                       bool fuse, bool library_gemms, ts_plan *p, char **err) {
+    builder b = {.x = x, .views2 = views2, .mark = mark, .fuse = fuse, .library_gemms = library_gemms, .p = p};
     if (ts_dyn_of(x->g, &b.dyn) != 0) {
         *err = ts_strfmt("more than %d dynamic axes", TS_SYM_MAX_DYN);
         return -1;

@@ -182,6 +182,11 @@ typedef struct {
     double predicted_s;
 } ts_plan;
 
+/* Whether GEMM kernel k multiplies fp32 operands (cuBLASLt's SGEMM runs it: ts_gemm_library_only). */
+static inline bool ts_gemm_fp32(const ts_plan *p, const ts_kernel *k) {
+    return k->kind == TS_KERNEL_GEMM && p->buf[k->acc[k->a].buf].dtype == TS_FP32;
+}
+
 /* GEMM: how many matrices it multiplies at the typical sizes (batch_axis × batch_outer). */
 static inline int64_t ts_gemm_batch(const ts_graph *g, const ts_kernel *k) {
     return (k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1) *
@@ -265,12 +270,26 @@ char *ts_kernel_describe(const ts_plan *p, const ts_graph *g, int i);
 enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
+/* ts_plan_lower, and with library_gemms (--allow-cublas) GEMM kernels that only cuBLASLt runs
+ * (ts_gemm_library_only; config.h `library` set for them unconditionally): a contraction of two fp32 operands
+ * (one pair, no dual B), which would otherwise be a REDUCE kernel on the CUDA cores, and a GEMM whose A is
+ * read transposed (unit stride along m: `A.T @ B`), which would otherwise read a k-contiguous copy of A. */
+int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark,
+                       bool fuse, bool library_gemms, ts_plan *p, char **err);
 
 /* Whether kernel k writes buffer buf (its output or an extra output). */
 bool ts_kernel_writes(const ts_kernel *k, int buf);
 
 /* Access a's stride along axis (0 where a does not span it). */
 ts_sym ts_access_stride(const ts_access *a, int32_t axis);
+
+/* Whether no template of tsopt's own runs GEMM kernel k, only cuBLASLt (--allow-cublas): fp32 operands, or A
+ * without unit stride along k (the templates read A k-contiguous). */
+static inline bool ts_gemm_library_only(const ts_plan *p, const ts_kernel *k) {
+    if (k->kind != TS_KERNEL_GEMM) return false;
+    ts_sym s = ts_access_stride(&k->acc[k->a], k->red_axis);
+    return ts_gemm_fp32(p, k) || !ts_sym_is_one(&s);
+}
 /* Whether a and b read the same element at every index: one buffer, offset and stride per axis. */
 bool ts_access_same_view(const ts_access *a, const ts_access *b);
 /* Whether a ROW kernel keeps operand `slot` in registers for the whole row (row.cuh's cached operands): it

@@ -345,7 +345,7 @@ static double evaluate(search *s, const extraction *e, const char *name) {
     s->st.evals++;
     ts_plan p = {0};
     char *err = NULL;
-    if (ts_plan_lower(s->x, s->views2, e->best, e->mark, true, &p, &err) != 0) {
+    if (ts_plan_lower_with(s->x, s->views2, e->best, e->mark, true, s->allow_library, &p, &err) != 0) {
         free(err);
         ts_plan_free(&p);
         return INFINITY;

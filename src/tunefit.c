@@ -246,6 +246,7 @@ static const num_field kernel_fields[] = {
     {"rowstat_stages", offsetof(ts_tune_kernel, work.rowstat_stages), NUM_NONNEG, OPTIONAL, 0},
     {"scores", offsetof(ts_tune_kernel, work.scores), NUM_NONNEG, OPTIONAL, 0},
     {"score_fn_ops", offsetof(ts_tune_kernel, work.score_fn_ops), NUM_NONNEG, OPTIONAL, 0},
+    {"simt_gemm_flops", offsetof(ts_tune_kernel, work.simt_gemm_flops), NUM_NONNEG, OPTIONAL, 0},
     {"predicted_s", offsetof(ts_tune_kernel, predicted_s), NUM_NONNEG, NULLABLE, 0},
     {"measured_s", offsetof(ts_tune_kernel, measured_s), NUM_NONNEG, NULLABLE, 0},
 };

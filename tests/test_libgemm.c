@@ -210,3 +210,56 @@ Test(libgemm, an_unaligned_linear_layer_runs_by_cublaslt_and_its_header_builds, 
                         "-gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -shared impl.cu -o libimpl.so -lcublasLt "
                         "-Xlinker --no-undefined"), 0, "nvcc failed");
 }
+
+/* fp32 operands: no own template takes them, so without --allow-cublas the contraction is a reduction on the CUDA
+ * cores (and compile warns); with it the plan has a GEMM kernel cuBLASLt runs in exact fp32, its bias and ReLU in
+ * cuBLASLt's epilogue, with no own GEMM code in the header and no fallback but an error, said by _fallback();
+ * the header compiles with every warning an error and links with -lcublasLt. */
+Test(libgemm, an_fp32_linear_layer_is_a_cublaslt_gemm_only_when_allowed, .timeout = 600) {
+    cr_assert_eq(system("rm -rf build/libgemm-fp32 && mkdir -p build/libgemm-fp32"), 0);
+    FILE *f = fopen("build/libgemm-fp32/f32lin.yaml", "w");
+    fputs("graph: f32lin\naxes: {m: 2048, d: 1024, n: 4096}\ninputs:\n  X: {dtype: fp32, shape: [m, d]}\n"
+          "  W: {dtype: fp32, shape: [d, n]}\n  b: {dtype: fp32, shape: [n]}\nops:\n"
+          "  - {name: H, op: matmul, args: [X, W], over: d}\n  - {name: Hb, op: add, args: [H, b]}\n"
+          "  - {name: Y, op: relu, args: [Hb]}\noutputs: [Y]\n", f);
+    fclose(f);
+    tsopt_result r = run_tsopt("compile -o build/libgemm-fp32 build/libgemm-fp32/f32lin.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "warning: matmul 'H' is fp32"), "%s", r.out);
+    cr_expect(strstr(r.out, "reduce-sum"), "%s", r.out);
+    free(r.out);
+    r = run_tsopt("compile --allow-cublas -o build/libgemm-fp32 build/libgemm-fp32/f32lin.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect_null(strstr(r.out, "warning:"), "%s", r.out);
+    cr_expect(strstr(r.out, "note: the header runs GEMMs by cuBLASLt"), "%s", r.out);
+    free(r.out);
+    char *h = read_text("build/libgemm-fp32/f32lin.cuh");
+    cr_expect(strstr(h, "lt.ab_type = CUDA_R_32F;"));
+    cr_expect(strstr(h, "lt.act = tslt::kRelu;"));
+    cr_expect(strstr(h, "no tsopt template runs it (fp32 operands)"));
+    cr_expect_null(strstr(h, "GemmParams<float"), "no own fp32 GEMM");
+    free(h);
+    cr_assert_eq(system("cd build/libgemm-fp32 && printf '#define TSOPT_F32LIN_IMPLEMENTATION\\n#include "
+                        "\"f32lin.cuh\"\\n' > impl.cu && nvcc -std=c++17 -Werror all-warnings "
+                        "-gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -shared impl.cu -o libimpl.so -lcublasLt "
+                        "-Xlinker --no-undefined"), 0, "nvcc failed");
+}
+
+/* `A.T @ B` (A stored [k, m]): the own templates read A k-contiguous, so the plan copies it first; with
+ * --allow-cublas cuBLASLt reads it as it is (its op T): one GEMM kernel, no copy, and no own fallback. */
+Test(libgemm, a_transposed_a_is_read_as_it_is_by_cublaslt_when_allowed) {
+    cr_assert_eq(system("mkdir -p build/libgemm-at"), 0);
+    tsopt_result r = run_tsopt("compile -o build/libgemm-at bench/heldout/matmul_at.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "map [m,k]; gemm [m,n] over k"), "the copy of A: %s", r.out);
+    free(r.out);
+    r = run_tsopt("compile --allow-cublas -o build/libgemm-at bench/heldout/matmul_at.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "1    fused                                 1 "), "%s", r.out);
+    free(r.out);
+    char *h = read_text("build/libgemm-at/matmul_at.cuh");
+    cr_expect(strstr(h, "lt.a_kcontig = false;"));
+    cr_expect(strstr(h, "no tsopt template runs it (A read transposed)"));
+    cr_expect_null(strstr(h, "tsg::GemmParams<__half, K0> p{};"), "no own GEMM for it");
+    free(h);
+}
