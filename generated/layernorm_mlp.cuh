@@ -491,8 +491,9 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 }  // namespace tst
 // ---- span.cuh ----------------------------------------------------------------------------------
 // span.cuh — VEC consecutive elements along one axis ("a span"), loaded into and stored from fp32
-// registers: 16-byte vector accesses where the axis has unit stride and the address is aligned, one
-// scalar load broadcast where the stride is 0, a gather otherwise. The elementwise (map.cuh) and
+// registers: 16-byte vector accesses where the axis has unit stride and the address is aligned, 4-byte
+// pairs of 2-byte elements where it is only 4-byte aligned (rows of an even length not a multiple of 8:
+// 2500 halves), one scalar load broadcast where the stride is 0, a gather otherwise. The elementwise (map.cuh) and
 // row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
 // Exact for any stride, size and alignment: only positions [0, n) of a span are read or written.
 // Namespace tsv; depends on tile.cuh (element conversions).
@@ -518,6 +519,13 @@ __device__ __forceinline__ bool vector_ok(const T *q, int64_t stride, int n) {
     return B > (int)sizeof(T) && stride == 1 && n == VEC && (reinterpret_cast<uintptr_t>(q) % B) == 0;
 }
 
+// Whether the span at q can be moved in 4-byte pairs (2-byte elements): unit stride, all VEC positions
+// valid, q 4-byte aligned.
+template <typename T, int VEC>
+__device__ __forceinline__ bool pair_ok(const T *q, int64_t stride, int n) {
+    return sizeof(T) == 2 && VEC % 2 == 0 && stride == 1 && n == VEC && (reinterpret_cast<uintptr_t>(q) % 4) == 0;
+}
+
 // v[j] ← p[(k0 + j)·stride] for j < n (0 beyond n). p is the element at position 0 of the axis.
 template <int VEC, typename T>
 __device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t stride, int64_t k0, int n) {
@@ -540,6 +548,17 @@ __device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t s
         }
         return;
     }
+    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+        if (pair_ok<T, VEC>(q, stride, n)) {
+#pragma unroll
+            for (int c = 0; c < VEC / 2; c++) {
+                const uint32_t w = *reinterpret_cast<const uint32_t *>(q + 2 * c);
+                const T *e = reinterpret_cast<const T *>(&w);
+                v[2 * c] = tst::elem<T>::to_float(e[0]), v[2 * c + 1] = tst::elem<T>::to_float(e[1]);
+            }
+            return;
+        }
+    }
 #pragma unroll
     for (int j = 0; j < VEC; j++) v[j] = j < n ? tst::elem<T>::to_float(q[j * stride]) : 0.f;
 }
@@ -560,6 +579,18 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
             *reinterpret_cast<W *>(q + c * PER) = w;
         }
         return;
+    }
+    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+        if (pair_ok<T, VEC>(q, stride, n)) {
+#pragma unroll
+            for (int c = 0; c < VEC / 2; c++) {
+                uint32_t w;
+                T *e = reinterpret_cast<T *>(&w);
+                e[0] = tst::elem<T>::from_float(v[2 * c]), e[1] = tst::elem<T>::from_float(v[2 * c + 1]);
+                *reinterpret_cast<uint32_t *>(q + 2 * c) = w;
+            }
+            return;
+        }
     }
 #pragma unroll
     for (int j = 0; j < VEC; j++)

@@ -308,8 +308,9 @@ static double time_us(const std::function<cudaError_t()> &launch) {
 static std::string g_label;  // `sweep`: the launch shape, appended to each case's name
 
 static void record(const char *case_name, int64_t rows, int64_t len, int shift, double bytes, double us, double err) {
-    char shape[64];
-    snprintf(shape, sizeof shape, "%lldx%lld%s", (long long)rows, (long long)len, shift ? " +1 elem" : "");
+    char shape[64], off[16] = "";
+    if (shift) snprintf(off, sizeof off, " +%d elem", shift);
+    snprintf(shape, sizeof shape, "%lldx%lld%s", (long long)rows, (long long)len, off);
     const std::string full = case_name + g_label;
     const char *name = full.c_str();
     Result r{name, shape, us, bytes / (us * 1e-6) / 1e9, err, err <= 1};
@@ -583,6 +584,8 @@ int main(int argc, char **argv) {
         {8192, 4096, 0},   // the bandwidth target: cached, 128 threads per row
         {37, 4099, 0},     // odd sizes: every row but the first misaligned, partial spans
         {8192, 4096, 1},   // misaligned pointers: the scalar fallback
+        {8192, 4096, 2},   // pointers 4 bytes off 16: 4-byte pairs
+        {1000, 2500, 0},   // rows 5000 bytes apart: every other row 4-byte pairs (a K of 2500)
         {16384, 512, 0},   // short rows: a warp per row
         {1000, 100, 0},    // very short rows: one span per lane, 16 lanes per row
         {65536, 64, 0},    // a group norm's 64 channels: 8 lanes per row
