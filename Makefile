@@ -301,6 +301,7 @@ gpu-build: $(BUILD)/tsopt
 	bash bench/gpu_build.sh
 	@for t in $(GPU_TESTS); do n=$${t%%:*}; l=$${t#*:}; \
 	  nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates bench/gpu/$$n.cu $$l -o build/gpu/$$n & done; \
+	  nvcc -O3 -std=c++17 $(NVCC_ARCH) -I templates -DROW_TEST_PAIRS=1 bench/gpu/row_test.cu -o build/gpu/row_test_pairs & \
 	  fail=0; for j in $$(jobs -p); do wait $$j || fail=1; done; exit $$fail
 
 gpu-check:

@@ -484,12 +484,15 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 }  // namespace tst
 // ---- span.cuh ----------------------------------------------------------------------------------
 // span.cuh — VEC consecutive elements along one axis ("a span"), loaded into and stored from fp32
-// registers: 16-byte vector accesses where the axis has unit stride and the address is aligned, 4-byte
-// pairs of 2-byte elements where it is only 4-byte aligned (rows of an even length not a multiple of 8:
-// 2500 halves), one scalar load broadcast where the stride is 0, a gather otherwise. The elementwise (map.cuh) and
+// registers: 16-byte vector accesses where the axis has unit stride and the address is aligned, with PAIRS
+// 4-byte pairs of 2-byte elements where it is only 4-byte aligned (rows of an even length not a multiple of
+// 8: 2500 halves), one scalar load broadcast where the stride is 0, a gather otherwise. PAIRS is a
+// compile-time choice (a functor's kPairs, set by the emitter only where an operand's rows can be off 16
+// bytes): the extra path cost aligned row kernels 10-15% (bench/NOTES.md run 121). The elementwise (map.cuh) and
 // row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
 // Exact for any stride, size and alignment: only positions [0, n) of a span are read or written.
 // Namespace tsv; depends on tile.cuh (element conversions).
+
 
 namespace tsv {
 
@@ -519,8 +522,13 @@ __device__ __forceinline__ bool pair_ok(const T *q, int64_t stride, int n) {
     return sizeof(T) == 2 && VEC % 2 == 0 && stride == 1 && n == VEC && (reinterpret_cast<uintptr_t>(q) % 4) == 0;
 }
 
+// Functor Fn's kPairs where it declares one, else false (map.cuh's stores follow the functor's loads).
+template <class Fn, class = void> struct PairsOf { static constexpr bool value = false; };
+template <class Fn> struct PairsOf<Fn, std::void_t<decltype(Fn::kPairs)>> { static constexpr bool value = Fn::kPairs; };
+template <class Fn> constexpr bool kPairsOf = PairsOf<Fn>::value;
+
 // v[j] ← p[(k0 + j)·stride] for j < n (0 beyond n). p is the element at position 0 of the axis.
-template <int VEC, typename T>
+template <int VEC, bool PAIRS = false, typename T>
 __device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t stride, int64_t k0, int n) {
     if (stride == 0) { // a broadcast operand: one load
         const float s = n > 0 ? tst::elem<T>::to_float(p[0]) : 0.f;
@@ -541,7 +549,7 @@ __device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t s
         }
         return;
     }
-    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+    if constexpr (PAIRS && sizeof(T) == 2 && VEC % 2 == 0) {
         if (pair_ok<T, VEC>(q, stride, n)) {
 #pragma unroll
             for (int c = 0; c < VEC / 2; c++) {
@@ -557,7 +565,7 @@ __device__ __forceinline__ void load_span(float (&v)[VEC], const T *p, int64_t s
 }
 
 // p[(k0 + j)·stride] ← v[j] for j < n, rounded to T.
-template <int VEC, typename T>
+template <int VEC, bool PAIRS = false, typename T>
 __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int n, const float (&v)[VEC]) {
     T *q = p + k0 * stride;
     constexpr int B = piece_bytes<T, VEC>(), PER = B / (int)sizeof(T);
@@ -573,7 +581,7 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
         }
         return;
     }
-    if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+    if constexpr (PAIRS && sizeof(T) == 2 && VEC % 2 == 0) {
         if (pair_ok<T, VEC>(q, stride, n)) {
 #pragma unroll
             for (int c = 0; c < VEC / 2; c++) {

@@ -42,6 +42,7 @@ typedef struct {
     int *code_of;                 /* per kernel: the first kernel with the same code, whose code it runs */
     const int *param_of;          /* while printing a kernel's shared code: buffer → its parameter, else NULL */
     int param_id;                 /* ... and the kernel whose parameters they are */
+    const char *span_args;        /* a MAP or ROW functor's span template arguments: "kVec", or "kVec, kPairs" */
 } emitter;
 
 static const char *ctype_of(ts_dtype t) {
@@ -397,17 +398,36 @@ static void print_span_stride(emitter *e, const ts_access *a, const char *field,
     fputs("0", e->f);
 }
 
-/* `float <name>[kVec]; tsv::load_span<kVec>(<name>, p<s> + <base>, <stride>, <k0>, n);` */
+/* `float <name>[kVec]; tsv::load_span<kVec>(<name>, p<s> + <base>, <stride>, <k0>, n);` (span_args) */
 static void print_span_load(emitter *e, const ts_kernel *k, int s, const char *name, const char *base, int32_t axis,
                             const char *k0, const char *indent) {
     char field[16];
     snprintf(field, sizeof field, "s%d", s);
-    fprintf(e->f, "%sfloat %s[kVec];\n%stsv::load_span<kVec>(%s, p%d + %s, ", indent, name, indent, name, s, base);
+    fprintf(e->f, "%sfloat %s[kVec];\n%stsv::load_span<%s>(%s, p%d + %s, ", indent, name, indent, e->span_args, name, s,
+            base);
     print_span_stride(e, &k->acc[s], field, axis);
     fprintf(e->f, ", %s, n);\n", k0);
 }
 
 /* ---- functors per kernel kind ------------------------------------------------------------------ */
+
+/* Whether access a (of a 2-byte type) moves along `axis` with unit stride in spans that can start 4- but not
+ * 16-byte aligned: its other strides or offset even but not all multiples of 8 elements (rows of 2500). */
+static bool span_pairs_pay(const emitter *e, const ts_access *a, int32_t axis) {
+    if (ts_dtype_bytes(e->p->buf[a->buf].dtype) != 2 || ts_access_unit_axis(a) != axis) return false;
+    return !ts_access_chunked(a) && ts_access_paired(a);
+}
+
+/* A MAP or ROW functor's kPairs (span.cuh: 4-byte pair moves off 16-byte alignment), declared only where an
+ * operand or output pays for it along the span axis: the extra path slows aligned kernels (bench/NOTES.md
+ * run 121). Sets the span template arguments the functor's loads and stores print. */
+static void declare_span_pairs(emitter *e, const ts_kernel *k, int32_t axis) {
+    bool pay = span_pairs_pay(e, &k->out, axis);
+    for (int i = 0; i < k->nacc; i++) pay |= span_pairs_pay(e, &k->acc[i], axis);
+    for (int o = 0; o < k->nextra; o++) pay |= span_pairs_pay(e, &k->extra_out[o], axis);
+    if (pay) fputs("    static constexpr bool kPairs = true; /* 4-byte pairs where spans are off 16 bytes */\n", e->f);
+    e->span_args = pay ? "kVec, kPairs" : "kVec";
+}
 
 /* A MAP functor computes a span of kVec elements along the output's innermost axis: every operand's span
  * loaded once (vector, broadcast or gather: span.cuh), then the expression per element. */
@@ -423,6 +443,7 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
         fprintf(e->f, "    %s *q%d;\n    int64_t qs%d[%d];\n", ctype_of(e->p->buf[k->extra_out[o].buf].dtype), o, o,
                 B->ndim ? B->ndim : 1);
     fprintf(e->f, "    static constexpr int kVec = %d;\n", ts_kernel_span_vec(e->p, k));
+    declare_span_pairs(e, k, inner);
     if (k->cfg.walk) /* map.cuh's transposed walk along this output dimension (config.h) */
         fprintf(e->f, "    static constexpr int kWalk = %d;\n", k->cfg.walk_dim);
     fprintf(e->f, "    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {\n");
@@ -457,7 +478,7 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
     e->load_expr = NULL;
     fprintf(e->f, "            y[i] = v%d;\n        }\n", k->expr.n - 1);
     for (int o = 0; o < k->nextra; o++) { /* over the output's axes, as the kernel stores y */
-        fprintf(e->f, "        tsv::store_span<kVec>(q%d", o);
+        fprintf(e->f, "        tsv::store_span<%s>(q%d", e->span_args, o);
         for (int d = 0; d + 1 < B->ndim; d++) fprintf(e->f, " + idx[%d] * qs%d[%d]", d, o, d);
         fprintf(e->f, ", qs%d[%d], %s, n, y%d);\n", o, B->ndim ? B->ndim - 1 : 0, k0, o);
     }
@@ -1158,7 +1179,7 @@ static void emit_row_load(emitter *e, const ts_kernel *k, const int *cache, int 
           "        (void)b, (void)k0, (void)n;\n", e->f);
     for (int s = 0; s < k->nacc; s++) {
         if (cache[s] < 0) continue;
-        fprintf(e->f, "        tsv::load_span<kVec>(x[%d], p%d + b.in[%d], ", cache[s], s, s);
+        fprintf(e->f, "        tsv::load_span<%s>(x[%d], p%d + b.in[%d], ", e->span_args, cache[s], s, s);
         char field[16];
         snprintf(field, sizeof field, "s%d", s);
         print_span_stride(e, &k->acc[s], field, k->red_axis);
@@ -1205,7 +1226,7 @@ static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, c
     for (int i = 0; i < nout; i++) {
         char field[16];
         snprintf(field, sizeof field, "qs%d", outs[i]);
-        fprintf(e->f, "        tsv::store_span<kVec>(q%d + b.out[%d], ", outs[i], outs[i]);
+        fprintf(e->f, "        tsv::store_span<%s>(q%d + b.out[%d], ", e->span_args, outs[i], outs[i]);
         print_span_stride(e, row_out(k, outs[i]), field, k->red_axis);
         fprintf(e->f, ", k0, n, y%d);\n", outs[i]);
     }
@@ -1238,6 +1259,7 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
             k->nstage);
     fprintf(e->f, "    static constexpr bool kPerRow = %s, kPerRowOuts = %s;\n", k->per_row ? "true" : "false",
             row_has_per_row_outs(k) ? "true" : "false");
+    declare_span_pairs(e, k, k->red_axis);
     fprintf(e->f, "    struct Base {\n        int64_t in[%d], out[%d], idx[%d];\n    };\n", k->nacc ? k->nacc : 1, k->nextra + 1,
             nrow ? nrow : 1);
     emit_row_bind(e, k, nrow);

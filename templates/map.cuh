@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(256) map_walk_kernel(const MapParams<T, Fn> p)
         const int n = tsv::span_len<VEC>(col, inner);
         float v[VEC];
         p.fn(idx, n, v);
-        tsv::store_span<VEC>(p.out + off, inner_stride, col, n, v);
+        tsv::store_span<VEC, tsv::kPairsOf<Fn>>(p.out + off, inner_stride, col, n, v);
     }
 }
 
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
         const int n = tsv::span_len<VEC>(col, inner);
         float v[VEC];
         p.fn(idx, n, v);
-        tsv::store_span<VEC>(p.out + off, inner_stride, col, n, v);
+        tsv::store_span<VEC, tsv::kPairsOf<Fn>>(p.out + off, inner_stride, col, n, v);
     }
 }
 

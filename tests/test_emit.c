@@ -421,3 +421,21 @@ Test(emit, a_map_over_a_transposed_operand_declares_its_walk) {
     cr_expect_null(strstr(h, "static constexpr int kWalk = "));
     free(h);
 }
+
+/* Rows of 2500 halves start 4 bytes off 16 every other row: the row kernel's functor declares kPairs (span.cuh's
+ * 4-byte pair moves) and its loads and stores use it; an aligned row kernel compiles without the path, which cost
+ * aligned kernels 10-15% (bench/NOTES.md run 121). So do the padding copies of a K = 2500 linear layer. */
+Test(emit, spans_off_16_bytes_declare_the_pair_path_and_aligned_ones_do_not) {
+    char *h = emit_best("bench/probes/rmsnorm_rows2500.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr bool kPairs = true;"));
+    cr_expect_not_null(strstr(h, "tsv::load_span<kVec, kPairs>(x[0], "));
+    cr_expect_not_null(strstr(h, "tsv::store_span<kVec, kPairs>(q0 + b.out[0], "));
+    free(h);
+    h = emit_best("bench/heldout/gemm_odd_relu.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr bool kPairs = true;"), "the copies into padded rows");
+    free(h);
+    h = emit_best("bench/graphs/residual_rmsnorm.yaml", "templates");
+    cr_expect_null(strstr(h, "kPairs = true"));
+    cr_expect_null(strstr(h, "<kVec, kPairs>"));
+    free(h);
+}

@@ -32,6 +32,13 @@ static void check(cudaError_t e, const char *what, const char *file, int line) {
 }
 
 constexpr double kPeakBytesPerS = 4.3e12;  // H200 DRAM, read + write
+// Built twice (make gpu-build): row_test with the functors' span path as the emitter prints it for aligned
+// rows, row_test_pairs (-DROW_TEST_PAIRS=1) with span.cuh's 4-byte pair path (kPairs) in every functor: the
+// +2-element and 1000 x 2500 cases show what the pairs gain, the aligned ones what the path costs.
+#ifndef ROW_TEST_PAIRS
+#define ROW_TEST_PAIRS 0
+#endif
+constexpr bool kTestPairs = ROW_TEST_PAIRS;
 constexpr float kEps = 1e-5f;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -47,7 +54,7 @@ struct OneOperandRows {
     };
     __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
     __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
-        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(v[0], x + b.off, 1, k0, n);
     }
 };
 
@@ -65,11 +72,11 @@ struct RmsNormGain : OneOperandRows {
     }
     __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
         float gv[kVec], o[kVec];
-        tsv::load_span<kVec>(gv, g, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(gv, g, 1, k0, n);
         const float r = 1.f / sqrtf(acc[0] * inv_len + kEps);
 #pragma unroll
         for (int i = 0; i < kVec; i++) o[i] = v[0][i] * r * gv[i];
-        tsv::store_span<kVec>(y + b.off, 1, k0, n, o);
+        tsv::store_span<kVec, kTestPairs>(y + b.off, 1, k0, n, o);
     }
 };
 
@@ -98,12 +105,12 @@ struct LayerNorm : OneOperandRows {
     }
     __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
         float gv[kVec], bv[kVec], o[kVec];
-        tsv::load_span<kVec>(gv, g, 1, k0, n);
-        tsv::load_span<kVec>(bv, beta, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(gv, g, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(bv, beta, 1, k0, n);
         const float r = 1.f / sqrtf(acc[1] * inv_len + kEps);
 #pragma unroll
         for (int i = 0; i < kVec; i++) o[i] = (v[0][i] - acc[0] * inv_len) * r * gv[i] + bv[i];
-        tsv::store_span<kVec>(y + b.off, 1, k0, n, o);
+        tsv::store_span<kVec, kTestPairs>(y + b.off, 1, k0, n, o);
     }
 };
 
@@ -122,7 +129,7 @@ struct Softmax : OneOperandRows {
         float o[kVec];
 #pragma unroll
         for (int i = 0; i < kVec; i++) o[i] = exp2f(kLog2e * (v[0][i] - acc[0])) / acc[1];
-        tsv::store_span<kVec>(y + b.off, 1, k0, n, o);
+        tsv::store_span<kVec, kTestPairs>(y + b.off, 1, k0, n, o);
     }
 };
 
@@ -140,8 +147,8 @@ struct ResidualRmsNorm {
     __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld; }
     __device__ static constexpr int combine(int) { return tsw::kSum; }
     __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
-        tsv::load_span<kVec>(v[0], x + b.off, 1, k0, n);
-        tsv::load_span<kVec>(v[1], r + b.off, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(v[0], x + b.off, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(v[1], r + b.off, 1, k0, n);
     }
     __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
 #pragma unroll
@@ -149,12 +156,12 @@ struct ResidualRmsNorm {
     }
     __device__ void store(const Base &b, int64_t k0, int n, const float (&v)[kIn][kVec], const float *acc) const {
         float gv[kVec], o0[kVec], o1[kVec];
-        tsv::load_span<kVec>(gv, g, 1, k0, n);
+        tsv::load_span<kVec, kTestPairs>(gv, g, 1, k0, n);
         const float s = 1.f / sqrtf(acc[0] * inv_len + kEps);
 #pragma unroll
         for (int i = 0; i < kVec; i++) o0[i] = v[0][i] + v[1][i], o1[i] = o0[i] * s * gv[i];
-        tsv::store_span<kVec>(h + b.off, 1, k0, n, o0);
-        tsv::store_span<kVec>(y + b.off, 1, k0, n, o1);
+        tsv::store_span<kVec, kTestPairs>(h + b.off, 1, k0, n, o0);
+        tsv::store_span<kVec, kTestPairs>(y + b.off, 1, k0, n, o1);
     }
 };
 
@@ -174,7 +181,7 @@ template <bool PER_ROW> struct ColumnNorm {
     __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0]; }
     __device__ static constexpr int combine(int) { return tsw::kSum; }
     __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
-        tsv::load_span<kVec>(v[0], x + b.off, ld, k0, n);
+        tsv::load_span<kVec, kTestPairs>(v[0], x + b.off, ld, k0, n);
     }
     __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
                           float (&s)[kVec]) const {
@@ -185,12 +192,12 @@ template <bool PER_ROW> struct ColumnNorm {
             y[b.off] = __float2half(acc[0]);
         } else {
             float gv[kVec], bv[kVec], o[kVec];
-            tsv::load_span<kVec>(gv, g + b.off, 0, k0, n);
-            tsv::load_span<kVec>(bv, beta + b.off, 0, k0, n);
+            tsv::load_span<kVec, kTestPairs>(gv, g + b.off, 0, k0, n);
+            tsv::load_span<kVec, kTestPairs>(bv, beta + b.off, 0, k0, n);
             const float r = 1.f / sqrtf(acc[1] * inv_len + kEps);
 #pragma unroll
             for (int i = 0; i < kVec; i++) o[i] = (v[0][i] - acc[0] * inv_len) * r * gv[i] + bv[i];
-            tsv::store_span<kVec>(y + b.off, ld, k0, n, o);
+            tsv::store_span<kVec, kTestPairs>(y + b.off, ld, k0, n, o);
         }
     }
 };
@@ -198,13 +205,14 @@ template <bool PER_ROW> struct ColumnNorm {
 // Elementwise: y[t, d] = x[t, d] · g[d] + bias[t] (unit stride, a broadcast row vector, a per-row scalar)
 struct ScaleBiasMap {
     static constexpr int kVec = 8;
+    static constexpr bool kPairs = kTestPairs; /* map.cuh's stores follow it */
     const __half *x, *g, *bias;
     int64_t ld;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float a[kVec], gv[kVec], bv[kVec];
-        tsv::load_span<kVec>(a, x + idx[0] * ld, 1, idx[1], n);
-        tsv::load_span<kVec>(gv, g, 1, idx[1], n);
-        tsv::load_span<kVec>(bv, bias + idx[0], 0, idx[1], n);
+        tsv::load_span<kVec, kTestPairs>(a, x + idx[0] * ld, 1, idx[1], n);
+        tsv::load_span<kVec, kTestPairs>(gv, g, 1, idx[1], n);
+        tsv::load_span<kVec, kTestPairs>(bv, bias + idx[0], 0, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) y[i] = a[i] * gv[i] + bv[i];
     }
@@ -218,8 +226,8 @@ template <int WALK> struct TransposeAddMap {
     int64_t rows, len;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
         float a[kVec], bv[kVec];
-        tsv::load_span<kVec>(a, x + idx[0], rows, idx[1], n);
-        tsv::load_span<kVec>(bv, b + idx[0] * len, 1, idx[1], n);
+        tsv::load_span<kVec, kTestPairs>(a, x + idx[0], rows, idx[1], n);
+        tsv::load_span<kVec, kTestPairs>(bv, b + idx[0] * len, 1, idx[1], n);
 #pragma unroll
         for (int i = 0; i < kVec; i++) y[i] = a[i] + bv[i];
     }
