@@ -199,6 +199,7 @@ static void fuse(ts_plan *p, int ri, int gi, const row_reduction *rr) {
             if (gk->stage[j].node[i].kind == TS_X_LOAD) gk->stage[j].node[i].slot = gk->a;
     }
     gk->nrowstat = rr->nout; /* under split-K each rank folds its share of k (gemm.cuh): the split stays */
+    gk->cfg.library = false; /* the own kernel folds them; cuBLASLt cannot (--allow-cublas) */
     for (int o = 0; o < rr->nout; o++) gk->rowstat[o] = ts_expr_copy(rr->value[o]);
     for (int i = 0; i < gk->expr.n; i++) { /* the epilogue's loads of the row values: ACC 2 + o */
         ts_xnode *n = &gk->expr.node[i];
@@ -231,6 +232,7 @@ static int writer_of(const ts_plan *p, int buf, int before) {
 static int fusable_into(const ts_plan *p, int gi, row_reduction *rr) {
     const ts_kernel *gk = &p->k[gi];
     if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat || gk->two_k) return -1; /* one A: its rows */
+    if (ts_gemm_library_only(p, gk)) return -1; /* cuBLASLt's alone: it folds no row statistics */
     for (int s = 0; s < gk->nacc; s++) {
         if (s == gk->a || s == gk->b0 || s == gk->b1 || p->buf[gk->acc[s].buf].kind != TS_BUF_TEMP) continue;
         int ri = writer_of(p, gk->acc[s].buf, gi);

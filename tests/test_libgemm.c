@@ -263,3 +263,14 @@ Test(libgemm, a_transposed_a_is_read_as_it_is_by_cublaslt_when_allowed) {
     cr_expect_null(strstr(h, "tsg::GemmParams<__half, K0> p{};"), "no own GEMM for it");
     free(h);
 }
+
+/* Every bench and held-out graph compiles with --allow-cublas: a plan transform after the configuration choice (row
+ * statistics folded into a GEMM, padded operands) never leaves a GEMM configured for cuBLASLt that cuBLASLt cannot
+ * run (the emitter asserts it). */
+Test(libgemm, every_bench_graph_compiles_with_the_flag, .timeout = 600) {
+    cr_assert_eq(system("mkdir -p build/libgemm-all"), 0);
+    int rc = system("for g in bench/graphs/*.yaml bench/heldout/*.yaml; do "
+                    "build/tsopt compile --allow-cublas -o build/libgemm-all $g > build/libgemm-all/log 2>&1 || "
+                    "{ echo \"$g failed\"; tail -n 3 build/libgemm-all/log; exit 1; }; done");
+    cr_expect_eq(rc, 0);
+}
