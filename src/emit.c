@@ -897,7 +897,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     ts_lt_epilogue ep;
     const char *why = NULL;
     bool ok = ts_libgemm_match(e->g, e->p, k, &ep, &why);
-    TS_ASSERT(ok); /* the search and tune configure only what matches */
+    TS_ASSERT(ok); /* check_library_gemm refused the plan otherwise */
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     fprintf(e->f, "        /* cuBLASLt (--allow-cublas): D = %s(%s·A·B%s%s) */\n", ep.act == TS_LT_ACT_RELU ? "relu" : ep.act == TS_LT_ACT_GELU ? "gelu" : "",
             "alpha", ep.bias >= 0 ? " + bias" : "", ep.residual >= 0 ? " + beta·C" : "");
@@ -2049,9 +2049,21 @@ static void free_identifiers(emitter *e) {
     free(e->out_names);
 }
 
+/* A GEMM configured for cuBLASLt is one libgemm.h matches (the search and tune configure only those; a plan
+ * transform that broke it is refused here, not emitted). */
+static int check_library_gemm(const emitter *e, int ki, const ts_kernel *k, char **err) {
+    ts_lt_epilogue ep;
+    const char *why = NULL;
+    if (k->kind != TS_KERNEL_GEMM || !k->cfg.library || ts_libgemm_match(e->g, e->p, k, &ep, &why)) return 0;
+    *err = ts_strfmt("kernel %d (GEMM) is configured for cuBLASLt, which cannot run it: %s", ki + 1, why);
+    return -1;
+}
+
 static int emit_parts(emitter *e, char **err) {
-    for (int ki = 0; ki < e->p->nk; ki++)
+    for (int ki = 0; ki < e->p->nk; ki++) {
         if (e->p->k[ki].kind == TS_KERNEL_ROW && check_row_kernel(e, ki, &e->p->k[ki], err)) return -1;
+        if (check_library_gemm(e, ki, &e->p->k[ki], err)) return -1;
+    }
     ts_workspace_plan(e->p, e->g, &e->dyn, &e->ws);
     share_kernel_code(e);
     emit_banner(e);

@@ -274,3 +274,24 @@ Test(libgemm, every_bench_graph_compiles_with_the_flag, .timeout = 600) {
                     "{ echo \"$g failed\"; tail -n 3 build/libgemm-all/log; exit 1; }; done");
     cr_expect_eq(rc, 0);
 }
+
+/* A plan whose GEMM is configured for cuBLASLt but which cuBLASLt cannot run (here: a SiLU epilogue) is refused by
+ * the emitter with a reason, never emitted or asserted on. */
+Test(libgemm, a_gemm_cublaslt_cannot_run_is_refused_by_the_emitter) {
+    compiled_graph cg;
+    compile_gemm(&cg, "  - {name: Y, op: silu, args: [H]}\n", "Y");
+    ts_plan *p = &cg.out.plans[0];
+    p->k[0].cfg.library = true;
+    char *buf = NULL, *err = NULL;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    ts_emit_opts eo = {.source_path = "g.yaml", .source_text = "", .source_len = 0, .templates_dir = "templates",
+                       .cost_model = &cg.cm, .baseline_s = 1e-3};
+    cr_expect_eq(ts_emit_header(f, &cg.c.g, p, &eo, &err), -1);
+    fclose(f);
+    cr_assert_not_null(err);
+    cr_expect(strstr(err, "kernel 1 (GEMM) is configured for cuBLASLt, which cannot run it: the epilogue is not"), "%s", err);
+    free(err);
+    free(buf);
+    free_compiled(&cg);
+}
