@@ -61,6 +61,7 @@ class Signature:
         self.inputs = [b for b in buffers if b.direction in ("in", "inout")]  # C ABI order
         self.outputs = [b for b in buffers if b.direction == "out"]
         self.bounds = []  # (low, axis, high): an append's position range, from the banner
+        self.needs_cublaslt = False  # compiled with --allow-cublas and a GEMM runs by cuBLASLt: link -lcublasLt
         # dynamic sizes no tensor has (a cache's valid length): int arguments after the tensors
         self.size_args = [a for a in dims if self.first_input_dim(a) is None]
 
@@ -102,7 +103,7 @@ class Signature:
 
 def parse_header(path):
     """The Signature of the header at path; HeaderError names the path and what is missing."""
-    name, buffers, sizes, dims, bounds = None, [], None, [], []
+    name, buffers, sizes, dims, bounds, cublaslt = None, [], None, [], [], False
     with open(path, encoding="utf-8") as f:
         for line in f:
             if not line.startswith("//"):
@@ -119,6 +120,8 @@ def parse_header(path):
                 for item in line[len("// Sizes:"):].split():
                     k, v = item.split("=")
                     sizes[k] = int(v) if v.isdigit() else v
+            if line.startswith("// Depends on the CUDA toolkit's headers and cuBLASLt"):
+                cublaslt = True
             if line.startswith("// dims[]"):
                 dims = line.split(":", 1)[1].split()
             m = re.match(r"//   \(\w+ is written in place: .*; needs (\w+) <= (\w+) <= (\w+)\)", line)
@@ -128,6 +131,7 @@ def parse_header(path):
         raise HeaderError("%s: not a header written by tsopt compile (no banner with its name, buffers and sizes)" % path)
     sig = Signature(name, buffers, sizes, dims)
     sig.bounds = bounds
+    sig.needs_cublaslt = cublaslt
     for b in sig.buffers:
         for a in b.axes:
             if a not in sizes:
@@ -531,6 +535,12 @@ def _torch_paths():
     return inc, lib
 
 
+def link_libraries(sig):
+    """The CUDA libraries the operator links: the runtime, and cuBLASLt for a header compiled with --allow-cublas
+    whose banner says it runs a GEMM by cuBLASLt."""
+    return ["-lcudart"] + (["-lcublasLt"] if sig.needs_cublaslt else [])
+
+
 def build(header_path, arch=DEFAULT_ARCH, nvcc=None, cxx=None):
     """Builds the operator library of the header at header_path (cached by the header's bytes, arch and this
     file, in $TSOPT_TORCH_CACHE or ~/.cache/tsopt/torch) and returns its path. Only subprocesses: safe to
@@ -552,8 +562,8 @@ def build(header_path, arch=DEFAULT_ARCH, nvcc=None, cxx=None):
     cmd = [cxx or os.environ.get("CXX", "g++"), "-O2", "-std=" + os.environ.get("TSOPT_TORCH_CXX_STD", "c++20"), "-fPIC", "-shared", "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi]
     cmd += ["-I" + d for d in inc] + ["-I" + os.path.join(cuda, "include"), cpp, obj]
     cmd += ["-L" + d for d in lib] + ["-Wl,-rpath," + d for d in lib]
-    cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-L" + os.path.join(cuda, "lib64"), "-lcudart",
-            "-o", so + ".tmp"]
+    cmd += ["-lc10", "-lc10_cuda", "-ltorch", "-ltorch_cpu", "-ltorch_cuda", "-L" + os.path.join(cuda, "lib64")]
+    cmd += link_libraries(sig) + ["-o", so + ".tmp"]
     _run(cmd, "the operator's C++ build")
     os.replace(so + ".tmp", so)
     return so

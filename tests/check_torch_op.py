@@ -141,15 +141,29 @@ def fake_shapes(sig):
     return "ok"
 
 
+def cublaslt_headers_link_it(tmp):
+    """A header compiled with --allow-cublas whose GEMM runs by cuBLASLt says so in its banner, and the operator
+    links -lcublasLt; the generated headers (no flag) link the runtime alone."""
+    tsopt = os.environ.get("TSOPT", os.path.join(ROOT, "build", "tsopt"))
+    g = os.path.join(ROOT, "bench", "graphs", "gemm_gelu.yaml")
+    subprocess.run([tsopt, "compile", "--allow-cublas", "-o", tmp, g], check=True, capture_output=True)
+    sig = tsopt_torch.parse_header(os.path.join(tmp, "gemm_gelu.cuh"))
+    check(sig.needs_cublaslt and tsopt_torch.link_libraries(sig) == ["-lcudart", "-lcublasLt"], "cuBLASLt header")
+    plain = tsopt_torch.parse_header(os.path.join(ROOT, "generated", "gemm_gelu.cuh"))
+    check(not plain.needs_cublaslt and tsopt_torch.link_libraries(plain) == ["-lcudart"], "plain header")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         n = headers_match_their_graphs()
+        cublaslt_headers_link_it(tmp)
         sig = dynamic_sizes_and_checks(tmp)
         decode = in_place_headers()
         not_a_header(tmp)
         fake = fake_shapes(sig)
         fake_decode = fake_in_place(decode)
-    print("tsopt_torch: %d generated headers parsed (in-place caches included); dynamic sizes, checks and errors ok; "
+    print("tsopt_torch: %d generated headers parsed (in-place caches included); a cuBLASLt header links it; "
+          "dynamic sizes, checks and errors ok; "
           "fake implementation %s, of the decode step %s" % (n, fake, fake_decode))
 
 
