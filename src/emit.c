@@ -525,6 +525,11 @@ static void print_assign(emitter *e, const char *dst, ts_sym v) {
     fputs(";\n", e->f);
 }
 
+/* `        dst = <stride of a along axis, 0 for no axis (-1)>;` */
+static void print_stride(emitter *e, const char *dst, const ts_access *a, int32_t axis) {
+    print_assign(e, dst, axis >= 0 ? ts_access_stride(a, axis) : ts_sym_const(0));
+}
+
 /* The pointer variable of buffer b: in a kernel's launch function (K<i>_launch) its parameter K<i>_b<j>,
  * in the graph's launch function the tensor's name or tmp<index>. */
 static void buf_ptr(emitter *e, int b, char *out, size_t n) {
@@ -845,31 +850,27 @@ static void emit_gemm_second_pair(emitter *e, const ts_kernel *k) {
     print_assign(e, "p.K2", ts_sym_axis(e->g, &e->dyn, k->red_axis2));
     print_assign(e, "p.lda2", ts_access_stride(a2, k->m_axis));
     print_assign(e, "p.ldb2", ts_access_stride(b2, k->b_kn ? k->red_axis2 : k->n_axis));
-    print_assign(e, "p.a2_batch_stride", k->batch_axis >= 0 ? ts_access_stride(a2, k->batch_axis) : ts_sym_const(0));
-    print_assign(e, "p.b2_batch_stride", k->batch_axis >= 0 ? ts_access_stride(b2, k->batch_axis) : ts_sym_const(0));
+    print_stride(e, "p.a2_batch_stride", a2, k->batch_axis);
+    print_stride(e, "p.b2_batch_stride", b2, k->batch_axis);
 }
 
 static const char *cuda_data_type(ts_dtype t) {
     return t == TS_FP16 ? "CUDA_R_16F" : t == TS_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
 }
 
-/* `        dst = <stride of a along axis>;` */
-static void print_stride(emitter *e, const char *dst, const ts_access *a, int32_t axis) {
-    print_assign(e, dst, axis >= 0 ? ts_access_stride(a, axis) : ts_sym_const(0));
-}
-
-/* A matrix operand of the cuBLASLt call (templates/cublaslt.cuh tslt::Gemm): pointer, leading dimension (the
- * stride along the axis that is not unit-stride), batch stride, and whether `unit` is the unit-stride axis. */
-static void fill_library_operand(emitter *e, const ts_kernel *k, const ts_access *a, const char *name, int32_t unit,
+/* A matrix operand of the cuBLASLt call (templates/cublaslt.cuh tslt::Gemm), into fields lt.<x>, lt.ld<x>,
+ * lt.<x>_batch (x: a, b or c) and lt.<contig> where given: pointer, leading dimension (the stride along the
+ * axis that is not unit-stride), batch stride, and whether `unit` is the unit-stride axis. */
+static void fill_library_operand(emitter *e, const ts_kernel *k, const ts_access *a, char x, int32_t unit,
                                  int32_t other, const char *contig) {
     char f[48];
     ts_sym su = ts_access_stride(a, unit);
     bool along = ts_sym_is_one(&su);
-    snprintf(f, sizeof f, "lt.%s", name);
+    snprintf(f, sizeof f, "lt.%c", x - 'a' + 'A');
     print_base(e, f, a);
-    snprintf(f, sizeof f, "lt.ld%c", name[0] == 'A' ? 'a' : name[0] == 'B' ? 'b' : 'c');
+    snprintf(f, sizeof f, "lt.ld%c", x);
     print_stride(e, f, a, along ? other : unit);
-    snprintf(f, sizeof f, "lt.%c_batch", name[0] == 'A' ? 'a' : name[0] == 'B' ? 'b' : 'c');
+    snprintf(f, sizeof f, "lt.%c_batch", x);
     print_stride(e, f, a, k->batch_axis);
     if (contig) fprintf(e->f, "        lt.%s = %s;\n", contig, along ? "true" : "false");
 }
@@ -904,9 +905,9 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     fprintf(e->f, "        static tslt::Cache lt_cache;\n        tslt::Gemm lt{};\n        lt.ab_type = %s;\n        lt.d_type = %s;\n",
             cuda_data_type(e->p->buf[a->buf].dtype), cuda_data_type(e->p->buf[k->out.buf].dtype));
     print_gemm_dims(e, k, "lt");
-    fill_library_operand(e, k, a, "A", k->red_axis, k->m_axis, "a_kcontig");
-    fill_library_operand(e, k, b, "B", k->n_axis, k->red_axis, "b_ncontig");
-    if (ep.residual >= 0) fill_library_operand(e, k, &k->acc[ep.residual], "C", k->n_axis, k->m_axis, NULL);
+    fill_library_operand(e, k, a, 'a', k->red_axis, k->m_axis, "a_kcontig");
+    fill_library_operand(e, k, b, 'b', k->n_axis, k->red_axis, "b_ncontig");
+    if (ep.residual >= 0) fill_library_operand(e, k, &k->acc[ep.residual], 'c', k->n_axis, k->m_axis, NULL);
     fputs("        lt.alpha = ", e->f);
     print_float(e->f, ep.alpha);
     fputs(";\n        lt.beta = ", e->f);
@@ -947,12 +948,12 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_gemm_dims(e, k, "p");
     print_assign(e, "p.lda", ts_access_stride(a, k->m_axis));
     print_assign(e, "p.ldb", ts_access_stride(b, k->b_kn ? k->red_axis : k->n_axis));
-    print_assign(e, "p.a_batch_stride", k->batch_axis >= 0 ? ts_access_stride(a, k->batch_axis) : ts_sym_const(0));
-    print_assign(e, "p.b_batch_stride", k->batch_axis >= 0 ? ts_access_stride(b, k->batch_axis) : ts_sym_const(0));
+    print_stride(e, "p.a_batch_stride", a, k->batch_axis);
+    print_stride(e, "p.b_batch_stride", b, k->batch_axis);
     char ptr[160];
     buf_ptr(e, k->out.buf, ptr, sizeof ptr);
     fprintf(e->f, "        p.ep.out = %s;\n        p.ep.n = p.N;\n", ptr);
-    print_assign(e, "p.ep.ob", k->batch_axis >= 0 ? ts_access_stride(&k->out, k->batch_axis) : ts_sym_const(0));
+    print_stride(e, "p.ep.ob", &k->out, k->batch_axis);
     print_assign(e, "p.ep.om", ts_access_stride(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
     if (k->two_k) emit_gemm_second_pair(e, k);

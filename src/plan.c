@@ -885,15 +885,13 @@ static int32_t only_axis(uint64_t m) {
     return (int32_t)__builtin_ctzll(m);
 }
 
-/* Whether x is read in place with stride 1 along the contracted axis (as the GEMM's A operand needs). */
-static bool k_contiguous(builder *b, int i, int32_t kax) {
+/* Whether x is read in place with stride 1 along axis (along the contracted one: as the own GEMMs' A operand
+ * needs; along m: Aᵀ stored, which cuBLASLt reads as it is). */
+static bool unit_along(builder *b, int i, int32_t axis) {
     ts_access a = materialize(b, i); /* every operand is materialised anyway */
-    int d = find_dim(&a, kax);
+    int d = find_dim(&a, axis);
     return d >= 0 && ts_sym_is_one(&a.stride[d]);
 }
-
-/* Whether operand i, materialised, has unit stride along axis. */
-static bool unit_along_dim(builder *b, int i, int32_t axis) { return k_contiguous(b, i, axis); }
 
 /* Whether axes `outer` and `inner` nest into one index in access a (outer's stride is inner's times its
  * size): attention's kv heads over the group, a GEMM's two batch axes. */
@@ -1028,7 +1026,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     /* a contraction commutes: take as A the operand that needs no transposing copy (a weight stored [k, n]
      * is a B operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every
      * check that can refuse the region has passed, so the operands are materialised anyway. */
-    if (dual < 0 && !broadcast_b && !k_contiguous(b, opa, kax) && k_contiguous(b, opb, kax)) {
+    if (dual < 0 && !broadcast_b && !unit_along(b, opa, kax) && unit_along(b, opb, kax)) {
         int t = opa;
         opa = opb, opb = t;
         int32_t tm = m;
@@ -1044,8 +1042,8 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     aorder[na++] = m, aorder[na++] = kax;
     /* A with unit stride along m (Aᵀ stored): the own templates need it k-contiguous (a copy); cuBLASLt reads it
      * as it is (its op T), when allowed */
-    bool a_transposed = b->library_gemms && bo < 0 && !broadcast_b && dual < 0 && !two_k && !k_contiguous(b, opa, kax) &&
-                        unit_along_dim(b, opa, m);
+    bool a_transposed = b->library_gemms && bo < 0 && !broadcast_b && dual < 0 && !two_k && !unit_along(b, opa, kax) &&
+                        unit_along(b, opa, m);
     ts_access a = a_transposed ? typed_operand(b, opa) : unit_stride(b, opa, kax, aorder, na);
     if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);

@@ -149,6 +149,18 @@ static void free_variant(ts_plan *q) {
     free(q->name), free(q->k), free(q);
 }
 
+/* A shallow copy of p named `name` (taken), its kernels' array its own: kernels share operands and expressions
+ * with p, so that only their configurations may be changed (freed by free_variant). */
+static ts_plan *shallow_variant(const ts_plan *p, char *name) {
+    ts_plan *q = ts_xmalloc(sizeof *q);
+    *q = *p;
+    q->k = ts_xmalloc(sizeof *q->k * (size_t)p->nk);
+    memcpy(q->k, p->k, sizeof *q->k * (size_t)p->nk);
+    q->cap_k = p->nk;
+    q->name = name;
+    return q;
+}
+
 /* Plan p with every GEMM's configuration replaced by its variant v (config.h) where it has one, predicted;
  * NULL when no kernel has a variant v. A shallow copy: its kernels share operands and expressions with p. */
 static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
@@ -156,14 +168,7 @@ static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
     for (int i = 0; i < p->nk; i++) {
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
         if (ts_config_variants(t->o->g, p, &p->k[i], false, alt, TS_CONFIG_MAX_VARIANTS) <= v) continue;
-        if (!q) {
-            q = ts_xmalloc(sizeof *q);
-            *q = *p;
-            q->k = ts_xmalloc(sizeof *q->k * (size_t)p->nk);
-            memcpy(q->k, p->k, sizeof *q->k * (size_t)p->nk);
-            q->cap_k = p->nk;
-            q->name = ts_strfmt("%s, config %d", p->name, v + 2);
-        }
+        if (!q) q = shallow_variant(p, ts_strfmt("%s, config %d", p->name, v + 2));
         q->k[i].cfg = alt[v];
     }
     if (q) ts_costmodel_predict(t->o->cm, t->o->g, q);
@@ -178,14 +183,7 @@ static ts_plan *plan_library(const tuner *t, const ts_plan *p) {
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
         int n = ts_config_variants(t->o->g, p, &p->k[i], true, alt, TS_CONFIG_MAX_VARIANTS);
         if (n == 0 || !alt[n - 1].library) continue; /* the library's is the last */
-        if (!q) {
-            q = ts_xmalloc(sizeof *q);
-            *q = *p;
-            q->k = ts_xmalloc(sizeof *q->k * (size_t)p->nk);
-            memcpy(q->k, p->k, sizeof *q->k * (size_t)p->nk);
-            q->cap_k = p->nk;
-            q->name = ts_strfmt("%s, cuBLASLt GEMMs", p->name);
-        }
+        if (!q) q = shallow_variant(p, ts_strfmt("%s, cuBLASLt GEMMs", p->name));
         q->k[i].cfg = alt[n - 1];
     }
     if (q) ts_costmodel_predict(t->o->cm, t->o->g, q);
@@ -337,12 +335,10 @@ static int start_build(tuner *t, int ci, const char *nvcc, build_job *job) {
         if (job->pid == 0) {
             FILE *lf = freopen(log, "w", stdout);
             if (lf) dup2(fileno(stdout), 2);
-            if (ts_plan_uses_cublas(c->plan)) /* --allow-cublas: the header calls cuBLASLt */
-                execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu,
-                      "-lcublasLt", (char *)NULL);
-            else
-                execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu,
-                      (char *)NULL);
+            /* --allow-cublas: a header that calls cuBLASLt links it (otherwise the list ends there) */
+            const char *lt = ts_plan_uses_cublas(c->plan) ? "-lcublasLt" : NULL;
+            execl(nvcc, nvcc, "-O3", "-std=c++17", gencode, "-Xcompiler", "-fPIC", "-shared", "-o", lib, tu, lt,
+                  (char *)NULL);
             fprintf(stderr, "cannot run %s: %s\n", nvcc, strerror(errno));
             _exit(127);
         }

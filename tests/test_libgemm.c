@@ -27,15 +27,22 @@ static void compile_gemm(compiled_graph *cg, const char *ops, const char *out) {
     free(yaml);
 }
 
-/* Plan p of cg as header text (heap). */
-static char *emit_text(compiled_graph *cg, const ts_plan *p) {
-    char *buf = NULL, *err = NULL;
+/* ts_emit_header of plan p of cg into *text (heap, whatever the result); its return code, *err on failure. */
+static int emit_into(compiled_graph *cg, const ts_plan *p, char **text, char **err) {
     size_t len;
-    FILE *f = open_memstream(&buf, &len);
+    *text = NULL, *err = NULL;
+    FILE *f = open_memstream(text, &len);
     ts_emit_opts eo = {.source_path = "g.yaml", .source_text = "", .source_len = 0, .templates_dir = "templates",
                        .cost_model = &cg->cm, .baseline_s = 1e-3};
-    cr_assert_eq(ts_emit_header(f, &cg->c.g, p, &eo, &err), 0, "%s", err);
+    int rc = ts_emit_header(f, &cg->c.g, p, &eo, err);
     fclose(f);
+    return rc;
+}
+
+/* Plan p of cg as header text (heap). */
+static char *emit_text(compiled_graph *cg, const ts_plan *p) {
+    char *buf, *err;
+    cr_assert_eq(emit_into(cg, p, &buf, &err), 0, "%s", err);
     return buf;
 }
 
@@ -282,13 +289,8 @@ Test(libgemm, a_gemm_cublaslt_cannot_run_is_refused_by_the_emitter) {
     compile_gemm(&cg, "  - {name: Y, op: silu, args: [H]}\n", "Y");
     ts_plan *p = &cg.out.plans[0];
     p->k[0].cfg.library = true;
-    char *buf = NULL, *err = NULL;
-    size_t len;
-    FILE *f = open_memstream(&buf, &len);
-    ts_emit_opts eo = {.source_path = "g.yaml", .source_text = "", .source_len = 0, .templates_dir = "templates",
-                       .cost_model = &cg.cm, .baseline_s = 1e-3};
-    cr_expect_eq(ts_emit_header(f, &cg.c.g, p, &eo, &err), -1);
-    fclose(f);
+    char *buf, *err;
+    cr_expect_eq(emit_into(&cg, p, &buf, &err), -1);
     cr_assert_not_null(err);
     cr_expect(strstr(err, "kernel 1 (GEMM) is configured for cuBLASLt, which cannot run it: the epilogue is not"), "%s", err);
     free(err);
