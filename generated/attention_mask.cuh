@@ -991,6 +991,46 @@ template <class E, int BM, int THREADS> struct RowFold {
     }
 };
 
+// ---- pieces of both mma.sync GEMM kernels (this one and gemm_f32.cuh's) ---------------------------------
+template <int NB, int MI, int NI> __device__ __forceinline__ void zero_acc(float (&acc)[NB][MI][NI][4]) {
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
+}
+
+// The cp.async pipeline's first STAGES-1 K tiles (of KT, from tile kt0 on): load_a(s, kt) and load_b(s, kt) load
+// tile kt into stage s. Launched after another kernel (tile.cuh, PDL), a weight's first tiles (b_ready) stream before
+// the wait, as commit groups of their own ahead of the A tiles' (the main loop's wait counts still cover tile kt's A
+// and B); everything else after it. Returns whether the main loop needs no earlier kernel (a_ready and b_ready): the
+// caller then waits before its epilogue instead.
+template <int STAGES, class LoadA, class LoadB>
+__device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int KT, int kt0, const LoadA &load_a,
+                                               const LoadB &load_b) {
+    const bool ready = a_ready && b_ready;
+    if (b_ready) {
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_b(s, kt0 + s);
+            tst::cp_async_commit();
+        }
+    }
+    if (!ready) tst::pdl_wait();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) {
+            load_a(s, kt0 + s);
+            if (!b_ready) load_b(s, kt0 + s);
+        }
+        tst::cp_async_commit();
+    }
+    return ready;
+}
+
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
@@ -1061,40 +1101,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     };
 
     float acc[NB][MI][NI][4];
-#pragma unroll
-    for (int j = 0; j < NB; ++j)
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-            for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
+    zero_acc(acc);
 
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
     const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0), KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
-    // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
-    // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
-    // still cover tile kt's A and B); everything else after it.
-    const bool ready = p.a_ready && p.b_ready;   // the main loop needs no earlier kernel: wait before the epilogue
-    if (p.b_ready) {
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < KT) load_b(s, kt0 + s);
-            tst::cp_async_commit();
-        }
-    }
-    if (!ready) tst::pdl_wait();
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) {
-            load_a(s, kt0 + s);
-            if (!p.b_ready) load_b(s, kt0 + s);
-        }
-        tst::cp_async_commit();
-    }
+    const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
     RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));
     for (int kt = 0; kt < KT; ++kt) {

@@ -1854,6 +1854,46 @@ template <class E, int BM, int THREADS> struct RowFold {
     }
 };
 
+// ---- pieces of both mma.sync GEMM kernels (this one and gemm_f32.cuh's) ---------------------------------
+template <int NB, int MI, int NI> __device__ __forceinline__ void zero_acc(float (&acc)[NB][MI][NI][4]) {
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
+}
+
+// The cp.async pipeline's first STAGES-1 K tiles (of KT, from tile kt0 on): load_a(s, kt) and load_b(s, kt) load
+// tile kt into stage s. Launched after another kernel (tile.cuh, PDL), a weight's first tiles (b_ready) stream before
+// the wait, as commit groups of their own ahead of the A tiles' (the main loop's wait counts still cover tile kt's A
+// and B); everything else after it. Returns whether the main loop needs no earlier kernel (a_ready and b_ready): the
+// caller then waits before its epilogue instead.
+template <int STAGES, class LoadA, class LoadB>
+__device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int KT, int kt0, const LoadA &load_a,
+                                               const LoadB &load_b) {
+    const bool ready = a_ready && b_ready;
+    if (b_ready) {
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < KT) load_b(s, kt0 + s);
+            tst::cp_async_commit();
+        }
+    }
+    if (!ready) tst::pdl_wait();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < KT) {
+            load_a(s, kt0 + s);
+            if (!b_ready) load_b(s, kt0 + s);
+        }
+        tst::cp_async_commit();
+    }
+    return ready;
+}
+
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
@@ -1924,40 +1964,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     };
 
     float acc[NB][MI][NI][4];
-#pragma unroll
-    for (int j = 0; j < NB; ++j)
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-            for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] = 0.f;
+    zero_acc(acc);
 
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
     const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0), KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
     const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
-    // The prologue's tiles. Launched after another kernel (tile.cuh, PDL), a weight's first tiles stream
-    // before the wait (as commit groups of their own, ahead of the A tiles': the main loop's wait counts
-    // still cover tile kt's A and B); everything else after it.
-    const bool ready = p.a_ready && p.b_ready;   // the main loop needs no earlier kernel: wait before the epilogue
-    if (p.b_ready) {
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-            if (s < KT) load_b(s, kt0 + s);
-            tst::cp_async_commit();
-        }
-    }
-    if (!ready) tst::pdl_wait();
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < KT) {
-            load_a(s, kt0 + s);
-            if (!p.b_ready) load_b(s, kt0 + s);
-        }
-        tst::cp_async_commit();
-    }
+    const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
     RowFold<Epilogue, BM, THREADS> rows(rs + BM * kRowOuts<Epilogue>, static_cast<int>(threadIdx.x));
     for (int kt = 0; kt < KT; ++kt) {
@@ -4978,17 +4992,17 @@ static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K
         tsg::GemmParams<__half, K1> p{};
         p.A = K1_b1 + 0;
         p.B0 = K1_b2 + 0;
-        p.M = n;
+        p.M = b*n;
         p.N = (int64_t)6144;
         p.K = (int64_t)4096;
-        p.batch = b;
+        p.batch = (int64_t)1;
         p.lda = (int64_t)4096;
         p.ldb = (int64_t)6144;
-        p.a_batch_stride = (int64_t)4096*n;
+        p.a_batch_stride = 0;
         p.b_batch_stride = 0;
         p.ep.out = K1_b0;
         p.ep.n = p.N;
-        p.ep.ob = (int64_t)6144*n;
+        p.ep.ob = 0;
         p.ep.om = (int64_t)6144;
         p.ep.p0 = K1_b1;
         p.ep.o0 = 0;
@@ -5520,17 +5534,17 @@ static cudaError_t K8_launch(__half *K8_b0, const __half *K8_b1, const __half *K
         tsg::GemmParams<__half, K8> p{};
         p.A = K8_b1 + 0;
         p.B0 = K8_b2 + 0;
-        p.M = n;
+        p.M = b*n;
         p.N = (int64_t)4096;
         p.K = (int64_t)4096;
-        p.batch = b;
+        p.batch = (int64_t)1;
         p.lda = (int64_t)4096;
         p.ldb = (int64_t)4096;
-        p.a_batch_stride = (int64_t)4096*n;
+        p.a_batch_stride = 0;
         p.b_batch_stride = 0;
         p.ep.out = K8_b0;
         p.ep.n = p.N;
-        p.ep.ob = (int64_t)4096*n;
+        p.ep.ob = 0;
         p.ep.om = (int64_t)4096;
         p.ep.p0 = K8_b1;
         p.ep.o0 = 0;
@@ -5717,17 +5731,17 @@ static cudaError_t K10_launch(__half *K10_b0, const __half *K10_b1, const __half
         p.A = K10_b1 + 0;
         p.B0 = K10_b2 + 0;
         p.B1 = K10_b3 + 0;
-        p.M = n;
+        p.M = b*n;
         p.N = (int64_t)14336;
         p.K = (int64_t)4096;
-        p.batch = b;
+        p.batch = (int64_t)1;
         p.lda = (int64_t)4096;
         p.ldb = (int64_t)14336;
-        p.a_batch_stride = (int64_t)4096*n;
+        p.a_batch_stride = 0;
         p.b_batch_stride = 0;
         p.ep.out = K10_b0;
         p.ep.n = p.N;
-        p.ep.ob = (int64_t)14336*n;
+        p.ep.ob = 0;
         p.ep.om = (int64_t)14336;
         p.ep.p0 = K10_b1;
         p.ep.o0 = 0;
@@ -5774,10 +5788,10 @@ struct K11 {
         (void)b, (void)row;
         In in;
         const bool two = col + 1 < n;
-        { const int cc = col + 0; (void)cc; in.x[0][0] = tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(b) * s2[0] + (int64_t)(row) * 4096 + (int64_t)(cc))); }
-        { const int cc = col + 1; (void)cc; in.x[1][0] = two ? tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(b) * s2[0] + (int64_t)(row) * 4096 + (int64_t)(cc))) : 0.f; }
-        { const int cc = col + 0; (void)cc; in.x[0][1] = tst::elem<__half>::to_float(tst::load_ro(p3 + o3 + (int64_t)(b) * s3[0] + (int64_t)(row) * 4096 + (int64_t)(cc))); }
-        { const int cc = col + 1; (void)cc; in.x[1][1] = two ? tst::elem<__half>::to_float(tst::load_ro(p3 + o3 + (int64_t)(b) * s3[0] + (int64_t)(row) * 4096 + (int64_t)(cc))) : 0.f; }
+        { const int cc = col + 0; (void)cc; in.x[0][0] = tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(row) * 4096 + (int64_t)(cc))); }
+        { const int cc = col + 1; (void)cc; in.x[1][0] = two ? tst::elem<__half>::to_float(tst::load_ro(p2 + o2 + (int64_t)(row) * 4096 + (int64_t)(cc))) : 0.f; }
+        { const int cc = col + 0; (void)cc; in.x[0][1] = tst::elem<__half>::to_float(tst::load_ro(p3 + o3 + (int64_t)(row) * 4096 + (int64_t)(cc))); }
+        { const int cc = col + 1; (void)cc; in.x[1][1] = two ? tst::elem<__half>::to_float(tst::load_ro(p3 + o3 + (int64_t)(row) * 4096 + (int64_t)(cc))) : 0.f; }
         return in;
     }
     __device__ __forceinline__ float at(int b, int row, int cc, float acc0, float acc1, const float *ld) const {
@@ -5814,17 +5828,17 @@ static cudaError_t K11_launch(__half *K11_b0, const __half *K11_b1, const __half
         tsg::GemmParams<__half, K11> p{};
         p.A = K11_b1 + 0;
         p.B0 = K11_b2 + 0;
-        p.M = n;
+        p.M = b*n;
         p.N = (int64_t)4096;
         p.K = (int64_t)14336;
-        p.batch = b;
+        p.batch = (int64_t)1;
         p.lda = (int64_t)14336;
         p.ldb = (int64_t)4096;
-        p.a_batch_stride = (int64_t)14336*n;
+        p.a_batch_stride = 0;
         p.b_batch_stride = 0;
         p.ep.out = K11_b0;
         p.ep.n = p.N;
-        p.ep.ob = (int64_t)4096*n;
+        p.ep.ob = 0;
         p.ep.om = (int64_t)4096;
         p.ep.p0 = K11_b1;
         p.ep.o0 = 0;
@@ -5890,8 +5904,9 @@ cudaError_t decoder_prefill_launch(const __half *x, const __half *g_attn, const 
         reinterpret_cast<uintptr_t>(workspace) % 16)
         return cudaErrorMisalignedAddress;
     if ((int64_t)n > INT32_MAX) return cudaErrorInvalidValue; /* n: a 32-bit kernel parameter */
-    if ((int64_t)b > INT32_MAX) return cudaErrorInvalidValue; /* b: a 32-bit kernel parameter */
+    if ((int64_t)b*n > INT32_MAX) return cudaErrorInvalidValue; /* the GEMM's rows: a 32-bit kernel parameter */
     if ((int64_t)s > INT32_MAX) return cudaErrorInvalidValue; /* s: a 32-bit kernel parameter */
+    if ((int64_t)b > INT32_MAX) return cudaErrorInvalidValue; /* b: a 32-bit kernel parameter */
     if (!workspace) return cudaErrorInvalidValue;
     char *ws = static_cast<char *>(workspace);
     __half *tmp1 = reinterpret_cast<__half *>(ws);

@@ -35,12 +35,12 @@ enum { SKINNY_MIN_CTAS = 132, SKINNY_MIN_SPLIT_KT = 8, SKINNY_MAX_SPLIT = 4 };
 enum { SMALL_GEMM_TILES = 64, NARROW_N = 64 };
 
 static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
-    const ts_axis *m = &g->axes[k->m_axis], *n = &g->axes[k->n_axis];
-    if (m->dynamic || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
+    const ts_axis *n = &g->axes[k->n_axis];
+    if (ts_gemm_rows_dynamic(g, k) || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
         (k->batch_outer >= 0 && g->axes[k->batch_outer].dynamic))
         return false;
-    return (m->size + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) * ts_gemm_batch(g, k) <
-           SMALL_GEMM_TILES;
+    return (ts_gemm_rows(g, k) + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) *
+               ts_gemm_batch(g, k) < SMALL_GEMM_TILES;
 }
 
 static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
@@ -48,11 +48,11 @@ static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_ke
 }
 
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
-    const ts_axis *m_ax = &g->axes[k->m_axis];
+    const bool dynamic = ts_gemm_rows_dynamic(g, k);
+    const int64_t m = ts_gemm_rows(g, k); /* a dynamic axis: its typical size */
     bool narrow = narrow_small_gemm(g, k, c);
-    if (!m_ax->dynamic && m_ax->size > SKINNY_MAX_M && !narrow) return;
-    int64_t m = m_ax->size; /* a dynamic axis: its typical size */
-    c->skinny_m = narrow && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !m_ax->dynamic;
+    if (!dynamic && m > SKINNY_MAX_M && !narrow) return;
+    c->skinny_m = narrow && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !dynamic;
     c->sk_tile_m = m <= 16 ? 16 : m <= 32 ? 32 : 64, c->sk_tile_n = 64;
     int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
     c->sk_stages = (narrow && m > SKINNY_MAX_M ? NARROW_SMEM_BUDGET : SKINNY_SMEM_BUDGET) / stage_bytes;
@@ -68,13 +68,34 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
 
 /* Whether kernel k runs its skinny form at the graph's current sizes (the cost model's question). */
 bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k) {
-    return k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0 && g->axes[k->m_axis].size <= k->cfg.skinny_m;
+    return k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0 && ts_gemm_rows(g, k) <= k->cfg.skinny_m;
+}
+
+/* fp32 operands: templates/gemm_f32.cuh (3xTF32 on mma.sync, every GPU from sm_80), its tiles in the fb_*
+ * fields (an mma.sync kernel, as the fallback), mirrored in tile_m/tile_n/stages for the cost model's waves:
+ * 128×128 with 8 warps, or 64×64 with 4 where the larger tiles would leave half the SMs idle (F32_MIN_TILES: at
+ * 128 tiles of 128×128 the larger tiles ran 1.22x faster, bench/NOTES.md run 124's fp32 SwiGLU). */
+enum { F32_MIN_TILES = 66 };
+static const int f32_variants[][6] = {{128, 128, 32, 2, 4, 4}, {64, 64, 32, 2, 2, 4}}; /* BM BN BK WM WN STAGES */
+
+static void set_f32_tiles(ts_kernel_config *c, const int *v) {
+    c->fb_tile_m = c->tile_m = v[0], c->fb_tile_n = c->tile_n = v[1], c->fb_tile_k = v[2];
+    c->fb_warps_m = v[3], c->fb_warps_n = v[4], c->fb_stages = c->stages = v[5];
+}
+
+static ts_kernel_config gemm_f32_config(const ts_graph *g, const ts_kernel *k) {
+    ts_kernel_config c = {.cluster_m = 1, .tf32x3 = true};
+    const int64_t m = ts_gemm_rows(g, k), n = g->axes[k->n_axis].size;
+    const int64_t big = (m + 127) / 128 * ((n + 127) / 128) * ts_gemm_batch(g, k);
+    set_f32_tiles(&c, f32_variants[big < F32_MIN_TILES ? 1 : 0]);
+    return c;
 }
 
 /* Hopper: the wgmma kernel, 128x256 with 4 stages; the dual form 128x128 per operand, or 128x64 with 6
  * stages for outputs narrower than 2048 (more tiles). The mma.sync fallback: 128x256 with 3 stages for
  * wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
 static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+    if (ts_gemm_fp32(p, k) && !ts_gemm_library_only(p, k)) return gemm_f32_config(g, k);
     const ts_axis *nax = &g->axes[k->n_axis];
     bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
     ts_kernel_config c = {.tile_m = 128, .tile_n = dual ? (wide ? 128 : 64) : 256, .stages = dual && !wide ? 6 : 4,
@@ -83,7 +104,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const t
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
     skinny_config(g, k, &c);
     if (c.skinny_m == 0 && small_static_gemm(g, k, &c)) c.tile_n = 64, c.stages = 6;
-    c.library = ts_gemm_library_only(p, k); /* fp32, or A read transposed: cuBLASLt runs it (plan.h) */
+    c.library = ts_gemm_library_only(p, k); /* A read transposed: cuBLASLt runs it (plan.h) */
     return c;
 }
 
@@ -146,12 +167,33 @@ _Static_assert(sizeof single_variants / sizeof *single_variants < TS_CONFIG_MAX_
                    sizeof dual_variants / sizeof *dual_variants < TS_CONFIG_MAX_VARIANTS,
                "TS_CONFIG_MAX_VARIANTS (config.h) holds every variant and the library's");
 
+/* GEMM k run by cuBLASLt as one more variant (into out[0], room for max), where allowed, not already k's
+ * configuration and libgemm.h matches the kernel; how many (0 or 1). */
+static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
+                           ts_kernel_config *out, int max) {
+    ts_lt_epilogue e;
+    if (!allow_library || k->cfg.library || max < 1 || !ts_libgemm_match(g, p, k, &e, NULL)) return 0;
+    out[0] = k->cfg;
+    out[0].library = true;
+    return 1;
+}
+
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
                        ts_kernel_config *out, int max) {
     if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(p, k)) return 0; /* cuBLASLt's alone */
+    int n = 0;
+    if (ts_gemm_fp32(p, k)) { /* the other fp32 tile */
+        for (int i = 0; i < (int)(sizeof f32_variants / sizeof *f32_variants) && n < max - 1; i++) {
+            ts_kernel_config c = k->cfg;
+            set_f32_tiles(&c, f32_variants[i]);
+            c.library = false;
+            if (k->cfg.library || c.tile_m != k->cfg.tile_m || c.tile_n != k->cfg.tile_n) out[n++] = c;
+        }
+        return n + library_variant(g, p, k, allow_library, out + n, max - n);
+    }
     bool dual = k->b1 >= 0;
     const int(*v)[5] = dual ? dual_variants : single_variants;
-    int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v), n = 0;
+    int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v);
     for (int i = 0; i < nv && n < max - 1 && !k->cfg.skinny_only; i++) { /* room kept for the library's */
         ts_kernel_config c = k->cfg;
         c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3], c.pingpong = v[i][4];
@@ -160,12 +202,7 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
                     c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong && !k->cfg.library;
         if (!same) out[n++] = c;
     }
-    ts_lt_epilogue e;
-    if (allow_library && !k->cfg.library && n < max && ts_libgemm_match(g, p, k, &e, NULL)) {
-        out[n] = k->cfg;
-        out[n++].library = true;
-    }
-    return n;
+    return n + library_variant(g, p, k, allow_library, out + n, max - n);
 }
 
 int64_t ts_config_attention_kernel_dim(int64_t d) { return d <= 64 ? 64 : d <= 128 ? 128 : d <= 192 ? 192 : 256; }
@@ -218,6 +255,8 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
     if (k->kind == TS_KERNEL_GEMM && k->cfg.library)
         snprintf(buf, n, "cuBLASLt");
+    else if (k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3)
+        snprintf(buf, n, "%dx%d, %d stages, 3xTF32", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages);
     else if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_only)
         snprintf(buf, n, "decode: %d query rows a CTA, keys split over warps and a cluster", k->cfg.dec_rows);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)

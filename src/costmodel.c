@@ -297,7 +297,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
            row_stage_loads = 0, simt = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
-    const int loader = k->kind != TS_KERNEL_GEMM ? 16 : library ? library_alignment_bytes(k)
+    const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
+    const int loader = k->kind != TS_KERNEL_GEMM || tf32x3 ? 16 : library ? library_alignment_bytes(k)
                                                  : gemm_loader_bytes(k); /* < 16: the mma.sync fallback */
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
@@ -354,11 +355,11 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     case TS_KERNEL_GEMM: {
         epilogue = epilogue_ops(&k->expr) * out;
-        double M = size_of(g, k->m_axis), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
+        double M = (double)ts_gemm_rows(g, k), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
         if (k->two_k) K += 64 * ceil(size_of(g, k->red_axis2) / 64); /* the second pair's K-slices, padded */
         double batch = (double)ts_gemm_batch(g, k);
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
-        if (ts_gemm_fp32(p, k)) simt = tensor, tensor = 0; /* cuBLASLt's SGEMM: the CUDA cores */
+        if (library && ts_gemm_fp32(p, k)) simt = tensor, tensor = 0; /* cuBLASLt's SGEMM: the CUDA cores */
         /* operands and result move once: tiles are rasterised so that re-reads hit L2 (an L2-overflow
          * re-read factor predicted 5-20x too much for large GEMMs on the H200: bench/NOTES.md run 9) */
         skinny = ts_config_gemm_skinny(g, k); /* config.h */
@@ -426,8 +427,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && !library && loader == 16 && k->cfg.pingpong,
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
-                          .tile64 = k->kind == TS_KERNEL_GEMM && !skinny && !library && loader == 16 && k->b1 < 0 && k->cfg.tile_n == 64,
-                          .library = library, .simt_gemm_flops = simt,
+                          .tile64 = k->kind == TS_KERNEL_GEMM && !skinny && !library && !tf32x3 && loader == 16 && k->b1 < 0 &&
+                                    k->cfg.tile_n == 64,
+                          .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
@@ -449,6 +451,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                  : w->skinny  ? m->skinny_tensor_efficiency
                  : w->columns ? m->columns_efficiency
                  : w->library ? m->cublas_efficiency
+                 : w->tf32x3  ? m->gemm_tf32x3_efficiency
                               : ts_costmodel_efficiency(m, w->kind);
     bool matrix = w->kind == TS_KERNEL_GEMM || w->kind == TS_KERNEL_ATTENTION;
     double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;

@@ -94,6 +94,10 @@
  *                        file lacks it); its epilogue (bias, ReLU, GELU) is hidden behind its main loop
  *   cublas_fp32_efficiency  the fraction of fma_flops_per_s cuBLASLt's fp32 GEMMs (exact fp32 on the CUDA cores,
  *                        no TF32; --allow-cublas) reach: 0.8 where a model file lacks it (0.77 measured, run 123)
+ *   gemm_tf32x3_efficiency  the fraction of tensor_flops_per_s (the fp16 mma.sync rate) an fp32 GEMM reaches in
+ *                        templates/gemm_f32.cuh (3xTF32: three TF32 MMAs a product at half the fp16 rate, so 1/6
+ *                        at most, less the split and the 32-bit fragment loads): 0.085 measured (run 124: ~50 TFLOP/s at large sizes, level
+ *                        with cuBLAS SGEMM; mma.sync's TF32 rate on Hopper bounds it)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -130,7 +134,8 @@
     X(attention_score_ops_per_s, NULL, 1e30)                                                           \
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)                                               \
     X(cublas_efficiency, "gemm_efficiency", 0)                                                         \
-    X(cublas_fp32_efficiency, NULL, 0.8)
+    X(cublas_fp32_efficiency, NULL, 0.8)                                                               \
+    X(gemm_tf32x3_efficiency, NULL, 0.085)
 
 typedef struct {
     char *path, *gpu, *source;
@@ -206,6 +211,8 @@ typedef struct {
                                by wave_efficiency: the share of two blocks an SM its rows fill */
     double simt_gemm_flops; /* GEMM of fp32 operands (cuBLASLt's, exact fp32): its FLOPs, on the CUDA cores at
                                cublas_fp32_efficiency of fma_flops_per_s (its tensor_flops are 0) */
+    bool tf32x3;            /* GEMM of fp32 operands in gemm_f32.cuh (config.h tf32x3): its tensor work at
+                               gemm_tf32x3_efficiency, its epilogue added as the mma.sync kernels' */
     bool library;           /* GEMM run by cuBLASLt (--allow-cublas, libgemm.h): its tensor work at cublas_efficiency
                                in the own kernel's default tiles (the library's own are not known here), no ping-pong
                                form, its epilogue hidden behind the main loop; off 16-byte alignment (the output's
@@ -230,7 +237,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * (epilogue_ops_per_s · wave) runs beside the main loop: max(that, E) + gemm_pingpong_epilogue_share ·
  * min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in
  * place of the sum.
- * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; an unchunked GEMM:
+ * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; an fp32 one gemm_tf32x3_efficiency; an unchunked GEMM:
  * gemm_elementwise_efficiency, a paired one gemm_paired_efficiency; a ROW kernel down columns:
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:

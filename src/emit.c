@@ -222,6 +222,13 @@ static bool uses_kind(const ts_plan *p, ts_kernel_kind k) {
     return false;
 }
 
+/* Whether a GEMM of plan p runs gemm_f32.cuh's kernel (fp32 operands; config.h tf32x3). */
+static bool uses_f32_gemm(const ts_plan *p) {
+    for (int i = 0; i < p->nk; i++)
+        if (p->k[i].kind == TS_KERNEL_GEMM && p->k[i].cfg.tf32x3) return true;
+    return false;
+}
+
 static int embed_templates(emitter *e, char **err) {
     if (embed_template(e, "tile.cuh", err)) return -1;
     bool spans = uses_kind(e->p, TS_KERNEL_MAP) || uses_kind(e->p, TS_KERNEL_ROW);
@@ -232,6 +239,7 @@ static int embed_templates(emitter *e, char **err) {
     bool gemm = uses_kind(e->p, TS_KERNEL_GEMM), attn = uses_kind(e->p, TS_KERNEL_ATTENTION);
     /* the Hopper attention kernel builds on the Hopper GEMM's TMA and wgmma helpers */
     if ((gemm || attn) && (embed_template(e, "gemm.cuh", err) || embed_template(e, "gemm_sm90.cuh", err))) return -1;
+    if (uses_f32_gemm(e->p) && embed_template(e, "gemm_f32.cuh", err)) return -1;
     if (attn && (embed_template(e, "attention.cuh", err) || embed_template(e, "attention_sm90.cuh", err))) return -1;
     if (ts_plan_uses_cublas(e->p) && embed_template(e, "cublaslt.cuh", err)) return -1;
     return 0;
@@ -834,6 +842,15 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
+/* An fp32 GEMM's template call (gemm_f32.cuh, 3xTF32; every GPU from sm_80) with its configuration. */
+static void emit_gemm_f32_call(emitter *e, int ki, const ts_kernel *k) {
+    const ts_kernel_config *c = &k->cfg;
+    fprintf(e->f, "        err = tsg::launch_gemm_f32<%d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream); /* fp32: 3xTF32 */\n"
+                  "        if (err != cudaSuccess) return err;\n    }\n",
+            c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, k->b_kn ? "true" : "false",
+            k->b1 >= 0 ? "true" : "false", ki);
+}
+
 /* Whether buffer b is an input no kernel writes (not an inout): a weight, which a GEMM may stream before the
  * kernels before it in the launch sequence are done (GemmParams::b_ready; with A one too, a_ready: its whole
  * main loop). */
@@ -875,14 +892,21 @@ static void fill_library_operand(emitter *e, const ts_kernel *k, const ts_access
     if (contig) fprintf(e->f, "        lt.%s = %s;\n", contig, along ? "true" : "false");
 }
 
-/* `<v>.M/N/K/batch = ...;` of GEMM kernel k (a batch axis with batch_outer nested in it: their product). */
+/* GEMM kernel k's row count: m_axis's size, times m_outer's where rows are merged over both. */
+static ts_sym gemm_rows_sym(const emitter *e, const ts_kernel *k) {
+    ts_sym m = ts_sym_axis(e->g, &e->dyn, k->m_axis);
+    return k->m_outer >= 0 ? ts_sym_mul(m, ts_sym_axis(e->g, &e->dyn, k->m_outer)) : m;
+}
+
+/* `<v>.M/N/K/batch = ...;` of GEMM kernel k (a batch axis with batch_outer nested in it: their product; rows
+ * merged over m_outer: theirs). */
 static void print_gemm_dims(emitter *e, const ts_kernel *k, const char *v) {
     char f[32];
-    const int32_t axes[3] = {k->m_axis, k->n_axis, k->red_axis};
+    const ts_sym dims[3] = {gemm_rows_sym(e, k), ts_sym_axis(e->g, &e->dyn, k->n_axis), ts_sym_axis(e->g, &e->dyn, k->red_axis)};
     const char *names[3] = {"M", "N", "K"};
     for (int i = 0; i < 3; i++) {
         snprintf(f, sizeof f, "%s.%s", v, names[i]);
-        print_assign(e, f, ts_sym_axis(e->g, &e->dyn, axes[i]));
+        print_assign(e, f, dims[i]);
     }
     ts_sym batch = k->batch_axis >= 0 ? ts_sym_axis(e->g, &e->dyn, k->batch_axis) : ts_sym_const(1);
     if (k->batch_outer >= 0) batch = ts_sym_mul(batch, ts_sym_axis(e->g, &e->dyn, k->batch_outer)); /* nested */
@@ -892,7 +916,7 @@ static void print_gemm_dims(emitter *e, const ts_kernel *k, const char *v) {
 
 /* The cuBLASLt call of a GEMM configured `library` (--allow-cublas; libgemm.h matched it): the same GEMM and
  * epilogue as the plan's own kernel, which runs instead when cuBLASLt has no algorithm for the call — but for
- * fp32 operands, which no own template takes: then the launch fails with cudaErrorNotSupported, said by
+ * A read transposed, which no own template takes: then the launch fails with cudaErrorNotSupported, said by
  * <name>_fallback(). */
 static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     ts_lt_epilogue ep;
@@ -924,7 +948,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     if (ts_gemm_library_only(e->p, k)) {
         fprintf(e->f, "        if (err == cudaErrorNotSupported) fallback_note = \"kernel %d (GEMM): cuBLASLt has no algorithm for "
                       "this call, and no tsopt template runs it (%s)\";\n        if (err != cudaSuccess) return err;\n",
-                ki + 1, ts_gemm_fp32(e->p, k) ? "fp32 operands" : "A read transposed");
+                ki + 1, "A read transposed");
         return;
     }
     fputs("        if (err != cudaErrorNotSupported) return err; /* done, or a real error */\n", e->f);
@@ -963,7 +987,8 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     if (b_ready && read_only_input(e, a->buf) && (!k->two_k || read_only_input(e, k->acc[k->a2].buf)))
         fputs("        p.a_ready = true; /* the main loop runs before the wait for the kernel before */\n", e->f);
     if (k->cfg.library) emit_gemm_library_call(e, ki, k);
-    emit_gemm_calls(e, ki, k, t);
+    if (k->cfg.tf32x3) emit_gemm_f32_call(e, ki, k);
+    else emit_gemm_calls(e, ki, k, t);
 }
 
 /* Whether the head axes (kv head outer, query-only head inner) nest into one head index in access a. */
@@ -1404,28 +1429,37 @@ static void emit_pointer_checks(emitter *e) {
 }
 
 /* A size the kernel's 32-bit parameter cannot hold is refused before anything is launched; `seen` holds
- * the sizes already checked (each is checked once). */
-static void emit_int_limit(emitter *e, int32_t axis, ts_sym *seen, int *nseen) {
-    if (axis < 0) return;
-    ts_sym sz = ts_sym_axis(e->g, &e->dyn, axis);
+ * the sizes already checked (each is checked once). `what` names it in a comment. */
+static void emit_int_limit_of(emitter *e, ts_sym sz, const char *what, ts_sym *seen, int *nseen) {
     if (ts_sym_is_const(&sz)) return;
     for (int i = 0; i < *nseen; i++)
         if (ts_sym_equal(seen[i], sz)) return;
     seen[(*nseen)++] = sz;
-    fputs("    if ((int64_t)", e->f);
-    print_sym(e, &sz);
-    fprintf(e->f, " > INT32_MAX) return cudaErrorInvalidValue; /* %s: a 32-bit kernel parameter */\n",
-            e->g->axes[axis].name);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    ts_sym_print(m, &sz, e->dyn_names);
+    fclose(m);
+    /* 64-bit arithmetic: a product with a constant prints its own cast first */
+    fprintf(e->f, "    if (%s%s > INT32_MAX) return cudaErrorInvalidValue; /* %s: a 32-bit kernel parameter */\n",
+            strncmp(text, "(int64_t)", 9) == 0 ? "" : "(int64_t)", text, what);
+    free(text);
+}
+
+static void emit_int_limit(emitter *e, int32_t axis, ts_sym *seen, int *nseen) {
+    if (axis >= 0) emit_int_limit_of(e, ts_sym_axis(e->g, &e->dyn, axis), e->g->axes[axis].name, seen, nseen);
 }
 
 static void emit_size_limits(emitter *e) {
-    ts_sym *seen = ts_xcalloc((size_t)e->p->nk * 8 + 1, sizeof *seen);
+    ts_sym *seen = ts_xcalloc((size_t)e->p->nk * 9 + 1, sizeof *seen);
     int nseen = 0;
     for (int i = 0; i < e->p->nk; i++) {
         const ts_kernel *k = &e->p->k[i];
         if (k->kind != TS_KERNEL_GEMM && k->kind != TS_KERNEL_ATTENTION) continue;
         const int32_t axes[] = {k->m_axis, k->red_axis, k->n_axis, k->batch_axis, k->batch_outer, k->two_k ? k->red_axis2 : -1};
         for (size_t a = 0; a < sizeof axes / sizeof *axes; a++) emit_int_limit(e, axes[a], seen, &nseen);
+        if (k->kind == TS_KERNEL_GEMM && k->m_outer >= 0) /* rows merged over two axes: M is their product */
+            emit_int_limit_of(e, gemm_rows_sym(e, k), "the GEMM's rows", seen, &nseen);
         for (int h = 0; k->kind == TS_KERNEL_ATTENTION && h < k->heads_ndim && h < 4; h++)
             emit_int_limit(e, k->head_axis[h], seen, &nseen);
     }

@@ -24,20 +24,26 @@ static bool unit_along(const ts_access *a, int32_t axis) {
     return ts_sym_is_one(&s);
 }
 
-/* The kernel's batch (batch_axis, with batch_outer nested in it) is one stride in access a: the outer axis's
- * stride is the inner's times its size, or both are 0. */
-static bool batch_nests(const ts_graph *g, const ts_kernel *k, const ts_access *a) {
-    if (k->batch_outer < 0) return true;
+/* Axis `outer` (-1: none) nested outside `inner` in access a: outer's stride is inner's times its size, or both
+ * are 0 — one index over both at inner's stride. */
+static bool nests(const ts_graph *g, const ts_access *a, int32_t outer, int32_t inner) {
+    if (outer < 0) return true;
     ts_dyn dyn;
     if (ts_dyn_of(g, &dyn) != 0) return false;
-    ts_sym inner = ts_access_stride(a, k->batch_axis), outer = ts_access_stride(a, k->batch_outer);
-    return ts_sym_equal(outer, ts_sym_mul(inner, ts_sym_axis(g, &dyn, k->batch_axis)));
+    ts_sym si = ts_access_stride(a, inner), so = ts_access_stride(a, outer);
+    return ts_sym_equal(so, ts_sym_mul(si, ts_sym_axis(g, &dyn, inner)));
+}
+
+/* The kernel's batch (batch_axis, with batch_outer nested in it) and rows (m_axis, with m_outer nested in it)
+ * are one stride each in access a. */
+static bool batch_nests(const ts_graph *g, const ts_kernel *k, const ts_access *a) {
+    return nests(g, a, k->batch_outer, k->batch_axis) && nests(g, a, k->m_outer, k->m_axis);
 }
 
 /* A matrix operand over (r, c) (and the batch): unit stride along one of the two, nothing else spanned. */
 static bool matrix_ok(const ts_graph *g, const ts_kernel *k, const ts_access *a, int32_t r, int32_t c) {
-    const int32_t allowed[] = {r, c, k->batch_axis, k->batch_outer};
-    return spans_only(a, allowed, 4) && (unit_along(a, r) || unit_along(a, c)) && batch_nests(g, k, a);
+    const int32_t allowed[] = {r, c, k->batch_axis, k->batch_outer, k->m_outer};
+    return spans_only(a, allowed, 5) && (unit_along(a, r) || unit_along(a, c)) && batch_nests(g, k, a);
 }
 
 /* Operand slot s as the bias: a vector along n with unit stride, of the output's type. */
@@ -49,8 +55,8 @@ static bool bias_like(const ts_plan *p, const ts_kernel *k, int s) {
 /* Operand slot s as C: the output's axes and type, n contiguous, the batch one stride. */
 static bool residual_like(const ts_graph *g, const ts_plan *p, const ts_kernel *k, int s) {
     const ts_access *a = &k->acc[s];
-    const int32_t allowed[] = {k->m_axis, k->n_axis, k->batch_axis, k->batch_outer};
-    return spans_only(a, allowed, 4) && unit_along(a, k->n_axis) && batch_nests(g, k, a) &&
+    const int32_t allowed[] = {k->m_axis, k->n_axis, k->batch_axis, k->batch_outer, k->m_outer};
+    return spans_only(a, allowed, 5) && unit_along(a, k->n_axis) && batch_nests(g, k, a) &&
            p->buf[a->buf].dtype == p->buf[k->out.buf].dtype;
 }
 
@@ -130,9 +136,9 @@ static bool operands_ok(const ts_graph *g, const ts_plan *p, const ts_kernel *k,
         *why = "cuBLASLt's path here takes operands of one type and an output of that type or fp32";
         return false;
     }
-    const int32_t out_axes[] = {k->m_axis, k->n_axis, k->batch_axis, k->batch_outer};
+    const int32_t out_axes[] = {k->m_axis, k->n_axis, k->batch_axis, k->batch_outer, k->m_outer};
     if (!matrix_ok(g, k, &k->acc[k->a], k->m_axis, k->red_axis) || !matrix_ok(g, k, &k->acc[k->b0], k->red_axis, k->n_axis) ||
-        !spans_only(&k->out, out_axes, 4) || !unit_along(&k->out, k->n_axis) || !batch_nests(g, k, &k->out)) {
+        !spans_only(&k->out, out_axes, 5) || !unit_along(&k->out, k->n_axis) || !batch_nests(g, k, &k->out)) {
         *why = "an operand has no unit stride along its matrix axes, or spans another axis";
         return false;
     }

@@ -754,11 +754,12 @@ static void print_ranking(const ts_plan *plans, int n, const ts_graph *g, double
  * and runs the mma.sync kernel's 4-byte or element-wise loader, a fifth to a tenth of the tensor-core rate
  * (bench/NOTES.md runs 117-118). Where the sizes are static and the GEMM large the search reads padded copies
  * instead (src/pad.h), so this names GEMMs where the copies would cost more than they save, or could not be
- * made (a run-time row length). Names the tensor and says what would fix it. */
+ * made (a run-time row length). Names the tensor and says what would fix it. An fp32 GEMM (gemm_f32.cuh) is
+ * not named: its 4-byte loader is asynchronous and pipelined too. */
 static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_plan *p) {
     for (int i = 0; i < p->nk; i++) {
         const ts_kernel *k = &p->k[i];
-        const int slot = k->kind == TS_KERNEL_GEMM ? ts_costmodel_gemm_unchunked_slot(k) : -1;
+        const int slot = k->kind == TS_KERNEL_GEMM && !k->cfg.tf32x3 ? ts_costmodel_gemm_unchunked_slot(k) : -1;
         if (slot < 0) continue;
         const ts_buffer *b = &p->buf[k->acc[slot].buf];
         const char *name = b->kind == TS_BUF_INPUT ? g->inputs[b->index].name : b->kind == TS_BUF_OUTPUT ? g->outputs[b->index].name : NULL;
@@ -770,12 +771,13 @@ static void warn_unchunked_gemms(const char *file, const ts_graph *g, const ts_p
     }
 }
 
-/* A warning for each matmul over fp32 operands of at least 0.1 GFLOP: the tensor-core templates take fp16 and
- * bf16, so it runs as a reduction on the CUDA cores, a tenth of the tensor-core rate or less. Names the place
- * and says what would fix it. */
+/* A warning for each matmul over fp32 operands of at least 0.1 GFLOP when the plan has no fp32 GEMM kernel (an
+ * fp32 GEMM runs gemm_f32.cuh's 3xTF32 kernel, or cuBLASLt's SGEMM): no GEMM template took the contraction, so
+ * it runs as a reduction on the CUDA cores, a tenth of the tensor-core rate or less. Names the place and says
+ * what would help. */
 static void warn_fp32_matmuls(const char *file, const ts_graph *g, const ts_plan *p) {
     for (int i = 0; i < p->nk; i++)
-        if (ts_gemm_fp32(p, &p->k[i])) return; /* --allow-cublas: cuBLASLt runs them */
+        if (ts_gemm_fp32(p, &p->k[i])) return;
     for (int i = 0; i < g->nnamed; i++) {
         const ts_named *t = &g->named[i];
         const ts_node *n = &g->nodes[t->ref.node];
@@ -783,10 +785,9 @@ static void warn_fp32_matmuls(const char *file, const ts_graph *g, const ts_plan
         double flops = 2.0 * (double)ts_view_numel(&n->src[0].view);
         if (flops < 1e8) continue;
         fprintf(stderr,
-                "%s:%d:%d: warning: matmul '%s' is fp32 (%.1f GFLOP): tsopt's tensor-core GEMMs take fp16 and bf16 "
-                "operands, so it runs as a reduction on the CUDA cores; cast its operands to bf16 or fp16 "
-                "(tsopt_torch.export --dtype bfloat16) to use the tensor cores, or compile with --allow-cublas "
-                "(cuBLASLt's fp32 GEMM)\n",
+                "%s:%d:%d: warning: matmul '%s' is fp32 (%.1f GFLOP) and no GEMM template took it, so it runs as a "
+                "reduction on the CUDA cores; cast its operands to bf16 or fp16 (tsopt_torch.export --dtype bfloat16) "
+                "for the fp16/bf16 tensor-core GEMMs\n",
                 file, t->line, t->col, t->name, flops * 1e-9);
     }
 }

@@ -110,10 +110,16 @@ static void pad_slot(padder *pd, int *gi, int s) {
     pd->p->k[*gi].acc[s] = to;
 }
 
+/* Whether GEMM operands of kernel k may be padded: a GEMM of fp16/bf16 operands (gemm_f32.cuh copies any fp32
+ * layout asynchronously, 4 bytes at a time where rows are off 16 bytes, and folds no padding in its price). */
+static bool paddable_gemm(const ts_plan *p, const ts_kernel *k) {
+    return k->kind == TS_KERNEL_GEMM && !ts_gemm_fp32(p, k);
+}
+
 /* Whether plan p has an operand to pad (without changing anything). */
 static bool anything_to_pad(padder *pd, const ts_plan *p) {
     for (int i = 0; i < p->nk; i++) {
-        if (p->k[i].kind != TS_KERNEL_GEMM) continue;
+        if (!paddable_gemm(p, &p->k[i])) continue;
         int slots[5], n = ts_gemm_operand_slots(&p->k[i], slots), dims[TS_MAX_DIMS], nd;
         for (int j = 0; j < n; j++)
             if (paddable(pd, &p->k[i].acc[slots[j]], dims, &nd)) return true;
@@ -129,7 +135,7 @@ bool ts_plan_with_padded_operands(const ts_plan *p, const ts_graph *g, ts_plan *
     ts_plan_copy(out, p);
     pd.p = out;
     for (int gi = 0; gi < out->nk; gi++) {
-        if (out->k[gi].kind != TS_KERNEL_GEMM) continue;
+        if (!paddable_gemm(out, &out->k[gi])) continue;
         int slots[5], n = ts_gemm_operand_slots(&out->k[gi], slots);
         for (int j = 0; j < n; j++) pad_slot(&pd, &gi, slots[j]);
     }

@@ -34,8 +34,8 @@ typedef struct {
     ts_dyn dyn;
     int64_t b1[TS_SYM_MAX_DYN];
     bool fuse;
-    bool library_gemms; /* GEMMs only cuBLASLt can run are allowed (--allow-cublas): fp32 operands, A read
-                         * transposed (unit stride along m) without a copy */
+    bool library_gemms; /* GEMMs only cuBLASLt can run are allowed (--allow-cublas): A read transposed (unit
+                         * stride along m) without a copy */
     tnode *t;
     int nt, cap_t;
     ts_plan *p;
@@ -127,7 +127,7 @@ static bool sym_sample(const builder *b, int64_t v1, int64_t v2, ts_sym *out) {
 void ts_kernel_init(ts_kernel *k, ts_kernel_kind kind) {
     memset(k, 0, sizeof *k);
     k->kind = kind;
-    k->batch_axis = k->batch_outer = k->m_axis = k->n_axis = k->red_axis = -1;
+    k->batch_axis = k->batch_outer = k->m_outer = k->m_axis = k->n_axis = k->red_axis = -1;
     k->b1 = -1;
 }
 
@@ -820,6 +820,7 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
 
 /* The tensor-core templates take fp16 and bf16 operands. */
 static bool half_types(const builder *b, int i) { return b->t[i].dtype == TS_FP16 || b->t[i].dtype == TS_BF16; }
+static bool fp32_type(const builder *b, int i) { return b->t[i].dtype == TS_FP32; }
 
 /* The dtype x is read in: its node's for fp16/bf16 nodes (a reduction's fp32 result that feeds a
  * tensor-core operand is rounded to the node's type), else its buffer's. */
@@ -953,6 +954,27 @@ static void split_contract_add(builder *b, int i) {
     b->t[i].e = (ts_enode){.op = TS_OP_ADD, .kid = {(uint32_t)c, b->t[i].e.kid[2]}};
 }
 
+/* A GEMM over activations with two free axes against a shared weight ([b, t, d]·[d, n]) is one GEMM of b·t rows
+ * where every access spanning either axis spans both with `outer` outside `inner` (A, the output, a residual;
+ * a bias spans neither): no batch of b GEMMs of t rows each, whose last row tile is mostly padding when t is not a
+ * multiple of the tile (ViT's 197 tokens: 2 tiles of 128 for 197 rows; bench/NOTES.md run 124). Which of the two
+ * is outside is read from the strides (an access may list its dims in another order than they nest). */
+static bool rows_nest(const builder *b, const ts_kernel *k, int32_t outer, int32_t inner) {
+    for (int s = -1; s < k->nacc; s++) {
+        const ts_access *a = s < 0 ? &k->out : &k->acc[s];
+        bool has_o = find_dim(a, outer) >= 0, has_i = find_dim(a, inner) >= 0;
+        if (has_o != has_i || (has_o && !axes_nest(b, a, outer, inner))) return false;
+    }
+    return true;
+}
+
+static void merge_rows(const builder *b, ts_kernel *k, int32_t x, int32_t y) {
+    const ts_graph *g = b->x->g;
+    if ((double)g->axes[x].size * (double)g->axes[y].size > INT32_MAX) return; /* M is a 32-bit size */
+    if (rows_nest(b, k, x, y)) k->m_axis = y, k->m_outer = x, k->batch_axis = -1;
+    else if (rows_nest(b, k, y, x)) k->m_axis = x, k->m_outer = y, k->batch_axis = -1;
+}
+
 /* Tries to cover region `root` with a GEMM whose accumulator(s) are the contraction(s) `c0` (and the dual
  * picks; or a contract_add's two operand pairs). Returns false, building nothing, when the shapes do not fit
  * the template. */
@@ -974,7 +996,9 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         kax = (int32_t)d->e.param[0], opa = (int)d->e.kid[0], opb = (int)d->e.kid[1], opb1 = (int)d->e.kid[2];
         if (b->t[opb].axes != b->t[opb1].axes) return false;
     }
-    bool fp32 = b->library_gemms && b->t[opa].dtype == TS_FP32 && b->t[opb].dtype == TS_FP32 && opb1 < 0 && !two_k;
+    /* fp16/bf16 operands (the tensor-core templates), or fp32 ones (gemm_f32.cuh's 3xTF32 kernel, or cuBLASLt's
+     * SGEMM under --allow-cublas; one operand pair) */
+    bool fp32 = fp32_type(b, opa) && fp32_type(b, opb) && (opb1 < 0 || fp32_type(b, opb1)) && !two_k;
     if (!fp32 && (!half_types(b, opa) || !half_types(b, opb) || (opb1 >= 0 && !half_types(b, opb1)))) return false;
     uint64_t A = b->t[opa].axes, B = b->t[opb].axes, K = 1ull << kax;
     if (!(A & K) || !(B & K)) return false;
@@ -1124,6 +1148,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     out[no++] = n;
     if (bo < 0 && a_order[0] < 0) reader_order(b, root, n, out, no);
     new_output(b, root, out, no, dtype_of(b, root), k);
+    if (broadcast_b && nfree == 2) merge_rows(b, k, outer, inner);
     return true;
 }
 

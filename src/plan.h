@@ -98,6 +98,9 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     dec_only: t_q is static and within it.
  *   MAP: walk (map.cuh's transposed walk): neighbouring threads step along output dimension walk_dim rather
  *     than the innermost, where that leaves fewer bytes moved with a stride other than 0 or 1 (a transpose).
+ *   GEMM, tf32x3: fp32 operands, run by templates/gemm_f32.cuh (3xTF32 on mma.sync, every GPU from sm_80) in
+ *     fb_tile_m x fb_tile_n x fb_tile_k tiles, warps fb_warps_m x fb_warps_n, fb_stages; tile_m, tile_n and
+ *     stages mirror them (the cost model's waves); no skinny or sm_90a form.
  *   GEMM, library: cuBLASLt runs it (templates/cublaslt.cuh; only with --allow-cublas, only where libgemm.h
  *     matches it), the fields above then describing the own kernel it falls back to. */
 typedef struct {
@@ -110,6 +113,7 @@ typedef struct {
     bool dec_only; /* t_q can never exceed dec_rows: the other attention kernels are not emitted */
     bool walk;     /* MAP: neighbouring threads step along output dimension walk_dim, not the innermost */
     int walk_dim;  /* (map.cuh's transposed walk: an operand whose unit stride is along that dimension) */
+    bool tf32x3;   /* GEMM: fp32 operands, gemm_f32.cuh's kernel (above) */
     bool library;  /* GEMM: run by cuBLASLt (libgemm.h) */
 } ts_kernel_config;
 
@@ -128,6 +132,9 @@ typedef struct {
     int32_t m_axis, n_axis, batch_axis; /* GEMM (batch_axis -1: none); ATTENTION: q axis in m_axis, head dim in n_axis */
     int32_t batch_outer; /* GEMM: a second batch axis merged with batch_axis (-1: none): batch index b runs over
                           * both, outer-major, at batch_axis's stride (it nests: outer stride = inner's × size) */
+    int32_t m_outer;     /* GEMM: a second row axis merged with m_axis (-1: none): row index runs over both,
+                          * outer-major, at m_axis's stride — every access that spans either spans both, nested
+                          * (a Linear over [b, t, d] activations: b·t rows, not b batches of t) */
     int a, b0, b1;                      /* GEMM: operand accesses (b1 -1 unless dual); ATTENTION: q, k, v */
     /* GEMM over two operand pairs (contract_add: c + Σ_k a·b with c itself a contraction Σ_r a2·b2): the main
      * loop runs over red_axis's K tiles of (a, b0), then red_axis2's of (a2, b2) — A2 [batch, m, r] with r
@@ -182,11 +189,20 @@ typedef struct {
     double predicted_s;
 } ts_plan;
 
-/* Whether GEMM kernel k multiplies fp32 operands (cuBLASLt's SGEMM runs it: ts_gemm_library_only). */
+/* Whether GEMM kernel k multiplies fp32 operands (templates/gemm_f32.cuh's 3xTF32 kernel runs it, or cuBLASLt's
+ * SGEMM when configured `library`). */
 static inline bool ts_gemm_fp32(const ts_plan *p, const ts_kernel *k) {
     return k->kind == TS_KERNEL_GEMM && p->buf[k->acc[k->a].buf].dtype == TS_FP32;
 }
 
+/* GEMM: its rows at the typical sizes (m_axis × m_outer). */
+static inline int64_t ts_gemm_rows(const ts_graph *g, const ts_kernel *k) {
+    return g->axes[k->m_axis].size * (k->m_outer >= 0 ? g->axes[k->m_outer].size : 1);
+}
+/* GEMM: whether its row count is a run-time size (m_axis or m_outer dynamic). */
+static inline bool ts_gemm_rows_dynamic(const ts_graph *g, const ts_kernel *k) {
+    return g->axes[k->m_axis].dynamic || (k->m_outer >= 0 && g->axes[k->m_outer].dynamic);
+}
 /* GEMM: how many matrices it multiplies at the typical sizes (batch_axis × batch_outer). */
 static inline int64_t ts_gemm_batch(const ts_graph *g, const ts_kernel *k) {
     return (k->batch_axis >= 0 ? g->axes[k->batch_axis].size : 1) *
@@ -271,9 +287,8 @@ enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
 /* ts_plan_lower, and with library_gemms (--allow-cublas) GEMM kernels that only cuBLASLt runs
- * (ts_gemm_library_only; config.h `library` set for them unconditionally): a contraction of two fp32 operands
- * (one pair, no dual B), which would otherwise be a REDUCE kernel on the CUDA cores, and a GEMM whose A is
- * read transposed (unit stride along m: `A.T @ B`), which would otherwise read a k-contiguous copy of A. */
+ * (ts_gemm_library_only; config.h `library` set for them unconditionally): a GEMM whose A is read transposed
+ * (unit stride along m: `A.T @ B`), which would otherwise read a k-contiguous copy of A. */
 int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark,
                        bool fuse, bool library_gemms, ts_plan *p, char **err);
 
@@ -283,12 +298,13 @@ bool ts_kernel_writes(const ts_kernel *k, int buf);
 /* Access a's stride along axis (0 where a does not span it). */
 ts_sym ts_access_stride(const ts_access *a, int32_t axis);
 
-/* Whether no template of tsopt's own runs GEMM kernel k, only cuBLASLt (--allow-cublas): fp32 operands, or A
- * without unit stride along k (the templates read A k-contiguous). */
+/* Whether no template of tsopt's own runs GEMM kernel k, only cuBLASLt (--allow-cublas): A without unit stride
+ * along k (the templates read A k-contiguous). */
 static inline bool ts_gemm_library_only(const ts_plan *p, const ts_kernel *k) {
+    (void)p;
     if (k->kind != TS_KERNEL_GEMM) return false;
     ts_sym s = ts_access_stride(&k->acc[k->a], k->red_axis);
-    return ts_gemm_fp32(p, k) || !ts_sym_is_one(&s);
+    return !ts_sym_is_one(&s);
 }
 /* Whether a and b read the same element at every index: one buffer, offset and stride per axis. */
 bool ts_access_same_view(const ts_access *a, const ts_access *b);

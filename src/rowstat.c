@@ -93,9 +93,11 @@ static bool moves_only_along(const ts_access *a, const int32_t *axes, int n) {
 static bool same_rows(const ts_kernel *gk, const row_reduction *rr) {
     if (gk->batch_outer >= 0) return false;
     const ts_access *a = &gk->acc[gk->a];
-    int32_t rows[2] = {gk->m_axis, gk->batch_axis}, with_k[3] = {gk->m_axis, gk->red_axis, gk->batch_axis};
-    int nrows = gk->batch_axis >= 0 ? 2 : 1;
-    if (!moves_only_along(a, with_k, gk->batch_axis >= 0 ? 3 : 2)) return false;
+    /* the second row-like axis: the batch's, or the rows merged outside m (never both) */
+    const int32_t second = gk->batch_axis >= 0 ? gk->batch_axis : gk->m_outer;
+    int32_t rows[2] = {gk->m_axis, second}, with_k[3] = {gk->m_axis, gk->red_axis, second};
+    int nrows = second >= 0 ? 2 : 1;
+    if (!moves_only_along(a, with_k, second >= 0 ? 3 : 2)) return false;
     for (int o = 0; o < rr->nout; o++) {
         if (!moves_only_along(rr->out[o], rows, nrows)) return false;
         for (int i = 0; i < nrows; i++)
@@ -233,6 +235,7 @@ static int fusable_into(const ts_plan *p, int gi, row_reduction *rr) {
     const ts_kernel *gk = &p->k[gi];
     if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat || gk->two_k) return -1; /* one A: its rows */
     if (ts_gemm_library_only(p, gk)) return -1; /* cuBLASLt's alone: it folds no row statistics */
+    if (ts_gemm_fp32(p, gk)) return -1;         /* gemm_f32.cuh folds none either */
     for (int s = 0; s < gk->nacc; s++) {
         if (s == gk->a || s == gk->b0 || s == gk->b1 || p->buf[gk->acc[s].buf].kind != TS_BUF_TEMP) continue;
         int ri = writer_of(p, gk->acc[s].buf, gi);

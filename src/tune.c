@@ -1296,6 +1296,7 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         if (w.key64) fputs(", \"key64\": true", f);
         if (w.tile64) fputs(", \"tile64\": true", f);
         if (w.library) fputs(", \"library\": true", f);
+        if (w.tf32x3) fputs(", \"tf32x3\": true", f);
         if (w.simt_gemm_flops > 0) fputs(", \"simt_gemm_flops\": ", f), json_number(f, w.simt_gemm_flops);
         fputs(", \"predicted_s\": ", f), json_number(f, c->plan->k[k].predicted_s);
         fputs(", \"measured_s\": ", f), json_number(f, c->kernel_s[k]);

@@ -21,15 +21,16 @@
 
 static const char *const kind_names[TS_NKINDS] = {TS_KERNEL_KINDS(TS_KIND_NAME_)};
 /* The fitted efficiencies: "<name>_efficiency" (tunefit.h). */
-static const char *const slot_names[TS_FIT_SLOTS] = {TS_KERNEL_KINDS(TS_KIND_NAME_) "skinny_gemm", "cublas"};
+static const char *const slot_names[TS_FIT_SLOTS] = {TS_KERNEL_KINDS(TS_KIND_NAME_) "skinny_gemm", "cublas", "gemm_tf32x3"};
 /* The order of tables and lists: the tensor-core kinds first. */
-static const int slot_order[TS_FIT_SLOTS] = {TS_KERNEL_GEMM, TS_FIT_CUBLAS,    TS_KERNEL_ATTENTION, TS_FIT_SKINNY,
-                                             TS_KERNEL_REDUCE, TS_KERNEL_ROW, TS_KERNEL_MAP};
+static const int slot_order[TS_FIT_SLOTS] = {TS_KERNEL_GEMM,   TS_FIT_CUBLAS, TS_FIT_TF32X3, TS_KERNEL_ATTENTION,
+                                             TS_FIT_SKINNY,    TS_KERNEL_REDUCE, TS_KERNEL_ROW, TS_KERNEL_MAP};
 
 double *ts_costmodel_efficiency_slot(ts_costmodel *m, int slot) {
     switch (slot) {
     case TS_FIT_SKINNY: return &m->skinny_gemm_efficiency;
     case TS_FIT_CUBLAS: return &m->cublas_efficiency;
+    case TS_FIT_TF32X3: return &m->gemm_tf32x3_efficiency;
     case TS_KERNEL_GEMM: return &m->gemm_efficiency;
     case TS_KERNEL_ATTENTION: return &m->attention_efficiency;
     case TS_KERNEL_REDUCE: return &m->reduce_efficiency;
@@ -289,6 +290,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     k->work.key64 = optional_flag(r, kn, what, "key64");             /* attention in 64-key tiles */
     k->work.tile64 = optional_flag(r, kn, what, "tile64");           /* a single-B GEMM in 128x64 tiles */
     k->work.library = optional_flag(r, kn, what, "library");         /* a GEMM cuBLASLt ran */
+    k->work.tf32x3 = optional_flag(r, kn, what, "tf32x3");           /* an fp32 GEMM in gemm_f32.cuh */
 
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,
@@ -496,7 +498,8 @@ static void collect(const ts_tune_set *s, int slot, sample_set *ss) {
                 /* a skinny kernel streams at skinny_gemm_efficiency, its MMAs at skinny_tensor_efficiency */
                 if (slot == TS_FIT_SKINNY ? !w->skinny
                     : slot == TS_FIT_CUBLAS ? w->skinny || !w->library /* cuBLASLt's GEMMs: their own rate */
-                                            : w->skinny || w->library || (int)w->kind != slot)
+                    : slot == TS_FIT_TF32X3 ? !w->tf32x3               /* fp32 GEMMs: theirs */
+                                            : w->skinny || w->library || w->tf32x3 || (int)w->kind != slot)
                     continue;
                 TS_GROW(ss->s, ss->n, ss->cap);
                 ss->s[ss->n++] = (sample){&cand->k[k].work, &s->r[r].cm, cand->k[k].measured_s};
@@ -573,6 +576,9 @@ static const char *const slot_models[TS_FIT_SLOTS] = {
                       "rate, bytes / (dram rate * c0 * wave)) (+ epilogue); c0 minimises sum log^2(t / measured)",
     [TS_FIT_CUBLAS] = "cuBLASLt's GEMMs: t = launch + max(tensor / (tensor rate * c0 * wave), fma / fma rate, sfu / sfu "
                       "rate, bytes / dram rate) + tile waves * wave overhead; c0 minimises sum log^2(t / measured)",
+    [TS_FIT_TF32X3] = "fp32 GEMMs (3xTF32): t = launch + max(tensor / (tensor rate * c0 * wave), fma / fma rate, sfu / "
+                      "sfu rate, bytes / dram rate) + epilogue + tile waves * wave overhead; c0 minimises sum "
+                      "log^2(t / measured)",
 };
 
 static void fit_slot(const ts_tune_set *s, int slot, ts_eff_fit *e) {

@@ -82,17 +82,19 @@ typedef struct {
 /* The fitted efficiencies ("slots"): one per kernel kind (indexed by ts_kernel_kind), then
  * skinny_gemm_efficiency, the share of DRAM bandwidth of the kernels that stream one operand at a share of
  * the SMs (decode-size GEMMs in their skinny form, decode attention: ts_kernel_work.skinny), then
- * cublas_efficiency, the tensor rate of GEMMs cuBLASLt ran (ts_kernel_work.library, not skinny). */
+ * cublas_efficiency, the tensor rate of GEMMs cuBLASLt ran (ts_kernel_work.library, not skinny), then
+ * gemm_tf32x3_efficiency, that of fp32 GEMMs in gemm_f32.cuh (ts_kernel_work.tf32x3). */
 #define TS_FIT_SKINNY TS_NKINDS
 #define TS_FIT_CUBLAS (TS_NKINDS + 1)
-#define TS_FIT_SLOTS (TS_NKINDS + 2)
+#define TS_FIT_TF32X3 (TS_NKINDS + 2)
+#define TS_FIT_SLOTS (TS_NKINDS + 3)
 
 typedef struct {
     ts_eff_fit kind[TS_FIT_SLOTS];
     int nfitted;
 } ts_tune_fit;
 
-/* The efficiency field of m that slot uses (a ts_kernel_kind, TS_FIT_SKINNY or TS_FIT_CUBLAS). */
+/* The efficiency field of m that slot uses (a ts_kernel_kind, TS_FIT_SKINNY, TS_FIT_CUBLAS or TS_FIT_TF32X3). */
 double *ts_costmodel_efficiency_slot(ts_costmodel *m, int slot);
 
 /* Fits each kind with at least TS_TUNE_MIN_SAMPLES timed kernels (status "ok", kernel measured_s > 0):

@@ -439,3 +439,19 @@ Test(emit, spans_off_16_bytes_declare_the_pair_path_and_aligned_ones_do_not) {
     cr_expect_null(strstr(h, "<kVec, kPairs>"));
     free(h);
 }
+
+/* A GEMM whose rows merge two axes ([b, t, d]·[d, n], b a run-time size): M is b·t, no batch, and the launch
+ * helper refuses a b·t its 32-bit row count cannot hold before launching anything. */
+Test(emit, merged_rows_are_one_row_count_checked_against_32_bits) {
+    cr_assert_eq(system("mkdir -p build/tests"), 0);
+    FILE *f = fopen("build/tests/merged_rows.yaml", "w");
+    fputs("graph: g\naxes: {b: {dynamic: true, typical: 8}, t: 77, d: 768, n: 768}\n"
+          "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+          "ops:\n  - {name: Y, op: matmul, args: [X, W], over: d}\noutputs: [Y]\n", f);
+    fclose(f);
+    char *h = emit_best("build/tests/merged_rows.yaml", "templates");
+    cr_expect(strstr(h, "p.M = (int64_t)77*b;"), "rows b·t");
+    cr_expect(strstr(h, "p.batch = (int64_t)1;"));
+    cr_expect(strstr(h, "if ((int64_t)77*b > INT32_MAX) return cudaErrorInvalidValue; /* the GEMM's rows"));
+    free(h);
+}

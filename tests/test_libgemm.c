@@ -218,11 +218,10 @@ Test(libgemm, an_unaligned_linear_layer_runs_by_cublaslt_and_its_header_builds, 
                         "-Xlinker --no-undefined"), 0, "nvcc failed");
 }
 
-/* fp32 operands: no own template takes them, so without --allow-cublas the contraction is a reduction on the CUDA
- * cores (and compile warns); with it the plan has a GEMM kernel cuBLASLt runs in exact fp32, its bias and ReLU in
- * cuBLASLt's epilogue, with no own GEMM code in the header and no fallback but an error, said by _fallback();
- * the header compiles with every warning an error and links with -lcublasLt. */
-Test(libgemm, an_fp32_linear_layer_is_a_cublaslt_gemm_only_when_allowed, .timeout = 600) {
+/* fp32 operands: the plan's GEMM kernel runs gemm_f32.cuh's 3xTF32 kernel (no warning, no cuBLASLt); with
+ * --allow-cublas cuBLASLt's exact-fp32 SGEMM is one more variant (its bias and ReLU in cuBLASLt's epilogue), the
+ * own fp32 kernel its fallback; that header compiles with every warning an error and links with -lcublasLt. */
+Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_allowed, .timeout = 600) {
     cr_assert_eq(system("rm -rf build/libgemm-fp32 && mkdir -p build/libgemm-fp32"), 0);
     FILE *f = fopen("build/libgemm-fp32/f32lin.yaml", "w");
     fputs("graph: f32lin\naxes: {m: 2048, d: 1024, n: 4096}\ninputs:\n  X: {dtype: fp32, shape: [m, d]}\n"
@@ -232,20 +231,37 @@ Test(libgemm, an_fp32_linear_layer_is_a_cublaslt_gemm_only_when_allowed, .timeou
     fclose(f);
     tsopt_result r = run_tsopt("compile -o build/libgemm-fp32 build/libgemm-fp32/f32lin.yaml");
     cr_assert_eq(r.code, 0, "%s", r.out);
-    cr_expect(strstr(r.out, "warning: matmul 'H' is fp32"), "%s", r.out);
-    cr_expect(strstr(r.out, "reduce-sum"), "%s", r.out);
-    free(r.out);
-    r = run_tsopt("compile --allow-cublas -o build/libgemm-fp32 build/libgemm-fp32/f32lin.yaml");
-    cr_assert_eq(r.code, 0, "%s", r.out);
     cr_expect_null(strstr(r.out, "warning:"), "%s", r.out);
-    cr_expect(strstr(r.out, "note: the header runs GEMMs by cuBLASLt"), "%s", r.out);
+    cr_expect(strstr(r.out, "1    fused                                 1 "), "one GEMM kernel: %s", r.out);
     free(r.out);
     char *h = read_text("build/libgemm-fp32/f32lin.cuh");
-    cr_expect(strstr(h, "lt.ab_type = CUDA_R_32F;"));
-    cr_expect(strstr(h, "lt.act = tslt::kRelu;"));
-    cr_expect(strstr(h, "no tsopt template runs it (fp32 operands)"));
-    cr_expect_null(strstr(h, "GemmParams<float"), "no own fp32 GEMM");
+    cr_expect(strstr(h, "tsg::GemmParams<float, K0>"));
+    cr_expect(strstr(h, "tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0>"), "128x128 tiles: 512 of them");
+    cr_expect_null(strstr(h, "cublasLt"));
     free(h);
+    compiled_graph cg;
+    char *yaml = read_text("build/libgemm-fp32/f32lin.yaml");
+    compile_yaml(&cg, yaml);
+    free(yaml);
+    ts_plan *p = &cg.out.plans[0];
+    cr_assert_eq(p->nk, 1);
+    ts_kernel *k = &p->k[0];
+    cr_expect(k->cfg.tf32x3 && !k->cfg.library);
+    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+    int n = ts_config_variants(&cg.c.g, p, k, true, alt, TS_CONFIG_MAX_VARIANTS);
+    cr_assert_eq(n, 2, "the 64x64 tiles and cuBLASLt");
+    cr_expect(!alt[0].library && alt[0].tile_m == 64 && alt[0].tf32x3);
+    cr_expect(alt[1].library);
+    k->cfg = alt[1];
+    char *buf = emit_text(&cg, p);
+    cr_expect(strstr(buf, "lt.ab_type = CUDA_R_32F;"));
+    cr_expect(strstr(buf, "lt.act = tslt::kRelu;"));
+    cr_expect(strstr(buf, "tsg::launch_gemm_f32<"), "the own fp32 kernel as the fallback");
+    FILE *f2 = fopen("build/libgemm-fp32/f32lin.cuh", "w");
+    fputs(buf, f2);
+    fclose(f2);
+    free(buf);
+    free_compiled(&cg);
     cr_assert_eq(system("cd build/libgemm-fp32 && printf '#define TSOPT_F32LIN_IMPLEMENTATION\\n#include "
                         "\"f32lin.cuh\"\\n' > impl.cu && nvcc -std=c++17 -Werror all-warnings "
                         "-gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -shared impl.cu -o libimpl.so -lcublasLt "

@@ -555,10 +555,12 @@ Test(search, a_small_gemm_over_unaligned_rows_is_not_worth_copying) {
     free_compiled(&cg);
 }
 
-/* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM batched over b with the
- * weight broadcast. It was a CUDA-core REDUCE kernel (predicted 2.4 ms against 0.079): the GEMM needed
- * exactly one free axis per operand. With the weight first in the matmul it is the same GEMM. */
-Test(search, a_linear_over_a_batch_of_sequences_is_one_batched_gemm_with_the_weight_broadcast) {
+/* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM over the b·t rows (X, the
+ * result and every epilogue operand nest b outside t; a batch of b GEMMs of t rows each pads its last row tile)
+ * with the weight shared. It was a CUDA-core REDUCE kernel (predicted 2.4 ms against 0.079): the GEMM needed
+ * exactly one free axis per operand. With the weight first in the matmul the result is [n, b, t]: the GEMM
+ * writes [b, t, n] rows and a copy follows, so the rows stay merged. */
+Test(search, a_linear_over_a_batch_of_sequences_is_one_gemm_over_all_rows) {
     const char *orders[] = {"args: [X, W]", "args: [W, X]"};
     for (int o = 0; o < 2; o++) {
         char *yaml = ts_strfmt("graph: g\naxes: {b: 8, t: 512, d: 1024, n: 4096}\n"
@@ -573,9 +575,11 @@ Test(search, a_linear_over_a_batch_of_sequences_is_one_batched_gemm_with_the_wei
         /* with the weight first the graph's result is [n, b, t]: one layout copy after the GEMM */
         cr_assert_eq(cg.out.plans[0].nk, o == 0 ? 1 : 2, "%s: %s", orders[o], best);
         cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
-        cr_assert_str_eq(axis_name(&cg, k->batch_axis), "b");
+        cr_assert_eq(k->batch_axis, -1, "%s", best);
+        cr_assert_str_eq(axis_name(&cg, k->m_outer), "b");
         cr_assert_str_eq(axis_name(&cg, k->m_axis), "t");
         cr_assert_str_eq(axis_name(&cg, k->n_axis), "n");
+        cr_assert_eq(ts_gemm_rows(&cg.c.g, k), 8 * 512);
         /* the GEMM itself (the copy is a transpose, costed at strided_efficiency) */
         cr_assert_lt(k->predicted_s, 0.2e-3, "%s: %g s", best, k->predicted_s);
         free(best);
@@ -1440,4 +1444,77 @@ Test(search, readers_needing_the_same_layout_share_one_copy) {
     cr_assert_str_eq(best, "row [b,t,n3,e] over e; map [t,b,n3,e]; map [tb,e]", "one copy for the three slices");
     free(best);
     free_compiled(&cg);
+}
+
+/* fp32 contractions are GEMM kernels of gemm_f32.cuh (config tf32x3), not reductions: a gated MLP's two
+ * contractions one dual-B GEMM with the gate in its epilogue, a weight stored [out, in] read as B (N, K), a
+ * batched matmul one batched GEMM; the 64×64 tiles where 128×128 ones would leave SMs idle; no row statistics of
+ * A folded into them and no padded copies (their loader reads any fp32 layout). */
+Test(search, fp32_contractions_are_tf32x3_gemms) {
+    compiled_graph cg;
+    char *y = read_text("bench/heldout/f32_swiglu.yaml");
+    compile_yaml(&cg, y);
+    free(y);
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+    cr_expect(k->b1 >= 0, "one dual-B GEMM");
+    cr_expect(k->cfg.tf32x3 && !k->cfg.library && k->cfg.skinny_m == 0);
+    cr_expect_eq(k->cfg.fb_tile_m, 128, "1024 x 2048 outputs: 128 tiles of 128x128, most SMs busy");
+    free_compiled(&cg);
+    y = read_text("bench/heldout/f32_gemm_gelu_scale.yaml");
+    compile_yaml(&cg, y);
+    free(y);
+    k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+    cr_expect(k->cfg.tf32x3 && !k->b_kn, "W [o, i] read as B (N, K)");
+    cr_expect_eq(k->cfg.fb_tile_m, 128);
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: g\naxes: {b: 8, m: 1000, k: 2500, n: 3000}\n"
+                      "inputs:\n  A: {dtype: fp32, shape: [b, m, k]}\n  B: {dtype: fp32, shape: [b, k, n]}\n"
+                      "ops:\n  - {name: S2, op: mul, args: [A, A]}\n  - {name: S, op: reduce_sum, args: [S2], axis: k}\n"
+                      "  - {name: C, op: matmul, args: [A, B], over: k}\n  - {name: Y, op: mul, args: [C, S]}\n"
+                      "outputs: [Y]\n");
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    for (int i = 0; i < p->nk; i++) {
+        if (p->k[i].kind != TS_KERNEL_GEMM) continue;
+        cr_expect(p->k[i].cfg.tf32x3, "%s", best);
+        cr_expect_eq(p->k[i].cfg.fb_tile_m, 128, "8 x 8 x 24 tiles of 128x128");
+        cr_expect_eq(p->k[i].nstage, 0, "no row statistics folded into an fp32 GEMM: %s", best);
+        cr_expect_eq(p->k[i].batch_axis >= 0, true, "%s", best);
+    }
+    cr_expect_null(strstr(best, "reduce-sum [b,m,n]"), "%s", best);
+    for (int i = 0; i < p->nk; i++) /* K = 2500: rows 16-byte aligned in fp32 anyway; the loader takes any */
+        cr_expect_not(p->k[i].kind == TS_KERNEL_MAP && p->buf[p->k[i].out.buf].pitch > 0, "no padded copy: %s", best);
+    free(best);
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: g\naxes: {m: 128, k: 1024, n: 512}\n"
+                      "inputs:\n  A: {dtype: fp32, shape: [m, k]}\n  B: {dtype: fp32, shape: [k, n]}\n"
+                      "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\noutputs: [C]\n");
+    cr_expect_eq(the_one_kernel(&cg, TS_KERNEL_GEMM)->cfg.fb_tile_m, 64, "4 tiles of 128x128: 64x64 ones");
+    free_compiled(&cg);
+}
+
+/* Rows merged over two axes (m_outer): a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows;
+ * with an epilogue operand along t alone (a position bias [t, n]) the rows cannot be one index, and it stays a
+ * batch of b GEMMs (test_emit: the header of merged rows). */
+Test(search, rows_merge_only_where_every_access_nests) {
+    const char *extra[] = {"  R: {dtype: fp16, shape: [b, t, n]}\n", "  R: {dtype: fp16, shape: [t, n]}\n"};
+    for (int i = 0; i < 2; i++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {b: 32, t: 197, d: 768, n: 3072}\n"
+                               "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n%s"
+                               "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                               "  - {name: Y, op: add, args: [H, R]}\noutputs: [Y]\n", extra[i]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+        if (i == 0) {
+            cr_expect_eq(k->batch_axis, -1);
+            cr_expect_str_eq(axis_name(&cg, k->m_outer), "b");
+            cr_expect_eq(ts_gemm_rows(&cg.c.g, k), 32 * 197);
+        } else {
+            cr_expect_eq(k->m_outer, -1, "R along t alone: no merge");
+            cr_expect_str_eq(axis_name(&cg, k->batch_axis), "b");
+        }
+        free(yaml);
+        free_compiled(&cg);
+    }
 }

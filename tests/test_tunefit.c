@@ -730,7 +730,8 @@ Test(tunefit, the_rewritten_model_loads_with_the_fitted_values) {
                                     "`tsopt calibrate --from-tune` "
                                     "(tsopt 0.1.0) on 2026-11-29 UTC to the per-kernel timings in 2 tsopt tune records "
                                     "(a.json, b.json), each minimising"), "%s", flat);
-    cr_assert_not_null(strstr(flat, "(the `fit:` section); cublas_efficiency (no timed kernels), skinny_gemm_efficiency "
+    cr_assert_not_null(strstr(flat, "(the `fit:` section); cublas_efficiency (no timed kernels), gemm_tf32x3_efficiency (no "
+                                    "timed kernels), skinny_gemm_efficiency "
                                     "(no timed kernels) and map_efficiency "
                                     "(fewer than 3 timed kernels): not fitted, kept at their values from "
                                     "costmodel/h200.yaml.\ngpu:"), "%s", flat);
@@ -792,7 +793,8 @@ Test(tunefit, bases_without_a_fit_section_or_in_flow_style) {
     cr_assert_not_null(text, "%s", err ? err : "");
     cr_assert(strstr(text, "# Template efficiencies: gemm_efficiency (3 kernels) fitted") == text, "%s", text);
     char *flat = unwrapped(text);
-    cr_assert_not_null(strstr(flat, "cublas_efficiency (no timed kernels), attention_efficiency (no timed kernels), "
+    cr_assert_not_null(strstr(flat, "cublas_efficiency (no timed kernels), gemm_tf32x3_efficiency (no timed kernels), "
+                                    "attention_efficiency (no timed kernels), "
                                     "skinny_gemm_efficiency (no timed kernels), "
                                     "reduce_efficiency (no timed kernels), row_efficiency (no timed kernels) and "
                                     "map_efficiency (no timed kernels): not fitted, "
@@ -800,7 +802,8 @@ Test(tunefit, bases_without_a_fit_section_or_in_flow_style) {
                                     "gpu: X\n"), "%s", flat);
     free(flat);
     cr_assert_not_null(strstr(text, "\n  map_efficiency: 0.8\n  cublas_efficiency: 0.5  # not fitted: the value it "
-                                    "defaulted to\n  skinny_gemm_efficiency: 0.5  # not fitted: the value it "
+                                    "defaulted to\n  gemm_tf32x3_efficiency: 0.5  # not fitted: the value it defaulted to\n"
+                                    "  skinny_gemm_efficiency: 0.5  # not fitted: the value it "
                                     "defaulted to\n  row_efficiency: 0.5  # not fitted: the value it defaulted "
                                     "to\n# The template efficiencies' fits"), "absent optional efficiencies keep their values:\n%s", text);
     ts_costmodel m;

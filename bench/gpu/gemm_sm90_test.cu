@@ -31,25 +31,9 @@
 #define TSG90_WATCHDOG 1   // a deadlocked barrier traps (~4 s) instead of hanging
 #include "gemm_sm90.cuh"
 #include "gemm_reference.cuh"
+#include "checks.cuh"
 
 // ---- checks -------------------------------------------------------------------------------------
-#define CK(x)                                                                                        \
-    do {                                                                                             \
-        cudaError_t e_ = (x);                                                                        \
-        if (e_ != cudaSuccess) {                                                                     \
-            fprintf(stderr, "%s:%d: CUDA error %s: %s\n  in %s\n", __FILE__, __LINE__, cudaGetErrorName(e_), \
-                    cudaGetErrorString(e_), #x);                                                     \
-            exit(2);                                                                                 \
-        }                                                                                            \
-    } while (0)
-#define CKB(x)                                                                                       \
-    do {                                                                                             \
-        cublasStatus_t s_ = (x);                                                                     \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                           \
-            fprintf(stderr, "%s:%d: cuBLAS error %d in %s\n", __FILE__, __LINE__, (int)s_, #x);      \
-            exit(2);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 static cublasHandle_t g_blas;
 static void *g_flush;                       // 256 MB, written before each timed run
