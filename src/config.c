@@ -34,13 +34,18 @@ enum { SKINNY_MIN_CTAS = 132, SKINNY_MIN_SPLIT_KT = 8, SKINNY_MAX_SPLIT = 4 };
  * (bench/NOTES.md run 74, `gemm_test narrow`): a 64-column wgmma tile would be mostly empty. */
 enum { SMALL_GEMM_TILES = 64, NARROW_N = 64 };
 
+/* GEMM k's output tiles of tile_m × tile_n over every batch (at the typical sizes of dynamic axes). */
+static int64_t gemm_tiles(const ts_graph *g, const ts_kernel *k, int tile_m, int tile_n) {
+    return (ts_gemm_rows(g, k) + tile_m - 1) / tile_m * ((g->axes[k->n_axis].size + tile_n - 1) / tile_n) *
+           ts_gemm_batch(g, k);
+}
+
 static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
-    const ts_axis *n = &g->axes[k->n_axis];
-    if (ts_gemm_rows_dynamic(g, k) || n->dynamic || (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
+    if (ts_gemm_rows_dynamic(g, k) || g->axes[k->n_axis].dynamic ||
+        (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
         (k->batch_outer >= 0 && g->axes[k->batch_outer].dynamic))
         return false;
-    return (ts_gemm_rows(g, k) + c->tile_m - 1) / c->tile_m * ((n->size + c->tile_n - 1) / c->tile_n) *
-               ts_gemm_batch(g, k) < SMALL_GEMM_TILES;
+    return gemm_tiles(g, k, c->tile_m, c->tile_n) < SMALL_GEMM_TILES;
 }
 
 static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
@@ -58,8 +63,7 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
     c->sk_stages = (narrow && m > SKINNY_MAX_M ? NARROW_SMEM_BUDGET : SKINNY_SMEM_BUDGET) / stage_bytes;
     if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
     if (c->sk_stages < 2) c->sk_stages = 2;
-    int64_t ctas = (m + c->sk_tile_m - 1) / c->sk_tile_m * ((g->axes[k->n_axis].size + c->sk_tile_n - 1) / c->sk_tile_n) *
-                   ts_gemm_batch(g, k), kt = ts_gemm_k_slices(g, k);
+    int64_t ctas = gemm_tiles(g, k, c->sk_tile_m, c->sk_tile_n), kt = ts_gemm_k_slices(g, k);
     c->sk_split = 1;
     while (c->sk_split < SKINNY_MAX_SPLIT && ctas * c->sk_split < SKINNY_MIN_CTAS &&
            kt / (2 * c->sk_split) >= SKINNY_MIN_SPLIT_KT)
@@ -85,9 +89,7 @@ static void set_f32_tiles(ts_kernel_config *c, const int *v) {
 
 static ts_kernel_config gemm_f32_config(const ts_graph *g, const ts_kernel *k) {
     ts_kernel_config c = {.cluster_m = 1, .tf32x3 = true};
-    const int64_t m = ts_gemm_rows(g, k), n = g->axes[k->n_axis].size;
-    const int64_t big = (m + 127) / 128 * ((n + 127) / 128) * ts_gemm_batch(g, k);
-    set_f32_tiles(&c, f32_variants[big < F32_MIN_TILES ? 1 : 0]);
+    set_f32_tiles(&c, f32_variants[gemm_tiles(g, k, f32_variants[0][0], f32_variants[0][1]) < F32_MIN_TILES ? 1 : 0]);
     return c;
 }
 
@@ -95,7 +97,7 @@ static ts_kernel_config gemm_f32_config(const ts_graph *g, const ts_kernel *k) {
  * stages for outputs narrower than 2048 (more tiles). The mma.sync fallback: 128x256 with 3 stages for
  * wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
 static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
-    if (ts_gemm_fp32(p, k) && !ts_gemm_library_only(p, k)) return gemm_f32_config(g, k);
+    if (ts_gemm_fp32(p, k) && !ts_gemm_library_only(k)) return gemm_f32_config(g, k);
     const ts_axis *nax = &g->axes[k->n_axis];
     bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
     ts_kernel_config c = {.tile_m = 128, .tile_n = dual ? (wide ? 128 : 64) : 256, .stages = dual && !wide ? 6 : 4,
@@ -104,7 +106,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const t
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
     skinny_config(g, k, &c);
     if (c.skinny_m == 0 && small_static_gemm(g, k, &c)) c.tile_n = 64, c.stages = 6;
-    c.library = ts_gemm_library_only(p, k); /* A read transposed: cuBLASLt runs it (plan.h) */
+    c.library = ts_gemm_library_only(k); /* A read transposed: cuBLASLt runs it (plan.h) */
     return c;
 }
 
@@ -180,7 +182,7 @@ static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel 
 
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
                        ts_kernel_config *out, int max) {
-    if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(p, k)) return 0; /* cuBLASLt's alone */
+    if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(k)) return 0; /* cuBLASLt's alone */
     int n = 0;
     if (ts_gemm_fp32(p, k)) { /* the other fp32 tile */
         for (int i = 0; i < (int)(sizeof f32_variants / sizeof *f32_variants) && n < max - 1; i++) {

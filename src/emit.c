@@ -945,7 +945,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     if (ep.bias >= 0) print_base(e, "lt.bias", &k->acc[ep.bias]);
     fprintf(e->f, "        lt.act = %s;\n", ep.act == TS_LT_ACT_RELU ? "tslt::kRelu" : ep.act == TS_LT_ACT_GELU ? "tslt::kGelu" : "tslt::kNone");
     fprintf(e->f, "        err = tslt::matmul(lt, lt_cache, lt_workspace, %d, stream);\n", TS_LT_WORKSPACE_BYTES);
-    if (ts_gemm_library_only(e->p, k)) {
+    if (ts_gemm_library_only(k)) {
         fprintf(e->f, "        if (err == cudaErrorNotSupported) fallback_note = \"kernel %d (GEMM): cuBLASLt has no algorithm for "
                       "this call, and no tsopt template runs it (%s)\";\n        if (err != cudaSuccess) return err;\n",
                 ki + 1, "A read transposed");
@@ -959,7 +959,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
-    if (ts_gemm_library_only(e->p, k)) { /* cuBLASLt alone (no own template runs it) */
+    if (ts_gemm_library_only(k)) { /* cuBLASLt alone (no own template runs it) */
         fputs("    {\n", e->f);
         emit_gemm_library_call(e, ki, k);
         fputs("    }\n", e->f);
@@ -1916,7 +1916,7 @@ static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
 }
 
 static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
-    if (ts_gemm_library_only(e->p, k)) return; /* cuBLASLt's alone: no epilogue functor */
+    if (ts_gemm_library_only(k)) return; /* cuBLASLt's alone: no epilogue functor */
     if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, ki, k);
     else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, ki, k);
     else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, ki, k);

@@ -300,8 +300,7 @@ ts_sym ts_access_stride(const ts_access *a, int32_t axis);
 
 /* Whether no template of tsopt's own runs GEMM kernel k, only cuBLASLt (--allow-cublas): A without unit stride
  * along k (the templates read A k-contiguous). */
-static inline bool ts_gemm_library_only(const ts_plan *p, const ts_kernel *k) {
-    (void)p;
+static inline bool ts_gemm_library_only(const ts_kernel *k) {
     if (k->kind != TS_KERNEL_GEMM) return false;
     ts_sym s = ts_access_stride(&k->acc[k->a], k->red_axis);
     return !ts_sym_is_one(&s);

@@ -2,7 +2,7 @@
 // b (grid z):
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
-// Each fp32 operand x is split into a TF32 part and the TF32 rounding of its remainder (x = big + small with
+// Each fp32 operand x is split into a TF32 part and its remainder, read as TF32 (x = big + small with
 // |small| ≤ 2^-11 |x|); the product is big_a·big_b + big_a·small_b + small_a·big_b, accumulated in fp32 by
 // mma.sync m16n8k8 (sm_80+), the small terms first. The dropped small_a·small_b is below fp32 rounding, so the
 // result matches an fp32 FMA GEMM (relative error ~1e-6, where a plain TF32 product is ~1e-3) at three
@@ -48,11 +48,14 @@ __device__ __forceinline__ void load_tile_f32(float *s, const float *g, int64_t 
 }
 
 // ---- 3xTF32 -----------------------------------------------------------------------------------------
-// x as TF32 (round to nearest, ties away: cvt.rna) and the TF32 rounding of what that leaves.
+// x as TF32 rounded to nearest, ties away (what cvt.rna gives: half a TF32 unit added to the magnitude bits,
+// the 13 bits below TF32's mantissa cleared), and the exact remainder, which the MMA reads as TF32 by dropping
+// its low bits (|error| ≤ 2^-21 |x|, below the fp32 accumulation's). Two integer operations and a subtraction
+// where two cvt.rna cost more: 1.18-1.23x on the large shapes, errors unchanged (bench/NOTES.md run 125).
+// Inf and NaN stay what they were with cvt.rna: big inf or NaN, the remainder NaN, the result NaN.
 __device__ __forceinline__ void split_tf32(float x, uint32_t &big, uint32_t &small) {
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(big) : "f"(x));
-    const float rest = x - __uint_as_float(big);
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(small) : "f"(rest));
+    big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    small = __float_as_uint(x - __uint_as_float(big));
 }
 
 // D = A·B + D for one m16n8k8 TF32 tile: a[4] (row-major A fragment), b[2] (col-major B), d[4] fp32.

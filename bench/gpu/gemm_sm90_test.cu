@@ -426,6 +426,24 @@ int main(int argc, char **argv) {
         run_config<h16, 128, 256, 4, 1, true, false, kStore>(s, seed++);
         return g_failures ? 1 : 0;
     }
+    if (argc > 1 && strcmp(argv[1], "shape") == 0) {   // `shape M N K`: config.c's single variants and the small
+        Shape s{"shape", 0, 0, 0, 1};                    // ping-pong tiles, timed on one shape against cuBLAS
+        if (argc != 5 || sscanf(argv[2], "%d", &s.M) != 1 || sscanf(argv[3], "%d", &s.N) != 1 ||
+            sscanf(argv[4], "%d", &s.K) != 1 || s.M < 1 || s.N < 1 || s.K < 1) {
+            fprintf(stderr, "usage: %s shape M N K\n", argv[0]);
+            return 2;
+        }
+        run_config<h16, 128, 256, 4, 1, true, false, kStore>(s, seed++);
+        run_config<h16, 128, 128, 5, 1, true, false, kStore>(s, seed++);
+        run_config<h16, 128, 64, 6, 1, true, false, kStore>(s, seed++);
+        run_config<h16, 128, 256, 4, 2, true, false, kStore>(s, seed++);
+        run_config<h16, 128, 128, 5, 1, true, false, kStore, true>(s, seed++);
+        run_config<h16, 64, 128, 6, 1, true, false, kStore, true>(s, seed++);
+        run_config<h16, 64, 256, 4, 1, true, false, kStore, true>(s, seed++);
+        run_config<h16, 64, 64, 8, 1, true, false, kStore, true>(s, seed++);
+        printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+        return g_failures ? 1 : 0;
+    }
     if (argc > 1 && strcmp(argv[1], "epilogue") == 0) {   // what the stores cost: kStore against kDiscard, timed
         const Shape shapes[] = {{"matmul", 1024, 4096, 4096, 1}, {"matmul 4096^3", 4096, 4096, 4096, 1},
                                 {"gemm_gelu shape", 8192, 8192, 2048, 1}, {"4096x4096 K=1024", 4096, 4096, 1024, 1}};
