@@ -50,8 +50,8 @@ __device__ __forceinline__ void load_tile_f32(float *s, const float *g, int64_t 
 // ---- 3xTF32 -----------------------------------------------------------------------------------------
 // x as TF32 rounded to nearest, ties away (what cvt.rna gives: half a TF32 unit added to the magnitude bits,
 // the 13 bits below TF32's mantissa cleared), and the exact remainder, which the MMA reads as TF32 by dropping
-// its low bits (|error| ≤ 2^-21 |x|, below the fp32 accumulation's). Two integer operations and a subtraction
-// where two cvt.rna cost more: 1.18-1.23x on the large shapes, errors unchanged (bench/NOTES.md run 125).
+// its low bits (|error| ≤ 2^-21 |x|: a few fp32 roundings a product, below the fp32 accumulation's √K growth
+// from K ≈ 64 on). Two integer operations and a subtraction where two cvt.rna cost more: 1.18-1.23x on the large shapes, errors unchanged (bench/NOTES.md run 125).
 // Inf and NaN stay what they were with cvt.rna: big inf or NaN, the remainder NaN, the result NaN.
 __device__ __forceinline__ void split_tf32(float x, uint32_t &big, uint32_t &small) {
     big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;

@@ -392,6 +392,12 @@ static void small_configs(uint64_t seed) {
     run_config<h16, 128, 64, 6, 1, true, false, kRowScale>({"small batched rowscale", 300, 264, 512, 3}, seed++);
 }
 
+// M, N and K of s from three command-line words; false unless each is a positive integer.
+static bool sizes_from_args(char **w, Shape &s) {
+    return sscanf(w[0], "%d", &s.M) == 1 && sscanf(w[1], "%d", &s.N) == 1 && sscanf(w[2], "%d", &s.K) == 1 &&
+           s.M >= 1 && s.N >= 1 && s.K >= 1;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
@@ -418,8 +424,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "one") == 0) {   // the bench matmul alone, or `one M N K` (for a profiler)
         Shape s{"matmul", 1024, 4096, 4096, 1};
-        if (argc == 5 && (sscanf(argv[2], "%d", &s.M) != 1 || sscanf(argv[3], "%d", &s.N) != 1 ||
-                          sscanf(argv[4], "%d", &s.K) != 1 || s.M < 1 || s.N < 1 || s.K < 1)) {
+        if (argc == 5 && !sizes_from_args(argv + 2, s)) {
             fprintf(stderr, "usage: %s one [M N K]\n", argv[0]);
             return 2;
         }
@@ -428,8 +433,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "shape") == 0) {   // `shape M N K`: config.c's single variants and the small
         Shape s{"shape", 0, 0, 0, 1};                    // ping-pong tiles, timed on one shape against cuBLAS
-        if (argc != 5 || sscanf(argv[2], "%d", &s.M) != 1 || sscanf(argv[3], "%d", &s.N) != 1 ||
-            sscanf(argv[4], "%d", &s.K) != 1 || s.M < 1 || s.N < 1 || s.K < 1) {
+        if (argc != 5 || !sizes_from_args(argv + 2, s)) {
             fprintf(stderr, "usage: %s shape M N K\n", argv[0]);
             return 2;
         }
