@@ -1282,7 +1282,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // fp16 or bf16 in, fp32 accumulate. Any M, N, K. Namespace tsg90; includes gemm.cuh (params, epilogues and
 // the mma.sync kernel it falls back to).
 //
-//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, SK>(params, stream)
+//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>(params, stream)
 //
 // Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous; B_KN: B (K, N) N contiguous
 // (a weight), else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
@@ -1304,9 +1304,6 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
 //   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
 //     B boxes and multicasts them to both (halves the L2→SM traffic of B).
-//   * SK = 2 or 4, split-K (fewer tiles than SMs: SK times the CTAs on each tile): a cluster of SK CTAs takes
-//     each tile, each multiplying a share of the K tiles; the others' fp32 sums reach rank 0 through
-//     distributed shared memory (BM·NT·4 bytes of shared memory a CTA), which runs the epilogue.
 //   * Row statistics of A (a functor with kRowStats, gemm.cuh): each consumer warpgroup folds its own rows of
 //     each stage's A tile (tsg::RowFold: 4·MI 16-byte shared loads a thread) after releasing the previous
 //     stage; after the last stage each row's O finished values go to shared memory for the epilogue. It is
@@ -1339,8 +1336,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}, PP (ping-pong: the two
 // consumer warpgroups take turns, a whole BM × BN tile each with BM ∈ {64, 128}, so that one's epilogue runs
 // beside the other's main loop; its 128×128 tiles move more operand bytes per FLOP, so it pays only for
-// heavy epilogues: bench/NOTES.md run 49), SK ∈ {1, 2, 4} (SK > 1 only with CM = 1, no ping-pong and no row
-// statistics).
+// heavy epilogues: bench/NOTES.md run 49).
 // Define TSOPT_TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
 // deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
 // Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
@@ -1600,38 +1596,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) 
         : "memory");
 #endif
 }
-// Arrive on the barrier at offset bar in CTA `cta` with release at cluster scope: this thread's earlier shared-
-// memory reads and writes (of its own CTA's memory or a peer's) happen before whatever the waiter does next
-// (split-K's hand-over of parked sums, once a tile; mbar_arrive_cluster's CTA scope suits only the stages).
-__device__ __forceinline__ void mbar_arrive_release_cluster(uint32_t bar, uint32_t cta) {
-#if TSOPT_TSG90_DEVICE_OK
-    asm volatile(
-        "{\n.reg .b32 ra;\n"
-        "mapa.shared::cluster.u32 ra, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-        "r"(cta)
-        : "memory");
-#endif
-}
-// 16 bytes at shared-memory offset addr of CTA `cta` of this cluster.
-__device__ __forceinline__ float4 ld_cluster_v4(uint32_t addr, uint32_t cta) {
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-#if TSOPT_TSG90_DEVICE_OK
-    asm volatile(
-        "{\n.reg .b32 ra;\n"
-        "mapa.shared::cluster.u32 ra, %4, %5;\n"
-        "ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [ra];\n}\n"
-        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-        : "r"(addr), "r"(cta)
-        : "memory");
-#else
-    (void)addr, (void)cta;
-#endif
-    return v;
-}
-// Wait until the phase of parity `parity` of barrier `bar` has completed (ACQUIRE_CLUSTER: acquire at
-// cluster scope, pairing with mbar_arrive_release_cluster; else the default CTA scope).
-template <bool ACQUIRE_CLUSTER = false>
+// Wait until the phase of parity `parity` of barrier `bar` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #if TSOPT_TSG90_DEVICE_OK
 #if TSOPT_TSG90_WATCHDOG
@@ -1639,22 +1604,13 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #endif
     uint32_t done;
     do {
-        if constexpr (ACQUIRE_CLUSTER)
-            asm volatile(
-                "{\n.reg .pred p;\n"
-                "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                "selp.u32 %0, 1, 0, p;\n}\n"
-                : "=r"(done)
-                : "r"(bar), "r"(parity)
-                : "memory");
-        else
-            asm volatile(
-                "{\n.reg .pred p;\n"
-                "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                "selp.u32 %0, 1, 0, p;\n}\n"
-                : "=r"(done)
-                : "r"(bar), "r"(parity)
-                : "memory");
+        asm volatile(
+            "{\n.reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
 #if TSOPT_TSG90_WATCHDOG
         // No printf here: a call inside the wgmma pipeline makes ptxas serialize every wgmma (C7510).
         if (!done && clock64() - t0 > (1ll << 33)) __trap();
@@ -1729,8 +1685,7 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false, int VALUE = 0,
-          int SK = 1>
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false, int VALUE = 0>
 struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
@@ -1745,12 +1700,9 @@ struct Cfg {
     static constexpr int THREADS = 384;
     static constexpr int CONSUMER_WARPS = PP ? 4 : 8;   // consumer warps reading each stage
     static constexpr int SMEM_LIMIT = 232448;           // 227 KB per block (opt-in)
-    // Shared memory: the stages | their full and empty barriers (and split-K's two) | row statistics of A (both
-    // warpgroups' rows × ROW_OUTS finished values, then tsg::RowFold's partials, 8·ROW_STATS floats a row) | the
-    // epilogue's parking | split-K's parked sums (RED_BYTES: a whole tile of fp32, 16 bytes a thread at a time).
-    static constexpr int BARRIERS = 2 * STAGES + (SK > 1 ? 2 : 0);
-    static constexpr int STATS_OFFSET = STAGES * STAGE_BYTES + BARRIERS * 8;
-    static constexpr int RED_BYTES = SK > 1 ? BM * NT * 4 : 0;
+    // Shared memory: the stages | their full and empty barriers | row statistics of A (both warpgroups' rows ×
+    // ROW_OUTS finished values, then tsg::RowFold's partials, 8·ROW_STATS floats a row) | the epilogue's parking.
+    static constexpr int STATS_OFFSET = STAGES * STAGE_BYTES + 2 * STAGES * 8;
     static constexpr int PARK_OFFSET = STATS_OFFSET + 2 * WG_ROWS * ROW_OUTS * 4 + 2 * WG_ROWS * 8 * ROW_STATS * 4;
     // Staged epilogue: each consumer warp parks EPI_CC columns of its fp32 accumulators at a time (its 16·MI
     // rows, rows padded by 8 floats: the fragment writes are conflict-free) in its own shared-memory slot and
@@ -1764,7 +1716,7 @@ struct Cfg {
     // than 32-column chunks, bench/NOTES.md run 49).
     __host__ __device__ static constexpr int slot_floats(int cc) { return 16 * MI * (cc + 8); }   // a warp's slot
     static constexpr int park_bytes(int cc) { return cc > 0 ? 8 * slot_floats(cc) * 4 : 0; }   // 8 consumer warps
-    static constexpr bool park_fits(int cc) { return 1024 + PARK_OFFSET + park_bytes(cc) + RED_BYTES <= SMEM_LIMIT; }
+    static constexpr bool park_fits(int cc) { return 1024 + PARK_OFFSET + park_bytes(cc) <= SMEM_LIMIT; }
     static constexpr int EPI_CC = DUAL ? 0 : park_fits(64) ? 64 : park_fits(32) ? 32 : park_fits(16) ? 16 : 0;
     static constexpr bool STAGED_EPILOGUE = EPI_CC > 0;
     static constexpr bool WIDE_PARK = !PP && STAGED_EPILOGUE && BN > EPI_CC && park_bytes(BN) <= STAGES * STAGE_BYTES;
@@ -1774,15 +1726,14 @@ struct Cfg {
     // when nothing is loaded; for a two-phase functor 32/MI, so that a chunk's operands (≤ 16 bytes a pair, twice:
     // this chunk's and the next one's) stay within 64 registers.
     __host__ __device__ static constexpr int pack_words(int cc) { return cc > 0 ? 16 * MI * (cc / 2 + 4) : 0; }
-    static constexpr bool pack_fits(int cc) { return 1024 + PARK_OFFSET + 8 * pack_words(cc) * 4 + RED_BYTES <= SMEM_LIMIT; }
+    static constexpr bool pack_fits(int cc) { return 1024 + PARK_OFFSET + 8 * pack_words(cc) * 4 <= SMEM_LIMIT; }
     static constexpr int PACK_WANT = VALUE == 1 ? 64 : VALUE == 2 ? 32 / MI : 0;
     static constexpr int PACK_CC = PACK_WANT == 0 ? 0 : pack_fits(PACK_WANT) ? PACK_WANT : pack_fits(16) ? 16 : 0;
     // A warp's slot holds either form (a warp may run one tile's epilogue while another warp still runs the
     // previous tile's in the other form: the slots must not overlap).
     static constexpr int PARK_WORDS = EPI_CC > 0 ? slot_floats(EPI_CC) : 0;
     static constexpr int SLOT_WORDS = PARK_WORDS > pack_words(PACK_CC) ? PARK_WORDS : pack_words(PACK_CC);
-    static constexpr int RED_OFFSET = PARK_OFFSET + 8 * SLOT_WORDS * 4;
-    static constexpr int SMEM = 1024 /* alignment slack */ + RED_OFFSET + RED_BYTES;
+    static constexpr int SMEM = 1024 /* alignment slack */ + PARK_OFFSET + 8 * SLOT_WORDS * 4;
     static_assert(PP ? (BM == 64 || BM == 128) : (BM == 128 || BM == 256),
                   "BM must be 128 or 256 (two consumer warpgroups of BM/2 rows); ping-pong: 64 or 128 (a tile a warpgroup)");
     static_assert(BN % 64 == 0 && NT <= 256, "BN must be a multiple of 64 and NB*BN <= 256 (wgmma N)");
@@ -1790,10 +1741,6 @@ struct Cfg {
     static_assert(STAGES >= 2, "at least 2 stages");
     static_assert(CM == 1 || CM == 2, "CM (cluster size along M) must be 1 or 2");
     static_assert(NBOX % CM == 0, "the B boxes must split evenly over the cluster");
-    static_assert(SK == 1 || SK == 2 || SK == 4, "split-K over 1, 2 or 4 CTAs");
-    static_assert(SK == 1 || (CM == 1 && !PP && ROW_STATS == 0 && ROW_OUTS == 0),
-                  "split-K: no multicast cluster, no ping-pong, no row statistics (each CTA sees part of K)");
-    static_assert(RED_OFFSET % 16 == 0, "split-K's parked sums are 16-byte vectors");
     static_assert(SMEM <= SMEM_LIMIT, "shared memory above the 227 KB per-block limit: fewer STAGES");
 };
 
@@ -2055,43 +2002,6 @@ __device__ __forceinline__ void epilogue_direct(const tsg::GemmParams<T, Epilogu
         }
 }
 
-// ---- split-K (SK > 1): one tile's sums from the cluster's SK CTAs into rank 0's accumulators ----------------
-// Consumer thread tid (0..255) of every rank, after its last wgmma of the tile (the tile's j-th use of the two
-// barriers, parity = j & 1). Ranks 1.. wait until rank 0 has read their previous tile's sums, park theirs in
-// their own red (float4 v of thread tid at v·256 + tid: consecutive threads, consecutive 16 bytes) and arrive on
-// rank 0's red_full; returns true for them. Rank 0 waits for every rank's, adds them in (DSMEM loads) and
-// arrives on each rank's red_empty; returns false (it runs the epilogue).
-template <class C, int SK>
-__device__ __forceinline__ bool split_sums(float (&acc)[C::MI][C::NT / 2], unsigned char *stage0, int split, int tid,
-                                           uint32_t parity, uint32_t bar_red_full, uint32_t bar_red_empty) {
-    constexpr int V = C::NT / 8;   // float4s a thread per m64 slice
-    float4 *const red = reinterpret_cast<float4 *>(stage0 + C::RED_OFFSET);
-    if (split != 0) {
-        mbar_wait<true>(bar_red_empty, parity ^ 1u);   // first tile: the "previous" phase counts as done
-#pragma unroll
-        for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-            for (int v = 0; v < V; ++v)
-                red[(mi * V + v) * 256 + tid] = make_float4(acc[mi][4 * v], acc[mi][4 * v + 1], acc[mi][4 * v + 2], acc[mi][4 * v + 3]);
-        mbar_arrive_release_cluster(bar_red_full, 0);
-        return true;
-    }
-    mbar_wait<true>(bar_red_full, parity);
-    const uint32_t red_addr = tst::smem_addr(red);
-#pragma unroll
-    for (int r = 1; r < SK; ++r) {
-#pragma unroll
-        for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-            for (int v = 0; v < V; ++v) {
-                const float4 x = ld_cluster_v4(red_addr + 16u * static_cast<uint32_t>((mi * V + v) * 256 + tid), static_cast<uint32_t>(r));
-                acc[mi][4 * v] += x.x, acc[mi][4 * v + 1] += x.y, acc[mi][4 * v + 2] += x.z, acc[mi][4 * v + 3] += x.w;
-            }
-        mbar_arrive_release_cluster(bar_red_empty, static_cast<uint32_t>(r));
-    }
-    return false;
-}
-
 // ---- the kernel -----------------------------------------------------------------------------------------
 // Persistent: the grid holds at most as many CTAs (clusters) as are resident at once, and each takes work
 // items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
@@ -2100,36 +2010,27 @@ __device__ __forceinline__ bool split_sums(float (&acc)[C::MI][C::NT / 2], unsig
 // bit 1 → the B maps do; bits 2 and 3 the same for a second operand pair's A2 and B2.
 // TWO, a second operand pair (p.K2 > 0, never with DUAL): tma_a2 and tma_b1 describe A2 and B2, whose K tiles
 // follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
-// SK > 1, split-K: a cluster of SK CTAs takes each work item, rank r multiplying the r-th share of the K tiles;
-// ranks 1.. park their sums in their own shared memory (red: 16 bytes a thread at a time, in fragment order)
-// and arrive on rank 0's red_full barrier; rank 0 adds them in over DSMEM, arrives on each one's red_empty
-// (their red may take the next tile's sums) and runs the epilogue.
-template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO, int SK = 1>
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(), SK>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>()>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
     unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
     float *const rs = reinterpret_cast<float *>(stage0 + C::STATS_OFFSET);          // row statistics, if any
     const uint32_t bar_full = base + STAGES * C::STAGE_BYTES, bar_empty = bar_full + 8 * STAGES;
-    const uint32_t bar_red_full = bar_empty + 8 * STAGES, bar_red_empty = bar_red_full + 8;   // split-K
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one ...
     const bool ready = p.a_ready && p.b_ready;   // ... unless the operands need none: then only the epilogue waits
     if (!ready) tst::pdl_wait();
 
     const TileOrder<BM, BN, CM> order(p.M, p.N);
-    constexpr int CLUSTER = CM * SK;   // one of the two is 1
-    const int items = order.per_batch * p.batch, stride = static_cast<int>(gridDim.x) / CLUSTER;
-    const int first_item = static_cast<int>(blockIdx.x) / CLUSTER, rank = static_cast<int>(blockIdx.x) % CM;
-    const int split = static_cast<int>(blockIdx.x) % SK;   // split-K: this CTA's share of the K tiles
-    const int KT1 = (p.K + C::BK - 1) / C::BK, KT_ALL = KT1 + (TWO ? (p.K2 + C::BK - 1) / C::BK : 0);   // A/B0's, A2/B2's
-    const int KT_SHARE = (KT_ALL + SK - 1) / SK, kt_begin = min(split * KT_SHARE, KT_ALL);
-    const int kt_end = min(kt_begin + KT_SHARE, KT_ALL), KT = kt_end - kt_begin;   // this CTA's K tiles a tile
+    const int items = order.per_batch * p.batch, stride = static_cast<int>(gridDim.x) / CM;
+    const int first_item = static_cast<int>(blockIdx.x) / CM, rank = static_cast<int>(blockIdx.x) % CM;
+    const int KT1 = (p.K + C::BK - 1) / C::BK, KT = KT1 + (TWO ? (p.K2 + C::BK - 1) / C::BK : 0);   // A/B0's, A2/B2's
 
     if (threadIdx.x == 0) {
 #pragma unroll
@@ -2137,13 +2038,9 @@ __global__ void __launch_bounds__(384, 1)
             mbar_init(bar_full + 8 * s, 1);
             mbar_init(bar_empty + 8 * s, C::CONSUMER_WARPS * CM);
         }
-        if constexpr (SK > 1) {
-            mbar_init(bar_red_full, (SK - 1) * 256);   // every consumer thread of ranks 1..
-            mbar_init(bar_red_empty, 256);             // every consumer thread of rank 0
-        }
         fence_mbar_init();
     }
-    if constexpr (CLUSTER > 1) cluster_sync();
+    if constexpr (CM > 1) cluster_sync();
     else __syncthreads();
 
     const int wg = static_cast<int>(threadIdx.x) / 128;
@@ -2159,7 +2056,7 @@ __global__ void __launch_bounds__(384, 1)
             for (int q = first_item; q < items; q += stride) {
                 int m0, n0, b;
                 order.at(q, rank, m0, n0, b);
-                for (int kt = kt_begin; kt < kt_end; ++kt, ring.next()) {
+                for (int kt = 0; kt < KT; ++kt, ring.next()) {
                     mbar_wait(bar_empty + 8 * ring.s, ring.ph ^ 1);   // first pass: the "previous" phase counts as done
                     const uint32_t full = bar_full + 8 * ring.s;
                     mbar_arrive_expect_tx(full, C::STAGE_BYTES);   // A + all B boxes (ours and the peer's multicast)
@@ -2217,7 +2114,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int i = 0; i < C::NT / 2; ++i) acc[mi][i] = 0.f;
             int prev = -1;
-            for (int kt = kt_begin; kt < kt_end; ++kt, ring.next()) {
+            for (int kt = 0; kt < KT; ++kt, ring.next()) {
                 const int s = ring.s;
                 mbar_wait(bar_full + 8 * s, ring.ph);
                 const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
@@ -2262,11 +2159,6 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
             if (prev >= 0) release(prev);   // the producer may refill it with the next tile's operands
-            if constexpr (SK > 1) {
-                if (split_sums<C, SK>(acc, stage0, split, cw * 128 + t, static_cast<uint32_t>(j & 1), bar_red_full,
-                                      bar_red_empty))
-                    continue;   // ranks 1..: parked, rank 0 runs the epilogue
-            }
             if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
             if constexpr (RO > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
                 named_barrier_sync(2 + cw, 128);
@@ -2300,8 +2192,8 @@ __global__ void __launch_bounds__(384, 1)
                 epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
         }
     }
-    // With a cluster, no CTA may exit while its peer can still arrive on its barriers or read its sums.
-    if constexpr (CLUSTER > 1) cluster_sync();
+    // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
+    if constexpr (CM > 1) cluster_sync();
 #else
     (void)p, (void)tma_a, (void)tma_b0, (void)tma_b1, (void)batch_flags;
     __trap();   // compiled for a target without wgmma: the launcher refuses to launch this
@@ -2391,10 +2283,9 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 // cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
 // not compiled for sm_90a; whatever the runtime reports otherwise.
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
-          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false, int SK = 1>
+          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(), SK>;
-    constexpr int CLUSTER = CM * SK;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>()>;
     static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -2405,7 +2296,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
-    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, SK>;
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO>;
     static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
@@ -2448,16 +2339,16 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     // Persistent: at most as many CTAs as are resident at once (one an SM; clusters as the GPCs hold them).
     const int64_t tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
     const int64_t items = (tiles_m + CM - 1) / CM * tiles_n * p.batch;
-    if (items * CLUSTER > 0x7fffffff) return cudaErrorInvalidValue;
+    if (items * CM > 0x7fffffff) return cudaErrorInvalidValue;
     static std::atomic<int> resident[tst::kMaxDevices];   // CTAs resident at once, per device (0: not yet known)
     int cap = f.dev >= 0 && f.dev < tst::kMaxDevices ? resident[f.dev].load(std::memory_order_relaxed) : 0;
     if (cap == 0) {
-        e = resident_ctas<CLUSTER>(kernel, C::THREADS, C::SMEM, f.sms, &cap);
+        e = resident_ctas<CM>(kernel, C::THREADS, C::SMEM, f.sms, &cap);
         if (e != cudaSuccess) return e;
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
-    const dim3 grid(static_cast<unsigned>((items < cap / CLUSTER ? items : cap / CLUSTER) * CLUSTER), 1, 1);
-    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CLUSTER, p, ta, tb0, tb1, ta2, flags);
+    const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
+    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
 }
 
 }  // namespace tsg90

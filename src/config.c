@@ -101,7 +101,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const t
     const ts_axis *nax = &g->axes[k->n_axis];
     bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
     ts_kernel_config c = {.tile_m = 128, .tile_n = dual ? (wide ? 128 : 64) : 256, .stages = dual && !wide ? 6 : 4,
-                          .cluster_m = 1, .split_k = 1};
+                          .cluster_m = 1};
     c.fb_tile_m = 128, c.fb_tile_n = wide && !dual ? 256 : 128, c.fb_tile_k = 64;
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
     skinny_config(g, k, &c);
@@ -161,13 +161,10 @@ static ts_kernel_config attention_config(const ts_graph *g, const ts_kernel *k) 
  * column: ping-pong, a 128×128 tile a consumer warpgroup — 0.89-0.94x the cooperative 128×256 form's speed
  * with a plain store epilogue, but the epilogue runs beside the other warpgroup's main loop, so it pays for
  * heavy epilogues (bench/NOTES.md runs 49-50: GEMM + GELU 0.549 → 0.449 ms; the dual form's light
- * epilogues did not gain: 0.0357 against 0.0320 ms). The last column: split-K over a cluster of that many CTAs,
- * offered where it applies (split_applies). */
-static const int single_variants[][6] = {{128, 256, 4, 1, 0, 1}, {128, 128, 5, 1, 0, 1}, {128, 64, 6, 1, 0, 1},
-                                         {128, 256, 4, 2, 0, 1}, {128, 128, 5, 1, 1, 1}, {128, 128, 4, 1, 0, 2},
-                                         {128, 64, 5, 1, 0, 2}};
-static const int dual_variants[][6] = {{128, 128, 4, 1, 0, 1}, {128, 64, 6, 1, 0, 1}, {128, 128, 4, 2, 0, 1},
-                                       {128, 64, 4, 1, 0, 2}};
+ * epilogues did not gain: 0.0357 against 0.0320 ms). */
+static const int single_variants[][5] = {
+    {128, 256, 4, 1, 0}, {128, 128, 5, 1, 0}, {128, 64, 6, 1, 0}, {128, 256, 4, 2, 0}, {128, 128, 5, 1, 1}};
+static const int dual_variants[][5] = {{128, 128, 4, 1, 0}, {128, 64, 6, 1, 0}, {128, 128, 4, 2, 0}};
 _Static_assert(sizeof single_variants / sizeof *single_variants < TS_CONFIG_MAX_VARIANTS &&
                    sizeof dual_variants / sizeof *dual_variants < TS_CONFIG_MAX_VARIANTS,
                "TS_CONFIG_MAX_VARIANTS (config.h) holds every variant and the library's");
@@ -181,16 +178,6 @@ static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel 
     out[0] = k->cfg;
     out[0].library = true;
     return 1;
-}
-
-/* Split-K (gemm_sm90.cuh SK) for GEMM k in tile_m × tile_n tiles split `split` ways: its tiles alone leave
- * SMs idle (fewer than SPLIT_MAX_TILES: the H200's SMs), each CTA keeps at least SPLIT_MIN_KT K-slices to
- * pipeline, and no row statistics are folded (each CTA would see part of each row). */
-enum { SPLIT_MAX_TILES = 132, SPLIT_MIN_KT = 8 };
-static bool split_applies(const ts_graph *g, const ts_kernel *k, int tile_m, int tile_n, int split) {
-    if (split <= 1) return true;
-    return k->nstage == 0 && gemm_tiles(g, k, tile_m, tile_n) < SPLIT_MAX_TILES &&
-           ts_gemm_k_slices(g, k) / split >= SPLIT_MIN_KT;
 }
 
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
@@ -207,16 +194,14 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
         return n + library_variant(g, p, k, allow_library, out + n, max - n);
     }
     bool dual = k->b1 >= 0;
-    const int(*v)[6] = dual ? dual_variants : single_variants;
+    const int(*v)[5] = dual ? dual_variants : single_variants;
     int nv = dual ? (int)(sizeof dual_variants / sizeof *v) : (int)(sizeof single_variants / sizeof *v);
     for (int i = 0; i < nv && n < max - 1 && !k->cfg.skinny_only; i++) { /* room kept for the library's */
-        if (!split_applies(g, k, v[i][0], v[i][1], v[i][5])) continue;
         ts_kernel_config c = k->cfg;
         c.tile_m = v[i][0], c.tile_n = v[i][1], c.stages = v[i][2], c.cluster_m = v[i][3], c.pingpong = v[i][4];
-        c.split_k = v[i][5], c.library = false;
+        c.library = false;
         bool same = c.tile_m == k->cfg.tile_m && c.tile_n == k->cfg.tile_n && c.stages == k->cfg.stages &&
-                    c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong &&
-                    c.split_k == k->cfg.split_k && !k->cfg.library;
+                    c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong && !k->cfg.library;
         if (!same) out[n++] = c;
     }
     return n + library_variant(g, p, k, allow_library, out + n, max - n);
@@ -270,8 +255,6 @@ void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k) {
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     char split[24] = "";
     if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
-    char wsplit[24] = ""; /* the wgmma form's */
-    if (k->kind == TS_KERNEL_GEMM && k->cfg.split_k > 1) snprintf(wsplit, sizeof wsplit, ", split-K %d", k->cfg.split_k);
     if (k->kind == TS_KERNEL_GEMM && k->cfg.library)
         snprintf(buf, n, "cuBLASLt");
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3)
@@ -281,15 +264,15 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)
         snprintf(buf, n, "skinny %dx%d, %d stages%s", k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_m > 0)
-        snprintf(buf, n, "%dx%d, %d stages%s%s%s; M <= %d: skinny %dx%d, %d stages%s", k->cfg.tile_m, k->cfg.tile_n,
-                 k->cfg.stages, k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", wsplit,
+        snprintf(buf, n, "%dx%d, %d stages%s%s; M <= %d: skinny %dx%d, %d stages%s", k->cfg.tile_m, k->cfg.tile_n,
+                 k->cfg.stages, k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "",
                  k->cfg.skinny_m, k->cfg.sk_tile_m, k->cfg.sk_tile_n, k->cfg.sk_stages, split);
     else if (k->kind == TS_KERNEL_GEMM || k->kind == TS_KERNEL_ATTENTION) {
         char dec[40] = "";
         if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_rows > 0)
             snprintf(dec, sizeof dec, "; t_q <= %d: decode", k->cfg.dec_rows);
-        snprintf(buf, n, "%dx%d, %d stages%s%s%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
-                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", wsplit, dec);
+        snprintf(buf, n, "%dx%d, %d stages%s%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
+                 k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", dec);
     }
     else if (n) buf[0] = 0;
     return buf;

@@ -294,7 +294,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
-           row_stage_loads = 0, simt = 0, split_bytes = 0;
+           row_stage_loads = 0, simt = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
@@ -372,12 +372,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             bool fallback = loader < 16;
             double tiles = ceil(M / (fallback ? k->cfg.fb_tile_m : k->cfg.tile_m)) *
                            ceil(N / (fallback ? k->cfg.fb_tile_n : k->cfg.tile_n)) * batch;
-            /* split-K (the wgmma form): split CTAs a tile; after each wave, rank 0 reads the others' fp32 sums */
-            double split = !fallback && !library && !tf32x3 && k->cfg.split_k > 1 ? k->cfg.split_k : 1;
-            wave = wave_efficiency(m, tiles * split);
-            tile_waves = ceil(tiles * split / m->sms);
-            if (split > 1)
-                split_bytes = tile_waves * (split - 1) * k->cfg.tile_m * k->cfg.tile_n * (k->b1 >= 0 ? 2 : 1) * 4;
+            wave = wave_efficiency(m, tiles);
+            tile_waves = ceil(tiles / m->sms);
         }
         if (k->nstage > 0) { /* row statistics of A (rowstat.h): every CTA along N folds its rows' terms */
             double terms = 0, s = 0, copies = ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
@@ -436,8 +432,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
-                          .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads,
-                          .split_bytes = split_bytes};
+                          .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -486,7 +481,6 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
     t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
-    if (w->split_bytes > 0) t += w->split_bytes / m->gemm_split_bytes_per_s;
     return m->launch_s + t;
 }
 

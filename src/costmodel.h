@@ -75,10 +75,6 @@
  *                        (128×64 1.27x its prediction where 128×128 ran 0.94x; bench/NOTES.md run 116's records)
  *                        and the padded 1000×3000×2500 linear (0.0651 ms against 0.0431 for 128×256 at 0.73 of the
  *                        waves; run 119); dual-B 128×64 tiles (N = 128 wgmmas) ran at their prediction
- *   gemm_split_bytes_per_s  the rate at which rank 0 of a split-K cluster (config.h split_k) reads the other
- *                        ranks' fp32 sums of a tile through distributed shared memory, after the main loop
- *                        (one SM's rate: the clusters of a wave read side by side). 5e10 (~28 bytes a cycle)
- *                        until measured
  *   attention_whole_tiles_ratio  the tensor rate of an attention kernel without a causal mask relative to
  *                        attention_efficiency's (fitted mostly on causal kernels, whose diagonal tiles and
  *                        row imbalance cost): 1.26 from run 62's ten attention graphs (bench/NOTES.md run 66)
@@ -132,7 +128,6 @@
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(gemm_tile64_ratio, NULL, 1.0)                                                                    \
-    X(gemm_split_bytes_per_s, NULL, 5.0e10)                                                            \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_key64_ratio, NULL, 1.0)                                                                \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
@@ -205,9 +200,6 @@ typedef struct {
     bool key64;             /* attention (not the decode form) in 64-key K/V tiles, at attention_key64_ratio (× the
                                whole-tiles ratio where that applies) */
     bool tile64;            /* single-B GEMM (not skinny) in 128×64 wgmma tiles, at gemm_tile64_ratio */
-    double split_bytes;     /* wgmma GEMM split over K (config.h split_k): waves × the fp32 sums rank 0 of a
-                               cluster reads from the others' shared memory a tile, at gemm_split_bytes_per_s,
-                               added (0 otherwise) */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
                                does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
     bool unchunked;         /* GEMM with an operand whose offset or row stride is odd: the mma.sync kernel's

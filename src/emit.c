@@ -831,11 +831,8 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
         fputs("        } else {\n", e->f);
     }
     const char *in = c->skinny_m > 0 ? "    " : "";
-    char tail[24] = ""; /* the templates' TWO and SK (split-K over a cluster); defaults not printed */
-    if (c->split_k > 1) snprintf(tail, sizeof tail, ", %s, %d", k->two_k ? "true" : "false", c->split_k);
-    else snprintf(tail, sizeof tail, "%s", two);
     fprintf(e->f, "%s        err = tsg90::launch_gemm_sm90<%s, %d, %d, %d, %d, %s, %s, K%d, %s%s>(p, stream);\n", in, t,
-            c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false", tail);
+            c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false", two);
     fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
     print_fallback_note(e, ki, "GEMM");
     fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d%s>(p, stream);\n%s        }\n",

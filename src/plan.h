@@ -83,9 +83,7 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  * model's wave estimate counts, what tune may vary. One module chooses it (src/config.c); 0 elsewhere.
  *   GEMM, sm_90a (wgmma + TMA): tile_m x tile_n CTA tile, `stages` K-slices of 64 in flight, cluster_m CTAs
  *     per cluster along M; pingpong: the two consumer warpgroups take turns, a tile_m x tile_n tile each, so
- *     that one's epilogue runs beside the other's main loop (else both share every tile); split_k > 1 (2 or
- *     4; only with cluster_m 1, no pingpong and no row statistics): a cluster of split_k CTAs on each tile,
- *     each taking a share of the K-slices, rank 0 adding the others' sums (fewer tiles than SMs). The mma.sync
+ *     that one's epilogue runs beside the other's main loop (else both share every tile). The mma.sync
  *     fallback (sm_80+): fb_tile_m x fb_tile_n x fb_tile_k, warps fb_warps_m x fb_warps_n, fb_stages.
  *   ATTENTION, sm_90a: tile_m query rows per CTA, tile_n keys per K/V tile, `stages` K/V tiles in flight,
  *     pingpong: two consumer warpgroups alternate softmax and wgmma. Fallback: fb_tile_m query rows, fb_tile_n keys per step,
@@ -106,7 +104,7 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *   GEMM, library: cuBLASLt runs it (templates/cublaslt.cuh; only with --allow-cublas, only where libgemm.h
  *     matches it), the fields above then describing the own kernel it falls back to. */
 typedef struct {
-    int tile_m, tile_n, stages, cluster_m, split_k;
+    int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
     int fb_tile_m, fb_tile_n, fb_tile_k, fb_warps_m, fb_warps_n, fb_stages;
     int skinny_m, sk_tile_m, sk_tile_n, sk_stages, sk_split;

@@ -302,10 +302,6 @@ static void pool_offer(search *s, ts_plan *p) {
  * least MIN_CONFIG_GAIN faster (a 1024×2048 output in 128×256 tiles fills 64 of 132 SMs: 128×128 tiles,
  * predicted 0.0194 ms against 0.0244, measured 0.0187 against 0.0233, bench/NOTES.md run 47). */
 #define MIN_CONFIG_GAIN 0.02
-/* The wgmma GEMM's split-K configurations (config.h split_k) are new and not yet run on the H200: tune times
- * them (and validates each against the reference before keeping it), compile does not choose them blind
- * until a run has measured them (bench/NOTES.md, "Split-K for the wgmma GEMM"). */
-#define SPLIT_K_CHOSEN 0
 static double kernel_time(const search *s, const ts_plan *p, const ts_kernel *k) {
     ts_kernel_work w;
     ts_costmodel_work(s->cm, s->g, p, k, &w);
@@ -320,7 +316,6 @@ static void choose_configs(const search *s, ts_plan *p) {
         if (n == 0) continue;
         double t_default = kernel_time(s, p, k), t_best = t_default;
         for (int v = 0; v < n; v++) {
-            if (alt[v].split_k > 1 && !SPLIT_K_CHOSEN) continue;
             k->cfg = alt[v];
             double t = kernel_time(s, p, k);
             if (t < t_best && t < t_default * (1 - MIN_CONFIG_GAIN)) t_best = t, best = alt[v];

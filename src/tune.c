@@ -1285,7 +1285,6 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"score_loads\": ", f), json_number(f, w.score_loads);
         fputs(", \"tile_waves\": ", f), json_number(f, w.tile_waves);
         fputs(", \"rowstat_stages\": ", f), json_number(f, w.rowstat_stages);
-        if (w.split_bytes > 0) fputs(", \"split_bytes\": ", f), json_number(f, w.split_bytes);
         fprintf(f, ", \"skinny\": %s", w.skinny ? "true" : "false");
         if (w.columns) fputs(", \"columns\": true", f);
         if (w.unchunked) fputs(", \"unchunked\": true", f);

@@ -245,7 +245,6 @@ static const num_field kernel_fields[] = {
     {"score_loads", offsetof(ts_tune_kernel, work.score_loads), NUM_NONNEG, OPTIONAL, 0},
     {"tile_waves", offsetof(ts_tune_kernel, work.tile_waves), NUM_NONNEG, OPTIONAL, 0},
     {"rowstat_stages", offsetof(ts_tune_kernel, work.rowstat_stages), NUM_NONNEG, OPTIONAL, 0},
-    {"split_bytes", offsetof(ts_tune_kernel, work.split_bytes), NUM_NONNEG, OPTIONAL, 0},
     {"scores", offsetof(ts_tune_kernel, work.scores), NUM_NONNEG, OPTIONAL, 0},
     {"score_fn_ops", offsetof(ts_tune_kernel, work.score_fn_ops), NUM_NONNEG, OPTIONAL, 0},
     {"simt_gemm_flops", offsetof(ts_tune_kernel, work.simt_gemm_flops), NUM_NONNEG, OPTIONAL, 0},

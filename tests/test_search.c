@@ -9,7 +9,6 @@
 #include "compile.h"
 #include "interp.h"
 #include "config.h"
-#include "emit.h"
 #include "egir.h"
 #include "saturate.h"
 #include "workspace.h"
@@ -966,8 +965,7 @@ Test(search, a_dynamic_m_gemm_keeps_a_skinny_branch_and_a_large_m_gemm_has_none)
 }
 
 /* A small static GEMM (1024×1024×512: 16 tiles of 128×256 on 132 SMs) takes 128×64 wgmma tiles, 4x the
- * CTAs (bench/NOTES.md run 83; the model may split their K over clusters of 2 besides, 8x); a narrow one
- * (16 columns) keeps the mma.sync form's 64-row tiles over M. */
+ * CTAs (bench/NOTES.md run 83); a narrow one (16 columns) keeps the mma.sync form's 64-row tiles over M. */
 Test(search, a_small_static_gemm_takes_narrow_wgmma_tiles_and_a_narrow_one_the_small_mma_form) {
     compiled_graph cg;
     compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 512}\n"
@@ -975,9 +973,8 @@ Test(search, a_small_static_gemm_takes_narrow_wgmma_tiles_and_a_narrow_one_the_s
                       "ops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n  - {name: Y, op: silu, args: [H]}\n"
                       "outputs: [Y]\n");
     const ts_kernel *k = only_gemm(&cg);
-    cr_assert(k->cfg.skinny_m == 0 && k->cfg.tile_m == 128 && k->cfg.tile_n == 64 && (k->cfg.stages == 6 || k->cfg.split_k > 1),
-              "%dx%d, %d stages, split %d, skinny up to %d rows", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
-              k->cfg.split_k, k->cfg.skinny_m);
+    cr_assert(k->cfg.skinny_m == 0 && k->cfg.tile_m == 128 && k->cfg.tile_n == 64 && k->cfg.stages == 6,
+              "%dx%d, %d stages, skinny up to %d rows", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages, k->cfg.skinny_m);
     cr_assert(!ts_config_gemm_skinny(&cg.c.g, k));
     free_compiled(&cg);
     compile_yaml(&cg, "graph: g\naxes: {b: 1024, k: 1024, f: 16}\n"
@@ -1256,91 +1253,6 @@ Test(search, a_decode_gemm_with_few_column_tiles_is_split_along_k) {
         free_compiled(&cg);
         free(yaml);
     }
-}
-
-/* A GEMM whose tiles leave SMs idle (1232 rows against a 3072×768 weight: 60 tiles of 128×128) may split each
- * tile's K-slices over a cluster (config.h split_k): tune may time it, the model charges the hand-over of the
- * sums; never with row statistics folded into the GEMM, nor for a GEMM that fills the GPU already. */
-static char *linear_at(const char *m, const char *k, const char *n, const char *norm) {
-    return ts_strfmt("graph: g\naxes: {m: %s, k: %s, n: %s}\n"
-                     "inputs:\n  X: {dtype: fp16, shape: [m, k]}\n  W: {dtype: fp16, shape: [k, n]}\n  g: {dtype: fp16, shape: [k]}\n"
-                     "ops:\n%s  - {name: Y, op: matmul, args: [%s, W], over: k}\noutputs: [Y]\n",
-                     m, k, n, norm ? "  - {name: N, op: rmsnorm, args: [X, g], axis: k, eps: 1e-6}\n" : "", norm ? "N" : "X");
-}
-
-/* Plan p of cg as a header (the repository's templates). */
-static char *emit_header_string(const compiled_graph *cg, const ts_plan *p) {
-    ts_emit_opts eo = {.source_path = "<test>", .source_text = cg->c.spec.text, .source_len = cg->c.spec.len,
-                       .templates_dir = "templates", .cost_model = &cg->cm, .baseline_s = cg->out.baseline_s};
-    char *buf = NULL, *err = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    cr_assert_not_null(f);
-    cr_assert_eq(ts_emit_header(f, &cg->c.g, p, &eo, &err), 0, "%s", err);
-    fclose(f);
-    return buf;
-}
-
-static int split_variants(const compiled_graph *cg, const ts_kernel *k, ts_kernel_config *v, int *n) {
-    *n = ts_config_variants(&cg->c.g, &cg->out.plans[0], k, false, v, TS_CONFIG_MAX_VARIANTS);
-    int split = 0;
-    for (int i = 0; i < *n; i++) {
-        if (v[i].split_k <= 1) continue;
-        split++;
-        cr_expect(v[i].cluster_m == 1 && !v[i].pingpong, "variant %d: split-K with neither a multicast cluster nor ping-pong", i);
-    }
-    return split;
-}
-
-Test(search, a_gemm_under_a_wave_of_tiles_may_split_k_over_a_cluster) {
-    ts_kernel_config v[TS_CONFIG_MAX_VARIANTS + 1];
-    int n;
-    char *yaml = linear_at("1232", "3072", "768", NULL);
-    compiled_graph cg;
-    compile_yaml(&cg, yaml);
-    ts_kernel k = *only_gemm(&cg);
-    cr_assert_gt(split_variants(&cg, &k, v, &n) + (k.cfg.split_k > 1), 0, "a 60-tile GEMM may split K");
-    v[n++] = k.cfg; /* the default configuration too (compile may choose split-K itself: search.c) */
-    int fuller = 0;
-    for (int i = 0; i < n; i++) {
-        if (v[i].split_k <= 1) continue;
-        ts_kernel_work w1, w;
-        k.cfg = v[i];
-        ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w);
-        k.cfg.split_k = 1;
-        ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w1);
-        cr_expect_geq(w.wave_efficiency, w1.wave_efficiency, "variant %d: the split keeps no fewer SMs busy", i);
-        fuller += w.wave_efficiency > w1.wave_efficiency;
-        cr_expect_gt(w.split_bytes, 0, "variant %d: the sums' hand-over is charged", i);
-        cr_expect_eq(w1.split_bytes, 0);
-        /* the header launches the wgmma kernel with SK */
-        ts_plan one = cg.out.plans[0];
-        ts_kernel kk = *only_gemm(&cg);
-        kk.cfg = v[i], one.k = &kk;
-        char *h = emit_header_string(&cg, &one);
-        char want[64];
-        snprintf(want, sizeof want, ", %d, %d, 1, true, false, K0, false, false, %d>", v[i].tile_n, v[i].stages, v[i].split_k);
-        cr_expect(strstr(h, want) != NULL, "variant %d: the header launches %s", i, want);
-        free(h);
-    }
-    cr_expect_gt(fuller, 0, "a split variant fills more of the GPU than its unsplit tiles");
-    free_compiled(&cg);
-    free(yaml);
-
-    yaml = linear_at("1232", "3072", "768", "rmsnorm");
-    compile_yaml(&cg, yaml);
-    const ts_plan *p = &cg.out.plans[0];
-    for (int i = 0; i < p->nk; i++)
-        if (p->k[i].kind == TS_KERNEL_GEMM && p->k[i].nstage > 0)
-            cr_expect_eq(split_variants(&cg, &p->k[i], v, &n), 0, "row statistics folded: no split-K");
-    free_compiled(&cg);
-    free(yaml);
-
-    yaml = linear_at("4096", "4096", "4096", NULL);
-    compile_yaml(&cg, yaml);
-    cr_expect_eq(split_variants(&cg, only_gemm(&cg), v, &n), 0, "a GEMM that fills the GPU: no split-K");
-    free_compiled(&cg);
-    free(yaml);
 }
 
 /* An attention graph over t = 512 whose score is S/8 with `mask_ops` (YAML op lines defining M from iotas i

@@ -128,7 +128,7 @@ static Shape with_k2(Shape s, int k2) {
     return s;
 }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP, bool TWO, int SK>
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP, bool TWO>
 static void run_config_impl(const Shape &s, uint64_t seed) {
     using Ep = typename EpFor<T, KIND>::type;
     static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat), "DUAL epilogues go with DUAL configs");
@@ -195,18 +195,16 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     char cfg[112];
-    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%d%s s%d cm%d%s%s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
-             DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM, PP ? " pp" : "", SK == 2 ? " sk2" : SK == 4 ? " sk4" : "");
+    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%d%s s%d cm%d%s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
+             DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM, PP ? " pp" : "");
     printf("%-24s %-36s ... ", s.name, cfg);   // so that a crash inside the config still names it
     fflush(stdout);
 #ifdef GEMM_SM90_TEST_NO_PP
     auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep>(p, 0); };
 #elif defined(GEMM_SM90_TEST_NO_TWO)
     auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP>(p, 0); };
-#elif defined(GEMM_SM90_TEST_NO_SK)
-    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP, TWO>(p, 0); };
 #else
-    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP, TWO, SK>(p, 0); };
+    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP, TWO>(p, 0); };
 #endif
     auto ours = [&] { CK(launch()); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
@@ -309,14 +307,9 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     CK(cudaFree(maxbits));
 }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false, bool TWO = false,
-          int SK = 1>
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false, bool TWO = false>
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
-#ifdef GEMM_SM90_TEST_NO_SK   // templates from before split-K (gemm_ab.sh's OLD build)
-    if constexpr (SK > 1) return;
-    else
-#endif
 #ifdef GEMM_SM90_TEST_NO_PP   // templates from before the ping-pong form (bench/gpu/gemm_ab.sh's OLD build)
     if constexpr (PP) return;
     else
@@ -325,7 +318,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (TWO) return;
     else
 #endif
-        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP, TWO, SK>(s, seed);
+        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP, TWO>(s, seed);
 }
 
 // Active clusters of 2 the device can hold for a kernel (how many of the 2-CTA clusters run in one wave).
@@ -452,9 +445,6 @@ int main(int argc, char **argv) {
         run_config<h16, 64, 128, 6, 1, true, false, kStore, true>(s, seed++);
         run_config<h16, 64, 256, 4, 1, true, false, kStore, true>(s, seed++);
         run_config<h16, 64, 64, 8, 1, true, false, kStore, true>(s, seed++);
-        run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 2>(s, seed++);
-        run_config<h16, 128, 64, 5, 1, true, false, kStore, false, false, 2>(s, seed++);
-        run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 4>(s, seed++);
         printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
         return g_failures ? 1 : 0;
     }
@@ -572,24 +562,6 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 256, 4, 1, true, false, kResidual>({"batched residual", 200, 384, 320, 4, 64, 0, 8, 0, 72}, seed++);
     run_config<b16, 128, 256, 4, 1, false, false, kRowScale>({"batched NK rowscale", 333, 700, 448, 3, 8, 16, 0}, seed++);
     run_config<h16, 128, 128, 4, 1, true, true, kSwiglu>({"batched bcast-B swiglu", 100, 256, 192, 5, 0, 0, 0, 0, 0, true}, seed++);
-
-    // Split-K (SK CTAs of a cluster on each tile, rank 0 adding the others' sums over DSMEM): under a wave of
-    // tiles; edges in every dim; K tiles that do not split evenly (and a rank with none: K = 64); more tiles than
-    // clusters (the hand-over barriers' phases run on across tiles); the dual form, a second operand pair,
-    // batches, a two-phase epilogue.
-    run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 2>({"sk clip fc2", 1232, 768, 3072, 1}, seed++);
-    run_config<h16, 128, 64, 5, 1, true, false, kStore, false, false, 2>({"sk clip fc2", 1232, 768, 3072, 1}, seed++);
-    run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 4>({"sk clip fc2", 1232, 768, 3072, 1}, seed++);
-    run_config<h16, 128, 128, 4, 1, false, false, kStore, false, false, 2>({"sk odd B_NK", 77, 1000, 1000, 1, 0, 0, 8}, seed++);
-    run_config<b16, 128, 128, 4, 1, true, false, kResidual, false, false, 2>({"sk odd residual bf16", 333, 520, 1000, 1, 0, 0, 8}, seed++);
-    run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 4>({"sk K=64 (a rank idle)", 200, 1003, 64, 1, 0, 5, 1}, seed++);
-    run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 4>({"sk K=200 uneven", 500, 600, 200, 1}, seed++);
-    run_config<h16, 128, 128, 4, 1, true, false, kStore, false, false, 2>({"sk many tiles odd", 3000, 5000, 300, 1, 4, 0, 8}, seed++);
-    run_config<h16, 128, 64, 4, 1, true, true, kSwiglu, false, false, 2>({"sk swiglu", 1024, 2048, 2048, 1}, seed++);
-    run_config<b16, 128, 64, 4, 1, false, true, kGated, false, false, 2>({"sk odd dual B_NK bf16", 333, 1000, 1000, 1, 0, 0, 8}, seed++);
-    run_config<b16, 128, 128, 4, 1, true, false, kResidual, false, false, 2>({"sk batched residual", 200, 384, 320, 4, 64, 0, 8, 0, 72}, seed++);
-    run_config<b16, 128, 128, 4, 1, false, false, kResidual, false, true, 2>(
-        with_k2({"sk two-pair batched NK", 333, 700, 448, 3, 8, 16, 0}, 136), seed++);
 
     // Clusters of 2 with TMA multicast of B (last: riskiest).
     print_cluster_occupancy<h16, 128, 256, 4, true, false, StoreEpilogue<h16>>("128x256 s4");
