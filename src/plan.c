@@ -284,6 +284,7 @@ static bool rows_are_columns(const ts_kernel *kr, uint64_t axes, int32_t k) {
  * anything else is materialized and loaded. memo: term node → expression node (-1). */
 typedef struct {
     int root;
+    bool operand; /* the root is a reduction's operand, not the kernel's output (reduce_root) */
     int ncore;
     int core[TS_ROW_MAX_STAGES]; /* term nodes computed by the kernel itself: core[j] is ACC j */
 } region;
@@ -309,6 +310,12 @@ static bool is_reduction(ts_op op);
  * materialised and loaded: always at the region's root; elsewhere when fusing, unless the search cut
  * the graph there. */
 static bool inlined(const builder *b, int i, bool root) { return root || (b->fuse && !b->t[i].cut); }
+
+/* Whether the operand `kid` of a reduction is inlined into the reducing kernel as the root of its own region
+ * (computed there, even unfused: Σ x² squares in the reduction), which it is unless the search cut the graph
+ * there: then it is computed into a buffer and loaded (a row kernel reading a GEMM's result with its bias and
+ * residual added in the GEMM's epilogue, rather than recomputing that sum from two tensors). */
+static bool reduce_root(const builder *b, int kid) { return !b->t[kid].cut; }
 
 /* Whether elementwise node i varies along fewer axes than the region's root and is computed from exactly
  * one reduction (plus constants and indices) that is not the region's own accumulator. */
@@ -347,7 +354,7 @@ static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, in
          * once per element of its own, instead of this kernel once per element of the larger output */
         ts_access a = materialize(b, i);
         out = xpush(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
-    } else if (is_elementwise(op) && inlined(b, i, i == r->root)) {
+    } else if (is_elementwise(op) && inlined(b, i, i == r->root && (!r->operand || reduce_root(b, i)))) {
         ts_xnode n = {.kind = TS_X_OP, .op = op, .dtype = op == TS_OP_CAST ? (ts_dtype)t->e.param[0] : TS_FP32};
         for (int c = 0; c < ts_op_arity(op); c++) n.kid[c] = region_expr(b, k, e, r, memo, (int)t->e.kid[c]);
         out = xpush(e, n);
@@ -493,6 +500,7 @@ static void emit_reduce(builder *b, int core, int root) {
     ts_op op = (ts_op)t->e.op;
     ts_kernel tmp = {0};
     region inner_r = region_of((int)t->e.kid[0], -1, -1);
+    inner_r.operand = true;
     int *memo = fresh_memo(b);
     if (op == TS_OP_CONTRACT) { /* Σ_k a·b: the product is the inner expression */
         int a = region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[0]);
@@ -612,7 +620,7 @@ static int row_stages(builder *b, int root, int32_t k, uint64_t axes, int *stage
         stage[n++] = c;
         for (int a = 0; a < ts_op_arity((ts_op)b->t[c].e.op); a++) {
             int before = nc;
-            region_cores(b, (int)b->t[c].e.kid[a], cores, &nc, true);
+            region_cores(b, (int)b->t[c].e.kid[a], cores, &nc, reduce_root(b, (int)b->t[c].e.kid[a]));
             if (nc == 16 && before == 16) return -1;
         }
     }
@@ -628,7 +636,7 @@ static int refs_in_row(const builder *b, int root, const int *stage, int n, int 
     for (int j = 0; j < n; j++)
         for (int a = 0; a < ts_op_arity((ts_op)b->t[stage[j]].e.op); a++) {
             int kid = (int)b->t[stage[j]].e.kid[a];
-            refs += kid == c ? 1 : refs_in_region(b, kid, c, true, seen);
+            refs += kid == c ? 1 : refs_in_region(b, kid, c, reduce_root(b, kid), seen);
         }
     free(seen);
     return refs;
@@ -639,7 +647,7 @@ static void row_stage_expr(builder *b, ts_kernel *tmp, int j, const region *stag
     const tnode node = b->t[c], *t = &node; /* a copy: materialising operands may grow b->t */
     int *memo = fresh_memo(b);
     region r = *stages;
-    r.root = (int)t->e.kid[0];
+    r.root = (int)t->e.kid[0], r.operand = true;
     int v = region_expr(b, tmp, &tmp->stage[j], &r, memo, r.root);
     if (t->e.op == TS_OP_CONTRACT) {
         r.root = (int)t->e.kid[1];
@@ -747,7 +755,7 @@ static bool reduces_whole_rows(const builder *b, int c) {
     const tnode *t = &b->t[c];
     if (t->e.op != TS_OP_REDUCE_SUM && t->e.op != TS_OP_REDUCE_MAX) return false;
     const int32_t k = (int32_t)t->e.param[0];
-    return reads_whole_rows(b, (int)t->e.kid[0], true, t->axes | (1ull << k), k);
+    return reads_whole_rows(b, (int)t->e.kid[0], reduce_root(b, (int)t->e.kid[0]), t->axes | (1ull << k), k);
 }
 
 /* Tries to cover region `root` with a ROW kernel: per row along the innermost axis of the region that its
@@ -770,7 +778,8 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
     for (int j = 0; per_row && j < ns; j++) { /* Σ x·x of one row, never a product broadcast as a GEMM's */
         const tnode *t = &b->t[stage[j]];
         for (int a = 0; a < ts_op_arity((ts_op)t->e.op); a++)
-            if (!reads_whole_rows(b, (int)t->e.kid[a], true, b->t[root].axes | (1ull << k), k)) return false;
+            if (!reads_whole_rows(b, (int)t->e.kid[a], reduce_root(b, (int)t->e.kid[a]), b->t[root].axes | (1ull << k), k))
+                return false;
     }
     if (!per_row) ns = row_siblings(b, root, k, b->t[root].axes | (1ull << k), stage, ns);
     int extra[TS_KERNEL_MAX_OUTS - 1], rowout[TS_KERNEL_MAX_OUTS - 1], nx, nr;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "pad.h"
@@ -354,6 +355,9 @@ static double evaluate(search *s, const extraction *e, const char *name) {
     ts_costmodel_predict(s->cm, s->g, &p);
     p.name = ts_strdup(name);
     double t = p.predicted_s;
+    if (getenv("TSDBG")) { char *d = ts_plan_describe(&p, s->g); fprintf(stderr, "EVAL %s %.4f ms |", name, t*1e3);
+      for (int i = 0; i < p.nk; i++) { ts_kernel_work w; ts_costmodel_work(s->cm, s->g, &p, &p.k[i], &w); fprintf(stderr, " k%d acc%d %.1fus", i, p.k[i].nacc, 1e6*ts_costmodel_time(s->cm,&w)); }
+      fprintf(stderr, " | %s\n", d); free(d); }
     ts_plan q;
     if (ts_plan_with_row_stats(&p, &q)) t = fmin(t, offer_form(s, &q, name, "rowstats", false));
     if (ts_plan_with_padded_operands(&p, s->g, &q)) t = fmin(t, offer_form(s, &q, name, "padded", true));
@@ -419,6 +423,25 @@ static bool try_mark(search *s, climb *c, uint32_t cls, uint8_t bit) {
     return false;
 }
 
+/* Moves a kernel boundary up by one node: the boundary at an operand of class cls's node goes to cls itself
+ * (the operand is then computed inside cls's kernel, cls into a buffer). One toggle at a time cannot make
+ * this move when the boundary at the operand pays and one at cls alone (on top of it) does not: a GEMM whose
+ * bias was cut off before a row kernel takes the residual too only when both boundaries move together
+ * (gemm_layernorm: the row kernel then reads one [m, n] tensor, not two). Returns whether it was kept. */
+static bool try_shift_cut(search *s, climb *c, uint32_t cls) {
+    if (c->cur.mark[cls] & TS_MARK_CUT) return false;
+    const ts_enode *n = c->cur.best[cls];
+    for (int k = 0; k < ts_op_arity((ts_op)n->op) && s->st.evals < s->max_evals; k++) {
+        uint32_t kid = ts_eg_find(s->x->eg, n->kid[k]);
+        if (kid == cls || !(c->cur.mark[kid] & TS_MARK_CUT)) continue;
+        c->cur.mark[kid] ^= TS_MARK_CUT, c->cur.mark[cls] ^= TS_MARK_CUT;
+        if (getenv("TSDBG")) fprintf(stderr, "SHIFT %u -> %u\n", kid, cls);
+        if (try_move(s, c)) return true;
+        c->cur.mark[kid] ^= TS_MARK_CUT, c->cur.mark[cls] ^= TS_MARK_CUT;
+    }
+    return false;
+}
+
 /* One pass over the classes the current term reaches, in post-order: every other e-node of each class,
  * then a boundary toggled there, then (a reduction) the other lowering of it. Returns whether anything
  * improved. */
@@ -437,8 +460,10 @@ static bool climb_pass(search *s, climb *c) {
             if (try_move(s, c)) improved = true;
             else c->cur.best[cls] = was;
         }
-        if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals)
+        if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals) {
             improved |= try_mark(s, c, cls, TS_MARK_CUT);
+            improved |= try_shift_cut(s, c, cls);
+        }
         if (row_markable(c->cur.best[cls]) && s->st.evals < s->max_evals) improved |= try_mark(s, c, cls, TS_MARK_ROW);
     }
     free(classes);

@@ -147,6 +147,32 @@ Test(search, a_layernorm_after_a_gemm_is_the_gemm_and_one_row_kernel) {
     free_compiled(&cg);
 }
 
+/* A GEMM + bias + residual feeding a LayerNorm (BERT's output block, bench/graphs/gemm_layernorm.yaml): the
+ * bias and the residual are added in the GEMM's epilogue, and the row kernel reads that one [m, n] sum — not
+ * the GEMM's result and the residual, two [m, n] tensors. Reaching it takes the search's boundary shift (the
+ * cut after the bias moves up past the residual add) and a cut at a reduction's operand that the row kernel
+ * honours (it used to inline its operand even where the search had cut). */
+Test(search, a_residual_added_before_a_layernorm_is_added_in_the_gemm_epilogue) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 4096, k: 4096, n: 1024}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, k]}\n  W: {dtype: fp16, shape: [k, n]}\n"
+                      "  b: {dtype: fp16, shape: [n]}\n  R: {dtype: fp16, shape: [m, n]}\n"
+                      "  g: {dtype: fp16, shape: [n]}\n  be: {dtype: fp16, shape: [n]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n  - {name: Hb, op: add, args: [H, b]}\n"
+                      "  - {name: S, op: add, args: [Hb, R]}\n"
+                      "  - {name: Y, op: layernorm, args: [S, g, be], axis: n, eps: 1e-12}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm [m,n] over k; row [m,n] over n");
+    const ts_plan *p = &cg.out.plans[0];
+    cr_assert_eq(p->k[0].nacc, 4, "X, W, the bias and the residual");
+    int rows = 0;
+    for (int a = 0; a < p->k[1].nacc; a++) rows += p->k[1].acc[a].ndim == 2;
+    cr_assert_eq(rows, 1, "the row kernel reads one [m, n] tensor");
+    cr_assert_eq(p->k[1].acc[0].buf, p->k[0].out.buf, "the GEMM's result");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* Per-row values the graph returns beside the normalised rows — a row max it does not otherwise need, a row
  * mean it subtracts — are written once per row by the same row kernel (extra_per_row), not by a second
  * kernel re-reading every row (held-out gemm_max_sub_gelu: GEMM, a row kernel for the max, another for
