@@ -152,6 +152,12 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
 // once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
 // read an operand this way only when the kernel does not write that buffer.
 template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
+// Asks for the line holding p in L2, kept there ahead of lines marked normal (prefetch.global.L2::evict_last:
+// no register written, no wait, no fault). Coherent whatever other kernels write: L2 is where every SM's
+// accesses to global memory meet.
+__device__ __forceinline__ void prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(p));
+}
 // p[0] and p[1] as floats in one read-only load; p must be aligned to two elements (no check here: the caller
 // proves it, as a score functor's pair_ok does).
 template <typename T> __device__ __forceinline__ float2 load2_ro(const T *p) {
@@ -532,6 +538,13 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, with the two-phase form, the lines its load(batch, row, col) reads from per-row operands (a
+// residual; not a bias every row shares) asked into L2 ahead of time:
+//       static constexpr int kPrefetchStep;                                // columns a 128-byte line holds
+//       __device__ void prefetch(int batch, int row, int col) const;       // 0 ≤ row < M, 0 ≤ col < N
+// gemm_sm90.cuh calls it near the end of each tile's main loop for every kPrefetchStep-th column of the
+// tile's rows, so that the epilogue's loads hit L2 rather than DRAM (bench/NOTES.md runs 127-128: a residual
+// read in a one-wave GEMM's epilogue cost 6-8 us over the bias alone).
 // Optionally, the value form — the functor computes, the kernel stores (gemm_sm90.cuh then converts a tile's
 // outputs in registers, parks them in shared memory as TOut and stores whole 16-byte row segments, where the
 // pair-by-pair stores of apply cost more instructions than the rest of the epilogue):
@@ -557,6 +570,11 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Whether E asks its per-row operands' lines into L2 ahead of the epilogue (prefetch, kPrefetchStep).
+template <class E, class = void> struct PrefetchEpilogue : std::false_type {};
+template <class E> struct PrefetchEpilogue<E, std::void_t<decltype(E::kPrefetchStep)>> : std::true_type {};
+template <class E> constexpr bool kPrefetchEpilogue = PrefetchEpilogue<E>::value;
 
 // Whether E has the value form (row_ptr, value or value_loaded), and the element type of its output.
 template <class E, class = void> struct ValueEpilogue : std::false_type {};
@@ -1685,7 +1703,8 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false, int VALUE = 0>
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false, int VALUE = 0,
+          int IN_BYTES = 16>
 struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
@@ -1723,11 +1742,15 @@ struct Cfg {
     // Packed epilogue (VALUE: 1 a value-form functor, 2 a two-phase one; gemm.cuh): each consumer warp parks PACK_CC
     // columns of converted outputs at a time (a pair in 4 bytes; rows padded by 16 bytes: the fragment writes
     // are conflict-free) in its slot, and stores 16-byte vectors. 64 columns (a 128-byte row segment)
-    // when nothing is loaded; for a two-phase functor 32/MI, so that a chunk's operands (≤ 16 bytes a pair, twice:
-    // this chunk's and the next one's) stay within 64 registers.
+    // when nothing is loaded; for a two-phase functor as many as keep a chunk's operands (IN_BYTES a pair, twice:
+    // this chunk's and the next one's) within 64 registers — 64/MI columns for a residual alone, 32/MI for a
+    // residual and a bias (and for a bias alone: value_in_bytes). Each chunk's residual loads wait out a load
+    // latency (~0.7 us in a GEMM of one wave of tiles, every CTA in its epilogue at once: bench/NOTES.md runs
+    // 129-132), so the fewer chunks the better there.
     __host__ __device__ static constexpr int pack_words(int cc) { return cc > 0 ? 16 * MI * (cc / 2 + 4) : 0; }
     static constexpr bool pack_fits(int cc) { return 1024 + PARK_OFFSET + 8 * pack_words(cc) * 4 <= SMEM_LIMIT; }
-    static constexpr int PACK_WANT = VALUE == 1 ? 64 : VALUE == 2 ? 32 / MI : 0;
+    static constexpr int LOAD_CC = 512 / (IN_BYTES * MI) >= 64 ? 64 : 512 / (IN_BYTES * MI) >= 32 ? 32 : 16;
+    static constexpr int PACK_WANT = VALUE == 1 ? 64 : VALUE == 2 ? LOAD_CC : 0;
     static constexpr int PACK_CC = PACK_WANT == 0 ? 0 : pack_fits(PACK_WANT) ? PACK_WANT : pack_fits(16) ? 16 : 0;
     // A warp's slot holds either form (a warp may run one tile's epilogue while another warp still runs the
     // previous tile's in the other form: the slots must not overlap).
@@ -1903,6 +1926,14 @@ template <class E> __host__ __device__ constexpr int value_kind() {
     else return sizeof(typename E::In) <= 16 ? 2 : 0;
 }
 
+// Cfg's IN_BYTES: the bytes of a pair's loaded operands of a two-phase functor that loads an operand differing
+// from row to row (a residual: it has a prefetch); 16 otherwise, which keeps a bias-only epilogue's chunks at
+// 32/MI columns (64/MI measured 1.6-1.7% slower on GEMM + bias + GELU and GEMM + bias, bench/NOTES.md run 132).
+template <class E> __host__ __device__ constexpr int value_in_bytes() {
+    if constexpr (tsg::kTwoPhaseEpilogue<E> && tsg::kPrefetchEpilogue<E>) return static_cast<int>(sizeof(typename E::In));
+    else return 16;
+}
+
 // Whether the tile at (b, m0, n0) takes the packed epilogue: whole (no edge in M or N) and its output rows start
 // 16-byte aligned. The same answer for both consumer warpgroups of a tile.
 template <int BM, int BN, typename T, class Epilogue>
@@ -2002,6 +2033,25 @@ __device__ __forceinline__ void epilogue_direct(const tsg::GemmParams<T, Epilogu
         }
 }
 
+// The lines the epilogue of rows [row0, row0 + ROWS) × columns [n0, n0 + BN) will read from per-row operands
+// (a residual), asked into L2 by the warpgroup's 128 threads (t) kPrefetchLead K-tiles before the end of the
+// tile's main loop (earlier, the A and B tiles streaming through L2 evict them again: asked at the start of
+// the main loop they saved nothing, bench/NOTES.md run 128): in a GEMM of one wave of tiles every CTA runs its
+// epilogue at once, and the residual's DRAM reads would otherwise be a phase of their own after the main loop.
+constexpr int kPrefetchLead = 8;
+template <int ROWS, int BN, typename T, class Epilogue>
+__device__ __forceinline__ void prefetch_epilogue(const tsg::GemmParams<T, Epilogue> &p, int b, int row0, int n0, int t) {
+    if constexpr (tsg::kPrefetchEpilogue<Epilogue>) {
+        constexpr int STEP = Epilogue::kPrefetchStep, LINES = (BN + STEP - 1) / STEP;
+        for (int i = t; i < ROWS * LINES; i += 128) {
+            const int row = row0 + i / LINES, col = n0 + (i % LINES) * STEP;
+            if (row < p.M && col < p.N) p.ep.prefetch(b, row, col);
+        }
+    } else {
+        (void)p, (void)b, (void)row0, (void)n0, (void)t;
+    }
+}
+
 // ---- the kernel -----------------------------------------------------------------------------------------
 // Persistent: the grid holds at most as many CTAs (clusters) as are resident at once, and each takes work
 // items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
@@ -2016,7 +2066,8 @@ __global__ void __launch_bounds__(384, 1)
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>()>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
+              value_in_bytes<Epilogue>()>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -2114,8 +2165,10 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
                 for (int i = 0; i < C::NT / 2; ++i) acc[mi][i] = 0.f;
             int prev = -1;
+            const int prefetch_kt = KT > kPrefetchLead ? KT - kPrefetchLead : 0;
             for (int kt = 0; kt < KT; ++kt, ring.next()) {
                 const int s = ring.s;
+                if (kt == prefetch_kt) prefetch_epilogue<C::WG_ROWS, BN>(p, b, m0 + a_row0, n0, t);
                 mbar_wait(bar_full + 8 * s, ring.ph);
                 const uint32_t sA = base + s * C::STAGE_BYTES, sB = sA + C::A_BYTES;
 #pragma unroll
@@ -2285,7 +2338,8 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
           class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>()>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
+              value_in_bytes<Epilogue>()>;
     static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;

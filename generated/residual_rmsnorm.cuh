@@ -150,6 +150,12 @@ template <typename T> __device__ __forceinline__ uint32_t pack2(float a, float b
 // once instead of each waiting out DRAM latency behind the previous element's store. The generated functors
 // read an operand this way only when the kernel does not write that buffer.
 template <typename T> __device__ __forceinline__ T load_ro(const T *p) { return __ldg(p); }
+// Asks for the line holding p in L2, kept there ahead of lines marked normal (prefetch.global.L2::evict_last:
+// no register written, no wait, no fault). Coherent whatever other kernels write: L2 is where every SM's
+// accesses to global memory meet.
+__device__ __forceinline__ void prefetch_l2(const void *p) {
+    asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(p));
+}
 // p[0] and p[1] as floats in one read-only load; p must be aligned to two elements (no check here: the caller
 // proves it, as a score functor's pair_ok does).
 template <typename T> __device__ __forceinline__ float2 load2_ro(const T *p) {

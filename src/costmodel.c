@@ -261,6 +261,19 @@ static int library_alignment_bytes(const ts_kernel *k) {
     return bytes;
 }
 
+/* Chunks of columns a tile of wgmma GEMM k's epilogue loads its operands in, where one of them differs from row
+ * to row (a residual; a bias alone comes from L1 without a wait worth counting), mirroring gemm_sm90.cuh's Cfg:
+ * In holds 8 bytes a pair per operand, and LOAD_CC = 64, 32 or 16 columns, the most that keep a chunk's
+ * operands, twice, within 64 registers (512 bytes over IN_BYTES · MI, MI = the m64 slices of a consumer
+ * warpgroup); past 16 bytes a pair the staged epilogue runs, in chunks of 16 counted alike. */
+static double epilogue_load_chunks(const ts_kernel *k) {
+    const int loads = ts_gemm_epilogue_operands(k, false);
+    if (ts_gemm_epilogue_operands(k, true) == 0) return 0;
+    const int mi = (k->cfg.pingpong ? k->cfg.tile_m : k->cfg.tile_m / 2) / 64, per = 512 / (8 * loads * (mi > 0 ? mi : 1));
+    const int cc = loads > 2 ? 16 : per >= 64 ? 64 : per >= 32 ? 32 : 16;
+    return ceil((double)k->cfg.tile_n / cc);
+}
+
 /* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
  * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's
  * positions keeping two spans of vec positions. */
@@ -294,7 +307,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
-           row_stage_loads = 0, simt = 0;
+           row_stage_loads = 0, simt = 0, epilogue_chunks = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
@@ -374,6 +387,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                            ceil(N / (fallback ? k->cfg.fb_tile_n : k->cfg.tile_n)) * batch;
             wave = wave_efficiency(m, tiles);
             tile_waves = ceil(tiles / m->sms);
+            /* the epilogue's per-row loads: every tile's in the cooperative form, the last one's in ping-pong */
+            if (!fallback && !library && !tf32x3) epilogue_chunks = epilogue_load_chunks(k) * (k->cfg.pingpong ? 1 : tile_waves);
         }
         if (k->nstage > 0) { /* row statistics of A (rowstat.h): every CTA along N folds its rows' terms */
             double terms = 0, s = 0, copies = ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
@@ -432,7 +447,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
-                          .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads};
+                          .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads,
+                          .epilogue_chunks = epilogue_chunks};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -481,6 +497,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
     t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
+    t += w->epilogue_chunks * m->epilogue_chunk_load_s;
     return m->launch_s + t;
 }
 

@@ -98,6 +98,13 @@
  *                        templates/gemm_f32.cuh (3xTF32: three TF32 MMAs a product at half the fp16 rate, so 1/6
  *                        at most, less the split and the 32-bit fragment loads): 0.10 measured (runs 124-125: ~61 TFLOP/s at large sizes,
  *                        1.16x cuBLAS SGEMM; mma.sync's TF32 rate on Hopper bounds it)
+ *   epilogue_chunk_load_s  the time a wgmma GEMM's epilogue adds per chunk of columns whose per-row operands (a
+ *                        residual) it loads a chunk ahead of its stores (gemm_sm90.cuh's packed epilogue, Cfg's
+ *                        LOAD_CC): each chunk waits out a load latency, and in a cooperative kernel every tile's
+ *                        epilogue is exposed (in a GEMM of one wave of tiles every CTA loads at once). Per wave of
+ *                        tiles (a ping-pong kernel: once, the last tile's); 7e-7 from run 128-129's same-call pairs
+ *                        (bench/NOTES.md: GEMM + bias + residual against GEMM + bias, 4096×1024×4096, 8 chunks
+ *                        of 32 columns: +5.5 us)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -135,7 +142,8 @@
     X(tensor_peak_flops_per_s, "tensor_flops_per_s", 0)                                               \
     X(cublas_efficiency, "gemm_efficiency", 0)                                                         \
     X(cublas_fp32_efficiency, NULL, 0.8)                                                               \
-    X(gemm_tf32x3_efficiency, NULL, 0.10)
+    X(gemm_tf32x3_efficiency, NULL, 0.10)                                                             \
+    X(epilogue_chunk_load_s, NULL, 7e-7)
 
 typedef struct {
     char *path, *gpu, *source;
@@ -213,6 +221,8 @@ typedef struct {
                                cublas_fp32_efficiency of fma_flops_per_s (its tensor_flops are 0) */
     bool tf32x3;            /* GEMM of fp32 operands in gemm_f32.cuh (config.h tf32x3): its tensor work at
                                gemm_tf32x3_efficiency, its epilogue added as the mma.sync kernels' */
+    double epilogue_chunks; /* wgmma GEMM whose epilogue loads per-row operands: chunks of columns a tile × the
+                               tiles' waves whose epilogues are exposed, each paying epilogue_chunk_load_s, added */
     bool library;           /* GEMM run by cuBLASLt (--allow-cublas, libgemm.h): its tensor work at cublas_efficiency
                                in the own kernel's default tiles (the library's own are not known here), no ping-pong
                                form, its epilogue hidden behind the main loop; off 16-byte alignment (the output's
@@ -233,6 +243,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *            + epilogue_ops / (epilogue_ops_per_s · wave) + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
+ *            + epilogue_chunks · epilogue_chunk_load_s
  * A ping-pong GEMM: the tensor term divided by gemm_pingpong_efficiency; its epilogue E = epilogue_ops /
  * (epilogue_ops_per_s · wave) runs beside the main loop: max(that, E) + gemm_pingpong_epilogue_share ·
  * min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in

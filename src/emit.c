@@ -344,7 +344,7 @@ static void print_expr(emitter *e, const ts_kernel *k, const ts_expr *x, const i
         case TS_X_ACC: fputs(acc[n->slot], e->f); break;
         case TS_X_INDEX: fprintf(e->f, "(float)(%s)", index_of(m, n->slot) ? index_of(m, n->slot) : "0"); break;
         case TS_X_LOAD:
-            if (e->load_expr) fputs(e->load_expr[n->slot], e->f);
+            if (e->load_expr && e->load_expr[n->slot]) fputs(e->load_expr[n->slot], e->f);
             else print_load(e, k, n->slot, m);
             break;
         case TS_X_OP: print_op(e->f, n, ctype_of(n->dtype), i); break;
@@ -1640,6 +1640,28 @@ static void emit_gemm_row_stats(emitter *e, const ts_kernel *k) {
     fputs("    }\n", e->f);
 }
 
+/* The functor's prefetch (gemm.cuh): the lines its load reads at (b, row, col) from the operands that vary by row
+ * (not a bias, which every row shares: L1 holds it), asked into L2 near the end of the tile's main loop;
+ * kPrefetchStep columns a 128-byte line of the widest of them. */
+static void emit_gemm_prefetch(emitter *e, const ts_kernel *k, char *const *loads, const index_map *m) {
+    int widest = 0;
+    for (int s = 0; s < k->nacc; s++)
+        if (loads[s] && ts_gemm_operand_per_row(k, s) && ts_dtype_bytes(e->p->buf[k->acc[s].buf].dtype) > widest)
+            widest = ts_dtype_bytes(e->p->buf[k->acc[s].buf].dtype);
+    if (widest == 0) return;
+    fprintf(e->f, "    static constexpr int kPrefetchStep = %d;   /* columns a 128-byte line holds */\n"
+                  "    __device__ __forceinline__ void prefetch(int b, int row, int col) const {\n"
+                  "        (void)b, (void)row;\n        const int cc = col;\n        (void)cc;\n",
+            128 / widest);
+    for (int s = 0; s < k->nacc; s++) {
+        if (!loads[s] || !ts_gemm_operand_per_row(k, s)) continue;
+        fprintf(e->f, "        tst::prefetch_l2(p%d + ", s);
+        print_offset(e->f, k, s, m);
+        fputs(");\n", e->f);
+    }
+    fputs("    }\n", e->f);
+}
+
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair, and in
  * gemm.cuh's value form (row_ptr, value or value_loaded), which the wgmma kernel stores as 16-byte vectors.
  * When the expression reads memory (a bias, a residual) the functor comes in two phases as well:
@@ -1673,6 +1695,7 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
             i++;
         }
         fputs("        return in;\n    }\n", e->f);
+        emit_gemm_prefetch(e, k, loads, &m);
     }
     bool stats = k->nrowstat > 0;
     if (stats) emit_gemm_row_stats(e, k);

@@ -208,6 +208,27 @@ bool ts_row_operand_cached(const ts_kernel *k, int slot) {
     return along && per_row;
 }
 
+bool ts_gemm_operand_per_row(const ts_kernel *k, int slot) {
+    const ts_access *a = &k->acc[slot];
+    bool rows = false, columns = false;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->stride[d].n == 0) continue;
+        rows |= a->axis[d] == k->m_axis || (k->m_outer >= 0 && a->axis[d] == k->m_outer);
+        columns |= a->axis[d] == k->n_axis;
+    }
+    return rows && columns;
+}
+
+int ts_gemm_epilogue_operands(const ts_kernel *k, bool per_row) {
+    int n = 0;
+    for (int s = 0; s < k->nacc; s++) {
+        bool read = false;
+        for (int i = 0; i < k->expr.n && !read; i++) read = k->expr.node[i].kind == TS_X_LOAD && k->expr.node[i].slot == s;
+        n += read && (!per_row || ts_gemm_operand_per_row(k, s));
+    }
+    return n;
+}
+
 int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k) {
     bool narrow = ts_dtype_bytes(p->buf[k->out.buf].dtype) <= 2;
     for (int s = 0; s < k->nacc; s++) narrow |= ts_dtype_bytes(p->buf[k->acc[s].buf].dtype) <= 2;

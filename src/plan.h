@@ -311,6 +311,13 @@ bool ts_access_same_view(const ts_access *a, const ts_access *b);
  * varies along the row and from row to row. The rest (gains and biases shared by every row, per-row
  * scalars) are re-read per span, from L1/L2, in every stage and output that reads them. */
 bool ts_row_operand_cached(const ts_kernel *k, int slot);
+/* Whether GEMM k's operand `slot` differs from one output element to the next along both rows and columns (a
+ * residual [m, n]; not a bias [n] or a row scale [m], which L1 holds): the epilogue functor asks these operands'
+ * lines into L2 ahead of its loads (emit.c, gemm.cuh's prefetch), and the cost model charges their loads
+ * (epilogue_chunk_load_s). */
+bool ts_gemm_operand_per_row(const ts_kernel *k, int slot);
+/* How many operands GEMM k's epilogue reads (per_row: only those that differ from row to row). */
+int ts_gemm_epilogue_operands(const ts_kernel *k, bool per_row);
 /* kVec of a MAP or ROW kernel's functor (span.cuh): 16 bytes of the narrowest element type it moves (8
  * halves, 4 floats). */
 int ts_kernel_span_vec(const ts_plan *p, const ts_kernel *k);

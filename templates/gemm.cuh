@@ -47,6 +47,13 @@
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, with the two-phase form, the lines its load(batch, row, col) reads from per-row operands (a
+// residual; not a bias every row shares) asked into L2 ahead of time:
+//       static constexpr int kPrefetchStep;                                // columns a 128-byte line holds
+//       __device__ void prefetch(int batch, int row, int col) const;       // 0 ≤ row < M, 0 ≤ col < N
+// gemm_sm90.cuh calls it near the end of each tile's main loop for every kPrefetchStep-th column of the
+// tile's rows, so that the epilogue's loads hit L2 rather than DRAM (bench/NOTES.md runs 127-128: a residual
+// read in a one-wave GEMM's epilogue cost 6-8 us over the bias alone).
 // Optionally, the value form — the functor computes, the kernel stores (gemm_sm90.cuh then converts a tile's
 // outputs in registers, parks them in shared memory as TOut and stores whole 16-byte row segments, where the
 // pair-by-pair stores of apply cost more instructions than the rest of the epilogue):
@@ -75,6 +82,11 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Whether E asks its per-row operands' lines into L2 ahead of the epilogue (prefetch, kPrefetchStep).
+template <class E, class = void> struct PrefetchEpilogue : std::false_type {};
+template <class E> struct PrefetchEpilogue<E, std::void_t<decltype(E::kPrefetchStep)>> : std::true_type {};
+template <class E> constexpr bool kPrefetchEpilogue = PrefetchEpilogue<E>::value;
 
 // Whether E has the value form (row_ptr, value or value_loaded), and the element type of its output.
 template <class E, class = void> struct ValueEpilogue : std::false_type {};

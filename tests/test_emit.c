@@ -340,6 +340,37 @@ Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
     free(h);
 }
 
+/* An epilogue reading a residual (an operand that differs from row to row) asks its lines into L2 near the end
+ * of the tile's main loop (gemm.cuh's prefetch): once per such operand, never for a bias every row shares; an
+ * epilogue reading only a bias has no prefetch. */
+static char *functor_of(const char *h, const char *name) {
+    const char *k = strstr(h, name);
+    cr_assert_not_null(k, "%s", name);
+    return ts_strfmt("%.*s", (int)(strstr(k, "\n};") - k), k);
+}
+static int occurrences(const char *s, const char *what) {
+    int n = 0;
+    for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
+    return n;
+}
+Test(emit, a_gemm_epilogue_reading_a_residual_prefetches_its_rows_and_not_the_bias) {
+    char *h = emit_best("bench/heldout/rmsnorm_gemm_residual.yaml", "templates"), *functor = functor_of(h, "struct K1 {");
+    cr_expect_not_null(strstr(functor, "static constexpr int kPrefetchStep = 64;"), "%s", functor);
+    cr_expect_eq(occurrences(functor, "tst::prefetch_l2(p"), 1, "%s", functor);
+    cr_expect_not_null(strstr(functor, "tst::prefetch_l2(p2 + o2 + (int64_t)(row) * 2048 + (int64_t)(cc));"), "%s", functor);
+    free(functor);
+    free(h);
+    h = emit_best("bench/heldout/clip_mlp.yaml", "templates");
+    functor = functor_of(h, "struct K2 {"); /* the second GEMM: bias and residual */
+    cr_expect_eq(occurrences(functor, "tst::prefetch_l2(p"), 1, "the residual only: %s", functor);
+    free(functor);
+    free(h);
+    h = emit_best("bench/graphs/gemm_gelu.yaml", "templates"), functor = functor_of(h, "struct K0 {");
+    cr_expect_null(strstr(functor, "prefetch"), "a bias alone: %s", functor);
+    free(functor);
+    free(h);
+}
+
 /* A mask whose rows have an odd length: two keys' elements are not aligned as a pair for every query, so the
  * score functor has no pair form (the kernels score a key at a time); an even length gets one. */
 #define ODD_MASK_YAML                                                                                        \
