@@ -538,8 +538,8 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
-// Optionally, with the two-phase form, the lines its load(batch, row, col) reads from per-row operands (a
-// residual; not a bias every row shares) asked into L2 ahead of time:
+// Optionally, with the two-phase form, the lines its load(batch, row, col) reads from operands that differ along
+// both rows and columns (a residual; not a bias [n] or a row scale [m], which L1 holds) asked into L2 ahead:
 //       static constexpr int kPrefetchStep;                                // columns a 128-byte line holds
 //       __device__ void prefetch(int batch, int row, int col) const;       // 0 ≤ row < M, 0 ≤ col < N
 // gemm_sm90.cuh calls it near the end of each tile's main loop for every kPrefetchStep-th column of the
@@ -571,7 +571,7 @@ template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
 
-// Whether E asks its per-row operands' lines into L2 ahead of the epilogue (prefetch, kPrefetchStep).
+// Whether E asks its residual operands' lines into L2 ahead of the epilogue (prefetch, kPrefetchStep).
 template <class E, class = void> struct PrefetchEpilogue : std::false_type {};
 template <class E> struct PrefetchEpilogue<E, std::void_t<decltype(E::kPrefetchStep)>> : std::true_type {};
 template <class E> constexpr bool kPrefetchEpilogue = PrefetchEpilogue<E>::value;

@@ -102,7 +102,7 @@
  *                        residual) it loads a chunk ahead of its stores (gemm_sm90.cuh's packed epilogue, Cfg's
  *                        LOAD_CC): each chunk waits out a load latency, and in a cooperative kernel every tile's
  *                        epilogue is exposed (in a GEMM of one wave of tiles every CTA loads at once). Per wave of
- *                        tiles (a ping-pong kernel: once, the last tile's); 7e-7 from run 128-129's same-call pairs
+ *                        tiles (a ping-pong kernel: once, the last tile's); 7e-7 from runs 127-131's same-call pairs
  *                        (bench/NOTES.md: GEMM + bias + residual against GEMM + bias, 4096×1024×4096, 8 chunks
  *                        of 32 columns: +5.5 us)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —

@@ -1640,9 +1640,9 @@ static void emit_gemm_row_stats(emitter *e, const ts_kernel *k) {
     fputs("    }\n", e->f);
 }
 
-/* The functor's prefetch (gemm.cuh): the lines its load reads at (b, row, col) from the operands that vary by row
- * (not a bias, which every row shares: L1 holds it), asked into L2 near the end of the tile's main loop;
- * kPrefetchStep columns a 128-byte line of the widest of them. */
+/* The functor's prefetch (gemm.cuh): the lines its load reads at (b, row, col) from the operands that vary along
+ * rows and columns (ts_gemm_operand_per_row: a residual, not a bias or a row scale, which L1 holds), asked into L2
+ * near the end of the tile's main loop; kPrefetchStep columns a 128-byte line of the widest of them. */
 static void emit_gemm_prefetch(emitter *e, const ts_kernel *k, char *const *loads, const index_map *m) {
     int widest = 0;
     for (int s = 0; s < k->nacc; s++)

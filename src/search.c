@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "config.h"
 #include "pad.h"
@@ -355,9 +354,6 @@ static double evaluate(search *s, const extraction *e, const char *name) {
     ts_costmodel_predict(s->cm, s->g, &p);
     p.name = ts_strdup(name);
     double t = p.predicted_s;
-    if (getenv("TSDBG")) { char *d = ts_plan_describe(&p, s->g); fprintf(stderr, "EVAL %s %.4f ms |", name, t*1e3);
-      for (int i = 0; i < p.nk; i++) { ts_kernel_work w; ts_costmodel_work(s->cm, s->g, &p, &p.k[i], &w); fprintf(stderr, " k%d acc%d %.1fus", i, p.k[i].nacc, 1e6*ts_costmodel_time(s->cm,&w)); }
-      fprintf(stderr, " | %s\n", d); free(d); }
     ts_plan q;
     if (ts_plan_with_row_stats(&p, &q)) t = fmin(t, offer_form(s, &q, name, "rowstats", false));
     if (ts_plan_with_padded_operands(&p, s->g, &q)) t = fmin(t, offer_form(s, &q, name, "padded", true));
@@ -435,7 +431,6 @@ static bool try_shift_cut(search *s, climb *c, uint32_t cls) {
         uint32_t kid = ts_eg_find(s->x->eg, n->kid[k]);
         if (kid == cls || !(c->cur.mark[kid] & TS_MARK_CUT)) continue;
         c->cur.mark[kid] ^= TS_MARK_CUT, c->cur.mark[cls] ^= TS_MARK_CUT;
-        if (getenv("TSDBG")) fprintf(stderr, "SHIFT %u -> %u\n", kid, cls);
         if (try_move(s, c)) return true;
         c->cur.mark[kid] ^= TS_MARK_CUT, c->cur.mark[cls] ^= TS_MARK_CUT;
     }
@@ -462,7 +457,7 @@ static bool climb_pass(search *s, climb *c) {
         }
         if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals) {
             improved |= try_mark(s, c, cls, TS_MARK_CUT);
-            improved |= try_shift_cut(s, c, cls);
+            improved |= try_shift_cut(s, c, cls); /* when the cut alone did not pay */
         }
         if (row_markable(c->cur.best[cls]) && s->st.evals < s->max_evals) improved |= try_mark(s, c, cls, TS_MARK_ROW);
     }
