@@ -344,7 +344,7 @@ static void print_expr(emitter *e, const ts_kernel *k, const ts_expr *x, const i
         case TS_X_ACC: fputs(acc[n->slot], e->f); break;
         case TS_X_INDEX: fprintf(e->f, "(float)(%s)", index_of(m, n->slot) ? index_of(m, n->slot) : "0"); break;
         case TS_X_LOAD:
-            if (e->load_expr && e->load_expr[n->slot]) fputs(e->load_expr[n->slot], e->f);
+            if (e->load_expr) fputs(e->load_expr[n->slot], e->f);
             else print_load(e, k, n->slot, m);
             break;
         case TS_X_OP: print_op(e->f, n, ctype_of(n->dtype), i); break;
@@ -379,17 +379,10 @@ static index_map out_index_map(const emitter *e, const ts_kernel *k, const char 
 
 /* ---- spans: kVec consecutive elements along one axis (span.cuh) -------------------------------- */
 
-/* Whether expression x reads access slot s. */
-static bool expr_reads(const ts_expr *x, int s) {
-    for (int i = 0; i < x->n; i++)
-        if (x->node[i].kind == TS_X_LOAD && x->node[i].slot == s) return true;
-    return false;
-}
-
 /* Whether the score reads tensors (a mask over [t_q, t_kv]): an attention kernel's access slots before Q's. */
 static bool score_loads(const ts_kernel *k) {
     for (int s = 0; s < k->nacc; s++)
-        if (expr_reads(&k->expr, s)) return true;
+        if (ts_expr_reads(&k->expr, s)) return true;
     return false;
 }
 
@@ -460,7 +453,7 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
     char **loads = ts_xmalloc(sizeof *loads * (size_t)(k->nacc ? k->nacc : 1));
     for (int s = 0; s < k->nacc; s++) {
         loads[s] = ts_strfmt("x%d[i]", s);
-        if (!expr_reads(&k->expr, s)) continue;
+        if (!ts_expr_reads(&k->expr, s)) continue;
         char name[16], *base = ts_strfmt("o%d", s);
         for (int d = 0; d < k->acc[s].ndim; d++) {
             const char *ix = k->acc[s].axis[d] == inner ? NULL : index_of(&m, k->acc[s].axis[d]);
@@ -1065,7 +1058,7 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
     print_assign(e, "p.d", ts_sym_axis(e->g, &e->dyn, k->n_axis));
     if (score_loads(k)) { /* the mask the score functor reads */
         for (int s = 0; s < k->nacc; s++)
-            if (expr_reads(&k->expr, s)) fill_slot(e, k, "p.score", s);
+            if (ts_expr_reads(&k->expr, s)) fill_slot(e, k, "p.score", s);
         print_assign(e, "p.score.nq", ts_sym_axis(e->g, &e->dyn, k->m_axis));
         print_assign(e, "p.score.nk", ts_sym_axis(e->g, &e->dyn, k->red_axis));
     }
@@ -1192,7 +1185,7 @@ static void emit_row_bind(emitter *e, const ts_kernel *k, int nrow) {
 static void print_row_uncached_loads(emitter *e, const ts_kernel *k, const ts_expr *const *x, int nx, const int *cache) {
     for (int s = 0; s < k->nacc; s++) {
         bool used = false;
-        for (int i = 0; i < nx; i++) used |= expr_reads(x[i], s);
+        for (int i = 0; i < nx; i++) used |= ts_expr_reads(x[i], s);
         if (!used || cache[s] >= 0) continue;
         char name[16], base[32];
         snprintf(name, sizeof name, "u%d", s), snprintf(base, sizeof base, "b.in[%d]", s);
@@ -1674,7 +1667,7 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     int nl = 0;
     char **loads = ts_xmalloc(sizeof *loads * (size_t)(k->nacc ? k->nacc : 1));
     for (int s = 0; s < k->nacc; s++)
-        loads[s] = expr_reads(&k->expr, s) ? ts_strfmt("ld[%d]", nl++) : NULL;
+        loads[s] = ts_expr_reads(&k->expr, s) ? ts_strfmt("ld[%d]", nl++) : NULL;
     fprintf(e->f, "struct K%d {\n    %s *out;\n    int64_t ob, om;\n    int n;\n", ki, tout);
     print_fields(e, k);
     index_map m = {0};
@@ -1770,7 +1763,7 @@ static bool print_score_pair_ok(emitter *e, const ts_kernel *k, const ts_expr *x
     char terms[512] = "";
     size_t len = 0;
     for (int s = 0; s < k->nacc; s++) {
-        if (!expr_reads(x, s) || score_pair_read(e, k, s) != PAIR_ADJACENT) continue;
+        if (!ts_expr_reads(x, s) || score_pair_read(e, k, s) != PAIR_ADJACENT) continue;
         const ts_access *a = &k->acc[s];
         len += (size_t)snprintf(terms + len, sizeof terms - len, "%so%d", len ? " | " : "", s);
         for (int d = 0; d < a->ndim && len < sizeof terms; d++) {
@@ -1800,7 +1793,7 @@ static void print_score_pair_method(emitter *e, const ts_kernel *k, const ts_exp
     char **names[2];
     for (int h = 0; h < 2; h++) names[h] = ts_xcalloc((size_t)(k->nacc ? k->nacc : 1), sizeof *names[h]);
     for (int s = 0; s < k->nacc; s++)
-        if (expr_reads(x, s)) names[0][s] = ts_strfmt("ld0[%d]", nl), names[1][s] = ts_strfmt("ld1[%d]", nl), nl++;
+        if (ts_expr_reads(x, s)) names[0][s] = ts_strfmt("ld0[%d]", nl), names[1][s] = ts_strfmt("ld1[%d]", nl), nl++;
     fprintf(e->f, "        float ld0[%d], ld1[%d];\n", nl, nl);
     for (int s = 0, i = -1; s < k->nacc; s++) {
         if (!names[0][s]) continue;
@@ -1866,7 +1859,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
     if (qh >= 0) m.axis[m.n] = qh, m.expr[m.n++] = merged ? q_ix : "h_";
     bool per_head = false;
     for (int s = 0; s < k->nacc; s++) { /* the tensors the score reads (none: loads false) */
-        if (!expr_reads(&k->expr, s)) continue;
+        if (!ts_expr_reads(&k->expr, s)) continue;
         fprintf(e->f, "    const %s *p%d;\n    int64_t o%d, s%d[%d];\n", ctype_of(e->p->buf[k->acc[s].buf].dtype), s, s, s,
                 k->acc[s].ndim ? k->acc[s].ndim : 1);
         for (int d = 0; d < k->acc[s].ndim; d++)

@@ -219,13 +219,15 @@ bool ts_gemm_operand_per_row(const ts_kernel *k, int slot) {
     return rows && columns;
 }
 
+bool ts_expr_reads(const ts_expr *x, int slot) {
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].kind == TS_X_LOAD && x->node[i].slot == slot) return true;
+    return false;
+}
+
 int ts_gemm_epilogue_operands(const ts_kernel *k, bool per_row) {
     int n = 0;
-    for (int s = 0; s < k->nacc; s++) {
-        bool read = false;
-        for (int i = 0; i < k->expr.n && !read; i++) read = k->expr.node[i].kind == TS_X_LOAD && k->expr.node[i].slot == s;
-        n += read && (!per_row || ts_gemm_operand_per_row(k, s));
-    }
+    for (int s = 0; s < k->nacc; s++) n += ts_expr_reads(&k->expr, s) && (!per_row || ts_gemm_operand_per_row(k, s));
     return n;
 }
 

@@ -311,6 +311,8 @@ bool ts_access_same_view(const ts_access *a, const ts_access *b);
  * varies along the row and from row to row. The rest (gains and biases shared by every row, per-row
  * scalars) are re-read per span, from L1/L2, in every stage and output that reads them. */
 bool ts_row_operand_cached(const ts_kernel *k, int slot);
+/* Whether expression x reads access slot `slot` (a TS_X_LOAD of it). */
+bool ts_expr_reads(const ts_expr *x, int slot);
 /* Whether GEMM k's operand `slot` differs from one output element to the next along both rows and columns (a
  * residual [m, n]; not a bias [n] or a row scale [m], which L1 holds): the epilogue functor asks these operands'
  * lines into L2 ahead of its loads (emit.c, gemm.cuh's prefetch), and the cost model charges their loads

@@ -314,14 +314,18 @@ Test(emit, a_tanh_soft_capped_score_uses_the_hardware_tanh_and_nothing_the_compo
     free(h);
 }
 
+/* The text of the struct that starts with `name` in header h, up to its closing brace. */
+static char *functor_of(const char *h, const char *name) {
+    const char *k = strstr(h, name);
+    cr_assert_not_null(k, "%s", name);
+    return ts_strfmt("%.*s", (int)(strstr(k, "\n};") - k), k);
+}
+
 /* A GEMM epilogue that reads memory (the bias) comes in two phases — load, then apply_loaded — so that the
  * staged epilogue can issue several pairs' reads before storing; the bias, which the kernel does not write,
  * is read through the read-only path. An epilogue that reads nothing has only apply. */
 Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
-    char *h = emit_best("bench/graphs/gemm_gelu.yaml", "templates");
-    const char *k0 = strstr(h, "struct K0 {");
-    cr_assert_not_null(k0);
-    char *functor = ts_strfmt("%.*s", (int)(strstr(k0, "\n};") - k0), k0);
+    char *h = emit_best("bench/graphs/gemm_gelu.yaml", "templates"), *functor = functor_of(h, "struct K0 {");
     cr_expect_not_null(strstr(functor, "struct In { float x[2][1]; };"), "%s", functor);
     cr_expect_not_null(strstr(functor, "In load(int b, int row, int col) const"), "%s", functor);
     cr_expect_not_null(strstr(functor, "tst::load_ro(p"), "%s", functor);
@@ -330,10 +334,7 @@ Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
     cr_expect_not_null(strstr(functor, "apply_loaded<T>(b, row, col, load(b, row, col), v0, v1);"), "%s", functor);
     free(functor);
     free(h);
-    h = emit_best("bench/graphs/matmul.yaml", "templates");
-    k0 = strstr(h, "struct K0 {");
-    cr_assert_not_null(k0);
-    functor = ts_strfmt("%.*s", (int)(strstr(k0, "\n};") - k0), k0);
+    h = emit_best("bench/graphs/matmul.yaml", "templates"), functor = functor_of(h, "struct K0 {");
     cr_expect_null(strstr(functor, "struct In"), "%s", functor);
     cr_expect_not_null(strstr(functor, "void apply(int b, int row, int col, float v0, float v1) const"), "%s", functor);
     free(functor);
@@ -343,11 +344,6 @@ Test(emit, a_gemm_epilogue_that_reads_memory_has_a_load_phase) {
 /* An epilogue reading a residual (an operand that differs from row to row) asks its lines into L2 near the end
  * of the tile's main loop (gemm.cuh's prefetch): once per such operand, never for a bias every row shares; an
  * epilogue reading only a bias has no prefetch. */
-static char *functor_of(const char *h, const char *name) {
-    const char *k = strstr(h, name);
-    cr_assert_not_null(k, "%s", name);
-    return ts_strfmt("%.*s", (int)(strstr(k, "\n};") - k), k);
-}
 static int occurrences(const char *s, const char *what) {
     int n = 0;
     for (const char *p = strstr(s, what); p; p = strstr(p + 1, what)) n++;
@@ -392,9 +388,7 @@ Test(emit, a_score_tensor_with_odd_rows_has_no_pair_form) {
         tsopt_result r = run_tsopt(args);
         cr_assert_eq(r.code, 0, "%s", r.out);
         char *hpath = ts_strfmt("build/odd-mask-test/%d/om.cuh", s), *h = read_text(hpath);
-        const char *k0 = strstr(h, "struct K0 {");
-        cr_assert_not_null(k0, "one attention kernel");
-        char *functor = ts_strfmt("%.*s", (int)(strstr(k0, "\n};") - k0), k0);
+        char *functor = functor_of(h, "struct K0 {"); /* one attention kernel */
         if (s % 2) cr_expect_null(strstr(functor, "float2 pair("), "rows of %d: %s", s, functor);
         else cr_expect_not_null(strstr(functor, "float2 pair(float dot0, float dot1, int q, int k2) const {"), "%s", functor);
         free(functor);

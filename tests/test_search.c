@@ -171,19 +171,11 @@ static int row_kernel_matrices(const compiled_graph *cg) {
     return rows;
 }
 
+static void free_epilogue_loads(ts_costmodel *cm) { cm->epilogue_chunk_load_s = 0; }
+
 Test(search, a_residual_before_a_layernorm_goes_into_the_gemm_epilogue_where_the_model_says_it_pays) {
     compiled_graph cg;
-    check_ok(&cg.c, GEMM_LAYERNORM_YAML);
-    ts_rule_env env = ts_egir_rule_env();
-    ts_rule_init(&cg.rs, &env);
-    const char *dir = "rules";
-    cr_assert_eq(ts_load_rule_paths(&cg.rs, &dir, 1, stderr), 0);
-    ts_diags d;
-    cr_assert_eq(ts_costmodel_load(&cg.cm, "costmodel/h200.yaml", &d), 0);
-    ts_diags_free(&d);
-    cg.cm.epilogue_chunk_load_s = 0; /* the epilogue's loads free */
-    char *err = NULL;
-    cr_assert_eq(ts_compile(&cg.c.spec, NULL, &cg.c.g, &cg.rs, &cg.cm, &cg.out, &err), 0, "%s", err);
+    compile_yaml_adjusted(&cg, GEMM_LAYERNORM_YAML, free_epilogue_loads);
     char *best = best_plan(&cg);
     cr_assert_str_eq(best, "gemm [m,n] over k; row [m,n] over n");
     const ts_plan *p = &cg.out.plans[0];

@@ -164,7 +164,8 @@ typedef struct {
     ts_compiled out;
 } compiled_graph;
 
-static inline void compile_yaml(compiled_graph *cg, const char *yaml) {
+/* The same with the cost model's coefficients adjusted by `adjust` (NULL: as loaded) before compiling. */
+static inline void compile_yaml_adjusted(compiled_graph *cg, const char *yaml, void (*adjust)(ts_costmodel *)) {
     check_ok(&cg->c, yaml);
     ts_rule_env env = ts_egir_rule_env();
     ts_rule_init(&cg->rs, &env);
@@ -173,9 +174,12 @@ static inline void compile_yaml(compiled_graph *cg, const char *yaml) {
     ts_diags d;
     cr_assert_eq(ts_costmodel_load(&cg->cm, "costmodel/h200.yaml", &d), 0);
     ts_diags_free(&d);
+    if (adjust) adjust(&cg->cm);
     char *err = NULL;
     cr_assert_eq(ts_compile(&cg->c.spec, NULL, &cg->c.g, &cg->rs, &cg->cm, &cg->out, &err), 0, "%s", err);
 }
+
+static inline void compile_yaml(compiled_graph *cg, const char *yaml) { compile_yaml_adjusted(cg, yaml, NULL); }
 
 static inline void free_compiled(compiled_graph *cg) {
     ts_compiled_free(&cg->out);
