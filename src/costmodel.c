@@ -134,6 +134,28 @@ static int32_t fast_axis(const ts_kernel *k) {
     return unit >= 0 ? unit : k->out.ndim ? k->out.axis[k->out.ndim - 1] : -1;
 }
 
+/* Whether access a varies along axis (a nonzero stride there). */
+static bool varies_along(const ts_access *a, int32_t axis) {
+    for (int d = 0; d < a->ndim; d++)
+        if (a->axis[d] == axis && a->stride[d].n != 0) return true;
+    return false;
+}
+
+/* Whether REDUCE kernel k is a contraction: an operand its reduction reads along the reduced axis is read again
+ * by other outputs (it does not vary along an output axis longer than 1: Σ_k a[m, k]·b[k, n] reads a row of a for
+ * every n). Its work is then its (output, position) pairs, each a load of each operand from L1/L2 (reduce.cuh has
+ * no tiles to share them), not its DRAM bytes. A plain reduction (a row's sum of squares) reads each element once. */
+static bool reduce_rereads(const ts_graph *g, const ts_kernel *k) {
+    for (int i = 0; i < k->nacc; i++) {
+        const ts_access *a = &k->acc[i];
+        if (!(ts_expr_reads(&k->inner, i) || ts_expr_reads(&k->inner_weighted, i)) || !varies_along(a, k->red_axis))
+            continue;
+        for (int d = 0; d < k->out.ndim; d++)
+            if (g->axes[k->out.axis[d]].size > 1 && !varies_along(a, k->out.axis[d])) return true;
+    }
+    return false;
+}
+
 /* Does kernel k read access a with a stride other than 0 or 1 along the fast axis (each thread of a warp in
  * its own memory sector: uncoalesced)? A map's transposed walk (config.h) steps along two axes, the
  * innermost in pairs of lanes and walk_dim in half-warps: strided only along both. */
@@ -307,7 +329,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
-           row_stage_loads = 0, simt = 0, epilogue_chunks = 0;
+           row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
@@ -364,6 +386,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
          * rows down columns, fewer than two blocks an SM leave SMs idle (not measured for this kernel) */
         double blocks = len >= 1024 && out <= 64.0 * m->sms ? out : ceil(out / 8);
         wave = fmin(1, blocks / (2.0 * m->sms));
+        if (reduce_rereads(g, k)) reduce_pairs = out * len;
         break;
     }
     case TS_KERNEL_GEMM: {
@@ -448,7 +471,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads,
-                          .epilogue_chunks = epilogue_chunks};
+                          .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -484,6 +507,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                     : matrix     ? 1
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
+    t = fmax(t, w->reduce_pairs / m->reduce_pairs_per_s);
     /* the epilogue runs in the GEMM's CTAs: with fewer tiles than SMs, on that share of them (run 84: GEMM +
      * two Mish at 1024×1024×512, 64 tiles of 128×64, its epilogue 6.5 us against 3.3 at the full rate) */
     double epilogue = w->epilogue_ops > 0 ? w->epilogue_ops / (m->epilogue_ops_per_s * fmax(w->wave_efficiency, 1e-3)) : 0;

@@ -105,6 +105,12 @@
  *                        tiles (a ping-pong kernel: once, the last tile's); 7e-7 from runs 127-131's same-call pairs
  *                        (bench/NOTES.md: GEMM + bias + residual against GEMM + bias, 4096×1024×4096, 8 chunks
  *                        of 32 columns: +5.5 us)
+ *   reduce_pairs_per_s   the rate at which a REDUCE kernel that is a contraction (an operand of its reduction read
+ *                        again by other outputs: Σ_k a[m, k]·b[k, n] into [m, n]) folds its (output, position) pairs:
+ *                        each pair is a load of each operand from L1/L2, not a DRAM byte; 2.49e11 on the H200, the
+ *                        geometric mean of the six such kernels tune timed there (bench/NOTES.md run 135: 199-331e9
+ *                        over matmul, a batched fp32 matmul and attention's two contractions; before this term they
+ *                        ran 21-40x slower than predicted)
  *   tensor_peak_flops_per_s  the physical dense fp16/bf16 tensor rate (wgmma), for roofline floors only —
  *                        predictions use tensor_flops_per_s, the rate our kernels' mma.sync reaches;
  *                        the H200 datasheet's 989e12 until `tsopt calibrate` measures it */
@@ -143,7 +149,8 @@
     X(cublas_efficiency, "gemm_efficiency", 0)                                                         \
     X(cublas_fp32_efficiency, NULL, 0.8)                                                               \
     X(gemm_tf32x3_efficiency, NULL, 0.10)                                                             \
-    X(epilogue_chunk_load_s, NULL, 7e-7)
+    X(epilogue_chunk_load_s, NULL, 7e-7)                                                               \
+    X(reduce_pairs_per_s, NULL, 1e30)
 
 typedef struct {
     char *path, *gpu, *source;
@@ -221,6 +228,8 @@ typedef struct {
                                cublas_fp32_efficiency of fma_flops_per_s (its tensor_flops are 0) */
     bool tf32x3;            /* GEMM of fp32 operands in gemm_f32.cuh (config.h tf32x3): its tensor work at
                                gemm_tf32x3_efficiency, its epilogue added as the mma.sync kernels' */
+    double reduce_pairs;    /* REDUCE that is a contraction (an operand read by several outputs: costmodel.c
+                               reduce_rereads): outputs × positions reduced, at most reduce_pairs_per_s */
     double epilogue_chunks; /* wgmma GEMM whose epilogue loads per-row operands: chunks of columns a tile × the
                                tiles' waves whose epilogues are exposed, each paying epilogue_chunk_load_s, added */
     bool library;           /* GEMM run by cuBLASLt (--allow-cublas, libgemm.h): its tensor work at cublas_efficiency
@@ -239,7 +248,8 @@ int ts_costmodel_gemm_unchunked_slot(const ts_kernel *k);
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
 /* The predicted time of a kernel with this work:
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
- *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''))
+ *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''),
+ *                  reduce_pairs / reduce_pairs_per_s)
  *            + epilogue_ops / (epilogue_ops_per_s · wave) + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
