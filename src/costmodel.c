@@ -141,19 +141,25 @@ static bool varies_along(const ts_access *a, int32_t axis) {
     return false;
 }
 
-/* Whether REDUCE kernel k is a contraction: an operand its reduction reads along the reduced axis is read again
- * by other outputs (it does not vary along an output axis longer than 1: Σ_k a[m, k]·b[k, n] reads a row of a for
- * every n). Its work is then its (output, position) pairs, each a load of each operand from L1/L2 (reduce.cuh has
- * no tiles to share them), not its DRAM bytes. A plain reduction (a row's sum of squares) reads each element once. */
+/* Whether REDUCE kernel k is a matrix product: every operand its reduction reads along the reduced axis is read
+ * again by other outputs (it does not vary along an output axis longer than 1: Σ_k a[m, k]·b[k, n] reads a row of
+ * a for every n and a column of b for every m). Its work is then its (output, position) pairs, each a load of each
+ * operand from L1/L2 (reduce.cuh has no tiles to share them), not its DRAM bytes. A plain reduction (a row's sum
+ * of squares) reads each element once, and a matrix-vector product streams its matrix once beside a vector the
+ * caches hold: their bytes bound them. */
 static bool reduce_rereads(const ts_graph *g, const ts_kernel *k) {
+    int along = 0;
     for (int i = 0; i < k->nacc; i++) {
         const ts_access *a = &k->acc[i];
         if (!(ts_expr_reads(&k->inner, i) || ts_expr_reads(&k->inner_weighted, i)) || !varies_along(a, k->red_axis))
             continue;
-        for (int d = 0; d < k->out.ndim; d++)
-            if (g->axes[k->out.axis[d]].size > 1 && !varies_along(a, k->out.axis[d])) return true;
+        bool reread = false;
+        for (int d = 0; d < k->out.ndim && !reread; d++)
+            reread = g->axes[k->out.axis[d]].size > 1 && !varies_along(a, k->out.axis[d]);
+        if (!reread) return false;
+        along++;
     }
-    return false;
+    return along > 0;
 }
 
 /* Does kernel k read access a with a stride other than 0 or 1 along the fast axis (each thread of a warp in

@@ -105,8 +105,8 @@
  *                        tiles (a ping-pong kernel: once, the last tile's); 7e-7 from runs 127-131's same-call pairs
  *                        (bench/NOTES.md: GEMM + bias + residual against GEMM + bias, 4096×1024×4096, 8 chunks
  *                        of 32 columns: +5.5 us)
- *   reduce_pairs_per_s   the rate at which a REDUCE kernel that is a contraction (an operand of its reduction read
- *                        again by other outputs: Σ_k a[m, k]·b[k, n] into [m, n]) folds its (output, position) pairs:
+ *   reduce_pairs_per_s   the rate at which a REDUCE kernel that is a matrix product (every operand of its reduction
+ *                        read again by other outputs: Σ_k a[m, k]·b[k, n] into [m, n]) folds its (output, position) pairs:
  *                        each pair is a load of each operand from L1/L2, not a DRAM byte; 2.49e11 on the H200, the
  *                        geometric mean of the six such kernels tune timed there (bench/NOTES.md run 135: 199-331e9
  *                        over matmul, a batched fp32 matmul and attention's two contractions; before this term they
@@ -228,7 +228,7 @@ typedef struct {
                                cublas_fp32_efficiency of fma_flops_per_s (its tensor_flops are 0) */
     bool tf32x3;            /* GEMM of fp32 operands in gemm_f32.cuh (config.h tf32x3): its tensor work at
                                gemm_tf32x3_efficiency, its epilogue added as the mma.sync kernels' */
-    double reduce_pairs;    /* REDUCE that is a contraction (an operand read by several outputs: costmodel.c
+    double reduce_pairs;    /* REDUCE that is a matrix product (every operand read by several outputs: costmodel.c
                                reduce_rereads): outputs × positions reduced, at most reduce_pairs_per_s */
     double epilogue_chunks; /* wgmma GEMM whose epilogue loads per-row operands: chunks of columns a tile × the
                                tiles' waves whose epilogues are exposed, each paying epilogue_chunk_load_s, added */

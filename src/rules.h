@@ -37,8 +37,9 @@
  * - Multi-patterns (egg's): `P1 ; P2 => R1 ; R2` has as many right patterns as left ones. A match binds
  *   every variable so that each Pi matches some class (variables shared between patterns bind the same
  *   class or param); applying it adds each Ri and merges it with the class Pi matched. Any right pattern
- *   and guard may use a variable bound by any left pattern. Matching is a join: P2 is searched once per
- *   match of P1, with P1's bindings fixed. `<=>` cannot join multi-patterns.
+ *   and guard may use a variable bound by any left pattern. Matching is a join: each Pi is searched once
+ *   alone and its matches paired with the earlier patterns' on the variables they share. `<=>` cannot join
+ *   multi-patterns.
  * - Rules before the first 'ruleset' line belong to ruleset 'default'. A ruleset named again (in the same
  *   or another file) continues. Rule names are unique across everything loaded into one ts_rules.
  * - Ops are looked up in the primitives of ops.h, then in the client's extra ops (ts_eg_ops).
@@ -201,8 +202,9 @@ void ts_rule_matches_free(ts_rule_matches *ms);
 /* Appends to `out` the matches of r's left side in the rebuilt graph eg, at most `limit` of them (0: no
  * limit), by top-down backtracking over the nodes of each class. The root of each pattern is tried on the
  * classes holding its op (ts_eg_classes_with_op) when eg's op index is up to date, else on every class;
- * the results are the same. A multi-pattern rule's patterns are joined in order, each later pattern
- * searched with the bindings of the earlier ones fixed. Returns the number appended. */
+ * the results are the same. A multi-pattern rule's patterns are each searched once and joined in order on
+ * their shared variables (sorted by their values), the matches in the order a nested search would give: the
+ * earlier patterns' in their order, each with the later pattern's in its own. Returns the number appended. */
 size_t ts_rule_search(const ts_egraph *eg, const ts_rule *r, size_t limit, ts_rule_matches *out);
 /* Whether every guard of r holds for match m. */
 bool ts_rule_guards_hold(const ts_rules *rs, const ts_egraph *eg, const ts_rule *r, const ts_rule_match *m);

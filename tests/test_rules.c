@@ -686,6 +686,39 @@ Test(rules, multi_pattern_variables_bound_late_reach_every_right_pattern) {
     ts_rule_free(&rs);
 }
 
+/* The join of three patterns (ts_rule_search matches each pattern alone, then pairs them on their shared
+ * variables): ?a shared by the first two, the third sharing nothing (every one of its matches pairs), in the
+ * order of a nested search — the first pattern's matches in turn, each with the later ones' in their order. */
+Test(rules, multi_pattern_join_of_three_patterns_keeps_the_nested_order) {
+    ts_rules rs;
+    ts_rule_init(&rs, &mp_env);
+    ts_diags d;
+    cr_assert(ts_rule_load_string(&rs, "t.rules",
+                                  "rule tri: (neg ?a) ; (recip ?a) ; (neg ?b) => (neg ?a) ; (recip ?a) ; (neg ?b)\n"
+                                  "rule negs: (neg ?b) => ?b\n", &d));
+    ts_diags_free(&d);
+    ts_egraph *eg = ts_eg_new(&mp_ops, NULL);
+    uint32_t nx = term(eg, "(neg x)"), rx = term(eg, "(recip x)");
+    term(eg, "(neg y)");
+    term(eg, "(recip a)");
+    ts_eg_rebuild(eg);
+    ts_rule_matches negs = {0}, ms = {0};
+    cr_assert_eq(ts_rule_search(eg, &rs.rule[1], 0, &negs), 2);
+    cr_assert_eq(ts_rule_search(eg, &rs.rule[0], 0, &ms), 2, "(neg x) (recip x) with either neg");
+    for (size_t i = 0; i < ms.n; i++) {
+        cr_assert_eq(ms.m[i].roots[0], ts_eg_find(eg, nx));
+        cr_assert_eq(ms.m[i].roots[1], ts_eg_find(eg, rx));
+        cr_assert_eq(ms.m[i].roots[2], negs.m[i].root, "the third pattern's matches in their own order");
+        cr_assert_eq(ms.m[i].roots[3], TS_EG_NONE);
+    }
+    ms.n = 0;
+    cr_assert_eq(ts_rule_search(eg, &rs.rule[0], 1, &ms), 1, "the limit counts whole matches");
+    ts_rule_matches_free(&negs);
+    ts_rule_matches_free(&ms);
+    ts_eg_free(eg);
+    ts_rule_free(&rs);
+}
+
 /* ---- the op index ------------------------------------------------------------------------------- */
 
 Test(rules, search_with_the_op_index_finds_the_same_matches_as_a_full_scan) {
