@@ -11,6 +11,7 @@ Families (default all, in turn):
   bmm        a batched matmul (B maybe transposed), then maybe softmax along either axis, a reduction, ReLU
   attention  softmax(Q·Kᵀ·s [+ a mask] [soft-capped])·V over grouped heads, head dims 32-256, any lengths
   norm       LayerNorm, RMSNorm or softmax over one axis of a 3-D tensor, maybe after a residual add
+  mlp        [LayerNorm | RMSNorm] → linear → activation (or a SwiGLU pair) → linear [+ the input], 1 to 2048 tokens
 Sizes 1 to 4096 (odd ones included), fp16, bf16 and fp32.
 
 For every graph it runs `tsopt compile` and prints one line: the family, the sizes, the exit status, the compile
@@ -20,6 +21,8 @@ time and the chosen plan's kernels. Last, a summary, and every graph that needs 
   reduce     the matrix product left to a reduce kernel with 2^22 or more (output, position) pairs (reduce.cuh
              has no tiles: such kernels ran 21-40x slower than a DRAM-byte estimate, bench/NOTES.md run 135; a
              GEMM is the expected plan; a matrix-vector product after an algebraic rewrite is not counted)
+  extra      more GEMM kernels than the graph has matmuls (a contraction distributed over a sum: the 4-GEMM
+             LayerNorm MLP of issue 10)
 Exit status 1 when any graph failed. The generated graphs and logs stay in --keep (default: a temporary folder,
 removed).
 """
@@ -172,7 +175,39 @@ def norm(name):
     return f"norm {dt} {sizes['a']}x{sizes['r']}x{sizes['c']} {kind} over {axis}", graph_text(name, sizes, inputs, ops, ["N"]), sizes
 
 
-FAMILIES = {"linear": linear, "bmm": bmm, "attention": attention, "norm": norm}
+def mlp(name):
+    dt = random.choice(["fp16", "bf16"])
+    t, d = random.choice([1, 16, 64, 77, 200, 512, 1232, 2048]), random.choice([256, 768, 1024, 2048, 4096])
+    f = random.choice([4 * d, (8 * d // 3 + 63) // 64 * 64])
+    gated = random.random() < 0.5
+    inputs, ops = [("X", dt, ["t", "d"])], []
+    norm_kind = random.choice(["layernorm", "rmsnorm", "none"])
+    if norm_kind == "layernorm":
+        inputs += [("g", dt, ["d"]), ("be", dt, ["d"])]
+        ops.append("{name: N, op: layernorm, args: [X, g, be], axis: d, eps: 1e-5}")
+    elif norm_kind == "rmsnorm":
+        ops.append("{name: N, op: rmsnorm, args: [X], axis: d, eps: 1e-6}")
+    x = "X" if norm_kind == "none" else "N"
+    if gated:
+        inputs += [("Wg", dt, ["d", "f"]), ("Wu", dt, ["d", "f"])]
+        ops += [f"{{name: G, op: matmul, args: [{x}, Wg], over: d}}", f"{{name: U, op: matmul, args: [{x}, Wu], over: d}}",
+                "{name: S, op: silu, args: [G]}", "{name: H, op: mul, args: [S, U]}"]
+    else:
+        inputs += [("W1", dt, ["d", "f"]), ("b1", dt, ["f"])]
+        ops += [f"{{name: H0, op: matmul, args: [{x}, W1], over: d}}", "{name: H1, op: add, args: [H0, b1]}"]
+        activation(ops, "H1", random.choice(["gelu", "gelu_tanh", "relu", "silu"]), "H")
+    inputs.append(("W2", dt, ["f", "d"]))
+    ops.append("{name: Y0, op: matmul, args: [H, W2], over: f}")
+    out = "Y0"
+    if random.random() < 0.5:
+        ops.append("{name: Y, op: add, args: [Y0, X]}")
+        out = "Y"
+    axes = {"t": t, "d": d, "f": f}
+    return (f"mlp {dt} {t}x{d}->{f} {norm_kind}{' gated' if gated else ''}{' residual' if out == 'Y' else ''}",
+            graph_text(name, axes, inputs, ops, [out]), axes)
+
+
+FAMILIES = {"linear": linear, "bmm": bmm, "attention": attention, "norm": norm, "mlp": mlp}
 REDUCE_KERNEL = re.compile(r"reduce-sum \[([^\]]*)\] over (\w+)")
 
 
@@ -204,7 +239,7 @@ def main():
     families = args.family or list(FAMILIES)
     work = args.keep or tempfile.mkdtemp(prefix="random_graphs.")
     os.makedirs(work, exist_ok=True)
-    failed, slow, reduce = [], [], []
+    failed, slow, reduce, extra = [], [], [], []
     try:
         for n in range(args.count):
             family = families[n % len(families)]
@@ -227,12 +262,14 @@ def main():
                 slow.append(f"r{n} ({desc}): {took:.1f} s")
             if family in ("linear", "bmm") and reduce_pairs(kernels, axes) >= 1 << 22:
                 reduce.append(f"r{n} ({desc}): {kernels}")
+            if kernels.count("gemm [") > text.count("op: matmul"):
+                extra.append(f"r{n} ({desc}): {kernels}")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\n{args.count} graphs ({', '.join(families)}), seed {args.seed}: {len(failed)} failed, {len(slow)} slow, "
-          f"{len(reduce)} contractions left to a reduce kernel")
-    for title, items in (("failed", failed), ("slow", slow), ("reduce", reduce)):
+          f"{len(reduce)} contractions left to a reduce kernel, {len(extra)} with more GEMMs than matmuls")
+    for title, items in (("failed", failed), ("slow", slow), ("reduce", reduce), ("extra", extra)):
         for item in items:
             print(f"  {title}: {item}")
     return 1 if failed else 0
