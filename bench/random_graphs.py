@@ -12,6 +12,8 @@ Families (default all, in turn):
   attention  softmax(Q·Kᵀ·s [+ a mask] [soft-capped])·V over grouped heads, head dims 32-256, any lengths
   norm       LayerNorm, RMSNorm or softmax over one axis of a 3-D tensor, maybe after a residual add
   mlp        [LayerNorm | RMSNorm] → linear → activation (or a SwiGLU pair) → linear [+ the input], 1 to 2048 tokens
+  elementwise  a 3-D tensor plus a transposed one, maybe times a vector along any axis, 0-3 activations, maybe a
+             transposed output or a sum over one axis (sizes 1 and odd ones included)
 Sizes 1 to 4096 (odd ones included), fp16, bf16 and fp32.
 
 For every graph it runs `tsopt compile` and prints one line: the family, the sizes, the exit status, the compile
@@ -207,7 +209,35 @@ def mlp(name):
             graph_text(name, axes, inputs, ops, [out]), axes)
 
 
-FAMILIES = {"linear": linear, "bmm": bmm, "attention": attention, "norm": norm, "mlp": mlp}
+def elementwise(name):
+    dt = random.choice(["fp16", "bf16", "fp32"])
+    sizes = {"a": random.choice([1, 2, 16, 33]), "r": random.choice([1, 7, 64, 500, 1024]),
+             "c": random.choice([1, 3, 8, 77, 768, 2500])}
+    order = random.sample(["a", "r", "c"], 3)
+    inputs = [("X", dt, ["a", "r", "c"]), ("Y", dt, order)]
+    ops = [f"{{name: Yp, op: permute, args: [Y], order: [a, r, c]}}", "{name: S, op: add, args: [X, Yp]}"]
+    cur = "S"
+    vec = random.choice(["a", "r", "c", None])
+    if vec:
+        inputs.append(("v", dt, [vec]))
+        ops.append(f"{{name: Sv, op: mul, args: [{cur}, v]}}")
+        cur = "Sv"
+    for a in range(random.randint(0, 3)):
+        cur = activation(ops, cur, random.choice(ACTIVATIONS), f"E{a}")
+    out_order = random.sample(["a", "r", "c"], 3)
+    if random.random() < 0.5:
+        ops.append(f"{{name: O, op: permute, args: [{cur}], order: [{', '.join(out_order)}]}}")
+        cur = "O"
+    if random.random() < 0.3:
+        axis = random.choice(["a", "r", "c"])
+        ops.append(f"{{name: T, op: reduce_sum, args: [{cur}], axis: {axis}}}")
+        cur = "T"
+    return (f"elementwise {dt} {sizes['a']}x{sizes['r']}x{sizes['c']} Y as {''.join(order)} v along {vec}",
+            graph_text(name, sizes, inputs, ops, [cur]), sizes)
+
+
+FAMILIES = {"linear": linear, "bmm": bmm, "attention": attention, "norm": norm, "mlp": mlp,
+            "elementwise": elementwise}
 REDUCE_KERNEL = re.compile(r"reduce-sum \[([^\]]*)\] over (\w+)")
 
 
