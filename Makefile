@@ -309,8 +309,8 @@ gpu-check:
 
 # 400 random graphs of the kinds external suites hold (bench/random_graphs.py: linear layers with activation chains,
 # batched matmuls, grouped-head attention, norms over any axis, MLP blocks, transposed elementwise maps; two fixed
-# seeds) must each compile; the
-# report also lists slow compiles, matrix products left to a reduce kernel and extra GEMMs, which do not fail it.
+# seeds) must each compile; the report also lists slow compiles, matrix products left to a reduce kernel and extra
+# GEMMs, which do not fail it.
 random-graphs: $(BUILD)/tsopt
 	@for seed in 1 2; do python3 bench/random_graphs.py --seed $$seed --count 200 --tsopt $(BUILD)/tsopt \
 	  > $(BUILD)/random-graphs-$$seed.log 2>&1 || { cat $(BUILD)/random-graphs-$$seed.log; exit 1; }; \
