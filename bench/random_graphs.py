@@ -278,8 +278,11 @@ def main():
             with open(path, "w") as f:
                 f.write(text)
             start = time.time()
-            run = subprocess.run([args.tsopt, "compile", path, "-o", work], cwd=ROOT, capture_output=True, text=True,
-                                 timeout=120)
+            try:
+                run = subprocess.run([args.tsopt, "compile", path, "-o", work], cwd=ROOT, capture_output=True,
+                                     text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                run = subprocess.CompletedProcess([], 124, "", "tsopt compile ran past 120 s")
             took = time.time() - start
             with open(os.path.join(work, f"r{n}.log"), "w") as f:
                 f.write(run.stdout + run.stderr)
@@ -287,7 +290,8 @@ def main():
             kernels = re.split(r" {2,}", rank.group(0))[-1] if rank else "-"
             print(f"r{n:<4} {desc:58s} rc={run.returncode} {took:5.2f}s  {kernels}")
             if run.returncode != 0:
-                failed.append(f"r{n} ({desc}): {(run.stderr or run.stdout).strip().splitlines()[0]}")
+                said = (run.stderr or run.stdout).strip().splitlines()
+                failed.append(f"r{n} ({desc}): {said[0] if said else f'exit status {run.returncode}, no message'}")
             if took > 2:
                 slow.append(f"r{n} ({desc}): {took:.1f} s")
             if family in ("linear", "bmm") and reduce_pairs(kernels, axes) >= 1 << 22:
