@@ -951,7 +951,6 @@ typedef struct {
     uint32_t bound; /* bit v: variable v is bound in cur */
     ts_rule_matches *out;
     size_t limit, found;
-    bool single; /* emit each match of pattern pi alone (collect_pattern: a multi-pattern rule's join input) */
 } matcher;
 
 static void emit(matcher *m) {
@@ -982,26 +981,12 @@ static bool params_match(matcher *m, const ts_pat_node *pn, const ts_enode *n) {
     return true;
 }
 
-static void search_pattern(matcher *m, int pi);
-
-/* Pattern pi matched: searches the next pattern with the bindings so far, or emits the match. */
-static void pattern_done(matcher *m) {
-    if (m->single || m->pi + 1 == ts_rule_npatterns(m->r)) {
-        emit(m);
-        return;
-    }
-    int pi = m->pi;
-    search_pattern(m, pi + 1);
-    m->pi = pi;
-    m->p = ts_rule_lhs(m->r, pi);
-}
-
-/* Solves the goals todo[0..ntodo) (the last first), then goes on to the next pattern. Preserves
+/* Solves the goals todo[0..ntodo) (the last first), then emits the match of pattern pi. Preserves
  * todo[0..ntodo) and the bindings. */
 static void solve(matcher *m, int ntodo) {
     if (full(m)) return;
     if (ntodo == 0) {
-        pattern_done(m);
+        emit(m);
         return;
     }
     goal g = m->todo[ntodo - 1];
@@ -1061,13 +1046,15 @@ static uint32_t pattern_vars(const ts_pattern *p) {
     return vars;
 }
 
-/* Every match of left pattern pi alone (its root in roots[pi], its variables in val). */
-static void collect_pattern(const ts_egraph *eg, const ts_rule *r, int pi, ts_rule_matches *out) {
+/* Appends the matches of left pattern pi alone (its root in roots[pi], its variables in val), at most `limit` (0:
+ * no limit); returns how many. */
+static size_t collect_pattern(const ts_egraph *eg, const ts_rule *r, int pi, size_t limit, ts_rule_matches *out) {
     matcher m;
     memset(&m, 0, sizeof m);
-    m.eg = eg, m.r = r, m.out = out, m.single = true;
+    m.eg = eg, m.r = r, m.out = out, m.limit = limit;
     for (int i = 0; i < TS_RULE_MAX_ROOTS; i++) m.cur.roots[i] = TS_EG_NONE;
     search_pattern(&m, pi);
+    return m.found;
 }
 
 /* The order of matches by the values of the variables in `key`, then by position (a stable order). */
@@ -1106,12 +1093,12 @@ static size_t key_bound(const ts_rule_match *ms, const size_t *idx, size_t n, co
 static size_t join_search(const ts_egraph *eg, const ts_rule *r, size_t limit, ts_rule_matches *out) {
     const int np = ts_rule_npatterns(r);
     ts_rule_matches acc = {0};
-    collect_pattern(eg, r, 0, &acc);
+    collect_pattern(eg, r, 0, 0, &acc);
     uint32_t bound = pattern_vars(ts_rule_lhs(r, 0));
     size_t found = 0;
     for (int pi = 1; pi < np && acc.n > 0; pi++) {
         ts_rule_matches part = {0}, next = {0};
-        collect_pattern(eg, r, pi, &part);
+        collect_pattern(eg, r, pi, 0, &part);
         const uint32_t vars = pattern_vars(ts_rule_lhs(r, pi)), key = bound & vars;
         size_t *idx = ts_xmalloc((part.n ? part.n : 1) * sizeof *idx);
         for (size_t j = 0; j < part.n; j++) idx[j] = j;
@@ -1145,16 +1132,7 @@ static size_t join_search(const ts_egraph *eg, const ts_rule *r, size_t limit, t
 
 size_t ts_rule_search(const ts_egraph *eg, const ts_rule *r, size_t limit, ts_rule_matches *out) {
     TS_ASSERT(!ts_eg_is_dirty(eg));
-    if (ts_rule_npatterns(r) > 1) return join_search(eg, r, limit, out);
-    matcher m;
-    memset(&m, 0, sizeof m);
-    m.eg = eg;
-    m.r = r;
-    m.out = out;
-    m.limit = limit;
-    for (int i = 0; i < TS_RULE_MAX_ROOTS; i++) m.cur.roots[i] = TS_EG_NONE;
-    search_pattern(&m, 0);
-    return m.found;
+    return ts_rule_npatterns(r) > 1 ? join_search(eg, r, limit, out) : collect_pattern(eg, r, 0, limit, out);
 }
 
 void ts_rule_matches_free(ts_rule_matches *ms) {
