@@ -134,13 +134,6 @@ static int32_t fast_axis(const ts_kernel *k) {
     return unit >= 0 ? unit : k->out.ndim ? k->out.axis[k->out.ndim - 1] : -1;
 }
 
-/* Whether access a varies along axis (a nonzero stride there). */
-static bool varies_along(const ts_access *a, int32_t axis) {
-    for (int d = 0; d < a->ndim; d++)
-        if (a->axis[d] == axis && a->stride[d].n != 0) return true;
-    return false;
-}
-
 /* Whether REDUCE kernel k is a matrix product: every operand its reduction reads along the reduced axis is read
  * again by other outputs (it does not vary along an output axis longer than 1: Σ_k a[m, k]·b[k, n] reads a row of
  * a for every n and a column of b for every m). Its work is then its (output, position) pairs, each a load of each
@@ -151,11 +144,11 @@ static bool reduce_rereads(const ts_graph *g, const ts_kernel *k) {
     int along = 0;
     for (int i = 0; i < k->nacc; i++) {
         const ts_access *a = &k->acc[i];
-        if (!(ts_expr_reads(&k->inner, i) || ts_expr_reads(&k->inner_weighted, i)) || !varies_along(a, k->red_axis))
+        if (!(ts_expr_reads(&k->inner, i) || ts_expr_reads(&k->inner_weighted, i)) || ts_access_stride(a, k->red_axis).n == 0)
             continue;
         bool reread = false;
         for (int d = 0; d < k->out.ndim && !reread; d++)
-            reread = g->axes[k->out.axis[d]].size > 1 && !varies_along(a, k->out.axis[d]);
+            reread = g->axes[k->out.axis[d]].size > 1 && ts_access_stride(a, k->out.axis[d]).n == 0;
         if (!reread) return false;
         along++;
     }
