@@ -296,7 +296,7 @@ def main():
                 slow.append(f"r{n} ({desc}): {took:.1f} s")
             if family in ("linear", "bmm") and reduce_pairs(kernels, axes) >= 1 << 22:
                 reduce.append(f"r{n} ({desc}): {kernels}")
-            if kernels.count("gemm [") > text.count("op: matmul"):
+            if len(re.findall(r"\bgemm\S* \[", kernels)) > text.count("op: matmul"):  # gemm, dual-gemm, gemm+rowstats
                 extra.append(f"r{n} ({desc}): {kernels}")
     finally:
         if not args.keep:
