@@ -3,14 +3,23 @@
 predicted against measured time (docs/tune-records.md). No GPU needed.
 
     python3 bench/kernel_table.py OUT/tune/<graph>.json ... | OUT/tune.tar.gz ...
+    python3 bench/kernel_table.py --compare A_RECORDS B_RECORDS   (each a .json, a folder of them or a .tar.gz)
 
-A tune.tar.gz (what bench/h200.sh leaves) is read in place: every tune/<graph>.json inside it."""
+A tune.tar.gz (what bench/h200.sh leaves) is read in place: every tune/<graph>.json inside it. --compare pairs
+two runs' records (e.g. bench/gpu/tune_ab.sh's A1/tune and B1/tune) by graph, candidate plan and kernel position,
+and prints each kernel's measured µs on both sides and B's change."""
+import os
 import json
 import sys
 import tarfile
 
 
 def records(path):
+    if os.path.isdir(path):
+        for f in sorted(os.listdir(path)):
+            if f.endswith(".json"):
+                yield from records(os.path.join(path, f))
+        return
     if path.endswith((".tar.gz", ".tgz")):
         with tarfile.open(path) as tar:
             for member in tar.getmembers():
@@ -35,7 +44,33 @@ def print_record(name, rec):
                   f"{us(k.get('predicted_s'))}  measured {us(k.get('measured_s'))}")
 
 
+def by_graph(path):
+    return {rec.get("graph", name): rec for name, rec in records(path)}
+
+
+def compare(path_a, path_b):
+    """Each kernel of every candidate timed on both sides: measured µs on A and B and B's change."""
+    a, b = by_graph(path_a), by_graph(path_b)
+    print(f"{'graph / plan / kernel':60s} {'A us':>8s} {'B us':>8s} {'B/A':>7s}")
+    for graph in sorted(set(a) & set(b)):
+        cands_b = {c.get("plan"): c for c in b[graph].get("candidates", [])}
+        for ca in a[graph].get("candidates", []):
+            cb = cands_b.get(ca.get("plan"))
+            if cb is None:
+                continue
+            rows = [(ca.get("plan", "?"), ca.get("measured_s"), cb.get("measured_s"))]
+            for i, (ka, kb) in enumerate(zip(ca.get("kernels", []), cb.get("kernels", []))):
+                rows.append((f"  {i} {ka.get('kind', '?')} {ka.get('config') or ''}", ka.get("measured_s"),
+                             kb.get("measured_s")))
+            for label, ta, tb in rows:
+                ratio = f"{tb / ta:7.3f}" if isinstance(ta, (int, float)) and isinstance(tb, (int, float)) and ta > 0 else f"{'-':>7s}"
+                print(f"{(graph + ' ' + label)[:60]:60s} {us(ta)} {us(tb)} {ratio}")
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--compare":
+        compare(sys.argv[2], sys.argv[3])
+        return 0
     if len(sys.argv) < 2:
         print(__doc__.strip())
         return 2

@@ -257,6 +257,22 @@ def reduce_pairs(kernels, axes):
     return most
 
 
+def generate(seed, count, families=None):
+    """The graphs of one seed, in order: (n, family, description, YAML text, axis sizes); the graph of index n is
+    named r<n>. The same seed gives the same graphs (bench/plan_diff.py compiles them with two builds)."""
+    random.seed(seed)
+    families = families or list(FAMILIES)
+    for n in range(count):
+        family = families[n % len(families)]
+        yield (n, family) + FAMILIES[family](f"r{n}")
+
+
+def chosen_kernels(compile_stdout):
+    """The kernels of the plan `tsopt compile` chose (its ranking table's first row, last column), or "-"."""
+    rank = re.search(r"^1 +.*$", compile_stdout, re.M)
+    return re.split(r" {2,}", rank.group(0))[-1] if rank else "-"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=1)
@@ -265,15 +281,12 @@ def main():
     ap.add_argument("--keep")
     ap.add_argument("--tsopt", default=os.path.join(ROOT, "build", "tsopt"))
     args = ap.parse_args()
-    random.seed(args.seed)
     families = args.family or list(FAMILIES)
     work = args.keep or tempfile.mkdtemp(prefix="random_graphs.")
     os.makedirs(work, exist_ok=True)
     failed, slow, reduce, extra = [], [], [], []
     try:
-        for n in range(args.count):
-            family = families[n % len(families)]
-            desc, text, axes = FAMILIES[family](f"r{n}")
+        for n, family, desc, text, axes in generate(args.seed, args.count, families):
             path = os.path.join(work, f"r{n}.yaml")
             with open(path, "w") as f:
                 f.write(text)
@@ -286,8 +299,7 @@ def main():
             took = time.time() - start
             with open(os.path.join(work, f"r{n}.log"), "w") as f:
                 f.write(run.stdout + run.stderr)
-            rank = re.search(r"^1 +.*$", run.stdout, re.M)
-            kernels = re.split(r" {2,}", rank.group(0))[-1] if rank else "-"
+            kernels = chosen_kernels(run.stdout)
             print(f"r{n:<4} {desc:58s} rc={run.returncode} {took:5.2f}s  {kernels}")
             if run.returncode != 0:
                 said = (run.stderr or run.stdout).strip().splitlines()
