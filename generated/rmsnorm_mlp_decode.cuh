@@ -540,6 +540,14 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, with the two-phase form, loads by pairs (an operand whose two elements sit side by side):
+//       __device__ bool pair_ok() const;                     // the pair loads are aligned (the same on every thread)
+//       __device__ In load_pair(int batch, int row, int col) const;   // load's result where col + 1 < n, pair_ok()
+// gemm_sm90.cuh's packed epilogue, on whole tiles, calls load_pair where pair_ok() (one test a tile, instead of
+// a branch beside each load: a load inside a branch exposes its latency where the branches meet).
+// Optionally, with the two-phase form, a functor whose load reads nothing that varies along the rows (a bias [n]):
+//       static constexpr bool kLoadByColumn = true;   // load(batch, row, col) is the same for every row
+// gemm_sm90.cuh's packed epilogue then loads a column pair's operands once for all the rows a thread holds.
 // Optionally, with the two-phase form, the lines its load(batch, row, col) reads from operands that differ along
 // both rows and columns (a residual; not a bias [n] or a row scale [m], which L1 holds) asked into L2 ahead:
 //       static constexpr int kPrefetchStep;                                // columns a 128-byte line holds
@@ -572,6 +580,16 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Whether E loads by pairs (pair_ok, load_pair).
+template <class E, class = void> struct PairLoads : std::false_type {};
+template <class E> struct PairLoads<E, std::void_t<decltype(&E::load_pair)>> : std::true_type {};
+template <class E> constexpr bool kPairLoads = PairLoads<E>::value;
+
+// Whether E's load(batch, row, col) is the same for every row (kLoadByColumn).
+template <class E, class = void> struct LoadByColumn : std::false_type {};
+template <class E> struct LoadByColumn<E, std::void_t<decltype(E::kLoadByColumn)>> : std::bool_constant<E::kLoadByColumn> {};
+template <class E> constexpr bool kLoadByColumn = LoadByColumn<E>::value;
 
 // Whether E asks its residual operands' lines into L2 ahead of the epilogue (prefetch, kPrefetchStep).
 template <class E, class = void> struct PrefetchEpilogue : std::false_type {};
@@ -1332,7 +1350,8 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //     charges it (rowstat_stage_s), so the search folds statistics into a wgmma GEMM only where it pays.
 //   * Epilogue, value-form functors (gemm.cuh: row_ptr + value / value_loaded; every functor the emitter writes)
 //     with 2-byte outputs, on a whole tile whose rows start 16-byte aligned: each consumer warp computes its
-//     fragment pairs' values in registers (a two-phase functor's operands loaded a chunk ahead), parks them
+//     fragment pairs' values in registers (a two-phase functor's operands loaded a chunk ahead; once per column
+//     pair for all the lane's rows when they do not vary along the rows, kLoadByColumn: a bias), parks them
 //     converted (4 bytes a pair) in its own slot, 64 columns at a time (32/MI with loads), and stores each row
 //     segment as 16-byte vectors. Against the staged form below: a quarter of the stores, half the parked bytes,
 //     no per-pair address arithmetic — the epilogue had been instruction-bound, ~2 us a tile (bench/NOTES.md
@@ -1936,13 +1955,23 @@ template <class E> __host__ __device__ constexpr int value_in_bytes() {
     else return 16;
 }
 
-// Whether the tile at (b, m0, n0) takes the packed epilogue: whole (no edge in M or N) and its output rows start
-// 16-byte aligned. The same answer for both consumer warpgroups of a tile.
+// Whether the tile at (b, m0, n0) takes the packed epilogue: whole (no edge in M or N), its output rows start
+// 16-byte aligned, and a functor that loads by pairs finds them aligned (pair_ok). The same answer for both
+// consumer warpgroups of a tile.
 template <int BM, int BN, typename T, class Epilogue>
 __device__ __forceinline__ bool packed_tile(const tsg::GemmParams<T, Epilogue> &p, int b, int m0, int n0) {
     if (m0 + BM > p.M || n0 + BN > p.N) return false;
+    if constexpr (tsg::kPairLoads<Epilogue>)
+        if (!p.ep.pair_ok()) return false;
     const uintptr_t r0 = reinterpret_cast<uintptr_t>(p.ep.row_ptr(b, m0)), r1 = reinterpret_cast<uintptr_t>(p.ep.row_ptr(b, m0 + 1));
     return ((r0 | (r1 - r0)) & 15) == 0;
+}
+
+// A two-phase functor's operands at (b, row, col) of a whole packed tile (col + 1 < n; pair_ok() where it loads by
+// pairs: packed_tile).
+template <class E> __device__ __forceinline__ typename LoadedOf<E>::type load_whole(const E &ep, int b, int row, int col) {
+    if constexpr (tsg::kPairLoads<E>) return ep.load_pair(b, row, col);
+    else return ep.load(b, row, col);
 }
 
 // The packed epilogue (value-form functors, a whole tile): per chunk of CC columns, each lane computes its
@@ -1955,21 +1984,25 @@ __device__ __forceinline__ void epilogue_packed(const tsg::GemmParams<T, Epilogu
     constexpr int LDW = CC / 2 + 4, RO = tsg::kRowOuts<Epilogue>, NCH = BN / CC, JJ = CC / 8;
     constexpr int LPR = CC / 8, RPI = 32 / LPR, READS = 16 * C::MI / RPI;   // lanes a row, rows a read, reads a chunk
     constexpr bool LOADS = tsg::kTwoPhaseEpilogue<Epilogue>;
-    constexpr int PAIRS = C::MI * 2 * JJ;   // a lane's pairs in a chunk
+    // a lane's loaded pairs in a chunk: one per fragment pair, or one per column pair when the functor's loads do
+    // not vary along the rows (a bias: kLoadByColumn), shared by the lane's 2·MI rows
+    constexpr bool BY_COLUMN = tsg::kLoadByColumn<Epilogue>;
+    constexpr int PAIRS = BY_COLUMN ? JJ : C::MI * 2 * JJ;
     static_assert(BN % CC == 0 && CC >= 16 && (16 * C::MI) % RPI == 0, "chunks of whole row segments");
     using In = typename LoadedOf<Epilogue>::type;
     const int fr = lane >> 2, fc = 2 * (lane & 3);   // this lane's fragment row (+ 8h) and column (+ 8j)
     auto wg_row = [&](int mi, int h) { return mi * 64 + wq * 16 + fr + 8 * h; };
+    auto pair_of = [&](int mi, int h, int jj) { return BY_COLUMN ? jj : (mi * 2 + h) * JJ + jj; };
     In pre[LOADS ? PAIRS : 1];
     auto load_chunk = [&](int c) {
         if constexpr (LOADS)
 #pragma unroll
-            for (int mi = 0; mi < C::MI; ++mi)
+            for (int mi = 0; mi < (BY_COLUMN ? 1 : C::MI); ++mi)
 #pragma unroll
-                for (int h = 0; h < 2; ++h)
+                for (int h = 0; h < (BY_COLUMN ? 1 : 2); ++h)
 #pragma unroll
                     for (int jj = 0; jj < JJ; ++jj)
-                        pre[(mi * 2 + h) * JJ + jj] = p.ep.load(b, row0 + wg_row(mi, h), n0 + c * CC + 8 * jj + fc);
+                        pre[pair_of(mi, h, jj)] = load_whole(p.ep, b, row0 + wg_row(mi, h), n0 + c * CC + 8 * jj + fc);
     };
     load_chunk(0);
 #pragma unroll   // whole: the accumulators are indexed by the chunk
@@ -1993,7 +2026,7 @@ __device__ __forceinline__ void epilogue_packed(const tsg::GemmParams<T, Epilogu
                     float2 w = make_float2(0.f, 0.f);
                     if constexpr (DUAL) w = make_float2(acc[mi][4 * (j + BN / 8) + 2 * h], acc[mi][4 * (j + BN / 8) + 2 * h + 1]);
                     float2 o;
-                    if constexpr (LOADS) o = tsg::epi_value_loaded<DUAL>(p.ep, b, row0 + r, col, cur[(mi * 2 + h) * JJ + jj], v0, v1, w, rs0 + r * RO);
+                    if constexpr (LOADS) o = tsg::epi_value_loaded<DUAL>(p.ep, b, row0 + r, col, cur[pair_of(mi, h, jj)], v0, v1, w, rs0 + r * RO);
                     else o = tsg::epi_value<DUAL>(p.ep, b, row0 + r, col, v0, v1, w, rs0 + r * RO);
                     park[lr * LDW + 4 * jj + (lane & 3)] = tst::pack2<Out>(o.x, o.y);
                 }

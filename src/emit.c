@@ -1603,6 +1603,57 @@ static void emit_graph_helper(emitter *e) {
                   "    c.exec = nullptr;\n    c.device = -1;\n    return (int)err;\n}\n", n, n);
 }
 
+/* How a functor's pair method reads access slot s at two neighbours along `axis` (a score functor's keys k and
+ * k + 1, a GEMM functor's columns col and col + 1): the same element for both (the access does not vary along
+ * the axis), the two side by side (contiguous along it, read-only, 2 or 4 bytes: one load, tst::load2_ro), or
+ * two loads. */
+typedef enum { PAIR_SHARED, PAIR_ADJACENT, PAIR_TWO } pair_read;
+
+static pair_read pair_read_along(const emitter *e, const ts_kernel *k, int s, int32_t axis) {
+    const ts_access *a = &k->acc[s];
+    int64_t v = -1;
+    bool along = false;
+    for (int d = 0; d < a->ndim; d++) {
+        if (a->axis[d] != axis) continue;
+        along = true;
+        if (!ts_sym_const_value(&a->stride[d], &v)) v = -1;
+    }
+    if (!along || v == 0) return PAIR_SHARED;
+    size_t bytes = ts_dtype_bytes(e->p->buf[a->buf].dtype);
+    return v == 1 && (bytes == 2 || bytes == 4) && !ts_kernel_writes(k, a->buf) ? PAIR_ADJACENT : PAIR_TWO;
+}
+
+/* pair_ok() of a functor whose expression x reads pairs along `axis` (attention.cuh's score functors, gemm.cuh's
+ * epilogue loads): the pair loads of PAIR_ADJACENT slots are aligned — every such slot's other strides even, and
+ * its offset even (attention operands are 16-byte aligned: the header refuses others) or, with `pointer`, its
+ * first element's address a multiple of the pair's bytes (other buffers need only their element's alignment).
+ * Returns false when a stride known now is odd (no pair form). */
+static bool print_pair_ok(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m, int32_t axis, bool pointer) {
+    char odd[512] = "", ptr[512] = "";
+    size_t len = 0, plen = 0;
+    for (int s = 0; s < k->nacc; s++) {
+        if (!ts_expr_reads(x, s) || pair_read_along(e, k, s, axis) != PAIR_ADJACENT) continue;
+        const ts_access *a = &k->acc[s];
+        if (pointer)
+            plen += (size_t)snprintf(ptr + plen, sizeof ptr - plen, "%sreinterpret_cast<uintptr_t>(p%d + o%d) %% %d == 0",
+                                     plen ? " && " : "", s, s, 2 * (int)ts_dtype_bytes(e->p->buf[a->buf].dtype));
+        else
+            len += (size_t)snprintf(odd + len, sizeof odd - len, "%so%d", len ? " | " : "", s);
+        for (int d = 0; d < a->ndim && len < sizeof odd; d++) {
+            int64_t v;
+            if (a->axis[d] == axis || !index_of(m, a->axis[d])) continue;
+            if (!ts_sym_const_value(&a->stride[d], &v)) len += (size_t)snprintf(odd + len, sizeof odd - len, "%ss%d[%d]", len ? " | " : "", s, d);
+            else if (v % 2 != 0) return false;
+        }
+        if (len >= sizeof odd || plen >= sizeof ptr) return false;
+    }
+    fputs("    __device__ __forceinline__ bool pair_ok() const { return ", e->f);
+    if (plen) fprintf(e->f, "%s%s", ptr, len ? " && " : "");
+    if (len) fprintf(e->f, "((%s) & 1) == 0", odd);
+    fprintf(e->f, "%s; }%s\n", len || plen ? "" : "true", len || plen ? "  // pair loads aligned" : "");
+    return true;
+}
+
 /* A GEMM functor's row statistics of A (templates/gemm.cuh): kRowStats reductions of row_term over each row,
  * then row_finish's kRowOuts values per row, which the epilogue reads as rs[o] (ACC 2 + o). */
 static void emit_gemm_row_stats(emitter *e, const ts_kernel *k) {
@@ -1655,6 +1706,60 @@ static void emit_gemm_prefetch(emitter *e, const ts_kernel *k, char *const *load
     fputs("    }\n", e->f);
 }
 
+/* The body of a GEMM functor's load (pairs: load_pair, whose callers guarantee col + 1 < n and pair_ok()): each
+ * operand the expression reads, at columns col and col + 1 (col even) — once where it does not vary along the
+ * columns (a row scale); with `pairs`, in one 4- or 8-byte load where its two elements sit side by side (a bias, a
+ * residual); else element by element. */
+static void print_gemm_load_body(emitter *e, const ts_kernel *k, char *const *loads, const index_map *m, bool pairs) {
+    fputs("        In in;\n", e->f);
+    if (!pairs) fputs("        const bool two = col + 1 < n;\n        (void)two;\n", e->f);
+    for (int s = 0, i = 0; s < k->nacc; s++) {
+        if (!loads[s]) continue;
+        pair_read how = pair_read_along(e, k, s, k->n_axis);
+        if (how == PAIR_SHARED) {
+            fprintf(e->f, "        { const int cc = col; (void)cc; in.x[0][%d] = in.x[1][%d] = ", i, i);
+            print_load(e, k, s, m);
+            fputs("; }\n", e->f);
+        } else if (how == PAIR_ADJACENT && pairs) {
+            fprintf(e->f, "        {\n            const int cc = col;\n            const float2 t = tst::load2_ro(p%d + ", s);
+            print_offset(e->f, k, s, m);
+            fprintf(e->f, ");\n            in.x[0][%d] = t.x, in.x[1][%d] = t.y;\n        }\n", i, i);
+        } else {
+            for (int h = 0; h < 2; h++) {
+                fprintf(e->f, "        { const int cc = col + %d; (void)cc; in.x[%d][%d] = %s", h, h, i, h && !pairs ? "two ? " : "");
+                print_load(e, k, s, m);
+                fprintf(e->f, "%s; }\n", h && !pairs ? " : 0.f" : "");
+            }
+        }
+        i++;
+    }
+    fputs("        return in;\n    }\n", e->f);
+}
+
+/* A GEMM functor's two-phase loads (gemm.cuh): `In load(b, row, col)`; where an operand sits side by side along
+ * the columns, `load_pair` and pair_ok() as well (the packed epilogue loads its pairs so, on tiles where pair_ok()
+ * holds: one test a tile, no branch beside each load); kLoadByColumn where no operand varies along the rows (a
+ * bias: the kernel then loads a column's operands once for all the rows it holds); and the prefetch of the
+ * operands that vary along both. */
+static void emit_gemm_loads(emitter *e, const ts_kernel *k, char *const *loads, const index_map *m, int nl) {
+    bool adjacent = false, by_row = false;
+    for (int s = 0; s < k->nacc; s++) {
+        if (!loads[s]) continue;
+        adjacent |= pair_read_along(e, k, s, k->n_axis) == PAIR_ADJACENT;
+        by_row |= ts_gemm_operand_by_row(k, s);
+    }
+    fprintf(e->f, "    struct In { float x[2][%d]; };   /* the operands at col and col + 1 */\n", nl);
+    fputs("    __device__ __forceinline__ In load(int b, int row, int col) const {\n        (void)b, (void)row;\n", e->f);
+    print_gemm_load_body(e, k, loads, m, false);
+    if (adjacent && print_pair_ok(e, k, &k->expr, m, k->n_axis, true)) {
+        fputs("    __device__ __forceinline__ In load_pair(int b, int row, int col) const {  // col + 1 < n, pair_ok()\n"
+              "        (void)b, (void)row;\n", e->f);
+        print_gemm_load_body(e, k, loads, m, true);
+    }
+    if (!by_row) fputs("    static constexpr bool kLoadByColumn = true;   /* load reads nothing that varies along rows */\n", e->f);
+    emit_gemm_prefetch(e, k, loads, m);
+}
+
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair, and in
  * gemm.cuh's value form (row_ptr, value or value_loaded), which the wgmma kernel stores as 16-byte vectors.
  * When the expression reads memory (a bias, a residual) the functor comes in two phases as well:
@@ -1674,22 +1779,7 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
     m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
     m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
-    if (nl) {
-        fprintf(e->f, "    struct In { float x[2][%d]; };   /* the operands at col and col + 1 */\n", nl);
-        fputs("    __device__ __forceinline__ In load(int b, int row, int col) const {\n        (void)b, (void)row;\n"
-              "        In in;\n        const bool two = col + 1 < n;\n", e->f);
-        for (int s = 0, i = 0; s < k->nacc; s++) {
-            if (!loads[s]) continue;
-            for (int h = 0; h < 2; h++) {
-                fprintf(e->f, "        { const int cc = col + %d; (void)cc; in.x[%d][%d] = %s", h, h, i, h ? "two ? " : "");
-                print_load(e, k, s, &m);
-                fprintf(e->f, "%s; }\n", h ? " : 0.f" : "");
-            }
-            i++;
-        }
-        fputs("        return in;\n    }\n", e->f);
-        emit_gemm_prefetch(e, k, loads, &m);
-    }
+    if (nl) emit_gemm_loads(e, k, loads, &m, nl);
     bool stats = k->nrowstat > 0;
     if (stats) emit_gemm_row_stats(e, k);
     const char *rs_param = stats ? ", const float *rs" : "", *rs_arg = stats ? ", rs" : "";
@@ -1738,47 +1828,6 @@ static void print_score_method(emitter *e, const ts_kernel *k, const ts_expr *x,
     fprintf(e->f, "        return v%d;\n    }\n", x->n - 1);
 }
 
-/* How a score functor's pair method reads access slot s for keys k and k + 1: the same element for both (the
- * access does not vary along the keys), the two side by side (contiguous along the keys, read-only, 2 or 4
- * bytes: one load, tst::load2_ro), or two loads. */
-typedef enum { PAIR_SHARED, PAIR_ADJACENT, PAIR_TWO } pair_read;
-
-static pair_read score_pair_read(const emitter *e, const ts_kernel *k, int s) {
-    const ts_access *a = &k->acc[s];
-    int64_t v = -1;
-    bool along = false;
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->axis[d] != k->red_axis) continue;
-        along = true;
-        if (!ts_sym_const_value(&a->stride[d], &v)) v = -1;
-    }
-    if (!along || v == 0) return PAIR_SHARED;
-    size_t bytes = ts_dtype_bytes(e->p->buf[a->buf].dtype);
-    return v == 1 && (bytes == 2 || bytes == 4) && !ts_kernel_writes(k, a->buf) ? PAIR_ADJACENT : PAIR_TWO;
-}
-
-/* pair_ok() of a score functor (attention.cuh): the pair loads of PAIR_ADJACENT slots are aligned, every
- * such slot's offset and other strides even. Returns false when a stride known now is odd (no pair form). */
-static bool print_score_pair_ok(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m) {
-    char terms[512] = "";
-    size_t len = 0;
-    for (int s = 0; s < k->nacc; s++) {
-        if (!ts_expr_reads(x, s) || score_pair_read(e, k, s) != PAIR_ADJACENT) continue;
-        const ts_access *a = &k->acc[s];
-        len += (size_t)snprintf(terms + len, sizeof terms - len, "%so%d", len ? " | " : "", s);
-        for (int d = 0; d < a->ndim && len < sizeof terms; d++) {
-            int64_t v;
-            if (a->axis[d] == k->red_axis || !index_of(m, a->axis[d])) continue;
-            if (!ts_sym_const_value(&a->stride[d], &v)) len += (size_t)snprintf(terms + len, sizeof terms - len, " | s%d[%d]", s, d);
-            else if (v % 2 != 0) return false;
-        }
-        if (len >= sizeof terms) return false;
-    }
-    if (len) fprintf(e->f, "    __device__ __forceinline__ bool pair_ok() const { return ((%s) & 1) == 0; }  // pair loads aligned\n", terms);
-    else fputs("    __device__ __forceinline__ bool pair_ok() const { return true; }\n", e->f);
-    return true;
-}
-
 /* The pair form of a score method that loads (attention.cuh: pair / unmasked_pair(dot0, dot1, q, k) scores keys
  * k and k + 1, both < t_kv, when pair_ok()): each operand's two elements read once — one load where they sit
  * side by side — then the expression twice, with k, kc and dot of each key in a block of its own. */
@@ -1798,7 +1847,7 @@ static void print_score_pair_method(emitter *e, const ts_kernel *k, const ts_exp
     for (int s = 0, i = -1; s < k->nacc; s++) {
         if (!names[0][s]) continue;
         i++;
-        switch (score_pair_read(e, k, s)) {
+        switch (pair_read_along(e, k, s, k->red_axis)) {
         case PAIR_SHARED:
             fprintf(e->f, "        ld0[%d] = ld1[%d] = ", i, i);
             print_load(e, k, s, &m0);
@@ -1874,7 +1923,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
     double scale;
     if (!ts_attention_unmasked(k, head_dim(e, k), &below, &scale)) {
         print_score_method(e, k, &k->expr, &m, "operator()", loads);
-        if (loads && print_score_pair_ok(e, k, &k->expr, &m)) print_score_pair_method(e, k, &k->expr, &m, "pair");
+        if (loads && print_pair_ok(e, k, &k->expr, &m, k->red_axis, false)) print_score_pair_method(e, k, &k->expr, &m, "pair");
     } else if (scale != 1) { /* a·dot below the diagonal: a goes into the softmax's constant (emit_attention_launch) */
         fputs("    // The graph masks every key after the query and scores the others scale·dot; the scale is folded\n"
               "    // into the softmax's exp2 constant (p.c), so a score is the dot product itself.\n"
@@ -1888,7 +1937,7 @@ static void emit_score_functor(emitter *e, int ki, const ts_kernel *k, bool caus
               "    // folded away); the graph masks every later key, so the kernels compute k > q ? -inf : unmasked.\n"
               "    static constexpr bool masks_future = true;\n", e->f);
         print_score_method(e, k, &below, &m, "unmasked", loads);
-        if (loads && print_score_pair_ok(e, k, &k->expr, &m)) { /* below reads a subset of what expr reads */
+        if (loads && print_pair_ok(e, k, &k->expr, &m, k->red_axis, false)) { /* below reads a subset of what expr reads */
             print_score_pair_method(e, k, &k->expr, &m, "pair");
             print_score_pair_method(e, k, &below, &m, "unmasked_pair");
         }

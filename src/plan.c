@@ -208,15 +208,27 @@ bool ts_row_operand_cached(const ts_kernel *k, int slot) {
     return along && per_row;
 }
 
-bool ts_gemm_operand_per_row(const ts_kernel *k, int slot) {
+/* Whether GEMM k's operand at slot varies along the output's rows (m_axis, m_outer) and along its columns. */
+static void gemm_operand_varies(const ts_kernel *k, int slot, bool *rows, bool *columns) {
     const ts_access *a = &k->acc[slot];
-    bool rows = false, columns = false;
+    *rows = *columns = false;
     for (int d = 0; d < a->ndim; d++) {
         if (a->stride[d].n == 0) continue;
-        rows |= a->axis[d] == k->m_axis || (k->m_outer >= 0 && a->axis[d] == k->m_outer);
-        columns |= a->axis[d] == k->n_axis;
+        *rows |= a->axis[d] == k->m_axis || (k->m_outer >= 0 && a->axis[d] == k->m_outer);
+        *columns |= a->axis[d] == k->n_axis;
     }
+}
+
+bool ts_gemm_operand_per_row(const ts_kernel *k, int slot) {
+    bool rows, columns;
+    gemm_operand_varies(k, slot, &rows, &columns);
     return rows && columns;
+}
+
+bool ts_gemm_operand_by_row(const ts_kernel *k, int slot) {
+    bool rows, columns;
+    gemm_operand_varies(k, slot, &rows, &columns);
+    return rows;
 }
 
 bool ts_expr_reads(const ts_expr *x, int slot) {

@@ -318,6 +318,10 @@ bool ts_expr_reads(const ts_expr *x, int slot);
  * lines into L2 ahead of its loads (emit.c, gemm.cuh's prefetch), and the cost model charges their loads
  * (epilogue_chunk_load_s). */
 bool ts_gemm_operand_per_row(const ts_kernel *k, int slot);
+/* Whether GEMM k's operand `slot` varies along the output's rows at all (a residual or a row scale; not a bias
+ * [n]): an epilogue functor none of whose operands does loads them once per column (emit.c, gemm.cuh's
+ * kLoadByColumn). */
+bool ts_gemm_operand_by_row(const ts_kernel *k, int slot);
 /* How many operands GEMM k's epilogue reads (per_row: only those that differ from row to row). */
 int ts_gemm_epilogue_operands(const ts_kernel *k, bool per_row);
 /* kVec of a MAP or ROW kernel's functor (span.cuh): 16 bytes of the narrowest element type it moves (8

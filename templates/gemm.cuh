@@ -47,6 +47,14 @@
 // with apply(b, row, col, v0, v1) ≡ apply_loaded(b, row, col, load(b, row, col), v0, v1); a kernel may then
 // load several pairs before storing any (gemm_sm90.cuh's staged epilogue), so `load` must not read what
 // apply_loaded of another pair writes.
+// Optionally, with the two-phase form, loads by pairs (an operand whose two elements sit side by side):
+//       __device__ bool pair_ok() const;                     // the pair loads are aligned (the same on every thread)
+//       __device__ In load_pair(int batch, int row, int col) const;   // load's result where col + 1 < n, pair_ok()
+// gemm_sm90.cuh's packed epilogue, on whole tiles, calls load_pair where pair_ok() (one test a tile, instead of
+// a branch beside each load: a load inside a branch exposes its latency where the branches meet).
+// Optionally, with the two-phase form, a functor whose load reads nothing that varies along the rows (a bias [n]):
+//       static constexpr bool kLoadByColumn = true;   // load(batch, row, col) is the same for every row
+// gemm_sm90.cuh's packed epilogue then loads a column pair's operands once for all the rows a thread holds.
 // Optionally, with the two-phase form, the lines its load(batch, row, col) reads from operands that differ along
 // both rows and columns (a residual; not a bias [n] or a row scale [m], which L1 holds) asked into L2 ahead:
 //       static constexpr int kPrefetchStep;                                // columns a 128-byte line holds
@@ -82,6 +90,16 @@ namespace tsg {
 template <class E, class = void> struct TwoPhaseEpilogue : std::false_type {};
 template <class E> struct TwoPhaseEpilogue<E, std::void_t<typename E::In>> : std::true_type {};
 template <class E> constexpr bool kTwoPhaseEpilogue = TwoPhaseEpilogue<E>::value;
+
+// Whether E loads by pairs (pair_ok, load_pair).
+template <class E, class = void> struct PairLoads : std::false_type {};
+template <class E> struct PairLoads<E, std::void_t<decltype(&E::load_pair)>> : std::true_type {};
+template <class E> constexpr bool kPairLoads = PairLoads<E>::value;
+
+// Whether E's load(batch, row, col) is the same for every row (kLoadByColumn).
+template <class E, class = void> struct LoadByColumn : std::false_type {};
+template <class E> struct LoadByColumn<E, std::void_t<decltype(E::kLoadByColumn)>> : std::bool_constant<E::kLoadByColumn> {};
+template <class E> constexpr bool kLoadByColumn = LoadByColumn<E>::value;
 
 // Whether E asks its residual operands' lines into L2 ahead of the epilogue (prefetch, kPrefetchStep).
 template <class E, class = void> struct PrefetchEpilogue : std::false_type {};

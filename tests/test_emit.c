@@ -367,6 +367,36 @@ Test(emit, a_gemm_epilogue_reading_a_residual_prefetches_its_rows_and_not_the_bi
     free(h);
 }
 
+/* A GEMM epilogue's loads (emit_gemm_loads): a bias or a residual, contiguous along the columns, as one pair load
+ * in load_pair, which the kernel calls where pair_ok() finds the addresses aligned (an input need only be aligned
+ * to its element type, so the check includes the pointer); a row scale, which does not vary along the columns, once for both columns of the pair.
+ * An epilogue reading only a bias declares kLoadByColumn (the kernel loads a column's bias once for the rows a
+ * thread holds); one reading a residual or a row scale does not. */
+Test(emit, a_gemm_epilogue_loads_pairs_at_once_and_a_bias_once_per_column) {
+    char *h = emit_best("bench/graphs/gemm_gelu.yaml", "templates"), *functor = functor_of(h, "struct K0 {");
+    cr_expect_not_null(strstr(functor, "bool pair_ok() const { return reinterpret_cast<uintptr_t>(p"), "%s", functor);
+    cr_expect_eq(occurrences(functor, "tst::load2_ro(p"), 1, "%s", functor);
+    cr_expect_not_null(strstr(functor, "In load_pair(int b, int row, int col) const"), "%s", functor);
+    cr_expect_null(strstr(functor, "if (two && pair_ok())"), "no branch beside a load: %s", functor);
+    cr_expect_not_null(strstr(functor, "static constexpr bool kLoadByColumn = true;"), "a bias alone: %s", functor);
+    free(functor);
+    free(h);
+    h = emit_best("bench/heldout/clip_mlp.yaml", "templates");
+    functor = functor_of(h, "struct K2 {"); /* the second GEMM: bias and residual */
+    cr_expect_eq(occurrences(functor, "tst::load2_ro(p"), 2, "%s", functor);
+    cr_expect_null(strstr(functor, "kLoadByColumn"), "a residual varies along the rows: %s", functor);
+    free(functor);
+    free(h);
+    h = emit_best("bench/graphs/rmsnorm.yaml", "templates");
+    functor = functor_of(h, "struct K1 {"); /* the GEMM with the row scale [m] */
+    cr_expect_not_null(strstr(functor, "in.x[0][0] = in.x[1][0] = "), "one load for both columns: %s", functor);
+    cr_expect_null(strstr(functor, "load2_ro"), "%s", functor);
+    cr_expect_null(strstr(functor, "pair_ok"), "%s", functor);
+    cr_expect_null(strstr(functor, "kLoadByColumn"), "a row scale varies along the rows: %s", functor);
+    free(functor);
+    free(h);
+}
+
 /* A mask whose rows have an odd length: two keys' elements are not aligned as a pair for every query, so the
  * score functor has no pair form (the kernels score a key at a time); an even length gets one. */
 #define ODD_MASK_YAML                                                                                        \
