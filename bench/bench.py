@@ -432,7 +432,7 @@ def print_accuracy(rep):
           "predicted time, and measured here)")
 
 
-def print_table(results, order):
+def print_table(results, order, gpu):
     headers = ["graph", "ours ms"] + [ANCHOR_LABELS[a] for a in ANCHORS] + ["floor ms", "% floor", "rel.err"]
     rows, notes = [], []
     for name in order:
@@ -468,7 +468,7 @@ def print_table(results, order):
         for a, e in sorted((r.get("anchor_errors") or {}).items()):
             if not e <= 1e-2:
                 notes.append("%s / %s: output disagrees with the reference (rel.err %.2e)" % (name, a, e))
-    print("\nH200 side by side (ms, median of CUDA events, L2 flushed; Nx = our speedup over that anchor; "
+    print("\n" + gpu + ", side by side (ms, median of CUDA events, L2 flushed; Nx = our speedup over that anchor; "
           "floor = max(FLOPs/physical tensor peak, bytes/DRAM bandwidth); % floor = floor / ours):")
     print(accuracy.text_table(headers, rows))
     for n in notes:
@@ -636,7 +636,7 @@ def main(argv=None):
             print("  re-timed here vs the tuner's measured_s, median ratio over %d candidates: %.3f"
                   % (len(ratios), doc["accuracy"]["bench_over_tune_timing_median"]))
         print("results: %s" % json_path)
-        print_table(results, [n for n in names if n in results])
+        print_table(results, [n for n in names if n in results], doc["gpu"])
     failed = [n for n in names if results.get(n, {}).get("status") != "ok"]
     print("%d passed, %d failed" % (len(names) - len(failed), len(failed)))
     return 1 if failed or doc.get("interrupted") else 0

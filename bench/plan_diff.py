@@ -32,6 +32,8 @@ WROTE = re.compile(r"predicted ([0-9.eE+-]+) ms\)")
 def build_rev(rev):
     """REV's tsopt, built in a worktree under build/plan-diff/rev; returns the binary's path."""
     tree = os.path.join(ROOT, "build", "plan-diff", "rev")
+    rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--verify", rev + "^{commit}"], check=True,
+                         capture_output=True, text=True).stdout.strip()   # HEAD: this tree's, not the worktree's
     if os.path.exists(os.path.join(tree, ".git")):
         subprocess.run(["git", "-C", tree, "checkout", "-q", "--detach", rev], check=True)
     else:

@@ -409,6 +409,12 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                            ceil(N / (fallback ? k->cfg.fb_tile_n : k->cfg.tile_n)) * batch;
             wave = wave_efficiency(m, tiles);
             tile_waves = ceil(tiles / m->sms);
+            /* gemm_f32.cuh's 3xTF32 MMAs run over whole tiles, padding included: a lone CTA an SM issues its
+             * MMAs back to back (16 tiles of 64x64 at M = 16: 25.9 us, 11.2 predicted from the valid rows alone;
+             * 8 tiles of 128x128 at N = 65: 57.1 us, 33.6 predicted; bench/NOTES.md run 137). The wgmma kernel's
+             * lone CTAs wait on their loads instead, and its padding stays unpriced (256x65 over 2048 in 4 tiles
+             * of 128x64: 10.1 us, 10.6 predicted). */
+            if (tf32x3) tensor *= tiles * k->cfg.tile_m * k->cfg.tile_n / fmax(M * N * batch, 1);
             /* the epilogue's per-row loads: every tile's in the cooperative form, the last one's in ping-pong */
             if (!fallback && !library && !tf32x3) epilogue_chunks = epilogue_load_chunks(k) * (k->cfg.pingpong ? 1 : tile_waves);
         }

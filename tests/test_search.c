@@ -1592,6 +1592,35 @@ Test(search, fp32_contractions_are_tf32x3_gemms) {
     free_compiled(&cg);
 }
 
+/* gemm_f32.cuh's 3xTF32 MMAs run over whole tiles: a lone CTA an SM issues them back to back, so a 16-row fp32
+ * GEMM costs its 64-row tiles' tensor work (bench/NOTES.md run 137: 16 tiles of 64×64 at M = 16 ran 25.9 µs, predicted
+ * 11.2 from the valid rows alone); the wgmma kernel's padding stays unpriced (its lone CTAs wait on loads). */
+Test(search, an_fp32_gemm_pays_for_whole_tiles) {
+    double flops[2];
+    const int rows[2] = {16, 64};
+    for (int i = 0; i < 2; i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "graph: g\naxes: {m: %d, k: 512, n: 1000}\n"
+                 "inputs:\n  A: {dtype: fp32, shape: [m, k]}\n  B: {dtype: fp32, shape: [k, n]}\n"
+                 "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\n  - {name: Y, op: relu, args: [C]}\n"
+                 "outputs: [Y]\n", rows[i]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        const ts_plan *p = &cg.out.plans[0];
+        const ts_kernel *k = NULL;
+        for (int j = 0; j < p->nk; j++)
+            if (p->k[j].kind == TS_KERNEL_GEMM) k = &p->k[j];
+        cr_assert_not_null(k, "M = %d: a GEMM", rows[i]);
+        cr_assert(k->cfg.tf32x3 && k->cfg.tile_m == 64 && k->cfg.tile_n == 64, "16 tiles of 64x64");
+        ts_kernel_work w;
+        ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+        flops[i] = w.tensor_flops;
+        free_compiled(&cg);
+    }
+    cr_expect_float_eq(flops[1], 2.0 * 64 * 1024 * 512, 1e-3, "N = 1000 in 16 tiles of 64 columns");
+    cr_expect_float_eq(flops[0], flops[1], 1e-3, "16 rows cost their 64-row tiles");
+}
+
 /* Rows merged over two axes (m_outer): a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows;
  * with an epilogue operand along t alone (a position bias [t, n]) the rows cannot be one index, and it stays a
  * batch of b GEMMs (test_emit: the header of merged rows). */
