@@ -46,6 +46,10 @@ typedef struct {
     bool scaled;       /* the binding is ts_binding.scaled */
     int *append_line;  /* per input: the line of the append that writes it (0: none) */
     ts_ref *updated;   /* per input: the updated value (the UPDATE node) when append_line is set */
+    /* softplus results with β = 1 and a threshold of 10 or more, and their operands: a tanh of one is lowered
+     * as ts_t_tanh_softplus of the operand (Mish) */
+    int nsoftplus;
+    ts_tensor *softplus_out, *softplus_arg;
 } ctx;
 
 #define ERR(c, node, hint, ...) \
@@ -543,12 +547,32 @@ static int lower_elementwise(ctx *c, op_call *o) {
     return 0;
 }
 
+/* Whether a and b are the same value: one node seen through the same view. */
+static bool same_tensor(ts_tensor a, ts_tensor b) {
+    const ts_view *u = &a.ref.view, *v = &b.ref.view;
+    if (a.ref.node != b.ref.node || a.dtype != b.dtype || u->ndim != v->ndim || u->offset != v->offset) return false;
+    for (int d = 0; d < u->ndim; d++)
+        if (u->axis[d] != v->axis[d] || u->size[d] != v->size[d] || u->stride[d] != v->stride[d]) return false;
+    return true;
+}
+
+/* The operand of the softplus (β = 1, threshold ≥ 10) whose result x is — as it came out, not a view of it (a
+ * permute in between keeps the two composites); NULL when x is none. */
+static const ts_tensor *softplus_operand(const ctx *c, ts_tensor x) {
+    for (int i = 0; i < c->nsoftplus; i++)
+        if (same_tensor(c->softplus_out[i], x)) return &c->softplus_arg[i];
+    return NULL;
+}
+
 static int lower_unary_composite(ctx *c, op_call *o) {
     const char *n = o->def->name;
     ts_tensor x = o->args[0];
     if (strcmp(n, "exp") == 0) o->result = ts_t_exp(&c->b, x);
     else if (strcmp(n, "rsqrt") == 0) o->result = ts_t_rsqrt(&c->b, x);
-    else if (strcmp(n, "tanh") == 0) o->result = ts_t_tanh(&c->b, x);
+    else if (strcmp(n, "tanh") == 0) {
+        const ts_tensor *sp = softplus_operand(c, x);
+        o->result = sp ? ts_t_tanh_softplus(&c->b, *sp) : ts_t_tanh(&c->b, x);
+    }
     else if (strcmp(n, "silu") == 0) o->result = ts_t_silu(&c->b, x);
     else if (strcmp(n, "sigmoid") == 0) o->result = ts_t_sigmoid(&c->b, x);
     else if (strcmp(n, "relu") == 0) o->result = ts_t_relu(&c->b, x);
@@ -652,6 +676,11 @@ static int lower_softplus(ctx *c, op_call *o) {
         return -1;
     }
     o->result = ts_t_softplus(&c->b, o->args[0], beta, threshold);
+    if (beta == 1 && threshold >= 10) {
+        c->softplus_out = ts_xrealloc(c->softplus_out, sizeof *c->softplus_out * (size_t)(c->nsoftplus + 1));
+        c->softplus_arg = ts_xrealloc(c->softplus_arg, sizeof *c->softplus_arg * (size_t)(c->nsoftplus + 1));
+        c->softplus_out[c->nsoftplus] = o->result, c->softplus_arg[c->nsoftplus++] = o->args[0];
+    }
     return 0;
 }
 
@@ -1550,6 +1579,8 @@ done:
     free(c.slots);
     free(c.append_line);
     free(c.updated);
+    free(c.softplus_out);
+    free(c.softplus_arg);
     return rc;
 }
 

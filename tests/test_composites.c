@@ -69,6 +69,52 @@ Test(composites, pointwise_activations_match_closed_forms) {
     free_checked(&c);
 }
 
+/* The exponentials and logarithms (EXP2, LOG2 nodes) that node reads, each counted once. */
+static int exponentials_under(const ts_graph *g, int32_t node) {
+    bool *seen = ts_xcalloc((size_t)g->nnodes, sizeof *seen);
+    int32_t *stack = ts_xmalloc(sizeof *stack * (size_t)g->nnodes * 3 + sizeof *stack), n = 0;
+    int count = 0;
+    stack[n++] = node;
+    while (n > 0) {
+        int32_t i = stack[--n];
+        if (seen[i]) continue;
+        seen[i] = true;
+        count += g->nodes[i].op == TS_OP_EXP2 || g->nodes[i].op == TS_OP_LOG2;
+        for (int s = 0; s < g->nodes[i].nsrc; s++) stack[n++] = g->nodes[i].src[s].node;
+    }
+    free(seen);
+    free(stack);
+    return count;
+}
+
+/* Mish, x·tanh(softplus(x)): a tanh of a softplus (β = 1) is lowered in one exponential and one reciprocal
+ * (expand.c ts_t_tanh_softplus), equal to the two composites from −∞ to the clamp at 15 and beyond; a softplus
+ * with another β or a low threshold keeps the two composites. */
+Test(composites, mish_matches_its_closed_form_from_minus_to_plus_infinity) {
+    static double wide[8] = {-INFINITY, -100, -20, -3.5, 0, 0.6, 14.5, 40};
+    checked c;
+    check_ok(&c, "axes: {n: 8}\ninputs:\n  X: {dtype: fp32, shape: [n]}\nops:\n"
+                 "  - {name: S, op: softplus, args: [X]}\n  - {name: T, op: tanh, args: [S]}\n"
+                 "  - {name: M, op: mul, args: [X, T]}\n"
+                 "  - {name: S2, op: softplus, args: [X], beta: 2}\n  - {name: T2, op: tanh, args: [S2]}\n"
+                 "  - {name: S3, op: softplus, args: [X], threshold: 1}\n  - {name: T3, op: tanh, args: [S3]}\n"
+                 "outputs: [T, M, T2, T3]\n");
+    double *in[] = {wide};
+    double **out = eval_graph(&c, in);
+    for (int i = 0; i < 8; i++) {
+        const double v = wide[i], t = tanh(log1p(exp(v)));
+        NEAR(out[0][i], t);
+        if (isfinite(v)) NEAR(out[1][i], v * t);
+        else cr_assert(isnan(out[1][i]), "mish(-inf) = -inf·0, NaN as in PyTorch");
+        NEAR(out[2][i], tanh(2 * v > 20 ? v : log1p(exp(2 * v)) / 2));
+        NEAR(out[3][i], tanh(v > 1 ? v : log1p(exp(v))));
+    }
+    ts_free_buffers(out, 4);
+    cr_expect_eq(exponentials_under(&c.g, c.g.outputs[0].ref.node), 1, "tanh(softplus(x)): one exponential");
+    cr_expect_eq(exponentials_under(&c.g, c.g.outputs[2].ref.node), 3, "β = 2: softplus's two and tanh's");
+    free_checked(&c);
+}
+
 Test(composites, log_pow_and_clamp_match_closed_forms) {
     checked c;
     double **out = eval_row(&c, "  - {name: A, op: abs, args: [X]}\n  - {name: L, op: log, args: [A]}\n"
