@@ -7,7 +7,8 @@ predicted against measured time (docs/tune-records.md). No GPU needed.
 
 A tune.tar.gz (what bench/h200.sh leaves) is read in place: every tune/<graph>.json inside it. --compare pairs
 two runs' records (e.g. bench/gpu/tune_ab.sh's A1/tune and B1/tune) by graph, candidate plan and kernel position,
-and prints each kernel's measured µs on both sides and B's change."""
+and prints each kernel's measured µs on both sides and B's change, then per graph the fastest validated candidate of
+each side (the plan tune keeps, named or not alike)."""
 import os
 import json
 import sys
@@ -63,8 +64,22 @@ def compare(path_a, path_b):
                 rows.append((f"  {i} {ka.get('kind', '?')} {ka.get('config') or ''}", ka.get("measured_s"),
                              kb.get("measured_s")))
             for label, ta, tb in rows:
-                ratio = f"{tb / ta:7.3f}" if isinstance(ta, (int, float)) and isinstance(tb, (int, float)) and ta > 0 else f"{'-':>7s}"
-                print(f"{(graph + ' ' + label)[:60]:60s} {us(ta)} {us(tb)} {ratio}")
+                print(f"{(graph + ' ' + label)[:60]:60s} {us(ta)} {us(tb)} {ratio(ta, tb)}")
+        best_a, best_b = fastest(a[graph]), fastest(b[graph])
+        if best_a and best_b:   # the plans each side's tune keeps, whatever their names
+            print(f"{(graph + ' fastest: A ' + best_a.get('plan', '?') + ', B ' + best_b.get('plan', '?'))[:60]:60s} "
+                  f"{us(best_a['measured_s'])} {us(best_b['measured_s'])} {ratio(best_a['measured_s'], best_b['measured_s'])}")
+
+
+def ratio(ta, tb):
+    ok = isinstance(ta, (int, float)) and isinstance(tb, (int, float)) and ta > 0
+    return f"{tb / ta:7.3f}" if ok else f"{'-':>7s}"
+
+
+def fastest(rec):
+    """The validated candidate with the least measured time (the one tune keeps), or None."""
+    timed = [c for c in rec.get("candidates", []) if c.get("status") == "ok" and isinstance(c.get("measured_s"), (int, float))]
+    return min(timed, key=lambda c: c["measured_s"]) if timed else None
 
 
 def main():
