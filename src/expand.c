@@ -263,15 +263,16 @@ ts_tensor ts_t_softplus(ts_builder *b, ts_tensor x, double beta, double threshol
 }
 
 /* tanh(softplus(x)) for softplus with β = 1 (Mish's factor: mish(x) = x·tanh(softplus(x))). With n = e^x,
- * e^{2·softplus(x)} = (1 + n)², so tanh(softplus(x)) = ((1+n)² − 1)/((1+n)² + 1) = m/(m + 2), m = n(n + 2): one
+ * e^{2·softplus(x)} = (1 + n)², so tanh(softplus(x)) = ((1+n)² − 1)/((1+n)² + 1) = 1 − 2/(m + 2), m = n(n + 2): one
  * exponential and one reciprocal where the two composites take three exponentials or logarithms and a
- * reciprocal; for x → −∞, m ≈ 2n and m/(m + 2) ≈ n = e^x, the limit itself, without cancellation. x is clamped at 15 so
- * that m cannot overflow: there m/(m + 2) is 1 − 2e-13, 1 in float32, as tanh(softplus(x)) is. */
+ * reciprocal. Written as ts_t_tanh is, so that it overflows as safely: where n or m is infinite (x > 44 in fp32,
+ * or an fp16 intermediate past 65504) it gives 2/∞ = 0 and tanh = 1, as tanh(softplus(x)) is there in either
+ * type (m/(m + 2) would give ∞/∞); for x → −∞ it loses what 1 − 2/(e^{2y} + 1) loses, an absolute 6e-8. */
 ts_tensor ts_t_tanh_softplus(ts_builder *b, ts_tensor x) {
-    ts_tensor n = ts_t_exp(b, ts_t_min(b, x, constant_like(b, 15.0, x)));
+    ts_tensor n = ts_t_exp(b, x);
     ts_tensor m = ts_t_binary(b, TS_OP_MUL, n, ts_t_binary(b, TS_OP_ADD, n, constant_like(b, 2.0, x)));
-    ts_tensor denom = ts_t_binary(b, TS_OP_ADD, m, constant_like(b, 2.0, x));
-    return ts_t_binary(b, TS_OP_MUL, m, ts_t_unary(b, TS_OP_RECIP, denom));
+    ts_tensor frac = ts_t_unary(b, TS_OP_RECIP, ts_t_binary(b, TS_OP_ADD, m, constant_like(b, 2.0, x)));
+    return ts_t_binary(b, TS_OP_ADD, constant_like(b, 1.0, x), ts_t_scale(b, frac, -2.0));
 }
 
 /* logsumexp(x) = m + ln Σ e^{x - m}, m = max(max x, -FLT_MAX) (finite, so a row of -inf gives -inf) */

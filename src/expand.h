@@ -64,9 +64,9 @@ ts_tensor ts_t_min(ts_builder *b, ts_tensor x, ts_tensor y);
 ts_tensor ts_t_abs(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_log(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_softplus(ts_builder *b, ts_tensor x, double beta, double threshold);
-/* tanh(softplus(x)) with β = 1, in one exponential and one reciprocal (expand.c states the identity); equal to
- * ts_t_tanh of ts_t_softplus wherever softplus's threshold is 10 or more (beyond it softplus(x) = x, and
- * tanh(x) and tanh(ln(1 + e^x)) agree to 1e-13 there). */
+/* tanh(softplus(x)) with β = 1, in one exponential and one reciprocal (expand.c states the identity and why it
+ * cannot overflow); equal to ts_t_tanh of ts_t_softplus wherever softplus's threshold is 10 or more (beyond it
+ * softplus(x) = x, and tanh(x) and tanh(ln(1 + e^x)) agree to 1e-13 there). */
 ts_tensor ts_t_tanh_softplus(ts_builder *b, ts_tensor x);
 ts_tensor ts_t_logsumexp(ts_builder *b, ts_tensor x, int32_t axis);
 /* lo, hi: the bounds, NULL for none */
