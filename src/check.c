@@ -48,8 +48,10 @@ typedef struct {
     ts_ref *updated;   /* per input: the updated value (the UPDATE node) when append_line is set */
     /* softplus results with β = 1 and a threshold of 10 or more, and their operands: a tanh of one is lowered
      * as ts_t_tanh_softplus of the operand (Mish) */
-    int nsoftplus;
-    ts_tensor *softplus_out, *softplus_arg;
+    int nsoftplus, cap_softplus;
+    struct softplus_call {
+        ts_tensor out, arg;
+    } *softplus;
 } ctx;
 
 #define ERR(c, node, hint, ...) \
@@ -547,20 +549,14 @@ static int lower_elementwise(ctx *c, op_call *o) {
     return 0;
 }
 
-/* Whether a and b are the same value: one node seen through the same view. */
-static bool same_tensor(ts_tensor a, ts_tensor b) {
-    const ts_view *u = &a.ref.view, *v = &b.ref.view;
-    if (a.ref.node != b.ref.node || a.dtype != b.dtype || u->ndim != v->ndim || u->offset != v->offset) return false;
-    for (int d = 0; d < u->ndim; d++)
-        if (u->axis[d] != v->axis[d] || u->size[d] != v->size[d] || u->stride[d] != v->stride[d]) return false;
-    return true;
-}
-
 /* The operand of the softplus (β = 1, threshold ≥ 10) whose result x is — as it came out, not a view of it (a
  * permute in between keeps the two composites); NULL when x is none. */
 static const ts_tensor *softplus_operand(const ctx *c, ts_tensor x) {
-    for (int i = 0; i < c->nsoftplus; i++)
-        if (same_tensor(c->softplus_out[i], x)) return &c->softplus_arg[i];
+    for (int i = 0; i < c->nsoftplus; i++) {
+        const ts_tensor *out = &c->softplus[i].out;
+        if (out->ref.node == x.ref.node && out->dtype == x.dtype && ts_view_equal(&out->ref.view, &x.ref.view))
+            return &c->softplus[i].arg;
+    }
     return NULL;
 }
 
@@ -677,9 +673,8 @@ static int lower_softplus(ctx *c, op_call *o) {
     }
     o->result = ts_t_softplus(&c->b, o->args[0], beta, threshold);
     if (beta == 1 && threshold >= 10) {
-        c->softplus_out = ts_xrealloc(c->softplus_out, sizeof *c->softplus_out * (size_t)(c->nsoftplus + 1));
-        c->softplus_arg = ts_xrealloc(c->softplus_arg, sizeof *c->softplus_arg * (size_t)(c->nsoftplus + 1));
-        c->softplus_out[c->nsoftplus] = o->result, c->softplus_arg[c->nsoftplus++] = o->args[0];
+        TS_GROW(c->softplus, c->nsoftplus, c->cap_softplus);
+        c->softplus[c->nsoftplus++] = (struct softplus_call){o->result, o->args[0]};
     }
     return 0;
 }
@@ -1579,8 +1574,7 @@ done:
     free(c.slots);
     free(c.append_line);
     free(c.updated);
-    free(c.softplus_out);
-    free(c.softplus_arg);
+    free(c.softplus);
     return rc;
 }
 

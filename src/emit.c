@@ -1611,14 +1611,10 @@ typedef enum { PAIR_SHARED, PAIR_ADJACENT, PAIR_TWO } pair_read;
 
 static pair_read pair_read_along(const emitter *e, const ts_kernel *k, int s, int32_t axis) {
     const ts_access *a = &k->acc[s];
-    int64_t v = -1;
-    bool along = false;
-    for (int d = 0; d < a->ndim; d++) {
-        if (a->axis[d] != axis) continue;
-        along = true;
-        if (!ts_sym_const_value(&a->stride[d], &v)) v = -1;
-    }
-    if (!along || v == 0) return PAIR_SHARED;
+    const ts_sym stride = ts_access_stride(a, axis); /* 0 where the access lacks the axis */
+    int64_t v;
+    if (!ts_sym_const_value(&stride, &v)) v = -1;
+    if (v == 0) return PAIR_SHARED;
     size_t bytes = ts_dtype_bytes(e->p->buf[a->buf].dtype);
     return v == 1 && (bytes == 2 || bytes == 4) && !ts_kernel_writes(k, a->buf) ? PAIR_ADJACENT : PAIR_TWO;
 }

@@ -944,8 +944,7 @@ typedef struct {
 typedef struct {
     const ts_egraph *eg;
     const ts_rule *r;
-    const ts_pattern *p; /* the left pattern being matched, ts_rule_lhs(r, pi) */
-    int pi;
+    const ts_pattern *p; /* the left pattern being matched */
     goal todo[TS_RULE_MAX_PAT];
     ts_rule_match cur;
     uint32_t bound; /* bit v: variable v is bound in cur */
@@ -1012,7 +1011,6 @@ static void solve(matcher *m, int ntodo) {
 
 /* Matches left pattern pi at every candidate root class (the op index's, or all classes). */
 static void search_pattern(matcher *m, int pi) {
-    m->pi = pi;
     m->p = ts_rule_lhs(m->r, pi);
     uint32_t root = m->p->n - 1, n;
     TS_ASSERT(m->p->node[root].op != TS_PAT_VAR);

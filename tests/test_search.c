@@ -1606,14 +1606,10 @@ Test(search, an_fp32_gemm_pays_for_whole_tiles) {
                  "outputs: [Y]\n", rows[i]);
         compiled_graph cg;
         compile_yaml(&cg, yaml);
-        const ts_plan *p = &cg.out.plans[0];
-        const ts_kernel *k = NULL;
-        for (int j = 0; j < p->nk; j++)
-            if (p->k[j].kind == TS_KERNEL_GEMM) k = &p->k[j];
-        cr_assert_not_null(k, "M = %d: a GEMM", rows[i]);
+        const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM); /* the ReLU in its epilogue */
         cr_assert(k->cfg.tf32x3 && k->cfg.tile_m == 64 && k->cfg.tile_n == 64, "16 tiles of 64x64");
         ts_kernel_work w;
-        ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+        ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
         flops[i] = w.tensor_flops;
         free_compiled(&cg);
     }
