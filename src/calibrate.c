@@ -833,7 +833,7 @@ static void keep_unmeasured(const ts_calib_opts *o, ts_calib_result *r) {
         fprintf(stderr, "calibrate: note: cannot load %s; the template efficiencies keep built-in defaults\n", base);
         ts_diags_print(&d, stderr);
         r->gemm_efficiency = 0.75, r->attention_efficiency = 0.5, r->reduce_efficiency = 0.6, r->map_efficiency = 0.8;
-        r->row_efficiency = 0.8, r->epilogue_ops_per_s = 2.8e12;
+        r->row_efficiency = 0.8, r->epilogue_efficiency = 0.8;
         snprintf(r->efficiencies_from, sizeof r->efficiencies_from, "built-in defaults");
     }
     ts_diags_free(&d);

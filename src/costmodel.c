@@ -30,6 +30,12 @@ static int read_coefficients(ts_costmodel *m, ts_spec *s, yaml_node_t *map, ts_d
         const char *key = ts_yaml_str(k), *val = ts_yaml_str(v);
         int i = 0;
         while (key && i < NCOEF && strcmp(key, coefficients[i].name) != 0) i++;
+        if (key && i == NCOEF && strcmp(key, "epilogue_ops_per_s") == 0) { /* retired in run 141 */
+            ts_diag_add(d, TS_WARNING, ts_yaml_line(k), ts_yaml_col(k), ts_yaml_len(k), "the GEMM epilogue is priced "
+                        "per FMA-pipe slot and MUFU op at epilogue_efficiency now (costmodel.h)",
+                        "coefficient 'epilogue_ops_per_s' is no longer used; ignored");
+            continue;
+        }
         if (!key || i == NCOEF) {
             ts_error(d, ts_yaml_line(k), ts_yaml_col(k), ts_yaml_len(k), NULL, "unknown coefficient '%s'", key ? key : "?");
             continue;
@@ -164,15 +170,39 @@ static bool strided(const ts_kernel *k, const ts_access *a, int32_t fast) {
     return ts_access_strided_along(a, fast);
 }
 
-static bool op_is_special(ts_op op) {
-    return op == TS_OP_EXP2 || op == TS_OP_LOG2 || op == TS_OP_SIN || op == TS_OP_ERF || op == TS_OP_SQRT ||
-           op == TS_OP_RECIP;
+/* What one elementwise primitive costs as emit.c writes it (sm_90a SASS, nvcc -O3, counted with cuobjdump; the
+ * fast path where the function has a slow one): issue slots of the FMA pipe (FP32 and integer instructions; an
+ * FMA, an add or a compare is one) and MUFU operations (16 a clock an SM against 128 FMA-pipe lanes). recip is
+ * __fdividef(1, x): a range check, rcp.approx and a multiply; sqrt is IEEE sqrtf: rsqrt.approx and its Newton
+ * steps; exp2 is ex2.approx.ftz alone; log2f, erff and sinf are polynomials on the FMA pipe (erff's tail one
+ * ex2). A cast and a copy cost nothing here (the loads and stores convert). bench/NOTES.md run 141. */
+static void op_cost(ts_op op, double *slots, double *mufu) {
+    *slots = 1, *mufu = 0;
+    switch (op) {
+    case TS_OP_CAST:
+    case TS_OP_COPY: *slots = 0; break;
+    case TS_OP_WHERE: *slots = 2; break; /* a compare and a select */
+    case TS_OP_RECIP: *slots = 4, *mufu = 1; break;
+    case TS_OP_SQRT: *slots = 7, *mufu = 1; break;
+    case TS_OP_EXP2: *slots = 0, *mufu = 1; break;
+    case TS_OP_LOG2: *slots = 28; break;
+    case TS_OP_SIN: *slots = 28; break;
+    case TS_OP_ERF: *slots = 28, *mufu = 1; break;
+    default: break;
+    }
 }
 
-/* Operations of an expression per evaluation: (FMA-class ops, special-function ops). */
+/* Adds op's FMA-pipe slots to *fma and its MUFU ops to *sfu. */
+static void add_op_cost(ts_op op, double *fma, double *sfu) {
+    double slots, mufu;
+    op_cost(op, &slots, &mufu);
+    *fma += slots, *sfu += mufu;
+}
+
+/* Operations of an expression per evaluation: FMA-pipe slots and special-function (MUFU) ops (op_cost). */
 static void expr_ops(const ts_expr *e, double *fma, double *sfu) {
     for (int i = 0; i < e->n; i++)
-        if (e->node[i].kind == TS_X_OP) *(op_is_special(e->node[i].op) ? sfu : fma) += 1;
+        if (e->node[i].kind == TS_X_OP) add_op_cost(e->node[i].op, fma, sfu);
 }
 
 /* The same for an attention score functor as emitted: a tanh is one tanh.approx of its argument times
@@ -183,7 +213,7 @@ static void score_ops(const ts_expr *e, double *fma, double *sfu) {
     for (int i = 0; i < e->n; i++) {
         if (!live[i] || e->node[i].kind != TS_X_OP) continue;
         if (ts_expr_tanh_arg(e, i) >= 0) *sfu += 1, *fma += 1;
-        else *(op_is_special(e->node[i].op) ? sfu : fma) += 1;
+        else add_op_cost(e->node[i].op, fma, sfu);
     }
     free(live);
 }
@@ -232,13 +262,6 @@ static double score_tensor_loads(const ts_kernel *k) {
         n += !seen;
     }
     free(live);
-    return n;
-}
-
-/* Operations of a GEMM epilogue per output element: every op but a cast (the store converts anyway). */
-static double epilogue_ops(const ts_expr *e) {
-    double n = 0;
-    for (int i = 0; i < e->n; i++) n += e->node[i].kind == TS_X_OP && e->node[i].op != TS_OP_CAST;
     return n;
 }
 
@@ -327,7 +350,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
+           epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
@@ -389,7 +412,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         break;
     }
     case TS_KERNEL_GEMM: {
-        epilogue = epilogue_ops(&k->expr) * out;
+        epilogue = fma, epilogue_sfu = sfu; /* the expression's work so far is the epilogue's (op_cost) */
         double M = (double)ts_gemm_rows(g, k), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
         if (k->two_k) K += 64 * ceil(size_of(g, k->red_axis2) / 64); /* the second pair's K-slices, padded */
         double batch = (double)ts_gemm_batch(g, k);
@@ -465,7 +488,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     }
     }
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
-                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_ops = epilogue,
+                          .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_slots = epilogue,
+                          .epilogue_sfu_ops = epilogue_sfu,
                           .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && !library && loader == 16 && k->cfg.pingpong,
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
@@ -487,6 +511,15 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
     case TS_KERNEL_ROW: return m->row_efficiency;
     default: return m->map_efficiency;
     }
+}
+
+/* A GEMM epilogue's time: its FMA-pipe slots (an issue slot is one FMA, half of fma_flops_per_s's two FLOPs) or
+ * its MUFU ops at sfu_ops_per_s, whichever pipe is busier, at epilogue_efficiency of that rate, on the SMs its
+ * tiles occupy (with fewer tiles than SMs, that share of them; a last partial wave's SMs wait for the busiest). */
+static double epilogue_time(const ts_costmodel *m, const ts_kernel_work *w) {
+    if (!(w->epilogue_slots > 0) && !(w->epilogue_sfu_ops > 0)) return 0;
+    const double busiest = fmax(w->epilogue_slots / (0.5 * m->fma_flops_per_s), w->epilogue_sfu_ops / m->sfu_ops_per_s);
+    return busiest / (m->epilogue_efficiency * fmax(w->wave_efficiency, 1e-3));
 }
 
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
@@ -513,9 +546,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     t = fmax(t, w->reduce_pairs / m->reduce_pairs_per_s);
-    /* the epilogue runs in the GEMM's CTAs: with fewer tiles than SMs, on that share of them (run 84: GEMM +
-     * two Mish at 1024×1024×512, 64 tiles of 128×64, its epilogue 6.5 us against 3.3 at the full rate) */
-    double epilogue = w->epilogue_ops > 0 ? w->epilogue_ops / (m->epilogue_ops_per_s * fmax(w->wave_efficiency, 1e-3)) : 0;
+    double epilogue = epilogue_time(m, w);
     if (w->pingpong) /* each tile's epilogue beside the next tile's main loop, partly hidden; one pipeline fill */
         t = fmax(t, epilogue) + m->gemm_pingpong_epilogue_share * fmin(t, epilogue) + epilogue / fmax(w->tile_waves, 1) +
             m->gemm_wave_overhead_s;

@@ -20,8 +20,10 @@
  *   sms, l2_bytes        the device's multiprocessors and L2 size
  *   *_efficiency         the fraction of those rates each template reaches (fitted to tune records)
  *   strided_efficiency   the rate of uncoalesced reads relative to coalesced ones
- *   epilogue_ops_per_s   elementwise operations per second of a GEMM's epilogue: it runs after the main
- *                        loop, on the consumer warps alone, so its time adds to the GEMM's
+ *   epilogue_efficiency  the fraction of the FMA-pipe slot rate (fma_flops_per_s / 2) or of sfu_ops_per_s,
+ *                        whichever pipe its ops fill more (costmodel.c op_cost), a GEMM's epilogue reaches: it runs
+ *                        after the main loop, on the consumer warps alone, so its time adds to the GEMM's
+ *                        (bench/NOTES.md run 141)
  *   skinny_gemm_efficiency  the fraction of dram_bytes_per_s a skinny (decode-size, M ≤ 64) GEMM streams
  *                        its operands at (config.h); assumed 0.85 until fitted to tune records
  *   gemm_wave_overhead_s the wgmma GEMM's fixed time per wave of output tiles: a CTA's pipeline fill and
@@ -128,7 +130,7 @@
     X(map_efficiency, NULL, 0)                                                                         \
     X(row_efficiency, "map_efficiency", 0)                                                             \
     X(strided_efficiency, NULL, 1.0)                                                                   \
-    X(epilogue_ops_per_s, "fma_flops_per_s", 0)                                                     \
+    X(epilogue_efficiency, NULL, 0.8)                                                                  \
     X(skinny_gemm_efficiency, NULL, 0.85)                                                              \
     X(gemm_wave_overhead_s, NULL, 2.6e-6)                                                              \
     X(skinny_tensor_efficiency, NULL, 0.3)                                                             \
@@ -187,9 +189,11 @@ typedef struct {
                                reduced axis): uncoalesced, moved at strided_efficiency of the rate */
     double wave_efficiency; /* GEMM, attention: tiles / (waves × SMs), the last wave's idle share; REDUCE and ROW
                                down columns: the share of two blocks an SM their launch fills; 1 otherwise */
-    double epilogue_ops;    /* GEMM: elementwise operations of its epilogue over the whole output (also
-                               counted in fma_flops and sfu_ops), at epilogue_ops_per_s on the share of SMs its
-                               tiles occupy (wave_efficiency), added */
+    double epilogue_slots;  /* GEMM: FMA-pipe issue slots of its epilogue over the whole output (costmodel.c
+                               op_cost; also counted in fma_flops) */
+    double epilogue_sfu_ops; /* GEMM: MUFU ops of its epilogue over the whole output (also in sfu_ops): the busier
+                               pipe's time at epilogue_efficiency, on the share of SMs its tiles occupy
+                               (wave_efficiency), added */
     double score_sfu_ops;   /* attention: special-function ops of the score functor over every score (a tanh
                                soft-cap: one tanh.approx each; also counted in sfu_ops), at sfu_ops_per_s,
                                added: the consumer warps evaluate them between their two GEMMs of a tile,
@@ -250,13 +254,14 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''),
  *                  reduce_pairs / reduce_pairs_per_s)
- *            + epilogue_ops / (epilogue_ops_per_s · wave) + score_sfu_ops / sfu_ops_per_s
+ *            + E + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
  *            + epilogue_chunks · epilogue_chunk_load_s
- * A ping-pong GEMM: the tensor term divided by gemm_pingpong_efficiency; its epilogue E = epilogue_ops /
- * (epilogue_ops_per_s · wave) runs beside the main loop: max(that, E) + gemm_pingpong_epilogue_share ·
- * min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in
+ * where a GEMM's epilogue E = max(epilogue_slots / (fma_flops_per_s / 2), epilogue_sfu_ops / sfu_ops_per_s) /
+ * (epilogue_efficiency · wave).
+ * A ping-pong GEMM: the tensor term divided by gemm_pingpong_efficiency; its epilogue E runs beside the main
+ * loop: max(that, E) + gemm_pingpong_epilogue_share · min(that, E) + E / tile_waves (the last tiles' epilogues) + one gemm_wave_overhead_s (the first fill) in
  * place of the sum.
  * eff = the kind's efficiency (a skinny GEMM: skinny_tensor_efficiency; an fp32 one gemm_tf32x3_efficiency; an unchunked GEMM:
  * gemm_elementwise_efficiency, a paired one gemm_paired_efficiency; a ROW kernel down columns:

@@ -1280,7 +1280,8 @@ static void json_kernels(FILE *f, const tuner *t, const ts_tune_cand *c) {
         fputs(", \"bytes\": ", f), json_number(f, w.bytes);
         fputs(", \"strided_bytes\": ", f), json_number(f, w.strided_bytes);
         fputs(", \"wave_efficiency\": ", f), json_number(f, w.wave_efficiency);
-        fputs(", \"epilogue_ops\": ", f), json_number(f, w.epilogue_ops);
+        fputs(", \"epilogue_slots\": ", f), json_number(f, w.epilogue_slots);
+        fputs(", \"epilogue_sfu_ops\": ", f), json_number(f, w.epilogue_sfu_ops);
         fputs(", \"score_sfu_ops\": ", f), json_number(f, w.score_sfu_ops);
         fputs(", \"score_loads\": ", f), json_number(f, w.score_loads);
         fputs(", \"tile_waves\": ", f), json_number(f, w.tile_waves);

@@ -44,6 +44,7 @@ double *ts_costmodel_efficiency_slot(ts_costmodel *m, int slot) {
 typedef struct {
     ts_spec *s;
     ts_diags *d;
+    double slots_per_legacy_op; /* a record from before op_cost: FMA-pipe slots per `epilogue_ops` op (read_costmodel) */
 } reader;
 
 typedef enum { J_NULL, J_NUMBER, J_STRING, J_BOOL, J_WORD, J_EMPTY, J_ARRAY, J_OBJECT } jtype;
@@ -240,7 +241,8 @@ static const num_field kernel_fields[] = {
     WORK(tensor_flops, NUM_NONNEG), WORK(fma_flops, NUM_NONNEG), WORK(sfu_ops, NUM_NONNEG), WORK(bytes, NUM_NONNEG),
     WORK(wave_efficiency, NUM_UNIT),
     {"strided_bytes", offsetof(ts_tune_kernel, work.strided_bytes), NUM_NONNEG, OPTIONAL, 0},
-    {"epilogue_ops", offsetof(ts_tune_kernel, work.epilogue_ops), NUM_NONNEG, OPTIONAL, 0},
+    {"epilogue_slots", offsetof(ts_tune_kernel, work.epilogue_slots), NUM_NONNEG, OPTIONAL, 0},
+    {"epilogue_sfu_ops", offsetof(ts_tune_kernel, work.epilogue_sfu_ops), NUM_NONNEG, OPTIONAL, 0},
     {"score_sfu_ops", offsetof(ts_tune_kernel, work.score_sfu_ops), NUM_NONNEG, OPTIONAL, 0},
     {"score_loads", offsetof(ts_tune_kernel, work.score_loads), NUM_NONNEG, OPTIONAL, 0},
     {"tile_waves", offsetof(ts_tune_kernel, work.tile_waves), NUM_NONNEG, OPTIONAL, 0},
@@ -267,6 +269,16 @@ static bool optional_flag(reader *r, yaml_node_t *kn, const char *what, const ch
     return v && jtype_of(v) == J_BOOL && strcmp(ts_yaml_str(v), "true") == 0;
 }
 
+/* A record written before the epilogue was priced per pipe (bench/NOTES.md run 141) counts its GEMM epilogue in
+ * `epilogue_ops`, every op alike at the retired epilogue_ops_per_s: read as that many FMA-pipe slots' time, so that
+ * it predicts what its own model did. */
+static void read_legacy_epilogue(reader *r, yaml_node_t *kn, const char *what, ts_tune_kernel *k) {
+    static const num_field legacy = {"epilogue_ops", 0, NUM_NONNEG, OPTIONAL, 0};
+    double ops = 0;
+    if (ts_yaml_get(r->s, kn, "epilogue_slots") || get_number(r, kn, what, &legacy, &ops) != 0) return;
+    k->work.epilogue_slots = ops * r->slots_per_legacy_op;
+}
+
 static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_kernel *k) {
     if (jtype_of(kn) != J_OBJECT) {
         error_at(r, kn, "%s must be an object, not %s", what, jtype_name(jtype_of(kn)));
@@ -291,6 +303,7 @@ static void read_kernel(reader *r, yaml_node_t *kn, const char *what, ts_tune_ke
     k->work.tile64 = optional_flag(r, kn, what, "tile64");           /* a single-B GEMM in 128x64 tiles */
     k->work.library = optional_flag(r, kn, what, "library");         /* a GEMM cuBLASLt ran */
     k->work.tf32x3 = optional_flag(r, kn, what, "tf32x3");           /* an fp32 GEMM in gemm_f32.cuh */
+    read_legacy_epilogue(r, kn, what, k);
 
     if (k->work.strided_bytes > k->work.bytes)
         error_at(r, kn, "%s: 'strided_bytes' (%g) is more than 'bytes' (%g)", what, k->work.strided_bytes,
@@ -349,6 +362,11 @@ static void read_costmodel(reader *r, yaml_node_t *root, ts_costmodel *cm) {
     if (!obj) return;
     get_numbers(r, obj, "costmodel", coefs, NCOEFS, cm);
     ts_costmodel_fill_absent(cm); /* a record from before a coefficient existed */
+    /* the retired rate of a record from before epilogue_efficiency (6.5e12 in every shipped model since run 14) */
+    static const num_field legacy = {"epilogue_ops_per_s", 0, NUM_POSITIVE, OPTIONAL, 6.5e12};
+    double ops_per_s = 6.5e12;
+    get_number(r, obj, "costmodel", &legacy, &ops_per_s);
+    r->slots_per_legacy_op = 0.5 * cm->fma_flops_per_s * cm->epilogue_efficiency / ops_per_s;
 }
 
 static void read_candidates(reader *r, yaml_node_t *root, ts_tune_record *rec) {
@@ -429,7 +447,7 @@ int ts_tune_load_text(ts_tune_set *s, const char *path, const char *text, size_t
         ts_diags_init(d, kpath, ktext, len);
         ts_error(d, 1, 1, 1, HINT, "empty file: a tune record is a JSON object");
     } else if (ts_spec_load_text(&spec, kpath, ktext, len, d) == 0) {
-        reader r = {&spec, d};
+        reader r = {&spec, d, 0};
         if (check_no_aliases(&r) == 0) read_record(&r, &rec);
         rc = d->nerrors ? -1 : 0;
     }

@@ -527,6 +527,39 @@ Test(tunefit, a_gemm_kernels_skinny_form_and_tile_waves_are_read) {
     ts_tune_set_free(&s);
 }
 
+/* A GEMM epilogue's work: `epilogue_slots` and `epilogue_sfu_ops` as written; a record from before them counts every
+ * op alike in `epilogue_ops`, priced at its own model's retired epilogue_ops_per_s (6.5e12 where it has none), so
+ * that the record predicts its epilogue as its own model did. */
+Test(tunefit, a_gemm_epilogue_is_read_by_pipe_and_old_records_keep_their_price) {
+    char *t = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"epilogue_slots\": 3e8, \"epilogue_sfu_ops\": 2e7,");
+    ts_tune_set s = {0};
+    load_ok(&s, "g.json", t);
+    cr_expect_float_eq(s.r[0].c[0].k[0].work.epilogue_slots, 3e8, 0);
+    cr_expect_float_eq(s.r[0].c[0].k[0].work.epilogue_sfu_ops, 2e7, 0);
+    ts_tune_set_free(&s);
+    free(t);
+    static const struct {
+        const char *costmodel;
+        double ops_per_s;
+    } olds[] = {{"\"map_efficiency\": 0.8", 6.5e12}, {"\"map_efficiency\": 0.8, \"epilogue_ops_per_s\": 2.8e12", 2.8e12}};
+    for (int i = 0; i < 2; i++) {
+        char *a = mini_with("\"kind\": \"map\",", "\"kind\": \"gemm\", \"epilogue_ops\": 1e8,");
+        char *b = ts_strfmt("%.*s%s%s", (int)(strstr(a, "\"map_efficiency\": 0.8") - a), a, olds[i].costmodel,
+                            strstr(a, "\"map_efficiency\": 0.8") + strlen("\"map_efficiency\": 0.8"));
+        ts_tune_set o = {0};
+        load_ok(&o, "g.json", b);
+        ts_kernel_work w = o.r[0].c[0].k[0].work;
+        const ts_costmodel *cm = &o.r[0].cm;
+        double with = ts_costmodel_time(cm, &w);
+        w.epilogue_slots = 0;
+        cr_expect_float_eq(with - ts_costmodel_time(cm, &w), 1e8 / olds[i].ops_per_s, 1e-9 * 1e8 / olds[i].ops_per_s,
+                           "case %d: the epilogue priced as its record's model did", i);
+        ts_tune_set_free(&o);
+        free(a);
+        free(b);
+    }
+}
+
 /* Malformed variants of the mini record: replace `from` by `to`; the first error contains `error`. */
 static const struct {
     const char *from, *to, *error;
