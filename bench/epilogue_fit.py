@@ -61,9 +61,6 @@ def main():
         if name == a.base:
             continue
         cm = r["costmodel"]
-        out = 1.0
-        for ax in r.get("sizes", {}).values():
-            out *= ax
         seen = set()
         for cfg, k in gemm_kernels(r):
             b = base.get(cfg)
@@ -76,8 +73,7 @@ def main():
             meas = (k["measured_s"] - b["measured_s"]) * 1e6
             busier = (max(f, s) - max(bf, bs)) / wave * 1e6
             summed = ((f + s) - (bf + bs)) / wave * 1e6
-            # per output element of the GEMM (the graph's sizes include the contraction's axis: use M·N from the
-            # slots of the bias-only kernel, whose epilogue is one add an element)
+            # per output element: the bias-only kernel's epilogue is one add an element, so its slots are M·N
             el = b.get("epilogue_slots", 0) or 1
             ratio = busier / meas if meas > 0 else float("nan")
             print(f"{name:28s} {cfg:22s} {k.get('epilogue_slots', 0) / el:8.1f} "

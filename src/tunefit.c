@@ -364,7 +364,7 @@ static void read_costmodel(reader *r, yaml_node_t *root, ts_costmodel *cm) {
     ts_costmodel_fill_absent(cm); /* a record from before a coefficient existed */
     /* the retired rate of a record from before epilogue_efficiency (6.5e12 in every shipped model since run 14) */
     static const num_field legacy = {"epilogue_ops_per_s", 0, NUM_POSITIVE, OPTIONAL, 6.5e12};
-    double ops_per_s = 6.5e12;
+    double ops_per_s; /* the fallback where absent */
     get_number(r, obj, "costmodel", &legacy, &ops_per_s);
     r->slots_per_legacy_op = 0.5 * cm->fma_flops_per_s * cm->epilogue_efficiency / ops_per_s;
 }
