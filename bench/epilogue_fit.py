@@ -8,7 +8,8 @@ timed, the epilogue's measured cost is its kernel time less the bias-only kernel
 model's is the busier pipe's time (FMA-pipe slots at half fma_flops_per_s, MUFU ops at sfu_ops_per_s) of the
 difference in epilogue work, over the share of SMs the tiles occupy. Prints a row per kernel, then
 epilogue_efficiency fitted as the geometric mean of model / measured (Σ log² minimised), and the same for a model
-that adds the two pipes instead of taking the busier.
+that adds the two pipes instead of taking the busier. Last, the ping-pong kernels against the bias-only ping-pong
+kernel: the share of the epilogue (at the fitted efficiency) they leave unhidden, and its median.
 
   python3 bench/epilogue_fit.py RECORD.json... [--base epilogue_bias] [--min-us 0.5]
 """
@@ -18,13 +19,13 @@ import math
 import sys
 
 
-def gemm_kernels(record):
-    """(config, kernel) of every ok candidate's GEMM kernels in the cooperative tile form."""
+def gemm_kernels(record, pingpong=False):
+    """(config, kernel) of every ok candidate's GEMM kernels in the cooperative tile form (or the ping-pong one)."""
     for c in record["candidates"]:
         if c.get("status") != "ok":
             continue
         for k in c["kernels"]:
-            if k["kind"] != "gemm" or k.get("pingpong") or k.get("skinny") or k.get("library"):
+            if k["kind"] != "gemm" or bool(k.get("pingpong")) != pingpong or k.get("skinny") or k.get("library"):
                 continue
             if k.get("measured_s") is None:
                 continue
@@ -35,6 +36,48 @@ def pipes(k, cm):
     """(FMA-pipe seconds, MUFU seconds) of a kernel's epilogue on all SMs, before the share and efficiency."""
     return (k.get("epilogue_slots", 0) / (0.5 * cm["fma_flops_per_s"]),
             k.get("epilogue_sfu_ops", 0) / cm["sfu_ops_per_s"])
+
+
+def base_kernels(record, pingpong=False):
+    """The bias-only graph's kernel per configuration: the one with the bias in its epilogue (a baseline plan's bare
+    GEMM has none), the first (best-ranked) of those."""
+    base = {}
+    for cfg, k in gemm_kernels(record, pingpong):
+        if k.get("epilogue_slots", 0) > base.get(cfg, {}).get("epilogue_slots", 0):
+            base[cfg] = k
+    return base
+
+
+def pingpong_share(recs, base_name, eff):
+    """The ping-pong form's unhidden epilogue: per graph, its ping-pong kernel's time over the bias-only one's
+    against the model's epilogue difference at eff; the model (costmodel.c ts_costmodel_time) leaves
+    gemm_pingpong_epilogue_share of it plus one wave's worth (1/tile_waves) unhidden while the epilogue is the
+    shorter of the two."""
+    base = base_kernels(recs[base_name], pingpong=True)
+    shares = []
+    print(f"\nping-pong: {'graph':24s} {'config':30s} {'meas us':>8s} {'model us':>8s} {'unhidden':>8s} {'share':>6s}")
+    for name, r in sorted(recs.items()):
+        if name == base_name:
+            continue
+        cm, seen = r["costmodel"], set()
+        for cfg, k in gemm_kernels(r, pingpong=True):
+            b = base.get(cfg)
+            if b is None or cfg in seen:
+                continue
+            seen.add(cfg)
+            f, s = pipes(k, cm)
+            bf, bs = pipes(b, cm)
+            model = (max(f, s) - max(bf, bs)) / (eff * k["wave_efficiency"]) * 1e6
+            meas = (k["measured_s"] - b["measured_s"]) * 1e6
+            if model <= 0:
+                continue
+            share = meas / model - 1 / max(k.get("tile_waves", 1), 1)
+            shares.append(share)
+            print(f"ping-pong: {name:24s} {cfg:30s} {meas:8.2f} {model:8.2f} {meas / model:8.2f} {share:6.2f}")
+    if shares:
+        shares.sort()
+        print(f"ping-pong: gemm_pingpong_epilogue_share, the median of {len(shares)}: {shares[len(shares) // 2]:.2f} "
+              f"(range {shares[0]:.2f}-{shares[-1]:.2f})")
 
 
 def main():
@@ -51,9 +94,7 @@ def main():
         recs[r["graph"]] = r
     if a.base not in recs:
         sys.exit(f"epilogue_fit: no record of the bias-only graph '{a.base}' among the files")
-    base = {}
-    for cfg, k in gemm_kernels(recs[a.base]):
-        base.setdefault(cfg, k)  # the first (best-ranked) candidate's kernel in that configuration
+    base = base_kernels(recs[a.base])
     print(f"{'graph':28s} {'config':22s} {'slots/el':>8s} {'mufu/el':>7s} {'meas us':>8s} {'busier us':>9s} "
           f"{'sum us':>7s} {'ratio':>6s}")
     busier_ratios, sum_ratios = [], []
@@ -81,15 +122,19 @@ def main():
             if meas >= a.min_us and busier > 0:
                 busier_ratios.append(busier / meas)
                 sum_ratios.append(summed / meas)
+    fitted = None
     for label, rs in (("busier pipe", busier_ratios), ("pipes added", sum_ratios)):
         if not rs:
             print(f"{label}: no epilogue of {a.min_us} us or more to fit")
             continue
         logs = [math.log(x) for x in rs]
         eff = math.exp(sum(logs) / len(logs))
+        fitted = fitted or eff
         spread = math.sqrt(sum((l - math.log(eff)) ** 2 for l in logs) / len(logs))
         print(f"{label}: epilogue_efficiency {eff:.3f} over {len(rs)} kernels, residual spread "
               f"{100 * (math.exp(spread) - 1):.0f}% (rms of log ratio), ratios {min(rs):.2f}-{max(rs):.2f}")
+    if fitted:
+        pingpong_share(recs, a.base, fitted)
 
 
 if __name__ == "__main__":
