@@ -221,9 +221,38 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uin
 }
 
 // ---- math and warp reductions --------------------------------------------------------------------
+// The special functions the emitter writes (src/emit.c print_op), each a MUFU instruction with no slow path:
+// the IEEE forms (sqrtf, log2f, sinf) carry a called subroutine or Payne-Hanek reduction through local
+// memory, which in a GEMM epilogue with its accumulators live costs 3-8x their arithmetic (bench/NOTES.md run
+// 141). Their errors against float64 over the fp32 range are what bench/gpu/math_test.cu measures and bounds;
+// the FMA-pipe slots and MUFU ops of each, counted in sm_90a SASS, are src/costmodel.c op_cost's.
 __device__ __forceinline__ float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// sqrt.approx (subnormal inputs scaled, not flushed): MUFU.SQRT.
+__device__ __forceinline__ float fast_sqrt(float x) {
+    float y;
+    asm("sqrt.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// lg2.approx (subnormal inputs scaled, not flushed): MUFU.LG2.
+__device__ __forceinline__ float fast_log2(float x) {
+    float y;
+    asm("lg2.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+// sin.approx after reducing x by the nearest multiple k of 2π (Cody-Waite: 2π as a float plus its remainder,
+// each product exact inside an FMA), so that MUFU.SIN sees about [-π, π], where it is accurate. The reduction
+// holds while x/(2π) rounded to a float stays within one of the nearest integer (|x| below about 2^24); past
+// that an fp32 x is an even integer and the result, though in [-1, 1], is not sin(x) (math_test reports it).
+__device__ __forceinline__ float fast_sin(float x) {
+    const float k = rintf(x * 0.159154943f);          // 1/(2π)
+    float r = fmaf(-k, 6.28318548f, x);                // 2π rounded to float
+    r = fmaf(-k, -1.74845553e-7f, r);                  // 2π less that float
+    float y;
+    asm("sin.approx.f32 %0, %1;\n" : "=f"(y) : "f"(r));
     return y;
 }
 // Reductions over the 4 lanes of a quad (the lanes that share an MMA accumulator row).
@@ -1070,7 +1099,7 @@ struct K0 {
                 const float v5 = v3 * v4;
                 const float v6 = 1e-05f;
                 const float v7 = v5 + v6;
-                const float v8 = sqrtf(v7);
+                const float v8 = tst::fast_sqrt(v7);
                 const float v9 = __fdividef(1.f, v8);
                 const float v10 = v2 * v9;
                 const float v11 = u2[i];

@@ -170,12 +170,14 @@ static bool strided(const ts_kernel *k, const ts_access *a, int32_t fast) {
     return ts_access_strided_along(a, fast);
 }
 
-/* What one elementwise primitive costs as emit.c writes it (sm_90a SASS, nvcc -O3, counted with cuobjdump; the
- * fast path where the function has a slow one): issue slots of the FMA pipe (FP32 and integer instructions; an
- * FMA, an add or a compare is one) and MUFU operations (16 a clock an SM against 128 FMA-pipe lanes). recip is
- * __fdividef(1, x): a range check, rcp.approx and a multiply; sqrt is IEEE sqrtf: rsqrt.approx and its Newton
- * steps; exp2 is ex2.approx.ftz alone; log2f, erff and sinf are polynomials on the FMA pipe (erff's tail one
- * ex2). A cast and a copy cost nothing here (the loads and stores convert). bench/NOTES.md run 141. */
+/* What one elementwise primitive costs as emit.c writes it (sm_90a SASS, nvcc -O3, counted with cuobjdump):
+ * issue slots of the FMA pipe (FP32 and integer instructions; an FMA, an add or a compare is one) and MUFU
+ * operations (16 a clock an SM against 128 FMA-pipe lanes). recip is __fdividef(1, x): a range check,
+ * rcp.approx and a multiply; sqrt and log2 are tile.cuh's fast_sqrt and fast_log2: a subnormal check, a
+ * predicated scale before and after, and the MUFU op; exp2 is ex2.approx.ftz alone; sin is fast_sin: a
+ * multiply, a round to integer (FRND, on the MUFU's quarter-rate pipe, counted there), two FMAs of the
+ * reduction, MUFU.SIN's own range multiply and MUFU.SIN; erff is a polynomial on the FMA pipe with one ex2 in
+ * its tail. A cast and a copy cost nothing here (the loads and stores convert). bench/NOTES.md runs 141-142. */
 static void op_cost(ts_op op, double *slots, double *mufu) {
     *slots = 1, *mufu = 0;
     switch (op) {
@@ -183,10 +185,10 @@ static void op_cost(ts_op op, double *slots, double *mufu) {
     case TS_OP_COPY: *slots = 0; break;
     case TS_OP_WHERE: *slots = 2; break; /* a compare and a select */
     case TS_OP_RECIP: *slots = 4, *mufu = 1; break;
-    case TS_OP_SQRT: *slots = 7, *mufu = 1; break;
+    case TS_OP_SQRT: *slots = 3, *mufu = 1; break;
     case TS_OP_EXP2: *slots = 0, *mufu = 1; break;
-    case TS_OP_LOG2: *slots = 28; break;
-    case TS_OP_SIN: *slots = 28; break;
+    case TS_OP_LOG2: *slots = 3, *mufu = 1; break;
+    case TS_OP_SIN: *slots = 4, *mufu = 2; break;
     case TS_OP_ERF: *slots = 28, *mufu = 1; break;
     default: break;
     }

@@ -307,10 +307,10 @@ static void print_op(FILE *f, const ts_xnode *n, const char *name, int i) {
     switch (n->op) {
     case TS_OP_NEG: fprintf(f, "-v%d", c[0]); break;
     case TS_OP_RECIP: fprintf(f, "__fdividef(1.f, v%d)", c[0]); break; /* rcp.approx: 1 ulp, no division */
-    case TS_OP_SQRT: fprintf(f, "sqrtf(v%d)", c[0]); break;
-    case TS_OP_EXP2: fprintf(f, "tst::fast_exp2(v%d)", c[0]); break; /* ex2.approx.ftz */
-    case TS_OP_LOG2: fprintf(f, "log2f(v%d)", c[0]); break;
-    case TS_OP_SIN: fprintf(f, "sinf(v%d)", c[0]); break;
+    case TS_OP_SQRT: fprintf(f, "tst::fast_sqrt(v%d)", c[0]); break;
+    case TS_OP_EXP2: fprintf(f, "tst::fast_exp2(v%d)", c[0]); break; /* ex2.approx.ftz (templates/tile.cuh) */
+    case TS_OP_LOG2: fprintf(f, "tst::fast_log2(v%d)", c[0]); break;
+    case TS_OP_SIN: fprintf(f, "tst::fast_sin(v%d)", c[0]); break;
     case TS_OP_ERF: fprintf(f, "erff(v%d)", c[0]); break;
     case TS_OP_CAST:
         if (n->dtype == TS_FP32) fprintf(f, "v%d", c[0]);

@@ -218,8 +218,8 @@ Test(row, cost_model_counts_each_output_once_and_each_stage_per_element) {
     cr_assert_float_eq(w.bytes, 4 * out * 2 + 1024 * 2, 0);
     cr_assert_float_eq(w.strided_bytes, 0, 0);
     /* per element: H (1 add), Y (7 add/mul), stage 0 (1 + 1 add), stage 1 (1 + 4 add/mul), and the FMA-pipe
-     * slots of IEEE sqrt's Newton steps (7) and of the reciprocal's range check (4) (costmodel.c op_cost) */
-    cr_assert_float_eq(w.fma_flops, (15 + 7 + 4) * out, 0);
+     * slots of fast_sqrt's subnormal scaling (3) and of the reciprocal's range check (4) (costmodel.c op_cost) */
+    cr_assert_float_eq(w.fma_flops, (15 + 3 + 4) * out, 0);
     cr_assert_float_eq(w.sfu_ops, 2 * out, 0); /* sqrt, recip: one MUFU op each */
     cr_assert_float_eq(ts_costmodel_efficiency(&f.cm, TS_KERNEL_ROW), f.cm.row_efficiency, 0);
     double t = f.cm.launch_s + w.bytes / (f.cm.dram_bytes_per_s * f.cm.row_efficiency);

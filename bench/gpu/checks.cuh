@@ -1,4 +1,4 @@
-// checks.cuh — the error checks of the GEMM test programs (bench/gpu/gemm*_test.cu): CK(x) for a CUDA runtime
+// checks.cuh — the error checks of the test programs (bench/gpu/gemm*_test.cu, math_test.cu): CK(x) for a CUDA runtime
 // call, CKB(x) for a cuBLAS one (defined when cublas_v2.h was included first). A failed call prints where and
 // what, and exits with status 2 (a CUDA/cuBLAS error, as the programs' headers say).
 #pragma once

@@ -162,7 +162,7 @@ struct K0 {
                 const float v3 = v1 * v2;
                 const float v4 = 1e-05f;
                 const float v5 = v3 + v4;
-                const float v6 = sqrtf(v5);
+                const float v6 = tst::fast_sqrt(v5);
                 const float v7 = __fdividef(1.f, v6);
                 const float v8 = v0 * v7;
                 const float v9 = u1[i];
@@ -182,7 +182,7 @@ struct K0 {
                 const float v3 = v1 * v2;
                 const float v4 = 1e-05f;
                 const float v5 = v3 + v4;
-                const float v6 = sqrtf(v5);
+                const float v6 = tst::fast_sqrt(v5);
                 const float v7 = __fdividef(1.f, v6);
                 const float v8 = v0 * v7;
                 const float v9 = u1[i];
@@ -213,7 +213,7 @@ struct K0 {
                 const float v3 = v1 * v2;
                 const float v4 = 1e-05f;
                 const float v5 = v3 + v4;
-                const float v6 = sqrtf(v5);
+                const float v6 = tst::fast_sqrt(v5);
                 const float v7 = __fdividef(1.f, v6);
                 const float v8 = v0 * v7;
                 const float v9 = u1[i];

@@ -205,7 +205,7 @@ struct K0 {
                 const float v9 = v7 * v8;
                 const float v10 = 1e-05f;
                 const float v11 = v9 + v10;
-                const float v12 = sqrtf(v11);
+                const float v12 = tst::fast_sqrt(v11);
                 const float v13 = __fdividef(1.f, v12);
                 const float v14 = v6 * v13;
                 const float v15 = u2[i];
