@@ -2,7 +2,7 @@
 //
 // graph:     decoder_decode (source hash ea699b287efb64e3)
 // plan:      fused/21 — 10 kernels: row [b,d] over d; gemm [b,qkv] over d; map [b,kv_h,grp,two,d_half]; map [b,kv_h,two,d_half] into K_cache; map [b,kv_h,d_h] into V_cache; attention [b,kv_h,grp,d_h] over s; gemm [b,d] over q_dim; row [b,d] over d; dual-gemm [b,f] over d; gemm [b,d] over f
-// predicted: 0.2250 ms on NVIDIA H200 at the typical sizes (2.13x the 0.4791 ms predicted for one kernel per op)
+// predicted: 0.2248 ms on NVIDIA H200 at the typical sizes (2.08x the 0.4672 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 2

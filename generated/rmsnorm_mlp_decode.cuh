@@ -2,7 +2,7 @@
 //
 // graph:     rmsnorm_mlp_decode (source hash 32041b2a986651b2)
 // plan:      fused-epilogues+rowstats — 1 kernel: dual-gemm+rowstats [m,n] over d
-// predicted: 0.0640 ms on NVIDIA H200 at the typical sizes (1.59x the 0.1019 ms predicted for one kernel per op)
+// predicted: 0.0640 ms on NVIDIA H200 at the typical sizes (1.58x the 0.1014 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 3 stages
