@@ -229,7 +229,7 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&d)[4], const uin
 // ---- math and warp reductions --------------------------------------------------------------------
 // The special functions the emitter writes (src/emit.c print_op), each a MUFU instruction with no slow path:
 // the IEEE forms (sqrtf, log2f, sinf) carry a called subroutine or Payne-Hanek reduction through local
-// memory, which in a GEMM epilogue with its accumulators live costs 3-8x their arithmetic (bench/NOTES.md run
+// memory, which in a GEMM epilogue with its accumulators live costs 3-7.5x their arithmetic (bench/NOTES.md run
 // 141). Their errors against float64 over the fp32 range are what bench/gpu/math_test.cu measures and bounds;
 // the FMA-pipe slots and MUFU ops of each, counted in sm_90a SASS, are src/costmodel.c op_cost's.
 __device__ __forceinline__ float fast_exp2(float x) {
