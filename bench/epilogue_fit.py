@@ -48,32 +48,39 @@ def base_kernels(record, pingpong=False):
     return base
 
 
+def paired_kernels(recs, base_name, pingpong=False):
+    """(graph, config, kernel, the bias-only kernel in that configuration, the record's cost model) for every graph
+    but the bias-only one, a kernel per configuration both timed."""
+    base = base_kernels(recs[base_name], pingpong)
+    for name, r in sorted(recs.items()):
+        if name == base_name:
+            continue
+        seen = set()
+        for cfg, k in gemm_kernels(r, pingpong):
+            b = base.get(cfg)
+            if b is None or cfg in seen:
+                continue
+            seen.add(cfg)
+            yield name, cfg, k, b, r["costmodel"]
+
+
 def pingpong_share(recs, base_name, eff):
     """The ping-pong form's unhidden epilogue: per graph, its ping-pong kernel's time over the bias-only one's
     against the model's epilogue difference at eff; the model (costmodel.c ts_costmodel_time) leaves
     gemm_pingpong_epilogue_share of it plus one wave's worth (1/tile_waves) unhidden while the epilogue is the
     shorter of the two."""
-    base = base_kernels(recs[base_name], pingpong=True)
     shares = []
     print(f"\nping-pong: {'graph':24s} {'config':30s} {'meas us':>8s} {'model us':>8s} {'unhidden':>8s} {'share':>6s}")
-    for name, r in sorted(recs.items()):
-        if name == base_name:
+    for name, cfg, k, b, cm in paired_kernels(recs, base_name, pingpong=True):
+        f, s = pipes(k, cm)
+        bf, bs = pipes(b, cm)
+        model = (max(f, s) - max(bf, bs)) / (eff * k["wave_efficiency"]) * 1e6
+        meas = (k["measured_s"] - b["measured_s"]) * 1e6
+        if model <= 0:
             continue
-        cm, seen = r["costmodel"], set()
-        for cfg, k in gemm_kernels(r, pingpong=True):
-            b = base.get(cfg)
-            if b is None or cfg in seen:
-                continue
-            seen.add(cfg)
-            f, s = pipes(k, cm)
-            bf, bs = pipes(b, cm)
-            model = (max(f, s) - max(bf, bs)) / (eff * k["wave_efficiency"]) * 1e6
-            meas = (k["measured_s"] - b["measured_s"]) * 1e6
-            if model <= 0:
-                continue
-            share = meas / model - 1 / max(k.get("tile_waves", 1), 1)
-            shares.append(share)
-            print(f"ping-pong: {name:24s} {cfg:30s} {meas:8.2f} {model:8.2f} {meas / model:8.2f} {share:6.2f}")
+        share = meas / model - 1 / max(k.get("tile_waves", 1), 1)
+        shares.append(share)
+        print(f"ping-pong: {name:24s} {cfg:30s} {meas:8.2f} {model:8.2f} {meas / model:8.2f} {share:6.2f}")
     if shares:
         shares.sort()
         print(f"ping-pong: gemm_pingpong_epilogue_share, the median of {len(shares)}: {shares[len(shares) // 2]:.2f} "
@@ -94,34 +101,24 @@ def main():
         recs[r["graph"]] = r
     if a.base not in recs:
         sys.exit(f"epilogue_fit: no record of the bias-only graph '{a.base}' among the files")
-    base = base_kernels(recs[a.base])
     print(f"{'graph':28s} {'config':22s} {'slots/el':>8s} {'mufu/el':>7s} {'meas us':>8s} {'busier us':>9s} "
           f"{'sum us':>7s} {'ratio':>6s}")
     busier_ratios, sum_ratios = [], []
-    for name, r in sorted(recs.items()):
-        if name == a.base:
-            continue
-        cm = r["costmodel"]
-        seen = set()
-        for cfg, k in gemm_kernels(r):
-            b = base.get(cfg)
-            if b is None or cfg in seen:
-                continue
-            seen.add(cfg)
-            wave = k["wave_efficiency"]
-            f, s = pipes(k, cm)
-            bf, bs = pipes(b, cm)
-            meas = (k["measured_s"] - b["measured_s"]) * 1e6
-            busier = (max(f, s) - max(bf, bs)) / wave * 1e6
-            summed = ((f + s) - (bf + bs)) / wave * 1e6
-            # per output element: the bias-only kernel's epilogue is one add an element, so its slots are M·N
-            el = b.get("epilogue_slots", 0) or 1
-            ratio = busier / meas if meas > 0 else float("nan")
-            print(f"{name:28s} {cfg:22s} {k.get('epilogue_slots', 0) / el:8.1f} "
-                  f"{k.get('epilogue_sfu_ops', 0) / el:7.1f} {meas:8.2f} {busier:9.2f} {summed:7.2f} {ratio:6.2f}")
-            if meas >= a.min_us and busier > 0:
-                busier_ratios.append(busier / meas)
-                sum_ratios.append(summed / meas)
+    for name, cfg, k, b, cm in paired_kernels(recs, a.base):
+        wave = k["wave_efficiency"]
+        f, s = pipes(k, cm)
+        bf, bs = pipes(b, cm)
+        meas = (k["measured_s"] - b["measured_s"]) * 1e6
+        busier = (max(f, s) - max(bf, bs)) / wave * 1e6
+        summed = ((f + s) - (bf + bs)) / wave * 1e6
+        # per output element: the bias-only kernel's epilogue is one add an element, so its slots are M·N
+        el = b.get("epilogue_slots", 0) or 1
+        ratio = busier / meas if meas > 0 else float("nan")
+        print(f"{name:28s} {cfg:22s} {k.get('epilogue_slots', 0) / el:8.1f} "
+              f"{k.get('epilogue_sfu_ops', 0) / el:7.1f} {meas:8.2f} {busier:9.2f} {summed:7.2f} {ratio:6.2f}")
+        if meas >= a.min_us and busier > 0:
+            busier_ratios.append(busier / meas)
+            sum_ratios.append(summed / meas)
     fitted = None
     for label, rs in (("busier pipe", busier_ratios), ("pipes added", sum_ratios)):
         if not rs:
