@@ -525,8 +525,7 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
 // fp16 or bf16 in, fp32 accumulate (mma.sync m16n8k16, sm_80+; the wgmma form is a later template). Any
-// M, N, K. It is not a library GEMM: no alpha/beta, no transposed A. Namespace tsg; depends only on
-// tile.cuh.
+// M, N, K. It is not a library GEMM: no alpha/beta. Namespace tsg; depends only on tile.cuh.
 // Split-K (SPLIT > 1, Hopper and later: a decode-size GEMM with few column tiles streams its weight with
 // SPLIT times as many CTAs): the SPLIT CTAs of a tile form a cluster, each multiplies a contiguous share of
 // the K tiles, the others leave their fp32 accumulators in their shared memory, and rank 0 adds them through
@@ -536,12 +535,15 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 //
 // Operands (element strides, int64):
 //   A  (M, K), K contiguous:  A + b*a_batch_stride + m*lda + k
+//      A_KM=true: (K, M), M contiguous (Aᵀ stored, a weight gradient's Xᵀ):  A + b*a_batch_stride + k*lda + m
+//      (BM a multiple of 64; no second pair, no row statistics)
 //   B  B_KN=true : (K, N), N contiguous, a weight [d, n]:  B + b*b_batch_stride + k*ldb + n
 //      B_KN=false: (N, K), K contiguous, like K in Q·Kᵀ:   B + b*b_batch_stride + n*ldb + k
 //   B1 (DUAL) has B0's layout, shape, ldb and batch stride.
 //
 // The kernel, per block: a grouped tile order for L2 reuse → STAGES-deep cp.async pipeline of swizzled
-// shared-memory tiles (A: BM×BK, B: BK×BN) → ldmatrix (.trans for B_KN) → mma → epilogue from registers.
+// shared-memory tiles (A: BM×BK, or BK×BM for A_KM; B: BK×BN) → ldmatrix (.trans for B_KN and A_KM) → mma →
+// epilogue from registers.
 // The launch helper picks the 16-byte cp.async loader when every pointer is 16-byte aligned and every
 // leading dimension and batch stride is a multiple of 8 elements (edges in M, N and K are then handled by
 // zero-filling cp.async); else the 4-byte cp.async loader when they are 4-byte aligned and even (a K of 2500:
@@ -949,6 +951,21 @@ __device__ __forceinline__ void load_b_frags(uint32_t (&bf)[NI][2], const T *sB,
     }
 }
 
+// A fragments for MI m16-tiles of one k16 step (stage tile sA). A_KM: sA is BK×BM (rows k, ldmatrix.trans; its
+// four 8×8 matrices (m0-7, k0-7), (m8-15, k0-7), (m0-7, k8-15), (m8-15, k8-15), as mma's a0..a3); else BM×BK.
+template <typename T, int BM, int BK, int MI, bool A_KM>
+__device__ __forceinline__ void load_a_frags(uint32_t (&af)[MI][4], const T *sA, int kk, int m_warp, int lane) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+        if constexpr (A_KM) {
+            const int k = kk * 16 + (lane & 7) + (lane >> 4) * 8;
+            tst::ldmatrix_x4_trans(af[mi], sA + swz<BM>(k, (m_warp + mi * 16) / 8 + ((lane >> 3) & 1)));
+        } else {
+            tst::ldmatrix_x4(af[mi], sA + swz<BK>(m_warp + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        }
+    }
+}
+
 template <typename T, int MI, int NI>
 __device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t (&af)[MI][4], const uint32_t (&bf)[NI][2]) {
 #pragma unroll
@@ -1101,7 +1118,7 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -1113,6 +1130,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(BN % (16 * WARPS_N) == 0, "BN must be a multiple of 16*WARPS_N (pairs of n8 MMA tiles per warp)");
     static_assert(BK % 64 == 0, "BK must be a multiple of 64 (128-byte swizzled shared-memory rows)");
     static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
+    static_assert(!A_KM || BM % 64 == 0, "A_KM needs BM a multiple of 64 (128-byte swizzled rows of A)");
+    static_assert(!A_KM || (!TWO && kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
     static_assert(SPLIT >= 1 && SPLIT <= 8, "split-K: 1 to 8 CTAs a tile (a portable cluster)");
@@ -1143,7 +1162,9 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
     auto load_a = [&](int s, int kt) {
-        if (!TWO || kt < KT1) {
+        if constexpr (A_KM) {   // BK rows of k, BM columns of m
+            load_tile<T, BK, BM, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, kt * BK, p.K, m0, p.M);
+        } else if (!TWO || kt < KT1) {
             load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K);
         } else {
             const T *gA2 = p.A2 + b * p.a2_batch_stride;
@@ -1187,9 +1208,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
             uint32_t af[MI][4];
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
-                tst::ldmatrix_x4(af[mi], st + swz<BK>(wm + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+            load_a_frags<T, BM, BK, MI, A_KM>(af, st, kk, wm, lane);
 #pragma unroll
             for (int j = 0; j < NB; ++j) {
                 uint32_t bf[NI][2];
@@ -1299,9 +1318,9 @@ template <typename T, class Epilogue, bool DUAL> inline int gemm_loader_bytes(co
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -1320,7 +1339,8 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
 // SPLIT > 1: split-K over clusters of SPLIT CTAs (see the top), on compute capability 9.0 and later; on an
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
-          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false>
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false,
+          bool A_KM = false>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -1330,12 +1350,12 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
         tst::DeviceFacts f;
         cudaError_t e = tst::device_facts(&f);
         if (e != cudaSuccess) return e;
-        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
+        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
     switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO>(p, stream);
-    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO>(p, stream);
-    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO>(p, stream);
+    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
+    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
+    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
     }
 }
 
@@ -1349,10 +1369,11 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // fp16 or bf16 in, fp32 accumulate. Any M, N, K. Namespace tsg90; includes gemm.cuh (params, epilogues and
 // the mma.sync kernel it falls back to).
 //
-//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>(params, stream)
+//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>(params, stream)
 //
-// Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous; B_KN: B (K, N) N contiguous
-// (a weight), else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
+// Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous, or with A_KM (K, M) M contiguous
+// (`Aᵀ·B` of an A stored [k, m], as a weight gradient Xᵀ·dY reads X); B_KN: B (K, N) N contiguous (a weight),
+// else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
 //
 // The kernel, per output tile BM × BN (DUAL: BM × BN of each of the two products). Persistent: the grid holds
 // as many CTAs (clusters) as are resident at once, each taking tiles (over every batch) in a grouped order
@@ -1360,7 +1381,8 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // consumers run the last one's epilogue.
 //   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues TMA);
 //     warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232), each owning BM/2 rows of the tile.
-//   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k, K-major) + B tile (NB·BN
+//   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k; K-major, or with A_KM M-major in
+//     BM/64 slabs of 64 k rows × 64 m as B_KN's B, read by wgmma with imm-trans-a) + B tile (NB·BN
 //     columns × 64 k; K-major for B_NK, N-major for B_KN), all in the 128-byte-swizzle layout that
 //     cp.async.bulk.tensor writes (CU_TENSOR_MAP_SWIZZLE_128B) and wgmma reads through its descriptors.
 //     full[s] (TMA transaction bytes) and empty[s] (one arrival per consumer warp of every CTA of the
@@ -1404,7 +1426,8 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}, PP (ping-pong: the two
 // consumer warpgroups take turns, a whole BM × BN tile each with BM ∈ {64, 128}, so that one's epilogue runs
 // beside the other's main loop; its 128×128 tiles move more operand bytes per FLOP, so it pays only for
-// heavy epilogues: bench/NOTES.md run 49).
+// heavy epilogues: bench/NOTES.md run 49), TWO (a second operand pair, A2·B2 over K2), A_KM (A M-major; not with
+// TWO or row statistics, which read A's tile K-major).
 // Define TSOPT_TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
 // deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
 // Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
@@ -1424,7 +1447,7 @@ namespace tsg90 {
 
 // ---- wgmma m64nNk16 (fp32 accumulate; A and B from shared memory through descriptors) --------------------
 // d: this thread's N/2 accumulators; da, db: descriptors; scale_d = 0 overwrites d; TB (imm-trans-b) = 1 for
-// an N-major B (B_KN), 0 for a K-major B (B_NK). A is always K-major.
+// an N-major B (B_KN), 0 for a K-major B (B_NK); TA (imm-trans-a) = 1 for an M-major A (A_KM), 0 for K-major.
 #define TSOPT_TSG90_WGMMA_OUTS_N64(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
@@ -1436,14 +1459,14 @@ namespace tsg90 {
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+    "%32, %33, p, 1, 1, %36, %35;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_ASM_N64_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+    "%32, %33, p, 1, 1, %36, %35;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_OUTS_N128(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
@@ -1462,7 +1485,7 @@ namespace tsg90 {
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+    "%64, %65, p, 1, 1, %68, %67;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_ASM_N128_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
@@ -1471,7 +1494,7 @@ namespace tsg90 {
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+    "%64, %65, p, 1, 1, %68, %67;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_OUTS_N192(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
@@ -1496,7 +1519,7 @@ namespace tsg90 {
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
-    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+    "%96, %97, p, 1, 1, %100, %99;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_ASM_N192_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
@@ -1507,7 +1530,7 @@ namespace tsg90 {
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
-    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+    "%96, %97, p, 1, 1, %100, %99;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_OUTS_N256(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
@@ -1538,7 +1561,7 @@ namespace tsg90 {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
-    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+    "%128, %129, p, 1, 1, %132, %131;\n}\n"
 
 #define TSOPT_TSG90_WGMMA_ASM_N256_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
@@ -1551,51 +1574,51 @@ namespace tsg90 {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
-    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+    "%128, %129, p, 1, 1, %132, %131;\n}\n"
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
 #if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N64_BF16 : TSOPT_TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N64_BF16 : TSOPT_TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N64_F16 : TSOPT_TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N64_F16 : TSOPT_TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
 }
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
 #if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N128_BF16 : TSOPT_TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N128_BF16 : TSOPT_TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N128_F16 : TSOPT_TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N128_F16 : TSOPT_TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
 }
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db, int scale_d) {
 #if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N192_BF16 : TSOPT_TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N192_BF16 : TSOPT_TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N192_F16 : TSOPT_TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N192_F16 : TSOPT_TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
 }
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
 #if TSOPT_TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N256_BF16 : TSOPT_TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N256_BF16 : TSOPT_TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSOPT_TSG90_WGMMA_ASM_N256_F16 : TSOPT_TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSOPT_TSG90_WGMMA_ASM_N256_F16 : TSOPT_TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
@@ -2124,7 +2147,8 @@ __device__ __forceinline__ void prefetch_epilogue(const tsg::GemmParams<T, Epilo
 // bit 1 → the B maps do; bits 2 and 3 the same for a second operand pair's A2 and B2.
 // TWO, a second operand pair (p.K2 > 0, never with DUAL): tma_a2 and tma_b1 describe A2 and B2, whose K tiles
 // follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
-template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO>
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO,
+          bool A_KM = false>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
@@ -2133,6 +2157,7 @@ __global__ void __launch_bounds__(384, 1)
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    static_assert(!A_KM || (!TWO && tsg::kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
     unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
@@ -2179,7 +2204,10 @@ __global__ void __launch_bounds__(384, 1)
                     const bool second = TWO && kt >= KT1;   // a K tile of the second pair (zero-filled past K2)
                     const int k0 = (second ? kt - KT1 : kt) * C::BK, flags = second ? batch_flags >> 2 : batch_flags;
                     const int ba = (flags & 1) ? b : 0, bb = (flags & 2) ? b : 0;
-                    tma_load(sA, second ? &tma_a2 : &tma_a, k0, m0, ba, full);
+                    if constexpr (A_KM)   // BM/64 boxes of 64 k rows × 64 m columns, as B_KN's B
+#pragma unroll
+                        for (int i = 0; i < BM / 64; ++i) tma_load(sA + i * C::BOX_BYTES, &tma_a, m0 + 64 * i, k0, ba, full);
+                    else tma_load(sA, second ? &tma_a2 : &tma_a, k0, m0, ba, full);
 #pragma unroll
                     for (int i = 0; i < C::NBOX; ++i) {
                         if (i % CM != rank) continue;
@@ -2247,11 +2275,14 @@ __global__ void __launch_bounds__(384, 1)
                     const uint64_t db = B_KN ? make_desc(sB + kk * 2048, C::BOX_BYTES, 1024) : make_desc(sB + kk * 32, 16, 1024);
 #pragma unroll
                     for (int mi = 0; mi < C::MI; ++mi) {
-                        const uint64_t da = make_desc(sA + (a_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
-                        if constexpr (C::NT == 256) wgmma_n256<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                        else if constexpr (C::NT == 192) wgmma_n192<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                        else if constexpr (C::NT == 128) wgmma_n128<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                        else wgmma_n64<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                        // A_KM: the m64 slice is one 64-column slab, its k16 step 16 rows of 128 bytes
+                        const uint64_t da = A_KM ? make_desc(sA + (a_row0 + mi * 64) / 64 * C::BOX_BYTES + kk * 2048, C::BOX_BYTES, 1024)
+                                                 : make_desc(sA + (a_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
+                        constexpr int TB = B_KN ? 1 : 0, TA = A_KM ? 1 : 0;
+                        if constexpr (C::NT == 256) wgmma_n256<T, TB, TA>(acc[mi], da, db, 1);
+                        else if constexpr (C::NT == 192) wgmma_n192<T, TB, TA>(acc[mi], da, db, 1);
+                        else if constexpr (C::NT == 128) wgmma_n128<T, TB, TA>(acc[mi], da, db, 1);
+                        else wgmma_n64<T, TB, TA>(acc[mi], da, db, 1);
                     }
                 }
                 wgmma_commit();
@@ -2400,7 +2431,7 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 // cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
 // not compiled for sm_90a; whatever the runtime reports otherwise.
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
-          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false>
+          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false, bool A_KM = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
@@ -2414,19 +2445,20 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
-    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO>;
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>;
     static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
     if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
         last_fallback_reason() = 1;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
     const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
     const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
     CUtensorMap ta, tb0, tb1, ta2;
-    bool ok = make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
+    bool ok = A_KM ? make_map(&ta, p.A, p.M, p.K, ab, p.lda, p.a_batch_stride, 64, 64)
+                   : make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
     if (B_KN) ok = ok && make_map(&tb0, p.B0, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
     else ok = ok && make_map(&tb0, p.B0, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
     if (DUAL) {
@@ -2446,7 +2478,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     }
     if (!ok) {
         last_fallback_reason() = 2;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0) | (a2_batched ? 4 : 0) | (b2_batched ? 8 : 0);

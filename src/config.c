@@ -15,7 +15,7 @@
  * ran 18.5 µs against 13.3 with 4 stages; its down projection 52.8 against 35.0 (ncu on the H200,
  * `gemm_test decode`, bench/NOTES.md run 56). A dynamic M gets the skinny form as a run-time branch beside
  * the large-tile one. Small static GEMMs with more rows take narrower wgmma tiles instead (below). */
-enum { SKINNY_MAX_M = 64, SKINNY_SMEM_BUDGET = 56 * 1024, NARROW_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
+enum { SKINNY_MAX_M = TS_CONFIG_SKINNY_MAX_M, SKINNY_SMEM_BUDGET = 56 * 1024, NARROW_SMEM_BUDGET = 100 * 1024, SKINNY_MAX_STAGES = 8 };
 
 /* Split-K for them: with fewer CTAs than SKINNY_MIN_CTAS (one per SM of the H200) the weight streams through
  * too few SMs (a 4096-column weight: 64 CTAs, 1.4-1.8 TB/s; bench/NOTES.md run 53), so the K tiles of each
@@ -53,6 +53,7 @@ static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_ke
 }
 
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
+    if (ts_gemm_a_km(k)) return; /* its 16-64-row tiles are too narrow for an M-major A (gemm.cuh A_KM: BM % 64) */
     const bool dynamic = ts_gemm_rows_dynamic(g, k);
     const int64_t m = ts_gemm_rows(g, k); /* a dynamic axis: its typical size */
     bool narrow = narrow_small_gemm(g, k, c);
@@ -97,7 +98,7 @@ static ts_kernel_config gemm_f32_config(const ts_graph *g, const ts_kernel *k) {
  * stages for outputs narrower than 2048 (more tiles). The mma.sync fallback: 128x256 with 3 stages for
  * wide outputs, else 128x128 (4 stages; 3 for the dual form). Measured: bench/NOTES.md. */
 static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
-    if (ts_gemm_fp32(p, k) && !ts_gemm_library_only(k)) return gemm_f32_config(g, k);
+    if (ts_gemm_fp32(p, k) && !ts_gemm_library_only(p, k)) return gemm_f32_config(g, k);
     const ts_axis *nax = &g->axes[k->n_axis];
     bool wide = !nax->dynamic && nax->size >= 2048, dual = k->b1 >= 0;
     ts_kernel_config c = {.tile_m = 128, .tile_n = dual ? (wide ? 128 : 64) : 256, .stages = dual && !wide ? 6 : 4,
@@ -106,7 +107,7 @@ static ts_kernel_config gemm_config(const ts_graph *g, const ts_plan *p, const t
     c.fb_warps_m = 2, c.fb_warps_n = 4, c.fb_stages = (wide && !dual) || dual ? 3 : 4;
     skinny_config(g, k, &c);
     if (c.skinny_m == 0 && small_static_gemm(g, k, &c)) c.tile_n = 64, c.stages = 6;
-    c.library = ts_gemm_library_only(k); /* A read transposed: cuBLASLt runs it (plan.h) */
+    c.library = ts_gemm_library_only(p, k); /* an fp32 A read transposed: cuBLASLt runs it (plan.h) */
     return c;
 }
 
@@ -182,7 +183,7 @@ static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel 
 
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
                        ts_kernel_config *out, int max) {
-    if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(k)) return 0; /* cuBLASLt's alone */
+    if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(p, k)) return 0; /* cuBLASLt's alone */
     int n = 0;
     if (ts_gemm_fp32(p, k)) { /* the other fp32 tile */
         for (int i = 0; i < (int)(sizeof f32_variants / sizeof *f32_variants) && n < max - 1; i++) {

@@ -25,6 +25,8 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
                        ts_kernel_config *out, int max);
 /* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
 enum { TS_CONFIG_MAX_VARIANTS = 8 };
+/* GEMMs of at most this many rows run the skinny (decode-size) form. */
+enum { TS_CONFIG_SKINNY_MAX_M = 64 };
 
 /* Whether the attention templates have a kernel for head dimension d: 64, 128, 192 and 256, and any multiple of 8
  * below 256 in the next of them, zero-padded (ts_config_attention_kernel_dim). */

@@ -808,12 +808,15 @@ static void print_fallback_note(emitter *e, int ki, const char *what) {
 static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *t) {
     const ts_kernel_config *c = &k->cfg;
     const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
-    const char *two = k->two_k ? ", true" : ""; /* the templates' TWO: a second operand pair */
+    /* the templates' TWO (a second operand pair) and A_KM (A read M-major; never with TWO, nor skinny: config.c) */
+    const bool a_km = ts_gemm_a_km(k);
+    TS_ASSERT(!a_km || (!k->two_k && c->skinny_m == 0));
+    const char *two = k->two_k ? ", true" : a_km ? ", false, true" : "";
     if (c->skinny_m > 0) {
         const char *in = c->skinny_only ? "" : "    ";
         if (!c->skinny_only) fprintf(e->f, "        if (p.M <= %d) { /* decode sizes: stream B at DRAM bandwidth */\n", c->skinny_m);
         char split[24] = ""; /* split-K over a cluster (config.h), and a second operand pair; defaults not printed */
-        if (c->sk_split > 1 || k->two_k) snprintf(split, sizeof split, ", %d%s", c->sk_split > 1 ? c->sk_split : 1, two);
+        if (c->sk_split > 1 || k->two_k) snprintf(split, sizeof split, ", %d%s", c->sk_split > 1 ? c->sk_split : 1, k->two_k ? ", true" : "");
         fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d%s>(p, stream);%s\n", in, t,
                 c->sk_tile_m, c->sk_tile_n, c->sk_stages, kn, du, ki, split,
                 c->skinny_only ? " /* decode sizes: stream B at DRAM bandwidth */" : "");
@@ -830,7 +833,7 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     print_fallback_note(e, ki, "GEMM");
     fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d%s>(p, stream);\n%s        }\n",
             in, t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki,
-            k->two_k ? ", 1, true" : "", in);
+            k->two_k ? ", 1, true" : a_km ? ", 1, false, true" : "", in);
     if (c->skinny_m > 0) fputs("        }\n", e->f);
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
@@ -938,7 +941,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
     if (ep.bias >= 0) print_base(e, "lt.bias", &k->acc[ep.bias]);
     fprintf(e->f, "        lt.act = %s;\n", ep.act == TS_LT_ACT_RELU ? "tslt::kRelu" : ep.act == TS_LT_ACT_GELU ? "tslt::kGelu" : "tslt::kNone");
     fprintf(e->f, "        err = tslt::matmul(lt, lt_cache, lt_workspace, %d, stream);\n", TS_LT_WORKSPACE_BYTES);
-    if (ts_gemm_library_only(k)) {
+    if (ts_gemm_library_only(e->p, k)) {
         fprintf(e->f, "        if (err == cudaErrorNotSupported) fallback_note = \"kernel %d (GEMM): cuBLASLt has no algorithm for "
                       "this call, and no tsopt template runs it (%s)\";\n        if (err != cudaSuccess) return err;\n",
                 ki + 1, "A read transposed");
@@ -952,7 +955,7 @@ static void emit_gemm_library_call(emitter *e, int ki, const ts_kernel *k) {
 static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     const ts_access *a = &k->acc[k->a], *b = &k->acc[k->b0];
     const char *t = ctype_of(e->p->buf[a->buf].dtype);
-    if (ts_gemm_library_only(k)) { /* cuBLASLt alone (no own template runs it) */
+    if (ts_gemm_library_only(e->p, k)) { /* cuBLASLt alone (no own template runs it) */
         fputs("    {\n", e->f);
         emit_gemm_library_call(e, ki, k);
         fputs("    }\n", e->f);
@@ -963,7 +966,7 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_base(e, "p.B0", b);
     if (k->b1 >= 0) print_base(e, "p.B1", &k->acc[k->b1]);
     print_gemm_dims(e, k, "p");
-    print_assign(e, "p.lda", ts_access_stride(a, k->m_axis));
+    print_assign(e, "p.lda", ts_access_stride(a, ts_gemm_a_km(k) ? k->red_axis : k->m_axis)); /* the non-unit stride */
     print_assign(e, "p.ldb", ts_access_stride(b, k->b_kn ? k->red_axis : k->n_axis));
     print_stride(e, "p.a_batch_stride", a, k->batch_axis);
     print_stride(e, "p.b_batch_stride", b, k->batch_axis);
@@ -1977,7 +1980,7 @@ static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
 }
 
 static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
-    if (ts_gemm_library_only(k)) return; /* cuBLASLt's alone: no epilogue functor */
+    if (ts_gemm_library_only(e->p, k)) return; /* cuBLASLt's alone: no epilogue functor */
     if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, ki, k);
     else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, ki, k);
     else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, ki, k);

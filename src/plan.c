@@ -1108,10 +1108,13 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
     if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
     aorder[na++] = m, aorder[na++] = kax;
-    /* A with unit stride along m (Aᵀ stored): the own templates need it k-contiguous (a copy); cuBLASLt reads it
-     * as it is (its op T), when allowed */
-    bool a_transposed = b->library_gemms && bo < 0 && !broadcast_b && dual < 0 && !two_k && !unit_along(b, opa, kax) &&
-                        unit_along(b, opa, m);
+    /* A with unit stride along m (Aᵀ stored) is read as it is — by the 2-byte templates (A_KM: imm-trans-a,
+     * ldmatrix.trans) where the GEMM has more rows than a skinny one (whose narrow tiles need A k-contiguous), by
+     * cuBLASLt (its op T) for fp32 when allowed — else through a k-contiguous copy */
+    const ts_axis *max = &b->x->g->axes[m];
+    bool own_km = dtype_of(b, opa) != TS_FP32 && (max->dynamic || max->size > TS_CONFIG_SKINNY_MAX_M);
+    bool a_transposed = (own_km || b->library_gemms) && bo < 0 && !broadcast_b && dual < 0 && !two_k &&
+                        !unit_along(b, opa, kax) && unit_along(b, opa, m);
     ts_access a = a_transposed ? typed_operand(b, opa) : unit_stride(b, opa, kax, aorder, na);
     if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);

@@ -287,8 +287,10 @@ enum { TS_MARK_CUT = 1, TS_MARK_ROW = 2 };
 int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark, bool fuse,
                   ts_plan *p, char **err);
 /* ts_plan_lower, and with library_gemms (--allow-cublas) GEMM kernels that only cuBLASLt runs
- * (ts_gemm_library_only; config.h `library` set for them unconditionally): a GEMM whose A is read transposed
- * (unit stride along m: `A.T @ B`), which would otherwise read a k-contiguous copy of A. */
+ * (ts_gemm_library_only; config.h `library` set for them unconditionally): an fp32 GEMM whose A is read
+ * transposed (unit stride along m: `A.T @ B`), which would otherwise read a k-contiguous copy of A. (fp16 and
+ * bf16 GEMMs read such an A as it is whatever the flag, ts_gemm_a_km, where it has more rows than a skinny
+ * GEMM's.) */
 int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark,
                        bool fuse, bool library_gemms, ts_plan *p, char **err);
 
@@ -298,12 +300,17 @@ bool ts_kernel_writes(const ts_kernel *k, int buf);
 /* Access a's stride along axis (0 where a does not span it). */
 ts_sym ts_access_stride(const ts_access *a, int32_t axis);
 
-/* Whether no template of tsopt's own runs GEMM kernel k, only cuBLASLt (--allow-cublas): A without unit stride
- * along k (the templates read A k-contiguous). */
-static inline bool ts_gemm_library_only(const ts_kernel *k) {
+/* Whether GEMM kernel k reads A M-major (unit stride along m, not along k: `A.T @ B` of an A stored [k, m]); the
+ * 2-byte templates take it as it is (gemm.cuh / gemm_sm90.cuh A_KM), the fp32 one does not. */
+static inline bool ts_gemm_a_km(const ts_kernel *k) {
     if (k->kind != TS_KERNEL_GEMM) return false;
     ts_sym s = ts_access_stride(&k->acc[k->a], k->red_axis);
     return !ts_sym_is_one(&s);
+}
+/* Whether no template of tsopt's own runs GEMM kernel k of plan p, only cuBLASLt (--allow-cublas): an fp32 A read
+ * M-major (templates/gemm_f32.cuh reads A k-contiguous). */
+static inline bool ts_gemm_library_only(const ts_plan *p, const ts_kernel *k) {
+    return ts_gemm_a_km(k) && p->buf[k->acc[k->a].buf].dtype == TS_FP32;
 }
 /* Whether a and b read the same element at every index: one buffer, offset and stride per axis. */
 bool ts_access_same_view(const ts_access *a, const ts_access *b);

@@ -234,7 +234,7 @@ static int writer_of(const ts_plan *p, int buf, int before) {
 static int fusable_into(const ts_plan *p, int gi, row_reduction *rr) {
     const ts_kernel *gk = &p->k[gi];
     if (gk->kind != TS_KERNEL_GEMM || gk->nstage || gk->nrowstat || gk->two_k) return -1; /* one A: its rows */
-    if (ts_gemm_library_only(gk)) return -1; /* cuBLASLt's alone: it folds no row statistics */
+    if (ts_gemm_a_km(gk)) return -1; /* A M-major: the templates fold rows of a K-major tile; cuBLASLt none */
     if (ts_gemm_fp32(p, gk)) return -1;         /* gemm_f32.cuh folds none either */
     for (int s = 0; s < gk->nacc; s++) {
         if (s == gk->a || s == gk->b0 || s == gk->b1 || p->buf[gk->acc[s].buf].kind != TS_BUF_TEMP) continue;

@@ -3,8 +3,7 @@
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B[k, n])                              (single)
 //   C[m, n] = epilogue(b, m, n, Σ_k A[m, k]·B0[k, n], Σ_k A[m, k]·B1[k, n])       (DUAL: one A tile, two B)
 // fp16 or bf16 in, fp32 accumulate (mma.sync m16n8k16, sm_80+; the wgmma form is a later template). Any
-// M, N, K. It is not a library GEMM: no alpha/beta, no transposed A. Namespace tsg; depends only on
-// tile.cuh.
+// M, N, K. It is not a library GEMM: no alpha/beta. Namespace tsg; depends only on tile.cuh.
 // Split-K (SPLIT > 1, Hopper and later: a decode-size GEMM with few column tiles streams its weight with
 // SPLIT times as many CTAs): the SPLIT CTAs of a tile form a cluster, each multiplies a contiguous share of
 // the K tiles, the others leave their fp32 accumulators in their shared memory, and rank 0 adds them through
@@ -14,12 +13,15 @@
 //
 // Operands (element strides, int64):
 //   A  (M, K), K contiguous:  A + b*a_batch_stride + m*lda + k
+//      A_KM=true: (K, M), M contiguous (Aᵀ stored, a weight gradient's Xᵀ):  A + b*a_batch_stride + k*lda + m
+//      (BM a multiple of 64; no second pair, no row statistics)
 //   B  B_KN=true : (K, N), N contiguous, a weight [d, n]:  B + b*b_batch_stride + k*ldb + n
 //      B_KN=false: (N, K), K contiguous, like K in Q·Kᵀ:   B + b*b_batch_stride + n*ldb + k
 //   B1 (DUAL) has B0's layout, shape, ldb and batch stride.
 //
 // The kernel, per block: a grouped tile order for L2 reuse → STAGES-deep cp.async pipeline of swizzled
-// shared-memory tiles (A: BM×BK, B: BK×BN) → ldmatrix (.trans for B_KN) → mma → epilogue from registers.
+// shared-memory tiles (A: BM×BK, or BK×BM for A_KM; B: BK×BN) → ldmatrix (.trans for B_KN and A_KM) → mma →
+// epilogue from registers.
 // The launch helper picks the 16-byte cp.async loader when every pointer is 16-byte aligned and every
 // leading dimension and batch stride is a multiple of 8 elements (edges in M, N and K are then handled by
 // zero-filling cp.async); else the 4-byte cp.async loader when they are 4-byte aligned and even (a K of 2500:
@@ -430,6 +432,21 @@ __device__ __forceinline__ void load_b_frags(uint32_t (&bf)[NI][2], const T *sB,
     }
 }
 
+// A fragments for MI m16-tiles of one k16 step (stage tile sA). A_KM: sA is BK×BM (rows k, ldmatrix.trans; its
+// four 8×8 matrices (m0-7, k0-7), (m8-15, k0-7), (m0-7, k8-15), (m8-15, k8-15), as mma's a0..a3); else BM×BK.
+template <typename T, int BM, int BK, int MI, bool A_KM>
+__device__ __forceinline__ void load_a_frags(uint32_t (&af)[MI][4], const T *sA, int kk, int m_warp, int lane) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+        if constexpr (A_KM) {
+            const int k = kk * 16 + (lane & 7) + (lane >> 4) * 8;
+            tst::ldmatrix_x4_trans(af[mi], sA + swz<BM>(k, (m_warp + mi * 16) / 8 + ((lane >> 3) & 1)));
+        } else {
+            tst::ldmatrix_x4(af[mi], sA + swz<BK>(m_warp + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+        }
+    }
+}
+
 template <typename T, int MI, int NI>
 __device__ __forceinline__ void mma_tile(float (&acc)[MI][NI][4], const uint32_t (&af)[MI][4], const uint32_t (&bf)[NI][2]) {
 #pragma unroll
@@ -582,7 +599,7 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -594,6 +611,8 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(BN % (16 * WARPS_N) == 0, "BN must be a multiple of 16*WARPS_N (pairs of n8 MMA tiles per warp)");
     static_assert(BK % 64 == 0, "BK must be a multiple of 64 (128-byte swizzled shared-memory rows)");
     static_assert(!B_KN || BN % 64 == 0, "B_KN needs BN a multiple of 64 (128-byte swizzled rows of B)");
+    static_assert(!A_KM || BM % 64 == 0, "A_KM needs BM a multiple of 64 (128-byte swizzled rows of A)");
+    static_assert(!A_KM || (!TWO && kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
     static_assert(SPLIT >= 1 && SPLIT <= 8, "split-K: 1 to 8 CTAs a tile (a portable cluster)");
@@ -624,7 +643,9 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
     auto load_a = [&](int s, int kt) {
-        if (!TWO || kt < KT1) {
+        if constexpr (A_KM) {   // BK rows of k, BM columns of m
+            load_tile<T, BK, BM, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, kt * BK, p.K, m0, p.M);
+        } else if (!TWO || kt < KT1) {
             load_tile<T, BM, BK, THREADS, VEC>(smem + s * STAGE_ELEMS, gA, p.lda, m0, p.M, kt * BK, p.K);
         } else {
             const T *gA2 = p.A2 + b * p.a2_batch_stride;
@@ -668,9 +689,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
 #pragma unroll
         for (int kk = 0; kk < BK / 16; ++kk) {
             uint32_t af[MI][4];
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi)
-                tst::ldmatrix_x4(af[mi], st + swz<BK>(wm + mi * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+            load_a_frags<T, BM, BK, MI, A_KM>(af, st, kk, wm, lane);
 #pragma unroll
             for (int j = 0; j < NB; ++j) {
                 uint32_t bf[NI][2];
@@ -780,9 +799,9 @@ template <typename T, class Epilogue, bool DUAL> inline int gemm_loader_bytes(co
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -801,7 +820,8 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
 // SPLIT > 1: split-K over clusters of SPLIT CTAs (see the top), on compute capability 9.0 and later; on an
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
-          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false>
+          bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false,
+          bool A_KM = false>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -811,12 +831,12 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
         tst::DeviceFacts f;
         cudaError_t e = tst::device_facts(&f);
         if (e != cudaSuccess) return e;
-        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
+        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
     switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO>(p, stream);
-    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO>(p, stream);
-    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO>(p, stream);
+    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
+    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
+    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
     }
 }
 

@@ -5,10 +5,11 @@
 // fp16 or bf16 in, fp32 accumulate. Any M, N, K. Namespace tsg90; includes gemm.cuh (params, epilogues and
 // the mma.sync kernel it falls back to).
 //
-//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue>(params, stream)
+//   tsg90::launch_gemm_sm90<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>(params, stream)
 //
-// Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous; B_KN: B (K, N) N contiguous
-// (a weight), else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
+// Operands exactly as gemm.cuh (element strides, int64): A (M, K) K contiguous, or with A_KM (K, M) M contiguous
+// (`Aᵀ·B` of an A stored [k, m], as a weight gradient Xᵀ·dY reads X); B_KN: B (K, N) N contiguous (a weight),
+// else B (N, K) K contiguous; B1 (DUAL) has B0's layout, shape, ldb and batch stride.
 //
 // The kernel, per output tile BM × BN (DUAL: BM × BN of each of the two products). Persistent: the grid holds
 // as many CTAs (clusters) as are resident at once, each taking tiles (over every batch) in a grouped order
@@ -16,7 +17,8 @@
 // consumers run the last one's epilogue.
 //   * 384 threads = 3 warpgroups. Warpgroup 0 is the producer (setmaxnreg.dec 40; one thread issues TMA);
 //     warpgroups 1 and 2 are the consumers (setmaxnreg.inc 232), each owning BM/2 rows of the tile.
-//   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k, K-major) + B tile (NB·BN
+//   * STAGES-deep ring of shared-memory stages, each = A tile (BM rows × 64 k; K-major, or with A_KM M-major in
+//     BM/64 slabs of 64 k rows × 64 m as B_KN's B, read by wgmma with imm-trans-a) + B tile (NB·BN
 //     columns × 64 k; K-major for B_NK, N-major for B_KN), all in the 128-byte-swizzle layout that
 //     cp.async.bulk.tensor writes (CU_TENSOR_MAP_SWIZZLE_128B) and wgmma reads through its descriptors.
 //     full[s] (TMA transaction bytes) and empty[s] (one arrival per consumer warp of every CTA of the
@@ -60,7 +62,8 @@
 // NB·BN ≤ 256, STAGES ≥ 2 with STAGES·(BM + NB·BN)·128 bytes ≤ ~225 KB, CM ∈ {1, 2}, PP (ping-pong: the two
 // consumer warpgroups take turns, a whole BM × BN tile each with BM ∈ {64, 128}, so that one's epilogue runs
 // beside the other's main loop; its 128×128 tiles move more operand bytes per FLOP, so it pays only for
-// heavy epilogues: bench/NOTES.md run 49).
+// heavy epilogues: bench/NOTES.md run 49), TWO (a second operand pair, A2·B2 over K2), A_KM (A M-major; not with
+// TWO or row statistics, which read A's tile K-major).
 // Define TSG90_WATCHDOG=1 before including to make a barrier wait that exceeds ~4 s trap (turns a protocol
 // deadlock into a reported launch failure — cudaErrorLaunchFailure / illegal instruction — instead of a hang).
 // Never put a function call (printf) in the consumer path: ptxas then serializes the wgmmas (info C7510).
@@ -84,7 +87,7 @@ namespace tsg90 {
 
 // ---- wgmma m64nNk16 (fp32 accumulate; A and B from shared memory through descriptors) --------------------
 // d: this thread's N/2 accumulators; da, db: descriptors; scale_d = 0 overwrites d; TB (imm-trans-b) = 1 for
-// an N-major B (B_KN), 0 for a K-major B (B_NK). A is always K-major.
+// an N-major B (B_KN), 0 for a K-major B (B_NK); TA (imm-trans-a) = 1 for an M-major A (A_KM), 0 for K-major.
 #define TSG90_WGMMA_OUTS_N64(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
@@ -96,14 +99,14 @@ namespace tsg90 {
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+    "%32, %33, p, 1, 1, %36, %35;\n}\n"
 
 #define TSG90_WGMMA_ASM_N64_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
-    "%32, %33, p, 1, 1, 0, %35;\n}\n"
+    "%32, %33, p, 1, 1, %36, %35;\n}\n"
 
 #define TSG90_WGMMA_OUTS_N128(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
@@ -122,7 +125,7 @@ namespace tsg90 {
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+    "%64, %65, p, 1, 1, %68, %67;\n}\n"
 
 #define TSG90_WGMMA_ASM_N128_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n" \
@@ -131,7 +134,7 @@ namespace tsg90 {
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, " \
-    "%64, %65, p, 1, 1, 0, %67;\n}\n"
+    "%64, %65, p, 1, 1, %68, %67;\n}\n"
 
 #define TSG90_WGMMA_OUTS_N192(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
@@ -156,7 +159,7 @@ namespace tsg90 {
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
-    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+    "%96, %97, p, 1, 1, %100, %99;\n}\n"
 
 #define TSG90_WGMMA_ASM_N192_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %98, 0;\n" \
@@ -167,7 +170,7 @@ namespace tsg90 {
     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
     "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, " \
-    "%96, %97, p, 1, 1, 0, %99;\n}\n"
+    "%96, %97, p, 1, 1, %100, %99;\n}\n"
 
 #define TSG90_WGMMA_OUTS_N256(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
@@ -198,7 +201,7 @@ namespace tsg90 {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
-    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+    "%128, %129, p, 1, 1, %132, %131;\n}\n"
 
 #define TSG90_WGMMA_ASM_N256_BF16 \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n" \
@@ -211,51 +214,51 @@ namespace tsg90 {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, " \
-    "%128, %129, p, 1, 1, 0, %131;\n}\n"
+    "%128, %129, p, 1, 1, %132, %131;\n}\n"
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
 #if TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N64_BF16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N64_BF16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSG90_WGMMA_ASM_N64_F16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N64_F16 : TSG90_WGMMA_OUTS_N64(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
 }
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d) {
 #if TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N128_BF16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N128_BF16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSG90_WGMMA_ASM_N128_F16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N128_F16 : TSG90_WGMMA_OUTS_N128(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
 }
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n192(float (&d)[96], uint64_t da, uint64_t db, int scale_d) {
 #if TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N192_BF16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N192_BF16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSG90_WGMMA_ASM_N192_F16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N192_F16 : TSG90_WGMMA_OUTS_N192(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
 }
 
-template <typename T, int TB>
+template <typename T, int TB, int TA = 0>
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
 #if TSG90_DEVICE_OK
     if constexpr (tst::elem<T>::is_bf16)
-        asm volatile(TSG90_WGMMA_ASM_N256_BF16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N256_BF16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
     else
-        asm volatile(TSG90_WGMMA_ASM_N256_F16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB));
+        asm volatile(TSG90_WGMMA_ASM_N256_F16 : TSG90_WGMMA_OUTS_N256(d) : "l"(da), "l"(db), "r"(scale_d), "n"(TB), "n"(TA));
 #else
     (void)d, (void)da, (void)db, (void)scale_d;
 #endif
@@ -784,7 +787,8 @@ __device__ __forceinline__ void prefetch_epilogue(const tsg::GemmParams<T, Epilo
 // bit 1 → the B maps do; bits 2 and 3 the same for a second operand pair's A2 and B2.
 // TWO, a second operand pair (p.K2 > 0, never with DUAL): tma_a2 and tma_b1 describe A2 and B2, whose K tiles
 // follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
-template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO>
+template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO,
+          bool A_KM = false>
 __global__ void __launch_bounds__(384, 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
@@ -793,6 +797,7 @@ __global__ void __launch_bounds__(384, 1)
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    static_assert(!A_KM || (!TWO && tsg::kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
     unsigned char *const stage0 = smem_raw + (base - tst::smem_addr(smem_raw));   // generic address of base
@@ -839,7 +844,10 @@ __global__ void __launch_bounds__(384, 1)
                     const bool second = TWO && kt >= KT1;   // a K tile of the second pair (zero-filled past K2)
                     const int k0 = (second ? kt - KT1 : kt) * C::BK, flags = second ? batch_flags >> 2 : batch_flags;
                     const int ba = (flags & 1) ? b : 0, bb = (flags & 2) ? b : 0;
-                    tma_load(sA, second ? &tma_a2 : &tma_a, k0, m0, ba, full);
+                    if constexpr (A_KM)   // BM/64 boxes of 64 k rows × 64 m columns, as B_KN's B
+#pragma unroll
+                        for (int i = 0; i < BM / 64; ++i) tma_load(sA + i * C::BOX_BYTES, &tma_a, m0 + 64 * i, k0, ba, full);
+                    else tma_load(sA, second ? &tma_a2 : &tma_a, k0, m0, ba, full);
 #pragma unroll
                     for (int i = 0; i < C::NBOX; ++i) {
                         if (i % CM != rank) continue;
@@ -907,11 +915,14 @@ __global__ void __launch_bounds__(384, 1)
                     const uint64_t db = B_KN ? make_desc(sB + kk * 2048, C::BOX_BYTES, 1024) : make_desc(sB + kk * 32, 16, 1024);
 #pragma unroll
                     for (int mi = 0; mi < C::MI; ++mi) {
-                        const uint64_t da = make_desc(sA + (a_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
-                        if constexpr (C::NT == 256) wgmma_n256<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                        else if constexpr (C::NT == 192) wgmma_n192<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                        else if constexpr (C::NT == 128) wgmma_n128<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
-                        else wgmma_n64<T, B_KN ? 1 : 0>(acc[mi], da, db, 1);
+                        // A_KM: the m64 slice is one 64-column slab, its k16 step 16 rows of 128 bytes
+                        const uint64_t da = A_KM ? make_desc(sA + (a_row0 + mi * 64) / 64 * C::BOX_BYTES + kk * 2048, C::BOX_BYTES, 1024)
+                                                 : make_desc(sA + (a_row0 + mi * 64) * 128 + kk * 32, 16, 1024);
+                        constexpr int TB = B_KN ? 1 : 0, TA = A_KM ? 1 : 0;
+                        if constexpr (C::NT == 256) wgmma_n256<T, TB, TA>(acc[mi], da, db, 1);
+                        else if constexpr (C::NT == 192) wgmma_n192<T, TB, TA>(acc[mi], da, db, 1);
+                        else if constexpr (C::NT == 128) wgmma_n128<T, TB, TA>(acc[mi], da, db, 1);
+                        else wgmma_n64<T, TB, TA>(acc[mi], da, db, 1);
                     }
                 }
                 wgmma_commit();
@@ -1060,7 +1071,7 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 // cudaErrorNotSupported on a device that is not compute capability 9.0, or when this translation unit was
 // not compiled for sm_90a; whatever the runtime reports otherwise.
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
-          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false>
+          class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false, bool A_KM = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
@@ -1074,19 +1085,20 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (f.cc_major != 9 || f.cc_minor != 0) return cudaErrorNotSupported;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
-    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO>;
+    auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>;
     static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
     if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
         last_fallback_reason() = 1;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
     const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
     const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
     CUtensorMap ta, tb0, tb1, ta2;
-    bool ok = make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
+    bool ok = A_KM ? make_map(&ta, p.A, p.M, p.K, ab, p.lda, p.a_batch_stride, 64, 64)
+                   : make_map(&ta, p.A, p.K, p.M, ab, p.lda, p.a_batch_stride, 64, BM);
     if (B_KN) ok = ok && make_map(&tb0, p.B0, p.N, p.K, bbn, p.ldb, p.b_batch_stride, 64, 64);
     else ok = ok && make_map(&tb0, p.B0, p.K, p.N, bbn, p.ldb, p.b_batch_stride, 64, 64);
     if (DUAL) {
@@ -1106,7 +1118,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     }
     if (!ok) {
         last_fallback_reason() = 2;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0) | (a2_batched ? 4 : 0) | (b2_batched ? 8 : 0);

@@ -268,23 +268,45 @@ Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_al
                         "-Xlinker --no-undefined"), 0, "nvcc failed");
 }
 
-/* `A.T @ B` (A stored [k, m]): the own templates read A k-contiguous, so the plan copies it first; with
- * --allow-cublas cuBLASLt reads it as it is (its op T): one GEMM kernel, no copy, and no own fallback. */
-Test(libgemm, a_transposed_a_is_read_as_it_is_by_cublaslt_when_allowed) {
+/* `A.T @ B` (A stored [k, m]), fp16: the own templates read A as it is (A_KM: wgmma's imm-trans-a, the fallback's
+ * ldmatrix.trans) — one GEMM kernel, no copy, with or without --allow-cublas, and nothing links cuBLASLt. */
+Test(libgemm, a_transposed_fp16_a_is_read_as_it_is_by_the_own_templates) {
     cr_assert_eq(system("mkdir -p build/libgemm-at"), 0);
     tsopt_result r = run_tsopt("compile -o build/libgemm-at bench/heldout/matmul_at.yaml");
     cr_assert_eq(r.code, 0, "%s", r.out);
-    cr_expect(strstr(r.out, "map [m,k]; gemm [m,n] over k"), "the copy of A: %s", r.out);
-    free(r.out);
-    r = run_tsopt("compile --allow-cublas -o build/libgemm-at bench/heldout/matmul_at.yaml");
-    cr_assert_eq(r.code, 0, "%s", r.out);
-    cr_expect(strstr(r.out, "1    fused                                 1 "), "%s", r.out);
+    cr_expect(strstr(r.out, "1    baseline (one kernel per op)          1 "), "one GEMM, no copy: %s", r.out);
+    cr_expect_null(strstr(r.out, "map [m,k]; gemm [m,n] over k"), "no copy of A: %s", r.out);
     free(r.out);
     char *h = read_text("build/libgemm-at/matmul_at.cuh");
-    cr_expect(strstr(h, "lt.a_kcontig = false;"));
-    cr_expect(strstr(h, "no tsopt template runs it (A read transposed)"));
-    cr_expect_null(strstr(h, "tsg::GemmParams<__half, K0> p{};"), "no own GEMM for it");
+    cr_expect(strstr(h, "p.lda = (int64_t)2048;"), "lda: A's stride along k");
+    cr_expect(strstr(h, "tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0, false, false, true>(p, stream);"),
+              "A_KM on the wgmma kernel");
+    cr_expect(strstr(h, "tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0, 1, false, true>(p, stream);"),
+              "and on its mma.sync fallback");
+    cr_expect_null(strstr(h, "cublasLt"));
     free(h);
+}
+
+/* The same with fp32 operands: the own fp32 template reads A k-contiguous, so the plan copies it first; with
+ * --allow-cublas a plan whose one GEMM cuBLASLt runs reading A as it is (its op T) is a candidate too — ranked
+ * below the copy + 3xTF32 GEMM here, cuBLASLt's exact-fp32 SGEMM being the slower of the two. */
+Test(libgemm, a_transposed_fp32_a_is_read_as_it_is_by_cublaslt_when_allowed) {
+    cr_assert_eq(system("mkdir -p build/libgemm-at32"), 0);
+    FILE *f = fopen("build/libgemm-at32/at32.yaml", "w");
+    fputs("graph: at32\naxes: {m: 2048, k: 4096, n: 2048}\ninputs:\n  A: {dtype: fp32, shape: [k, m]}\n"
+          "  B: {dtype: fp32, shape: [k, n]}\nops:\n  - {name: At, op: permute, args: [A], order: [m, k]}\n"
+          "  - {name: Y, op: matmul, args: [At, B], over: k}\noutputs: [Y]\n", f);
+    fclose(f);
+    tsopt_result r = run_tsopt("compile -o build/libgemm-at32 build/libgemm-at32/at32.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "map [m,k]; gemm [m,n] over k"), "the copy of A: %s", r.out);
+    cr_expect_null(strstr(r.out, "x  gemm [m,n] over k\n"), "no one-kernel plan without cuBLASLt: %s", r.out);
+    free(r.out);
+    r = run_tsopt("compile --allow-cublas -o build/libgemm-at32 build/libgemm-at32/at32.yaml");
+    cr_assert_eq(r.code, 0, "%s", r.out);
+    cr_expect(strstr(r.out, "map [m,k]; gemm [m,n] over k"), "the copy + 3xTF32 GEMM, chosen: %s", r.out);
+    cr_expect(strstr(r.out, "x  gemm [m,n] over k\n"), "one GEMM, cuBLASLt's: %s", r.out);
+    free(r.out);
 }
 
 /* Every bench and held-out graph compiles with --allow-cublas: a plan transform after the configuration choice (row

@@ -15,6 +15,7 @@ if [ "${1:-}" = build ]; then
     ab_old_templates || exit 1
     oldflag=; grep -q "bool PP" build/old-templates/gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
     grep -q "bool TWO" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
+    grep -q "bool A_KM" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_AKM"
     ab_build bench/gpu/gemm_sm90_test.cu build/gpu/gemm_sm90_test "$oldflag"
     exit
 fi

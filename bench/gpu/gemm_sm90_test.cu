@@ -81,12 +81,13 @@ template <> struct TypeName<__half> { static constexpr const char *s = "f16"; st
 template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "bf16"; static constexpr cudaDataType_t cu = CUDA_R_16BF; };
 
 
-// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ).
+// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ); a_km: A stored
+// (K, M), M contiguous.
 template <typename T>
-static void blas_gemm(bool b_kn, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
+static void blas_gemm(bool b_kn, bool a_km, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
                       cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch, float beta = 0.f) {
     const float one = 1.f, zero = beta;
-    CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B,
+    CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, a_km ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, B,
                                    TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
                                    (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
@@ -128,7 +129,7 @@ static Shape with_k2(Shape s, int k2) {
     return s;
 }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP, bool TWO>
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP, bool TWO, bool A_KM>
 static void run_config_impl(const Shape &s, uint64_t seed) {
     using Ep = typename EpFor<T, KIND>::type;
     static_assert(DUAL == (KIND == kSwiglu || KIND == kGated || KIND == kGatedStat), "DUAL epilogues go with DUAL configs");
@@ -139,8 +140,8 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     const bool clip = !g_timing && (s.K > kQuickK || (int64_t)s.M * s.N * s.batch > kQuickOutputs);
     const int M = clip ? std::min(s.M, kQuickM) : s.M, N = clip ? std::min(s.N, kQuickN) : s.N;
     const int K = clip ? std::min(s.K, kQuickK) : s.K, batch = s.batch;
-    const int64_t lda = K + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
-    const int64_t a_bs = (int64_t)M * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
+    const int64_t lda = (A_KM ? M : K) + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
+    const int64_t a_bs = (int64_t)(A_KM ? K : M) * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
     const int64_t b_bs = s.b_broadcast ? 0 : b_rows * ldb, c_bs = (int64_t)M * ldc;
     const int64_t b_batches = s.b_broadcast ? 1 : batch;
 
@@ -195,8 +196,8 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     char cfg[112];
-    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%d%s s%d cm%d%s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
-             DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM, PP ? " pp" : "");
+    snprintf(cfg, sizeof cfg, "%s %s%s %s%s %dx%d%s s%d cm%d%s", TypeName<T>::s, A_KM ? "KM·" : "", B_KN ? "KN" : "NK",
+             kind_name[KIND], DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM, PP ? " pp" : "");
     printf("%-24s %-36s ... ", s.name, cfg);   // so that a crash inside the config still names it
     fflush(stdout);
 #ifdef GEMM_SM90_TEST_NO_PP
@@ -204,7 +205,7 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
 #elif defined(GEMM_SM90_TEST_NO_TWO)
     auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP>(p, 0); };
 #else
-    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP, TWO>(p, 0); };
+    auto launch = [&] { return tsg90::launch_gemm_sm90<T, BM, BN, ST, CM, B_KN, DUAL, Ep, PP, TWO, A_KM>(p, 0); };
 #endif
     auto ours = [&] { CK(launch()); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
@@ -214,10 +215,10 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     const bool path_ok = (path == 0) == s.expect_wgmma;
 
     // Reference.
-    blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
-    if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (DUAL) blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (K2 > 0)
-        blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
+        blas_gemm<T>(B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
                      K2, batch, 1.f);
     if (STATS) {   // the statistics the kernel folded itself, computed here from A
         CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
@@ -264,12 +265,12 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     if (g_timing) {
         t_ours = median_ms(ours);
         t_blas = median_ms([&] {
-            blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
+            blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
             if (DUAL)
-                blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
+                blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
                              batch);
             if (K2 > 0)
-                blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
+                blas_gemm<T>(B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
                              (int64_t)M * N, M, N, K2, batch, 1.f);
         });
         CK(cudaDeviceSynchronize());
@@ -307,7 +308,8 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     CK(cudaFree(maxbits));
 }
 
-template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false, bool TWO = false>
+template <typename T, int BM, int BN, int ST, int CM, bool B_KN, bool DUAL, int KIND, bool PP = false, bool TWO = false,
+          bool A_KM = false>
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
 #ifdef GEMM_SM90_TEST_NO_PP   // templates from before the ping-pong form (bench/gpu/gemm_ab.sh's OLD build)
@@ -318,7 +320,11 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (TWO) return;
     else
 #endif
-        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP, TWO>(s, seed);
+#ifdef GEMM_SM90_TEST_NO_AKM   // templates from before the M-major A (gemm_ab.sh's OLD build)
+    if constexpr (A_KM) return;
+    else
+#endif
+        run_config_impl<T, BM, BN, ST, CM, B_KN, DUAL, KIND, PP, TWO, A_KM>(s, seed);
 }
 
 // Active clusters of 2 the device can hold for a kernel (how many of the 2-CTA clusters run in one wave).
@@ -369,6 +375,30 @@ static uint64_t two_pair_configs(uint64_t seed) {
     return seed;
 }
 
+// An M-major A (A stored [k, m]: `A.T @ B`, a weight gradient Xᵀ·dY), read by wgmma with imm-trans-a: the held-out
+// matmul_at shape and the bench matmul's, both B layouts, bf16, ping-pong (64- and 128-row tiles), a cluster of 2,
+// the dual form, edges in every dimension with padded lda, batches with gaps, a row-scale epilogue, and an lda the
+// tensor map cannot take (the mma.sync fallback, ldmatrix.trans). Returns the next seed.
+static uint64_t a_km_configs(uint64_t seed) {
+    constexpr bool KM = true;
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T matmul_at", 2048, 2048, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"(A k-major) matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, false, false, kStore, false, false, KM>({"A^T B_NK", 1024, 4096, 4096, 1}, seed++);
+    run_config<b16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T bf16 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore>({"(A k-major) 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T 4096^3", 4096, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 5, 1, true, false, kStore, true, false, KM>({"A^T pp", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 64, 128, 6, 1, true, false, kStore, true, false, KM>({"A^T pp 64 odd", 1000, 2000, 1000, 1, 8, 0, 8}, seed++);
+    run_config<h16, 128, 256, 4, 2, true, false, kStore, false, false, KM>({"A^T cluster", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 4, 1, true, true, kSwiglu, false, false, KM>({"A^T swiglu", 1024, 2048, 2048, 1}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T odd (lda 80)", 77, 1000, 1000, 1, 3, 0, 8}, seed++);
+    run_config<b16, 128, 128, 5, 1, false, false, kRowScale, false, false, KM>({"A^T batched NK rowscale", 333, 700, 448, 3, 3, 16, 0, 0, 72}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T many tiles odd", 3000, 5000, 300, 1, 8, 0, 8}, seed++);
+    run_config<h16, 128, 256, 4, 1, true, false, kStore, false, false, KM>({"A^T m=1003 fallback", 1003, 520, 600, 1, 0, 0, 0, 0, 0, false, false}, seed++);
+    return seed;
+}
+
 // Small static GEMMs, as GEMM-fusion suites have them (1024 rows against a 1024×512 weight): fewer 128×256
 // tiles than half the SMs, so config.c gives them a small-tile form. Here the wgmma forms with small tiles —
 // ping-pong 64-row tiles (one consumer warpgroup a tile), the cooperative 128×64 — against cuBLAS; gemm_test
@@ -414,6 +444,11 @@ int main(int argc, char **argv) {
     uint64_t seed = 1;
     if (argc > 1 && strcmp(argv[1], "twopair") == 0) {   // the two-pair set alone, timed
         two_pair_configs(seed);
+        printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+        return g_failures ? 1 : 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "akm") == 0) {   // the M-major A set alone, timed
+        a_km_configs(seed);
         printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
         return g_failures ? 1 : 0;
     }
@@ -562,6 +597,8 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 256, 4, 1, true, false, kResidual>({"batched residual", 200, 384, 320, 4, 64, 0, 8, 0, 72}, seed++);
     run_config<b16, 128, 256, 4, 1, false, false, kRowScale>({"batched NK rowscale", 333, 700, 448, 3, 8, 16, 0}, seed++);
     run_config<h16, 128, 128, 4, 1, true, true, kSwiglu>({"batched bcast-B swiglu", 100, 256, 192, 5, 0, 0, 0, 0, 0, true}, seed++);
+
+    seed = a_km_configs(seed);
 
     // Clusters of 2 with TMA multicast of B (last: riskiest).
     print_cluster_occupancy<h16, 128, 256, 4, true, false, StoreEpilogue<h16>>("128x256 s4");

@@ -75,12 +75,13 @@ template <> struct TypeName<__half> { static constexpr const char *s = "f16"; st
 template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "bf16"; static constexpr cudaDataType_t cu = CUDA_R_16BF; };
 
 
-// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ).
+// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ); a_km: A stored
+// (K, M), M contiguous.
 template <typename T>
-static void blas_gemm(bool b_kn, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
+static void blas_gemm(bool b_kn, bool a_km, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
                       cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch, float beta = 0.f) {
     const float one = 1.f, zero = beta;
-    CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, B,
+    CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, a_km ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, B,
                                    TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
                                    (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
@@ -120,7 +121,7 @@ static Shape with_k2(Shape s, int k2) {
 }
 
 template <typename T, int BM, int BN, int BK, int WM, int WN, int ST, bool B_KN, bool DUAL, int KIND, int SPLIT = 1,
-          bool TWO = false>
+          bool TWO = false, bool A_KM = false>
 static void run_config(const Shape &s, uint64_t seed) {
     if (g_config++ % g_parts != g_part) return;
     using Ep = typename EpFor<T, KIND>::type;
@@ -131,8 +132,8 @@ static void run_config(const Shape &s, uint64_t seed) {
     const bool full = g_timing || g_decode;
     const int M = full ? s.M : std::min(s.M, kQuickM), N = full ? s.N : std::min(s.N, kQuickN);
     const int K = full ? s.K : std::min(s.K, kQuickK), batch = s.batch;
-    const int64_t lda = K + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
-    const int64_t a_bs = (int64_t)M * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
+    const int64_t lda = (A_KM ? M : K) + s.lda_pad, ldb = (B_KN ? N : K) + s.ldb_pad, ldc = N + s.ldc_pad;
+    const int64_t a_bs = (int64_t)(A_KM ? K : M) * lda + s.a_bs_pad, b_rows = B_KN ? K : N;
     const int64_t b_bs = s.b_broadcast ? 0 : b_rows * ldb, c_bs = (int64_t)M * ldc;
     const int64_t b_batches = s.b_broadcast ? 1 : batch;
 
@@ -186,16 +187,16 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
     const int loader = tsg::gemm_loader_bytes<T, Ep, DUAL>(p);
-    auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT, TWO>(p, 0))); };
+    auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT, TWO, A_KM>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
     ours();
     CK(cudaDeviceSynchronize());
 
     // Reference.
-    blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
-    if (DUAL) blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (DUAL) blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (K2 > 0)
-        blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
+        blas_gemm<T>(B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
                      K2, batch, 1.f);
     if (STATS) {   // the statistics the kernel folded itself, computed here from A
         CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
@@ -240,12 +241,12 @@ static void run_config(const Shape &s, uint64_t seed) {
     if (g_timing) {
         t_ours = median_ms(ours);
         t_blas = median_ms([&] {
-            blas_gemm<T>(B_KN, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
+            blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
             if (DUAL)
-                blas_gemm<T>(B_KN, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
+                blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
                              batch);
             if (K2 > 0)
-                blas_gemm<T>(B_KN, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
+                blas_gemm<T>(B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
                              (int64_t)M * N, M, N, K2, batch, 1.f);
         });
         CK(cudaDeviceSynchronize());
@@ -259,7 +260,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     const double flops = 2.0 * M * N * ((double)K * (DUAL ? 2 : 1) + K2) * batch;
     const double b_bytes = (double)b_n * sizeof(T) * (DUAL ? 2 : 1);   // the weights: what a decode GEMM streams
     char cfg[112];
-    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d%s %s", TypeName<T>::s, B_KN ? "KN" : "NK", kind_name[KIND],
+    snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d%s %s", TypeName<T>::s, A_KM ? (B_KN ? "KM·KN" : "KM·NK") : B_KN ? "KN" : "NK", kind_name[KIND],
              DUAL ? "(dual)" : "", BM, BN, BK, WM, WN, ST, SPLIT > 1 ? (SPLIT == 2 ? " k2" : SPLIT == 4 ? " k4" : " k8") : "",
              loader == 16 ? "cp16" : loader == 4 ? "cp4" : "scalar");
     printf("%-24s %-48s M=%-5d N=%-5d K=%-5d b=%-3d relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
@@ -365,11 +366,28 @@ static void small_configs(uint64_t seed) {
     }
 }
 
+// An M-major A (A stored [k, m]: `A.T @ B`; ldmatrix.trans of BK×BM tiles): both B layouts, bf16, the dual
+// form, edges with a padded lda, a batch with gaps, and each loader (16-byte, 4-byte: an even lda that is
+// not a multiple of 8, element-wise: an odd one). Returns the next seed.
+static uint64_t a_km_configs(uint64_t seed) {
+    constexpr bool KM = true;
+    run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kStore, 1, false, KM>({"A^T matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore, 1, false, KM>({"A^T B_NK", 1024, 4096, 4096, 1}, seed++);
+    run_config<b16, 128, 128, 64, 2, 4, 3, true, true, kSwiglu, 1, false, KM>({"A^T swiglu bf16", 1024, 2048, 2048, 1}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore, 1, false, KM>({"A^T odd (lda 80)", 77, 1000, 1000, 1, 3, 0, 8}, seed++);
+    run_config<b16, 128, 256, 64, 2, 4, 3, false, false, kRowScale, 1, false, KM>(
+        {"A^T batched NK rowscale", 333, 700, 448, 3, 3, 16, 0, 0, 72}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore, 1, false, KM>({"A^T m=1002 4-byte", 1002, 520, 600, 1}, seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kResidual, 1, false, KM>({"A^T m=1001 scalar", 1001, 520, 600, 1}, seed++);
+    return seed;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "quick") == 0) g_timing = false;
     if (argc > 1 && strcmp(argv[1], "decode") == 0) g_decode = true;
     if (argc > 1 && strcmp(argv[1], "profile") == 0) g_decode = true, g_timing = false;
     const bool narrow = argc > 1 && strcmp(argv[1], "narrow") == 0, small = argc > 1 && strcmp(argv[1], "small") == 0;
+    const bool akm = argc > 1 && strcmp(argv[1], "akm") == 0;   // the M-major A set alone, timed
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
                                   g_part >= g_parts)) {
         fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
@@ -382,9 +400,10 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
-    if (g_decode || narrow || small) {
+    if (g_decode || narrow || small || akm) {
         if (narrow) narrow_configs(seed);
         else if (small) small_configs(seed);
+        else if (akm) a_km_configs(seed);
         else decode_configs(seed);
         CKB(cublasDestroy(g_blas));
         CK(cudaFree(g_flush));
@@ -443,6 +462,8 @@ int main(int argc, char **argv) {
                                                                      seed++);
     run_config<h16, 128, 128, 64, 2, 4, 3, true, true, kSwiglu>({"batched bcast-B swiglu", 100, 256, 192, 5, 0, 0, 0, 0, 0, true},
                                                                 seed++);
+
+    a_km_configs(seed);
 
     CKB(cublasDestroy(g_blas));
     CK(cudaFree(g_flush));
