@@ -938,6 +938,24 @@ static bool unit_along(builder *b, int i, int32_t axis) {
     return d >= 0 && ts_sym_is_one(&a.stride[d]);
 }
 
+/* Whether the own GEMM templates read operand i as A with unit stride along its rows m (A_KM: 2-byte elements,
+ * and more rows than a skinny GEMM's, whose narrow tiles need A k-contiguous). */
+static bool own_reads_m_major(builder *b, int i, int32_t m) {
+    const ts_axis *ax = &b->x->g->axes[m];
+    return dtype_of(b, i) != TS_FP32 && (ax->dynamic || ax->size > TS_CONFIG_SKINNY_MAX_M) && unit_along(b, i, m);
+}
+
+/* Whether the GEMM result i over (batch bt, rows m, columns n) is read in an order with its rows m last
+ * (reader_order_of: the graph output's own order, or a view's). */
+static bool rows_read_last(const builder *b, int i, int32_t bt, int32_t m, int32_t n) {
+    int32_t out[3];
+    int no = 0;
+    if (bt >= 0) out[no++] = bt;
+    out[no++] = m, out[no++] = n;
+    const int32_t *want = reader_order_of(b, i, out, no);
+    return want && want[no - 1] == m;
+}
+
 /* Whether axes `outer` and `inner` nest into one index in access a (outer's stride is inner's times its
  * size): attention's kv heads over the group, a GEMM's two batch axes. */
 static bool axes_nest(const builder *b, const ts_access *a, int32_t outer, int32_t inner) {
@@ -1091,10 +1109,22 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         split_by_layout(&a0, M & ~(1ull << m), &bo, &bt); /* A is copied so that they nest if they do not */
         if (axes_nest(b, &a0, bo, bt)) order_axes(M, &a0, a_order); /* then the result keeps A's order */
     }
-    /* a contraction commutes: take as A the operand that needs no transposing copy (a weight stored [k, n]
-     * is a B operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every
-     * check that can refuse the region has passed, so the operands are materialised anyway. */
-    if (dual < 0 && !broadcast_b && !unit_along(b, opa, kax) && unit_along(b, opb, kax)) {
+    /* a contraction commutes: when the result is read with its rows last (a graph output or view stored
+     * [n, m]: Y = (X·W)ᵀ), the GEMM computes Yᵀ = Wᵀ·Xᵀ — writing that order itself, with no transposing copy
+     * after it — where neither operand then needs a copy (A k-contiguous or, 2-byte, read M-major; B either
+     * way); else it takes as A the operand that needs no transposing copy (a weight stored [k, n] is a B
+     * operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every check that
+     * can refuse the region has passed, so the operands are materialised anyway. */
+    bool swapped = false;
+    if (dual < 0 && !broadcast_b && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
+        (unit_along(b, opb, kax) || own_reads_m_major(b, opb, n)) && (unit_along(b, opa, kax) || unit_along(b, opa, m))) {
+        int t = opa;
+        opa = opb, opb = t;
+        int32_t tm = m;
+        m = n, n = tm;
+        swapped = true;
+    }
+    if (!swapped && dual < 0 && !broadcast_b && !unit_along(b, opa, kax) && unit_along(b, opb, kax)) {
         int t = opa;
         opa = opb, opb = t;
         int32_t tm = m;
@@ -1111,10 +1141,8 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     /* A with unit stride along m (Aᵀ stored) is read as it is — by the 2-byte templates (A_KM: imm-trans-a,
      * ldmatrix.trans) where the GEMM has more rows than a skinny one (whose narrow tiles need A k-contiguous), by
      * cuBLASLt (its op T) for fp32 when allowed — else through a k-contiguous copy */
-    const ts_axis *max = &b->x->g->axes[m];
-    bool own_km = dtype_of(b, opa) != TS_FP32 && (max->dynamic || max->size > TS_CONFIG_SKINNY_MAX_M);
-    bool a_transposed = (own_km || b->library_gemms) && bo < 0 && !broadcast_b && dual < 0 && !two_k &&
-                        !unit_along(b, opa, kax) && unit_along(b, opa, m);
+    bool a_transposed = (own_reads_m_major(b, opa, m) || (b->library_gemms && unit_along(b, opa, m))) && bo < 0 &&
+                        !broadcast_b && dual < 0 && !two_k && !unit_along(b, opa, kax);
     ts_access a = a_transposed ? typed_operand(b, opa) : unit_stride(b, opa, kax, aorder, na);
     if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);

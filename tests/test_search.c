@@ -1546,6 +1546,31 @@ Test(search, a_map_over_a_transposed_operand_walks_down_the_rows) {
     free(yaml);
 }
 
+/* Y = (X·W)ᵀ stored [n, m]: one GEMM computing Wᵀ·Xᵀ, writing [n, m] itself — W read M-major as A (A_KM), X as a
+ * k-contiguous B — where it used to write [m, n] and copy it transposed; fp32 (no M-major A of its own) keeps
+ * X·W then the copy. */
+Test(search, a_gemm_read_transposed_computes_the_transposed_product) {
+#define YT_YAML(T)                                                                                           \
+    "graph: yt\naxes: {m: 4096, k: 4096, n: 2048}\ninputs:\n  X: {dtype: " T ", shape: [m, k]}\n"               \
+    "  W: {dtype: " T ", shape: [k, n]}\nops:\n  - {name: H, op: matmul, args: [X, W], over: k}\n"                \
+    "  - {name: Y, op: permute, args: [H], order: [n, m]}\noutputs: [Y]\n"
+    compiled_graph cg;
+    compile_yaml(&cg, YT_YAML("fp16"));
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+    cr_expect_str_eq(axis_name(&cg, k->m_axis), "n", "the GEMM's rows are the result's outer axis");
+    cr_expect_str_eq(axis_name(&cg, k->n_axis), "m");
+    cr_expect(ts_gemm_a_km(k), "A = W, read M-major");
+    cr_expect(!k->b_kn, "B = X, k contiguous");
+    cr_expect(ts_sym_is_one(&k->out.stride[k->out.ndim - 1]) && k->out.axis[k->out.ndim - 1] == k->n_axis,
+              "Y written [n, m] directly");
+    free_compiled(&cg);
+    compile_yaml(&cg, YT_YAML("fp32"));
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "gemm [m,n] over k; map [n,m]", "fp32: the product, then the transposing copy");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* Y = A·g + B with nothing transposed: the plain walk. */
 Test(search, a_map_over_row_major_operands_keeps_the_plain_walk) {
     compiled_graph cg;
