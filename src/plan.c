@@ -1112,17 +1112,19 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     /* a contraction commutes: when the result is read with its rows last (a graph output or view stored
      * [n, m]: Y = (X·W)ᵀ), the GEMM computes Yᵀ = Wᵀ·Xᵀ — writing that order itself, with no transposing copy
      * after it — where neither operand then needs a copy (A k-contiguous or, 2-byte, read M-major; B either
-     * way); else it takes as A the operand that needs no transposing copy (a weight stored [k, n] is a B
-     * operand as it is; as A it would be copied to [n, k] on every call). Decided only now: every check that
-     * can refuse the region has passed, so the operands are materialised anyway. */
+     * way); a weight broadcast over a batch then becomes the A shared by every batch (a pointwise convolution
+     * channel-first in and out, Y[b, n, t] = Σ_c W[n, c]·X[b, c, t]: A = W, B = X[b] n-contiguous). Else it takes as
+     * A the operand that needs no transposing copy (a weight stored [k, n] is a B operand as it is; as A it would
+     * be copied to [n, k] on every call). Decided only now: every check that can refuse the region has passed,
+     * so the operands are materialised anyway. */
     bool swapped = false;
-    if (dual < 0 && !broadcast_b && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
+    if (dual < 0 && (!broadcast_b || nfree == 2) && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
         (unit_along(b, opb, kax) || own_reads_m_major(b, opb, n)) && (unit_along(b, opa, kax) || unit_along(b, opa, m))) {
         int t = opa;
         opa = opb, opb = t;
         int32_t tm = m;
         m = n, n = tm;
-        swapped = true;
+        swapped = true, broadcast_b = false; /* A is the one shared by the batch now: stride 0 along bt */
     }
     if (!swapped && dual < 0 && !broadcast_b && !unit_along(b, opa, kax) && unit_along(b, opb, kax)) {
         int t = opa;
@@ -1141,8 +1143,11 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     /* A with unit stride along m (Aᵀ stored) is read as it is — by the 2-byte templates (A_KM: imm-trans-a,
      * ldmatrix.trans) where the GEMM has more rows than a skinny one (whose narrow tiles need A k-contiguous), by
      * cuBLASLt (its op T) for fp32 when allowed — else through a k-contiguous copy */
-    bool a_transposed = (own_reads_m_major(b, opa, m) || (b->library_gemms && unit_along(b, opa, m))) && bo < 0 &&
-                        !broadcast_b && dual < 0 && !two_k && !unit_along(b, opa, kax);
+    /* (the own templates also under a weight broadcast over a batch of A's: a pointwise convolution over
+     * channel-first activations, A = X[b] [c, t] read M-major) */
+    bool a_transposed = bo < 0 && dual < 0 && !two_k && !unit_along(b, opa, kax) &&
+                        (own_reads_m_major(b, opa, m) ? !broadcast_b || nfree == 2
+                                                      : b->library_gemms && !broadcast_b && unit_along(b, opa, m));
     ts_access a = a_transposed ? typed_operand(b, opa) : unit_stride(b, opa, kax, aorder, na);
     if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);

@@ -1571,6 +1571,33 @@ Test(search, a_gemm_read_transposed_computes_the_transposed_product) {
     free_compiled(&cg);
 }
 
+/* A pointwise convolution over channel-first activations X [b, c, t], fp16: into channels-last Y [b, t, n] a GEMM
+ * per batch reading X[b] M-major (A_KM) against the broadcast weight; channel-first in and out, Y[b, n, t], the
+ * weight becomes the A shared by every batch (stride 0) and X[b] an n-contiguous B — one kernel each, no copy. */
+Test(search, a_pointwise_convolution_over_channel_first_activations_needs_no_copy) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: c\naxes: {b: 8, c: 1024, t: 4096, n: 1024}\ninputs:\n  X: {dtype: fp16, shape: [b, c, t]}\n"
+                      "  W: {dtype: fp16, shape: [c, n]}\nops:\n  - {name: Y, op: matmul, args: [X, W], over: c}\n"
+                      "outputs: [Y]\n");
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+    cr_expect_str_eq(axis_name(&cg, k->batch_axis), "b");
+    cr_expect_str_eq(axis_name(&cg, k->m_axis), "t");
+    cr_expect(ts_gemm_a_km(k) && k->b_kn, "X[b] M-major, W [c, n] as it is");
+    cr_expect(ts_sym_equal(ts_access_stride(&k->acc[k->b0], k->batch_axis), ts_sym_const(0)), "W shared by the batch");
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: c\naxes: {b: 8, c: 1024, t: 4096, n: 1024}\ninputs:\n  X: {dtype: fp16, shape: [b, c, t]}\n"
+                      "  W: {dtype: fp16, shape: [n, c]}\nops:\n  - {name: H, op: matmul, args: [W, X], over: c}\n"
+                      "  - {name: Y, op: permute, args: [H], order: [b, n, t]}\noutputs: [Y]\n");
+    k = the_one_kernel(&cg, TS_KERNEL_GEMM);
+    cr_expect_str_eq(axis_name(&cg, k->batch_axis), "b");
+    cr_expect_str_eq(axis_name(&cg, k->m_axis), "n", "the weight's rows are the GEMM's");
+    cr_expect(!ts_gemm_a_km(k) && k->b_kn, "W [n, c] k-contiguous, X[b] [c, t] n-contiguous");
+    cr_expect(ts_sym_equal(ts_access_stride(&k->acc[k->a], k->batch_axis), ts_sym_const(0)), "W is the A shared by the batch");
+    cr_expect(k->out.axis[k->out.ndim - 1] == k->n_axis && ts_sym_is_one(&k->out.stride[k->out.ndim - 1]),
+              "Y written [b, n, t] directly");
+    free_compiled(&cg);
+}
+
 /* Y = A·g + B with nothing transposed: the plain walk. */
 Test(search, a_map_over_row_major_operands_keeps_the_plain_walk) {
     compiled_graph cg;
