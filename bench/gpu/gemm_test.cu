@@ -372,6 +372,7 @@ static void small_configs(uint64_t seed) {
 static uint64_t a_km_configs(uint64_t seed) {
     constexpr bool KM = true;
     run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kStore, 1, false, KM>({"A^T matmul", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 256, 64, 2, 4, 3, true, false, kStore>({"(A k-major) matmul", 1024, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore, 1, false, KM>({"A^T B_NK", 1024, 4096, 4096, 1}, seed++);
     run_config<b16, 128, 128, 64, 2, 4, 3, true, true, kSwiglu, 1, false, KM>({"A^T swiglu bf16", 1024, 2048, 2048, 1}, seed++);
     run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore, 1, false, KM>({"A^T odd (lda 80)", 77, 1000, 1000, 1, 3, 0, 8}, seed++);
