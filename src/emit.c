@@ -808,7 +808,8 @@ static void print_fallback_note(emitter *e, int ki, const char *what) {
 static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *t) {
     const ts_kernel_config *c = &k->cfg;
     const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
-    /* the templates' TWO (a second operand pair) and A_KM (A read M-major; never with TWO, nor skinny: config.c) */
+    /* the template arguments after the functor, defaults not printed: TWO (a second operand pair) and A_KM (A read
+     * M-major; never with TWO, nor skinny: config.c) — after PP in the wgmma call, after SPLIT = 1 in the fallback */
     const bool a_km = ts_gemm_a_km(k);
     TS_ASSERT(!a_km || (!k->two_k && c->skinny_m == 0));
     const char *two = k->two_k ? ", true" : a_km ? ", false, true" : "";
@@ -831,9 +832,9 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
             c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false", two);
     fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
     print_fallback_note(e, ki, "GEMM");
-    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d%s>(p, stream);\n%s        }\n",
+    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d%s%s>(p, stream);\n%s        }\n",
             in, t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki,
-            k->two_k ? ", 1, true" : a_km ? ", 1, false, true" : "", in);
+            *two ? ", 1" : "", two, in);
     if (c->skinny_m > 0) fputs("        }\n", e->f);
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }

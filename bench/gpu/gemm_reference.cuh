@@ -1,10 +1,29 @@
 // gemm_reference.cuh — what bench/gpu/gemm_test.cu (mma.sync) and gemm_sm90_test.cu (wgmma) check against:
 // the epilogue kinds they instantiate, the fp32 reference of each epilogue over cuBLAS's product, the row
 // statistics the folding kinds compute themselves (in double), and the comparison of an output with the
-// reference. Included after gemm.cuh (or gemm_sm90.cuh).
+// reference, and the cuBLAS product itself (blas_gemm). Included after gemm.cuh (or gemm_sm90.cuh).
 #pragma once
+#include <cublas_v2.h>
 #include <cmath>
 #include <cstdint>
+
+#include "checks.cuh"
+
+template <typename T> struct TypeName;
+template <> struct TypeName<__half> { static constexpr const char *s = "f16"; static constexpr cudaDataType_t cu = CUDA_R_16F; };
+template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "bf16"; static constexpr cudaDataType_t cu = CUDA_R_16BF; };
+
+// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS handle h (column-major: Cᵀ = Bᵀ·Aᵀ); b_kn: B
+// stored (K, N), else (N, K); a_km: A stored (K, M), else (M, K); beta: C's share kept (1: add to it).
+template <typename T>
+static void blas_gemm(cublasHandle_t h, bool b_kn, bool a_km, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb,
+                      int64_t b_bs, void *C, cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch,
+                      float beta = 0.f) {
+    const float one = 1.f, zero = beta;
+    CKB(cublasGemmStridedBatchedEx(h, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, a_km ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, B,
+                                   TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
+                                   (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
 
 // kDiscard is a timing probe, never validated: the store functor with its global stores skipped (the output
 // is written only where a product equals an impossible value), so that ours(kStore) − ours(kDiscard) is what

@@ -70,22 +70,6 @@ struct Shape {
     int K2 = 0;                                  // > 0: a second operand pair (A2 M×K2, B2), C = A·B + A2·B2
 };
 
-template <typename T> struct TypeName;
-template <> struct TypeName<__half> { static constexpr const char *s = "f16"; static constexpr cudaDataType_t cu = CUDA_R_16F; };
-template <> struct TypeName<__nv_bfloat16> { static constexpr const char *s = "bf16"; static constexpr cudaDataType_t cu = CUDA_R_16BF; };
-
-
-// C (batch, M, N) row-major, ld ldc, type ctype = A·B via cuBLAS (column-major: Cᵀ = Bᵀ·Aᵀ); a_km: A stored
-// (K, M), M contiguous.
-template <typename T>
-static void blas_gemm(bool b_kn, bool a_km, const T *A, int64_t lda, int64_t a_bs, const T *B, int64_t ldb, int64_t b_bs, void *C,
-                      cudaDataType_t ctype, int64_t ldc, int64_t c_bs, int M, int N, int K, int batch, float beta = 0.f) {
-    const float one = 1.f, zero = beta;
-    CKB(cublasGemmStridedBatchedEx(g_blas, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, a_km ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, B,
-                                   TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
-                                   (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
-
 template <class F> static float median_ms(F &&f) {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
@@ -193,10 +177,10 @@ static void run_config(const Shape &s, uint64_t seed) {
     CK(cudaDeviceSynchronize());
 
     // Reference.
-    blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
-    if (DUAL) blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    blas_gemm<T>(g_blas, B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
+    if (DUAL) blas_gemm<T>(g_blas, B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, c1, CUDA_R_32F, N, (int64_t)M * N, M, N, K, batch);
     if (K2 > 0)
-        blas_gemm<T>(B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
+        blas_gemm<T>(g_blas, B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, c0, CUDA_R_32F, N, (int64_t)M * N, M, N,
                      K2, batch, 1.f);
     if (STATS) {   // the statistics the kernel folded itself, computed here from A
         CK(cudaMalloc(&scale, (size_t)batch * M * sizeof(float)));
@@ -241,12 +225,12 @@ static void run_config(const Shape &s, uint64_t seed) {
     if (g_timing) {
         t_ours = median_ms(ours);
         t_blas = median_ms([&] {
-            blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
+            blas_gemm<T>(g_blas, B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
             if (DUAL)
-                blas_gemm<T>(B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
+                blas_gemm<T>(g_blas, B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
                              batch);
             if (K2 > 0)
-                blas_gemm<T>(B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
+                blas_gemm<T>(g_blas, B_KN, A_KM, two.A2, two.lda2, two.a2_bs, two.B2, two.ldb2, two.b2_bs, blas_out, TypeName<T>::cu, N,
                              (int64_t)M * N, M, N, K2, batch, 1.f);
         });
         CK(cudaDeviceSynchronize());
