@@ -296,7 +296,7 @@ generated: $(BUILD)/tsopt
 # gpu-build runs here (no GPU): headers for the bench and odd sizes, a shared library per header, and the
 # template test programs, all in build/gpu. gpu-check runs on the H200 machine with build/gpu carried.
 NVCC_ARCH ?= -gencode=arch=compute_90a,code=sm_90a
-GPU_TESTS := gemm_test:-lcublas attention_test: gemm_sm90_test:-lcublas attention_sm90_test: row_test: gemm_f32_test:-lcublas math_test:
+GPU_TESTS := gemm_test:-lcublas attention_test: gemm_sm90_test:-lcublas gemm_row_parts_test:-lcublas attention_sm90_test: row_test: gemm_f32_test:-lcublas math_test:
 gpu-build: $(BUILD)/tsopt
 	bash bench/gpu_build.sh
 	@for t in $(GPU_TESTS); do n=$${t%%:*}; l=$${t#*:}; \

@@ -81,6 +81,20 @@
 //       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
 // and then apply, apply_loaded, value and value_loaded take this row's O values as a last parameter `const float *rs`. Both
 // kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
+// Instead of storing C, a functor may reduce each row of C (epilogue fusion: the log-sum-exp, maximum or sum of
+// a product's rows — a per-row reduction over N that would otherwise read C back). S reductions in order; each
+// tile of a row reduces its columns (the tile's results, `part`), then the tiles' results meet:
+//       static constexpr int kRowParts = S;      // 1..4
+//       static constexpr bool part_max(int j);   // reduction j is a maximum (else a sum)
+//       __device__ float pre(int batch, int row, int col, float acc) const;     // the value v = C[row, col]
+//       __device__ float part_term(int j, float v, const float *part) const;    // part[0..j): this tile's results
+//       __device__ float merge_term(int j, const float *part, const float *whole) const;
+//                   // a tile's share of reduction j over the whole row, from its S results and the whole row's
+//                   // results whole[0..j) (a sum of exp(v − max): part[j]·exp(part[k] − whole[k]))
+//       __device__ void row_out(int batch, int row, const float *whole) const;  // writes the row's outputs
+// gemm_sm90.cuh's kernel writes each tile's results to GemmParams::rows_scratch and a second kernel merges each
+// row's (row_parts_merge_kernel; launch_gemm_row_parts below, without wgmma: a warp a row over C stored in the
+// scratch).
 #pragma once
 #include <type_traits>
 
@@ -123,6 +137,15 @@ template <class E> struct RowStatsOf<E, std::void_t<decltype(E::kRowStats)>> {
     static_assert(S >= 1 && S <= 4 && O >= 1 && O <= 4, "kRowStats and kRowOuts must be 1..4");
 };
 template <class E> constexpr int kRowStats = RowStatsOf<E>::S;
+// Row reductions of C instead of C itself (kRowParts; 0: none).
+template <class E, class = void> struct RowPartsOf {
+    static constexpr int S = 0;
+};
+template <class E> struct RowPartsOf<E, std::void_t<decltype(E::kRowParts)>> {
+    static constexpr int S = E::kRowParts;
+    static_assert(S >= 1 && S <= 4, "kRowParts must be 1..4");
+};
+template <class E> constexpr int kRowParts = RowPartsOf<E>::S;
 template <class E> constexpr int kRowOuts = RowStatsOf<E>::O;
 
 // The epilogue call, with this row's statistics when the functor has them (rs: its O values).
@@ -350,6 +373,10 @@ template <typename T, class Epilogue> struct GemmParams {
     const T *A2, *B2;
     int K2;
     int64_t lda2, ldb2, a2_batch_stride, b2_batch_stride;
+    // Row reductions of C (kRowParts): scratch memory of rows_scratch_bytes bytes, 16-byte aligned, any content,
+    // at least row_parts_scratch_bytes(M, N, batch, kRowParts, sizeof(T)) (below).
+    void *rows_scratch;
+    int64_t rows_scratch_bytes;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -616,6 +643,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
     static_assert(SPLIT >= 1 && SPLIT <= 8, "split-K: 1 to 8 CTAs a tile (a portable cluster)");
+    static_assert(kRowParts<Epilogue> == 0, "row reductions of C: launch_gemm runs launch_gemm_row_parts");
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
@@ -814,6 +842,108 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
+// ---- row reductions of C (kRowParts, see the top) -------------------------------------------------------
+// GemmParams::rows_scratch in the wgmma kernel: per batch, row (padded to bands of 128) and tile along N (at most
+// ceil(N/64) tiles) the tile's S results, floats.
+__host__ __device__ constexpr int64_t row_parts_partials(int M, int N, int batch, int S) {
+    return static_cast<int64_t>(batch) * ((M + 127) / 128 * 128) * ((N + 63) / 64) * S;
+}
+// The scratch either form needs: the wgmma kernel's tile results, or the fallback's copy of C (T elements).
+__host__ __device__ constexpr int64_t row_parts_scratch_bytes(int M, int N, int batch, int S, int elem_bytes) {
+    const int64_t wg = 4 * row_parts_partials(M, N, batch, S);
+    const int64_t fb = static_cast<int64_t>(batch) * M * N * elem_bytes;
+    return wg > fb ? wg : fb;
+}
+
+// The fallback's GEMM pass: C's values v = pre(...) into the scratch, rows of N elements of T.
+template <typename T, class E> struct PreStore {
+    E ep;
+    T *c;
+    int m, n;
+    __device__ __forceinline__ T *row_ptr(int b, int row) const { return c + (static_cast<int64_t>(b) * m + row) * n; }
+    __device__ __forceinline__ float2 value(int b, int row, int col, float v0, float v1) const {
+        return make_float2(ep.pre(b, row, col, v0), col + 1 < n ? ep.pre(b, row, col + 1, v1) : 0.f);
+    }
+    template <typename TT> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        const float2 v = value(b, row, col, v0, v1);
+        store2(row_ptr(b, row) + col, v.x, v.y, col + 1 < n);
+    }
+};
+
+// The fallback's row pass: warp w reduces row (w / M, w % M) of the stored C — one "tile" of N columns, its
+// results the row's — and writes the row's outputs.
+template <typename T, class E> __global__ void __launch_bounds__(256) row_parts_kernel(const E ep, const T *c, int M, int N, int batch) {
+    constexpr int S = kRowParts<E>;
+    tst::pdl_trigger();
+    tst::pdl_wait();   // the GEMM pass wrote C
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    if (w >= static_cast<long long>(M) * batch) return;
+    const T *row = c + w * N;
+    float s[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const bool mx = E::part_max(j);
+        float a = mx ? -INFINITY : 0.f;
+        for (int col = lane; col < N; col += 32) {
+            const float t = ep.part_term(j, tst::elem<T>::to_float(row[col]), s);
+            a = mx ? fmaxf(a, t) : a + t;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            const float u = __shfl_xor_sync(0xffffffffu, a, o);
+            a = mx ? fmaxf(a, u) : a + u;
+        }
+        s[j] = a;
+    }
+    if (lane == 0) ep.row_out(static_cast<int>(w / M), static_cast<int>(w % M), s);
+}
+
+// The wgmma kernel's second step: warp w meets row (w / M, w % M)'s tile results (tiles_n tiles of BN columns,
+// lane l taking tiles l, l + 32, ...; merged over the warp, so that every lane has each whole-row result before
+// the next reduction's terms) and writes the row's outputs.
+template <class E> __global__ void __launch_bounds__(256) row_parts_merge_kernel(const E ep, const float *parts, int M, int N,
+                                                                                 int batch, int tiles_n) {
+    constexpr int S = kRowParts<E>;
+    tst::pdl_trigger();
+    tst::pdl_wait();   // the GEMM wrote the results
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    if (w >= static_cast<long long>(M) * batch) return;
+    const int b = static_cast<int>(w / M), row = static_cast<int>(w % M), TN = (N + 63) / 64, mpad = (M + 127) / 128 * 128;
+    const float *q = parts + (static_cast<int64_t>(b) * mpad + row) * TN * S;
+    float whole[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const bool mx = E::part_max(j);
+        float a = mx ? -INFINITY : 0.f;
+        for (int tn = lane; tn < tiles_n; tn += 32) {
+            float part[S];
+#pragma unroll
+            for (int i = 0; i < S; ++i) part[i] = q[tn * S + i];
+            const float u = ep.merge_term(j, part, whole);
+            a = mx ? fmaxf(a, u) : a + u;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            const float u = __shfl_xor_sync(0xffffffffu, a, o);
+            a = mx ? fmaxf(a, u) : a + u;
+        }
+        whole[j] = a;
+    }
+    if (lane == 0) ep.row_out(b, row, whole);
+}
+template <int BN, typename T, class E> cudaError_t launch_row_parts_merge(const GemmParams<T, E> &p, cudaStream_t stream) {
+    const long long blocks = (static_cast<long long>(p.M) * p.batch + 7) / 8;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    return tst::launch(row_parts_merge_kernel<E>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, 1, p.ep,
+                       static_cast<const float *>(p.rows_scratch), p.M, p.N, p.batch, (p.N + BN - 1) / BN);
+}
+
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
+          bool TWO, bool A_KM>
+cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream);   // below launch_gemm
+
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
 // cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
 // runtime reports otherwise (e.g. shared memory above the device's limit).
@@ -827,17 +957,45 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if ((p.K2 > 0) != TWO || (TWO && (DUAL || kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
-    if constexpr (SPLIT > 1) {
-        tst::DeviceFacts f;
-        cudaError_t e = tst::device_facts(&f);
-        if (e != cudaSuccess) return e;
-        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+    if constexpr (kRowParts<Epilogue> > 0) {
+        static_assert(!DUAL, "row reductions of C: a single product");
+        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM>(p, stream);
+    } else {
+        if constexpr (SPLIT > 1) {
+            tst::DeviceFacts f;
+            cudaError_t e = tst::device_facts(&f);
+            if (e != cudaSuccess) return e;
+            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        }
+        switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
+        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
+        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
+        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
+        }
     }
-    switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
-    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
-    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
-    }
+}
+
+// C's rows reduced without wgmma (a GPU before Hopper, operands TMA cannot describe, or decode sizes): the
+// mma.sync GEMM storing C's values into the scratch, then row_parts_kernel. Not DUAL.
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
+          bool TWO, bool A_KM>
+cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream) {
+    if (!p.rows_scratch || p.rows_scratch_bytes < static_cast<int64_t>(p.batch) * p.M * p.N * static_cast<int64_t>(sizeof(T)))
+        return cudaErrorInvalidValue;
+    GemmParams<T, PreStore<T, E>> q;
+    q.A = p.A, q.B0 = p.B0, q.B1 = p.B1, q.M = p.M, q.N = p.N, q.K = p.K, q.batch = p.batch;
+    q.lda = p.lda, q.ldb = p.ldb, q.a_batch_stride = p.a_batch_stride, q.b_batch_stride = p.b_batch_stride;
+    q.ep = PreStore<T, E>{p.ep, static_cast<T *>(p.rows_scratch), p.M, p.N};
+    q.b_ready = p.b_ready, q.a_ready = p.a_ready;
+    q.A2 = p.A2, q.B2 = p.B2, q.K2 = p.K2, q.lda2 = p.lda2, q.ldb2 = p.ldb2;
+    q.a2_batch_stride = p.a2_batch_stride, q.b2_batch_stride = p.b2_batch_stride;
+    q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
+    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM>(q, stream);
+    if (e != cudaSuccess) return e;
+    const long long blocks = (static_cast<long long>(p.M) * p.batch + 7) / 8;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    return tst::launch(row_parts_kernel<T, E>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, 1, p.ep,
+                       static_cast<const T *>(p.rows_scratch), p.M, p.N, p.batch);
 }
 
 }  // namespace tsg

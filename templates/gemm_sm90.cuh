@@ -35,6 +35,13 @@
 //     not free: 0.09-0.27 us a K-tile (bench/NOTES.md run 49; 0.30-0.41 before the kernel was persistent,
 //     runs 43-44, and two producer-side warps folding every row instead were slower still). The cost model
 //     charges it (rowstat_stage_s), so the search folds statistics into a wgmma GEMM only where it pays.
+//   * Row reductions of C (a functor with kRowParts, gemm.cuh: a log-sum-exp or maximum over each row of the
+//     product, the per-row kernel that would read C back): no tile is stored; each consumer thread turns its
+//     accumulators into pre(...) and reduces its columns, the 4 lanes of a row meet by shuffles, and a lane a
+//     row writes the tile's results to GemmParams::rows_scratch; tsg::row_parts_merge_kernel, launched next,
+//     meets a row's tiles (a warp a row). Cooperative and single only (no cluster: config.c); ping-pong compiles
+//     but measured slower (bench/NOTES.md run 150). A whole tile skips the bounds checks: the epilogue is
+//     instruction-bound (every element's terms, and a CTA's next main loop waits for it).
 //   * Epilogue, value-form functors (gemm.cuh: row_ptr + value / value_loaded; every functor the emitter writes)
 //     with 2-byte outputs, on a whole tile whose rows start 16-byte aligned: each consumer warp computes its
 //     fragment pairs' values in registers (a two-phase functor's operands loaded a chunk ahead; once per column
@@ -779,6 +786,82 @@ __device__ __forceinline__ void prefetch_epilogue(const tsg::GemmParams<T, Epilo
     }
 }
 
+
+// Row reductions of C (gemm.cuh: kRowParts), this warpgroup's rows of the tile: the accumulators become
+// v = pre(...) (PC 8-column blocks at a time: the empty asm keeps the compiler from moving a block's loads above
+// the one before, which keeps them in flight beside the accumulators within the registers), then each reduction
+// in turn over the thread's columns and the 4 lanes of a row; a lane of each row writes the tile's S results to
+// p.rows_scratch (gemm.cuh: row_parts_partials, [b][row (bands of 128)][tile (≤ ceil(N/64))][S]), where
+// tsg::row_parts_merge_kernel, launched next, meets them. The epilogue is instruction-bound (every CTA waits on
+// it before its next main loop): WHOLE, a tile inside M and N, runs without a bounds check an element.
+template <bool WHOLE, class C, int BN, int PC, typename T, class Epilogue>
+__device__ __forceinline__ void row_parts_body(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2], int b,
+                                               int row0, int n0, int wq, int lane) {
+    constexpr int S = tsg::kRowParts<Epilogue>;
+    const Epilogue &ep = p.ep;
+#pragma unroll
+    for (int j0 = 0; j0 < BN / 8; j0 += PC) {
+        asm volatile("" ::: "memory");
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
+#pragma unroll
+                for (int j = j0; j < j0 + PC && j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int col = n0 + 8 * j + 2 * (lane & 3) + e;
+                        float &v = acc[mi][4 * j + 2 * h + e];
+                        if (WHOLE || (row < p.M && col < p.N)) v = ep.pre(b, row, col, v);
+                    }
+            }
+    }
+    const int TN = (p.N + 63) / 64, mpad = (p.M + 127) / 128 * 128;
+    float *parts = static_cast<float *>(p.rows_scratch);
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
+            float part[S];
+#pragma unroll
+            for (int st = 0; st < S; ++st) {
+                constexpr int L = 4;   // independent partial chains a thread keeps (the adds' latency)
+                const bool mx = Epilogue::part_max(st);
+                float x[L];
+#pragma unroll
+                for (int l = 0; l < L; ++l) x[l] = mx ? -INFINITY : 0.f;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (WHOLE || n0 + 8 * j + 2 * (lane & 3) + e < p.N) {
+                            const float u = ep.part_term(st, acc[mi][4 * j + 2 * h + e], part);
+                            float &y = x[(2 * j + e) % L];
+                            y = mx ? fmaxf(y, u) : y + u;
+                        }
+#pragma unroll
+                for (int l = 1; l < L; ++l) x[0] = mx ? fmaxf(x[0], x[l]) : x[0] + x[l];
+#pragma unroll
+                for (int o = 1; o < 4; o *= 2) {
+                    const float u = __shfl_xor_sync(0xffffffffu, x[0], o);
+                    x[0] = mx ? fmaxf(x[0], u) : x[0] + u;
+                }
+                part[st] = x[0];
+            }
+            if ((lane & 3) == 0 && (WHOLE || row < p.M))
+#pragma unroll
+                for (int st = 0; st < S; ++st) parts[((static_cast<int64_t>(b) * mpad + row) * TN + n0 / BN) * S + st] = part[st];
+        }
+}
+template <class C, int BN, int PC = 8, typename T, class Epilogue>
+__device__ __forceinline__ void row_parts_tile(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2], int b,
+                                               int row0, int n0, int wq, int lane) {
+    if (n0 + BN <= p.N && row0 + C::WG_ROWS <= p.M) row_parts_body<true, C, BN, PC>(p, acc, b, row0, n0, wq, lane);
+    else row_parts_body<false, C, BN, PC>(p, acc, b, row0, n0, wq, lane);
+}
+
 // ---- the kernel -----------------------------------------------------------------------------------------
 // Persistent: the grid holds at most as many CTAs (clusters) as are resident at once, and each takes work
 // items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
@@ -796,7 +879,9 @@ __global__ void __launch_bounds__(384, 1)
 #if TSG90_DEVICE_OK
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
+    constexpr int RP = tsg::kRowParts<Epilogue>;   // row reductions of C instead of C
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    static_assert(RP == 0 || (!DUAL && CM == 1), "row reductions of C: a single product, no cluster");
     static_assert(!A_KM || (!TWO && tsg::kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -948,7 +1033,11 @@ __global__ void __launch_bounds__(384, 1)
                 for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
             if (prev >= 0) release(prev);   // the producer may refill it with the next tile's operands
             if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
-            if constexpr (RO > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+            if constexpr (RP > 0) {   // C's rows reduced, not stored
+                row_parts_tile<C, BN>(p, acc, b, m0 + a_row0, n0, wq, lane);
+                continue;
+            } else {
+            if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
                 named_barrier_sync(2 + cw, 128);
                 rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
                 named_barrier_sync(2 + cw, 128);
@@ -978,6 +1067,7 @@ __global__ void __launch_bounds__(384, 1)
                                                   b, row0, n0, wq, lane, rs0);
             else
                 epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
+            }
         }
     }
     // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
@@ -1076,6 +1166,8 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
     static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
+    constexpr int RP = tsg::kRowParts<Epilogue>;
+    if (RP > 0 && (!p.rows_scratch || (reinterpret_cast<uintptr_t>(p.rows_scratch) & 15) != 0)) return cudaErrorInvalidValue;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if (p.K2 < 0 || (p.K2 > 0) != TWO || (TWO && (tsg::kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
@@ -1090,7 +1182,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
-    if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
+    // the tiles' results of a row reduction need room in the scratch (a small M: fewer rows than its tile's)
+    const bool room = RP == 0 || p.rows_scratch_bytes >= 4 * tsg::row_parts_partials(p.M, p.N, p.batch, RP);
+    if (!sm90_tma_ok<T, Epilogue, DUAL>(p) || !room) {
         last_fallback_reason() = 1;
         return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
@@ -1138,7 +1232,10 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
     const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
-    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
+    e = tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
+    if constexpr (RP > 0)   // the tiles' results of each row merged
+        if (e == cudaSuccess) e = tsg::launch_row_parts_merge<BN>(p, stream);
+    return e;
 }
 
 }  // namespace tsg90

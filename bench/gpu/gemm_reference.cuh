@@ -1,11 +1,14 @@
 // gemm_reference.cuh — what bench/gpu/gemm_test.cu (mma.sync) and gemm_sm90_test.cu (wgmma) check against:
 // the epilogue kinds they instantiate, the fp32 reference of each epilogue over cuBLAS's product, the row
 // statistics the folding kinds compute themselves (in double), and the comparison of an output with the
-// reference, and the cuBLAS product itself (blas_gemm). Included after gemm.cuh (or gemm_sm90.cuh).
+// reference; and for them and gemm_row_parts_test.cu the cuBLAS product itself (blas_gemm), the random inputs
+// (rand_fill) and the timing (median_ms). Included after gemm.cuh (or gemm_sm90.cuh).
 #pragma once
 #include <cublas_v2.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "checks.cuh"
 
@@ -23,6 +26,51 @@ static void blas_gemm(cublasHandle_t h, bool b_kn, bool a_km, const T *A, int64_
     CKB(cublasGemmStridedBatchedEx(h, b_kn ? CUBLAS_OP_N : CUBLAS_OP_T, a_km ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &one, B,
                                    TypeName<T>::cu, (int)ldb, b_bs, A, TypeName<T>::cu, (int)lda, a_bs, &zero, C, ctype,
                                    (int)ldc, c_bs, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// ---- inputs and timing shared by the GEMM tests -------------------------------------------------------
+// Hash-random fill (never zeros by design: uniform in [lo, hi)), the same values for the same seed and index.
+__device__ __forceinline__ uint32_t hash32(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+template <typename T> __global__ void fill_rand(T *p, size_t n, uint64_t seed, float lo, float hi) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float u = (hash32(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.f / 16777216.f);
+        p[i] = tst::elem<T>::from_float(lo + (hi - lo) * u);
+    }
+}
+template <typename T> static void rand_fill(T *p, size_t n, uint64_t seed, float lo, float hi) {
+    fill_rand<T><<<1024, 256>>>(p, n, seed, lo, hi);
+    CK(cudaGetLastError());
+}
+
+// The median of 25 CUDA-event timings of f() after 3 warm-up runs, the L2 flushed before each (flush_bytes
+// written at flush).
+template <class F> static float median_ms(void *flush, size_t flush_bytes, F &&f) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; i++) f();   // warm-up
+    std::vector<float> t;
+    for (int i = 0; i < 25; i++) {
+        CK(cudaMemsetAsync(flush, i & 0xff, flush_bytes));
+        CK(cudaEventRecord(a));
+        f();
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
 }
 
 // kDiscard is a timing probe, never validated: the store functor with its global stores skipped (the output

@@ -39,25 +39,6 @@ static int g_part = 0, g_parts = 1, g_config = 0;  // `quick K/N`: run config i 
 static const int kQuickM = 256, kQuickN = 1024, kQuickK = 1024;  // `quick`: the largest shape run (see run_config)
 static int g_failures = 0;
 
-// ---- device helpers -----------------------------------------------------------------------------
-__device__ __forceinline__ uint32_t hash32(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return (uint32_t)x;
-}
-template <typename T> __global__ void fill_rand(T *p, size_t n, uint64_t seed, float lo, float hi) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float u = (hash32(seed * 0x9e3779b97f4a7c15ull + i) >> 8) * (1.f / 16777216.f);
-        p[i] = tst::elem<T>::from_float(lo + (hi - lo) * u);
-    }
-}
-template <typename T> static void rand_fill(T *p, size_t n, uint64_t seed, float lo, float hi) {
-    fill_rand<T><<<1024, 256>>>(p, n, seed, lo, hi);
-    CK(cudaGetLastError());
-}
 
 // ---- one config -------------------------------------------------------------------------------
 struct Shape {
@@ -70,27 +51,6 @@ struct Shape {
     int K2 = 0;                                  // > 0: a second operand pair (A2 M×K2, B2), C = A·B + A2·B2
 };
 
-template <class F> static float median_ms(F &&f) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 3; i++) f();   // warm-up
-    std::vector<float> t;
-    for (int i = 0; i < 25; i++) {
-        CK(cudaMemsetAsync(g_flush, i & 0xff, kFlushBytes));
-        CK(cudaEventRecord(a));
-        f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
 
 struct Check {
     double rel;
@@ -223,8 +183,8 @@ static void run_config(const Shape &s, uint64_t seed) {
 
     float t_ours = NAN, t_blas = NAN;
     if (g_timing) {
-        t_ours = median_ms(ours);
-        t_blas = median_ms([&] {
+        t_ours = median_ms(g_flush, kFlushBytes, ours);
+        t_blas = median_ms(g_flush, kFlushBytes, [&] {
             blas_gemm<T>(g_blas, B_KN, A_KM, Aview, lda, a_bs, B0, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K, batch);
             if (DUAL)
                 blas_gemm<T>(g_blas, B_KN, A_KM, Aview, lda, a_bs, B1, ldb, b_bs, blas_out, TypeName<T>::cu, N, (int64_t)M * N, M, N, K,
