@@ -1314,6 +1314,20 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
 //       __device__ void row_finish(const float (&s)[S], float (&o)[O]) const;  // once per row
 // and then apply, apply_loaded, value and value_loaded take this row's O values as a last parameter `const float *rs`. Both
 // kernels fold them from the shared-memory A tiles of their main loop (RowFold below): no extra read of A.
+// Instead of storing C, a functor may reduce each row of C (epilogue fusion: the log-sum-exp, maximum or sum of
+// a product's rows — a per-row reduction over N that would otherwise read C back). S reductions in order; each
+// tile of a row reduces its columns (the tile's results, `part`), then the tiles' results meet:
+//       static constexpr int kRowParts = S;      // 1..4
+//       static constexpr bool part_max(int j);   // reduction j is a maximum (else a sum)
+//       __device__ float pre(int batch, int row, int col, float acc) const;     // the value v = C[row, col]
+//       __device__ float part_term(int j, float v, const float *part) const;    // part[0..j): this tile's results
+//       __device__ float merge_term(int j, const float *part, const float *whole) const;
+//                   // a tile's share of reduction j over the whole row, from its S results and the whole row's
+//                   // results whole[0..j) (a sum of exp(v − max): part[j]·exp(part[k] − whole[k]))
+//       __device__ void row_out(int batch, int row, const float *whole) const;  // writes the row's outputs
+// gemm_sm90.cuh's kernel writes each tile's results to GemmParams::rows_scratch and a second kernel merges each
+// row's (row_parts_merge_kernel; launch_gemm_row_parts below, without wgmma: a warp a row over C stored in the
+// scratch).
 
 
 namespace tsg {
@@ -1353,6 +1367,15 @@ template <class E> struct RowStatsOf<E, std::void_t<decltype(E::kRowStats)>> {
     static_assert(S >= 1 && S <= 4 && O >= 1 && O <= 4, "kRowStats and kRowOuts must be 1..4");
 };
 template <class E> constexpr int kRowStats = RowStatsOf<E>::S;
+// Row reductions of C instead of C itself (kRowParts; 0: none).
+template <class E, class = void> struct RowPartsOf {
+    static constexpr int S = 0;
+};
+template <class E> struct RowPartsOf<E, std::void_t<decltype(E::kRowParts)>> {
+    static constexpr int S = E::kRowParts;
+    static_assert(S >= 1 && S <= 4, "kRowParts must be 1..4");
+};
+template <class E> constexpr int kRowParts = RowPartsOf<E>::S;
 template <class E> constexpr int kRowOuts = RowStatsOf<E>::O;
 
 // The epilogue call, with this row's statistics when the functor has them (rs: its O values).
@@ -1580,6 +1603,10 @@ template <typename T, class Epilogue> struct GemmParams {
     const T *A2, *B2;
     int K2;
     int64_t lda2, ldb2, a2_batch_stride, b2_batch_stride;
+    // Row reductions of C (kRowParts): scratch memory of rows_scratch_bytes bytes, 16-byte aligned, any content,
+    // at least row_parts_scratch_bytes(M, N, batch, kRowParts, sizeof(T)) (below).
+    void *rows_scratch;
+    int64_t rows_scratch_bytes;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -1846,6 +1873,7 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0 || BK == 64, "row statistics of A need BK = 64 (RowFold)");
     static_assert(SPLIT >= 1 && SPLIT <= 8, "split-K: 1 to 8 CTAs a tile (a portable cluster)");
+    static_assert(kRowParts<Epilogue> == 0, "row reductions of C: launch_gemm runs launch_gemm_row_parts");
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
@@ -2044,6 +2072,108 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
+// ---- row reductions of C (kRowParts, see the top) -------------------------------------------------------
+// GemmParams::rows_scratch in the wgmma kernel: per batch, row (padded to bands of 128) and tile along N (at most
+// ceil(N/64) tiles) the tile's S results, floats.
+__host__ __device__ constexpr int64_t row_parts_partials(int M, int N, int batch, int S) {
+    return static_cast<int64_t>(batch) * ((M + 127) / 128 * 128) * ((N + 63) / 64) * S;
+}
+// The scratch either form needs: the wgmma kernel's tile results, or the fallback's copy of C (T elements).
+__host__ __device__ constexpr int64_t row_parts_scratch_bytes(int M, int N, int batch, int S, int elem_bytes) {
+    const int64_t wg = 4 * row_parts_partials(M, N, batch, S);
+    const int64_t fb = static_cast<int64_t>(batch) * M * N * elem_bytes;
+    return wg > fb ? wg : fb;
+}
+
+// The fallback's GEMM pass: C's values v = pre(...) into the scratch, rows of N elements of T.
+template <typename T, class E> struct PreStore {
+    E ep;
+    T *c;
+    int m, n;
+    __device__ __forceinline__ T *row_ptr(int b, int row) const { return c + (static_cast<int64_t>(b) * m + row) * n; }
+    __device__ __forceinline__ float2 value(int b, int row, int col, float v0, float v1) const {
+        return make_float2(ep.pre(b, row, col, v0), col + 1 < n ? ep.pre(b, row, col + 1, v1) : 0.f);
+    }
+    template <typename TT> __device__ __forceinline__ void apply(int b, int row, int col, float v0, float v1) const {
+        const float2 v = value(b, row, col, v0, v1);
+        store2(row_ptr(b, row) + col, v.x, v.y, col + 1 < n);
+    }
+};
+
+// The fallback's row pass: warp w reduces row (w / M, w % M) of the stored C — one "tile" of N columns, its
+// results the row's — and writes the row's outputs.
+template <typename T, class E> __global__ void __launch_bounds__(256) row_parts_kernel(const E ep, const T *c, int M, int N, int batch) {
+    constexpr int S = kRowParts<E>;
+    tst::pdl_trigger();
+    tst::pdl_wait();   // the GEMM pass wrote C
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    if (w >= static_cast<long long>(M) * batch) return;
+    const T *row = c + w * N;
+    float s[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const bool mx = E::part_max(j);
+        float a = mx ? -INFINITY : 0.f;
+        for (int col = lane; col < N; col += 32) {
+            const float t = ep.part_term(j, tst::elem<T>::to_float(row[col]), s);
+            a = mx ? fmaxf(a, t) : a + t;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            const float u = __shfl_xor_sync(0xffffffffu, a, o);
+            a = mx ? fmaxf(a, u) : a + u;
+        }
+        s[j] = a;
+    }
+    if (lane == 0) ep.row_out(static_cast<int>(w / M), static_cast<int>(w % M), s);
+}
+
+// The wgmma kernel's second step: warp w meets row (w / M, w % M)'s tile results (tiles_n tiles of BN columns,
+// lane l taking tiles l, l + 32, ...; merged over the warp, so that every lane has each whole-row result before
+// the next reduction's terms) and writes the row's outputs.
+template <class E> __global__ void __launch_bounds__(256) row_parts_merge_kernel(const E ep, const float *parts, int M, int N,
+                                                                                 int batch, int tiles_n) {
+    constexpr int S = kRowParts<E>;
+    tst::pdl_trigger();
+    tst::pdl_wait();   // the GEMM wrote the results
+    const int lane = static_cast<int>(threadIdx.x) % 32;
+    const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    if (w >= static_cast<long long>(M) * batch) return;
+    const int b = static_cast<int>(w / M), row = static_cast<int>(w % M), TN = (N + 63) / 64, mpad = (M + 127) / 128 * 128;
+    const float *q = parts + (static_cast<int64_t>(b) * mpad + row) * TN * S;
+    float whole[S];
+#pragma unroll
+    for (int j = 0; j < S; ++j) {
+        const bool mx = E::part_max(j);
+        float a = mx ? -INFINITY : 0.f;
+        for (int tn = lane; tn < tiles_n; tn += 32) {
+            float part[S];
+#pragma unroll
+            for (int i = 0; i < S; ++i) part[i] = q[tn * S + i];
+            const float u = ep.merge_term(j, part, whole);
+            a = mx ? fmaxf(a, u) : a + u;
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) {
+            const float u = __shfl_xor_sync(0xffffffffu, a, o);
+            a = mx ? fmaxf(a, u) : a + u;
+        }
+        whole[j] = a;
+    }
+    if (lane == 0) ep.row_out(b, row, whole);
+}
+template <int BN, typename T, class E> cudaError_t launch_row_parts_merge(const GemmParams<T, E> &p, cudaStream_t stream) {
+    const long long blocks = (static_cast<long long>(p.M) * p.batch + 7) / 8;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    return tst::launch(row_parts_merge_kernel<E>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, 1, p.ep,
+                       static_cast<const float *>(p.rows_scratch), p.M, p.N, p.batch, (p.N + BN - 1) / BN);
+}
+
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
+          bool TWO, bool A_KM>
+cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream);   // below launch_gemm
+
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
 // cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
 // runtime reports otherwise (e.g. shared memory above the device's limit).
@@ -2057,17 +2187,45 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if ((p.K2 > 0) != TWO || (TWO && (DUAL || kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
-    if constexpr (SPLIT > 1) {
-        tst::DeviceFacts f;
-        cudaError_t e = tst::device_facts(&f);
-        if (e != cudaSuccess) return e;
-        if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+    if constexpr (kRowParts<Epilogue> > 0) {
+        static_assert(!DUAL, "row reductions of C: a single product");
+        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM>(p, stream);
+    } else {
+        if constexpr (SPLIT > 1) {
+            tst::DeviceFacts f;
+            cudaError_t e = tst::device_facts(&f);
+            if (e != cudaSuccess) return e;
+            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        }
+        switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
+        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
+        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
+        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
+        }
     }
-    switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-    case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
-    case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
-    default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
-    }
+}
+
+// C's rows reduced without wgmma (a GPU before Hopper, operands TMA cannot describe, or decode sizes): the
+// mma.sync GEMM storing C's values into the scratch, then row_parts_kernel. Not DUAL.
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
+          bool TWO, bool A_KM>
+cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream) {
+    if (!p.rows_scratch || p.rows_scratch_bytes < static_cast<int64_t>(p.batch) * p.M * p.N * static_cast<int64_t>(sizeof(T)))
+        return cudaErrorInvalidValue;
+    GemmParams<T, PreStore<T, E>> q;
+    q.A = p.A, q.B0 = p.B0, q.B1 = p.B1, q.M = p.M, q.N = p.N, q.K = p.K, q.batch = p.batch;
+    q.lda = p.lda, q.ldb = p.ldb, q.a_batch_stride = p.a_batch_stride, q.b_batch_stride = p.b_batch_stride;
+    q.ep = PreStore<T, E>{p.ep, static_cast<T *>(p.rows_scratch), p.M, p.N};
+    q.b_ready = p.b_ready, q.a_ready = p.a_ready;
+    q.A2 = p.A2, q.B2 = p.B2, q.K2 = p.K2, q.lda2 = p.lda2, q.ldb2 = p.ldb2;
+    q.a2_batch_stride = p.a2_batch_stride, q.b2_batch_stride = p.b2_batch_stride;
+    q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
+    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM>(q, stream);
+    if (e != cudaSuccess) return e;
+    const long long blocks = (static_cast<long long>(p.M) * p.batch + 7) / 8;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    return tst::launch(row_parts_kernel<T, E>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, 1, p.ep,
+                       static_cast<const T *>(p.rows_scratch), p.M, p.N, p.batch);
 }
 
 }  // namespace tsg
@@ -2110,6 +2268,13 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 //     not free: 0.09-0.27 us a K-tile (bench/NOTES.md run 49; 0.30-0.41 before the kernel was persistent,
 //     runs 43-44, and two producer-side warps folding every row instead were slower still). The cost model
 //     charges it (rowstat_stage_s), so the search folds statistics into a wgmma GEMM only where it pays.
+//   * Row reductions of C (a functor with kRowParts, gemm.cuh: a log-sum-exp or maximum over each row of the
+//     product, the per-row kernel that would read C back): no tile is stored; each consumer thread turns its
+//     accumulators into pre(...) and reduces its columns, the 4 lanes of a row meet by shuffles, and a lane a
+//     row writes the tile's results to GemmParams::rows_scratch; tsg::row_parts_merge_kernel, launched next,
+//     meets a row's tiles (a warp a row). Cooperative and single only (no cluster: config.c); ping-pong compiles
+//     but measured slower (bench/NOTES.md run 150). A whole tile skips the bounds checks: the epilogue is
+//     instruction-bound (every element's terms, and a CTA's next main loop waits for it).
 //   * Epilogue, value-form functors (gemm.cuh: row_ptr + value / value_loaded; every functor the emitter writes)
 //     with 2-byte outputs, on a whole tile whose rows start 16-byte aligned: each consumer warp computes its
 //     fragment pairs' values in registers (a two-phase functor's operands loaded a chunk ahead; once per column
@@ -2850,6 +3015,82 @@ __device__ __forceinline__ void prefetch_epilogue(const tsg::GemmParams<T, Epilo
     }
 }
 
+
+// Row reductions of C (gemm.cuh: kRowParts), this warpgroup's rows of the tile: the accumulators become
+// v = pre(...) (PC 8-column blocks at a time: the empty asm keeps the compiler from moving a block's loads above
+// the one before, which keeps them in flight beside the accumulators within the registers), then each reduction
+// in turn over the thread's columns and the 4 lanes of a row; a lane of each row writes the tile's S results to
+// p.rows_scratch (gemm.cuh: row_parts_partials, [b][row (bands of 128)][tile (≤ ceil(N/64))][S]), where
+// tsg::row_parts_merge_kernel, launched next, meets them. The epilogue is instruction-bound (every CTA waits on
+// it before its next main loop): WHOLE, a tile inside M and N, runs without a bounds check an element.
+template <bool WHOLE, class C, int BN, int PC, typename T, class Epilogue>
+__device__ __forceinline__ void row_parts_body(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2], int b,
+                                               int row0, int n0, int wq, int lane) {
+    constexpr int S = tsg::kRowParts<Epilogue>;
+    const Epilogue &ep = p.ep;
+#pragma unroll
+    for (int j0 = 0; j0 < BN / 8; j0 += PC) {
+        asm volatile("" ::: "memory");
+#pragma unroll
+        for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = row0 + mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
+#pragma unroll
+                for (int j = j0; j < j0 + PC && j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const int col = n0 + 8 * j + 2 * (lane & 3) + e;
+                        float &v = acc[mi][4 * j + 2 * h + e];
+                        if (WHOLE || (row < p.M && col < p.N)) v = ep.pre(b, row, col, v);
+                    }
+            }
+    }
+    const int TN = (p.N + 63) / 64, mpad = (p.M + 127) / 128 * 128;
+    float *parts = static_cast<float *>(p.rows_scratch);
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + mi * 64 + wq * 16 + (lane >> 2) + 8 * h;
+            float part[S];
+#pragma unroll
+            for (int st = 0; st < S; ++st) {
+                constexpr int L = 4;   // independent partial chains a thread keeps (the adds' latency)
+                const bool mx = Epilogue::part_max(st);
+                float x[L];
+#pragma unroll
+                for (int l = 0; l < L; ++l) x[l] = mx ? -INFINITY : 0.f;
+#pragma unroll
+                for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (WHOLE || n0 + 8 * j + 2 * (lane & 3) + e < p.N) {
+                            const float u = ep.part_term(st, acc[mi][4 * j + 2 * h + e], part);
+                            float &y = x[(2 * j + e) % L];
+                            y = mx ? fmaxf(y, u) : y + u;
+                        }
+#pragma unroll
+                for (int l = 1; l < L; ++l) x[0] = mx ? fmaxf(x[0], x[l]) : x[0] + x[l];
+#pragma unroll
+                for (int o = 1; o < 4; o *= 2) {
+                    const float u = __shfl_xor_sync(0xffffffffu, x[0], o);
+                    x[0] = mx ? fmaxf(x[0], u) : x[0] + u;
+                }
+                part[st] = x[0];
+            }
+            if ((lane & 3) == 0 && (WHOLE || row < p.M))
+#pragma unroll
+                for (int st = 0; st < S; ++st) parts[((static_cast<int64_t>(b) * mpad + row) * TN + n0 / BN) * S + st] = part[st];
+        }
+}
+template <class C, int BN, int PC = 8, typename T, class Epilogue>
+__device__ __forceinline__ void row_parts_tile(const tsg::GemmParams<T, Epilogue> &p, float (&acc)[C::MI][C::NT / 2], int b,
+                                               int row0, int n0, int wq, int lane) {
+    if (n0 + BN <= p.N && row0 + C::WG_ROWS <= p.M) row_parts_body<true, C, BN, PC>(p, acc, b, row0, n0, wq, lane);
+    else row_parts_body<false, C, BN, PC>(p, acc, b, row0, n0, wq, lane);
+}
+
 // ---- the kernel -----------------------------------------------------------------------------------------
 // Persistent: the grid holds at most as many CTAs (clusters) as are resident at once, and each takes work
 // items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
@@ -2867,7 +3108,9 @@ __global__ void __launch_bounds__(384, 1)
 #if TSOPT_TSG90_DEVICE_OK
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
+    constexpr int RP = tsg::kRowParts<Epilogue>;   // row reductions of C instead of C
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
+    static_assert(RP == 0 || (!DUAL && CM == 1), "row reductions of C: a single product, no cluster");
     static_assert(!A_KM || (!TWO && tsg::kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
     extern __shared__ unsigned char smem_raw[];
     const uint32_t base = (tst::smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -3019,7 +3262,11 @@ __global__ void __launch_bounds__(384, 1)
                 for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
             if (prev >= 0) release(prev);   // the producer may refill it with the next tile's operands
             if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
-            if constexpr (RO > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+            if constexpr (RP > 0) {   // C's rows reduced, not stored
+                row_parts_tile<C, BN>(p, acc, b, m0 + a_row0, n0, wq, lane);
+                continue;
+            } else {
+            if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
                 named_barrier_sync(2 + cw, 128);
                 rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
                 named_barrier_sync(2 + cw, 128);
@@ -3049,6 +3296,7 @@ __global__ void __launch_bounds__(384, 1)
                                                   b, row0, n0, wq, lane, rs0);
             else
                 epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
+            }
         }
     }
     // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
@@ -3147,6 +3395,8 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
               value_in_bytes<Epilogue>()>;
     static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
+    constexpr int RP = tsg::kRowParts<Epilogue>;
+    if (RP > 0 && (!p.rows_scratch || (reinterpret_cast<uintptr_t>(p.rows_scratch) & 15) != 0)) return cudaErrorInvalidValue;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if (p.K2 < 0 || (p.K2 > 0) != TWO || (TWO && (tsg::kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
@@ -3161,7 +3411,9 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
-    if (!sm90_tma_ok<T, Epilogue, DUAL>(p)) {
+    // the tiles' results of a row reduction need room in the scratch (a small M: fewer rows than its tile's)
+    const bool room = RP == 0 || p.rows_scratch_bytes >= 4 * tsg::row_parts_partials(p.M, p.N, p.batch, RP);
+    if (!sm90_tma_ok<T, Epilogue, DUAL>(p) || !room) {
         last_fallback_reason() = 1;
         return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
     }
@@ -3209,7 +3461,10 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
     const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
-    return tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
+    e = tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
+    if constexpr (RP > 0)   // the tiles' results of each row merged
+        if (e == cudaSuccess) e = tsg::launch_row_parts_merge<BN>(p, stream);
+    return e;
 }
 
 }  // namespace tsg90

@@ -414,8 +414,16 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         break;
     }
     case TS_KERNEL_GEMM: {
-        epilogue = fma, epilogue_sfu = sfu; /* the expression's work so far is the epilogue's (op_cost) */
         double M = (double)ts_gemm_rows(g, k), N = size_of(g, k->n_axis), K = size_of(g, k->red_axis);
+        if (k->row_parts) { /* the product's rows reduced in the epilogue (rowstat.h): per element the value and
+                             * each reduction's term; per tile and row its results out and back in (a merge kernel) */
+            double f = 0, s = 0, elems = M * N * (double)ts_gemm_batch(g, k);
+            expr_ops(&k->pre, &f, &s);
+            for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
+            fma += f * elems, sfu += s * elems;
+            bytes += 2.0 * M * (double)ts_gemm_batch(g, k) * ceil(N / k->cfg.tile_n) * k->nstage * 4;
+        }
+        epilogue = fma, epilogue_sfu = sfu; /* the expression's work so far is the epilogue's (op_cost) */
         if (k->two_k) K += 64 * ceil(size_of(g, k->red_axis2) / 64); /* the second pair's K-slices, padded */
         double batch = (double)ts_gemm_batch(g, k);
         tensor = 2 * M * N * K * batch * (k->b1 >= 0 ? 2 : 1);
@@ -443,7 +451,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             /* the epilogue's per-row loads: every tile's in the cooperative form, the last one's in ping-pong */
             if (!fallback && !library && !tf32x3) epilogue_chunks = epilogue_load_chunks(k) * (k->cfg.pingpong ? 1 : tile_waves);
         }
-        if (k->nstage > 0) { /* row statistics of A (rowstat.h): every CTA along N folds its rows' terms */
+        if (k->nstage > 0 && !k->row_parts) { /* row statistics of A (rowstat.h): every CTA along N folds its rows' terms */
             double terms = 0, s = 0, copies = ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
             for (int j = 0; j < k->nstage; j++) terms += 1, expr_ops(&k->stage[j], &terms, &s);
             fma += terms * M * K * batch * copies, sfu += s * M * K * batch * copies;
@@ -502,7 +510,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads,
-                          .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs};
+                          .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs,
+                          .extra_launches = k->kind == TS_KERNEL_GEMM && k->row_parts ? 1 : 0};
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {
@@ -560,7 +569,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
     t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
     t += w->epilogue_chunks * m->epilogue_chunk_load_s;
-    return m->launch_s + t;
+    return m->launch_s * (1 + w->extra_launches) + t;
 }
 
 void ts_costmodel_predict(const ts_costmodel *m, const ts_graph *g, ts_plan *p) {

@@ -234,6 +234,8 @@ typedef struct {
                                gemm_tf32x3_efficiency, its epilogue added as the mma.sync kernels' */
     double reduce_pairs;    /* REDUCE that is a matrix product (every operand read by several outputs: costmodel.c
                                reduce_rereads): outputs × positions reduced, at most reduce_pairs_per_s */
+    int extra_launches;     /* kernels its template launches besides the first (a GEMM reducing its product's rows:
+                               the merge of the tiles' results, gemm.cuh row_parts_merge_kernel), launch_s each */
     double epilogue_chunks; /* wgmma GEMM whose epilogue loads per-row operands: chunks of columns a tile × the
                                tiles' waves whose epilogues are exposed, each paying epilogue_chunk_load_s, added */
     bool library;           /* GEMM run by cuBLASLt (--allow-cublas, libgemm.h): its tensor work at cublas_efficiency

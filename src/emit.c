@@ -977,6 +977,11 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
     print_stride(e, "p.ep.ob", &k->out, k->batch_axis);
     print_assign(e, "p.ep.om", ts_access_stride(&k->out, k->m_axis));
     fill_fields(e, k, "p.ep");
+    if (k->row_parts) { /* the tiles' results pass through the product's buffer */
+        buf_ptr(e, k->scratch, ptr, sizeof ptr);
+        fprintf(e->f, "        p.rows_scratch = %s;\n", ptr);
+        print_assign(e, "p.rows_scratch_bytes", ts_workspace_buffer_bytes(e->p, e->g, &e->dyn, k->scratch));
+    }
     if (k->two_k) emit_gemm_second_pair(e, k);
     bool b_ready = read_only_input(e, b->buf) && (k->b1 < 0 || read_only_input(e, k->acc[k->b1].buf)) &&
                    (!k->two_k || read_only_input(e, k->acc[k->b2].buf));
@@ -1815,6 +1820,54 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
     free(loads);
 }
 
+/* A method body of a row-parts functor: `if (j == i) { x_i; return v; }` for each expression of xs (n of them),
+ * with ACC slot s named acc[s], loads inline at (b, row, cc) of index map m. */
+static void print_stage_switch(emitter *e, const ts_kernel *k, const ts_expr *xs, int n, const index_map *m,
+                               const char *const *acc) {
+    for (int j = 0; j < n; j++) {
+        fprintf(e->f, "        if (j == %d) {\n", j);
+        print_expr(e, k, &xs[j], m, acc, "            ");
+        fprintf(e->f, "            return v%d;\n        }\n", xs[j].n - 1);
+    }
+    fputs("        return 0.f;\n    }\n", e->f);
+}
+
+/* The functor of a GEMM reducing its product's rows (plan.h row_parts; gemm.cuh kRowParts): pre (the product's
+ * value, the GEMM's own epilogue), part_term (each reduction's term within a tile), merge_term (a tile's share of
+ * the whole row's), row_out (the per-row output). */
+static void emit_gemm_row_parts_functor(emitter *e, int ki, const ts_kernel *k) {
+    const char *tout = ctype_of(e->p->buf[k->out.buf].dtype);
+    fprintf(e->f, "struct K%d {   /* the product's rows reduced: nothing of it is stored */\n    %s *out;\n    int64_t ob, om;\n    int n;\n",
+            ki, tout);
+    print_fields(e, k);
+    index_map m = {0};
+    if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
+    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
+    m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
+    fprintf(e->f, "    static constexpr int kRowParts = %d;\n    __host__ __device__ static constexpr bool part_max(int j) {\n"
+                  "        return false", k->nstage);
+    for (int j = 0; j < k->nstage; j++)
+        if (k->stage_combine[j] == TS_COMBINE_MAX) fprintf(e->f, " || j == %d", j);
+    fputs(";\n    }\n    __device__ __forceinline__ float pre(int b, int row, int col, float acc0) const {\n"
+          "        (void)b, (void)row;\n        const int cc = col;\n        (void)cc;\n", e->f);
+    const char *pre_acc[2] = {"acc0", "0.f"};
+    print_expr(e, k, &k->pre, &m, pre_acc, "        ");
+    fprintf(e->f, "        return v%d;\n    }\n", k->pre.n - 1);
+    /* ACC 0: the value; 2 + i: this tile's result i; 2 + TS_ROW_MAX_STAGES + i: the row's result i */
+    const char *names[2 + 2 * TS_ROW_MAX_STAGES] = {"v", "0.f", "part[0]", "part[1]", "part[2]", "part[3]",
+                                                    "whole[0]", "whole[1]", "whole[2]", "whole[3]"};
+    fputs("    __device__ __forceinline__ float part_term(int j, float v, const float *part) const {\n        (void)v, (void)part;\n", e->f);
+    print_stage_switch(e, k, k->stage, k->nstage, &m, names);
+    fputs("    __device__ __forceinline__ float merge_term(int j, const float *part, const float *whole) const {\n"
+          "        (void)part, (void)whole;\n", e->f);
+    print_stage_switch(e, k, k->merge, k->nstage, &m, names);
+    const char *whole[TS_ROW_MAX_STAGES] = {"whole[0]", "whole[1]", "whole[2]", "whole[3]"};
+    fputs("    __device__ __forceinline__ void row_out(int b, int row, const float *whole) const {\n"
+          "        (void)b;\n", e->f);
+    print_expr(e, k, &k->expr, &m, whole, "        ");
+    fprintf(e->f, "        out[b * ob + (int64_t)row * om] = tst::elem<%s>::from_float(v%d);\n    }\n};\n\n", tout, k->expr.n - 1);
+}
+
 /* One method of a score functor, float name(float dot, int q, int k), computing x. */
 static void print_score_method(emitter *e, const ts_kernel *k, const ts_expr *x, const index_map *m, const char *name,
                                bool loads) {
@@ -1976,6 +2029,7 @@ static int add_param(int *bufs, bool *written, int n, int b, bool w) {
 static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
     int n = add_param(bufs, written, 0, k->out.buf, true);
     for (int o = 0; o < k->nextra; o++) n = add_param(bufs, written, n, k->extra_out[o].buf, true);
+    if (k->row_parts) n = add_param(bufs, written, n, k->scratch, true); /* (no extra outputs then: room) */
     for (int s = 0; s < k->nacc; s++) n = add_param(bufs, written, n, k->acc[s].buf, false);
     return n;
 }
@@ -1984,6 +2038,7 @@ static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
     if (ts_gemm_library_only(e->p, k)) return; /* cuBLASLt's alone: no epilogue functor */
     if (k->kind == TS_KERNEL_MAP) emit_map_functor(e, ki, k);
     else if (k->kind == TS_KERNEL_REDUCE) emit_reduce_functors(e, ki, k);
+    else if (k->kind == TS_KERNEL_GEMM && k->row_parts) emit_gemm_row_parts_functor(e, ki, k);
     else if (k->kind == TS_KERNEL_GEMM) emit_gemm_functor(e, ki, k);
     else if (k->kind == TS_KERNEL_ROW) emit_row_functor(e, ki, k);
     else emit_score_functor(e, ki, k, causal_skip_ok(e, k));

@@ -186,7 +186,7 @@ static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t 
 }
 
 bool ts_kernel_writes(const ts_kernel *k, int buf) {
-    if (k->out.buf == buf) return true;
+    if (k->out.buf == buf || (k->row_parts && k->scratch == buf)) return true;
     for (int o = 0; o < k->nextra; o++)
         if (k->extra_out[o].buf == buf) return true;
     return false;
@@ -1822,6 +1822,8 @@ void ts_kernel_free(ts_kernel *k) {
     for (int j = 0; j < k->nstage; j++) free(k->stage[j].node);
     for (int j = 0; j < k->nextra; j++) free(k->extra_expr[j].node);
     for (int j = 0; j < k->nrowstat; j++) free(k->rowstat[j].node);
+    free(k->pre.node);
+    for (int j = 0; j < TS_ROW_MAX_STAGES; j++) free(k->merge[j].node);
 }
 
 void ts_plan_free(ts_plan *p) {
@@ -1838,7 +1840,7 @@ static const char *kind_name(const ts_kernel *k) {
     if (k->kind == TS_KERNEL_REDUCE)
         return k->combine == TS_COMBINE_MAX ? "reduce-max" : k->combine == TS_COMBINE_WSUM ? "reduce-online-softmax" : "reduce-sum";
     if (k->kind == TS_KERNEL_GEMM) return k->b1 >= 0 ? (k->nrowstat ? "dual-gemm+rowstats" : "dual-gemm")
-                                                     : k->nrowstat ? "gemm+rowstats" : "gemm";
+                                                     : k->nrowstat ? "gemm+rowstats" : k->row_parts ? "gemm+rows" : "gemm";
     if (k->kind == TS_KERNEL_ROW && k->columns) return "row-columns";
     return ts_kernel_kind_name(k->kind);
 }
@@ -1913,6 +1915,9 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
             k->extra_out[o].buf = map[k->extra_out[o].buf];
         }
         for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = ts_expr_copy(&k->rowstat[o]);
+        k->pre = ts_expr_copy(&k->pre);
+        for (int j = 0; j < TS_ROW_MAX_STAGES; j++) k->merge[j] = ts_expr_copy(&k->merge[j]);
+        if (k->row_parts) k->scratch = map[k->scratch];
     }
 }
 

@@ -177,6 +177,18 @@ typedef struct {
      * (stage j's result), which the epilogue `expr` reads as ACC 2 + o. 0 for every other kernel. */
     int nrowstat;
     ts_expr rowstat[TS_KERNEL_MAX_OUTS];
+    /* GEMM reducing the rows of its product instead of storing it (epilogue fusion, src/rowstat.c: the templates'
+     * kRowParts; 0 for every other kernel): `pre` is the product's value at (row, column) (ACC 0: the accumulator;
+     * the GEMM's own epilogue — what the per_row ROW kernel it replaces read), then nstage reductions along
+     * n_axis: stage[j] reads ACC 0 = that value and ACC 2 + i = its tile's result of reduction i < j; merge[j] is
+     * one tile's share of reduction j over the whole row (ACC 2 + i: the tile's result i; ACC 2 + TS_ROW_MAX_STAGES
+     * + i: the row's result i < j; no loads), combined by stage_combine[j]; then `expr` (ACC j: the row's result
+     * j) is written once per row to `out`, over the GEMM's batch and row axes. The tiles' results pass through
+     * temporary `scratch` (a buffer the size of the product, which a fallback without wgmma stores whole). */
+    bool row_parts;
+    ts_expr pre;
+    ts_expr merge[TS_ROW_MAX_STAGES];
+    int scratch;
     double predicted_s;                 /* set by the cost model */
 } ts_kernel;
 

@@ -1,9 +1,13 @@
-/* rowstat.c — prologue fusion: a row reduction of a GEMM's A operand moved into the GEMM (rowstat.h). */
+/* rowstat.c — row reductions moved into GEMMs (rowstat.h): a reduction of a GEMM's A rows (prologue fusion), a
+ * per-row reduction of its product (epilogue fusion). */
 #include "rowstat.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "util.h"
 
 /* A per-row reduction as the GEMM takes it: its stages, and what it writes once per row where. */
@@ -135,12 +139,13 @@ static int kernel_exprs(ts_kernel *k, ts_expr **x) {
     for (int j = 0; j < k->nstage; j++) x[n++] = &k->stage[j];
     for (int o = 0; o < k->nextra; o++) x[n++] = &k->extra_expr[o];
     for (int o = 0; o < k->nrowstat; o++) x[n++] = &k->rowstat[o];
+    x[n++] = &k->pre;
     return n;
 }
 
 /* Removes the operands of k that no expression loads and no operand role (a, b0, b1) names. */
 static void drop_unused_operands(ts_kernel *k) {
-    ts_expr *x[3 + TS_ROW_MAX_STAGES + TS_KERNEL_MAX_OUTS * 2];
+    ts_expr *x[4 + TS_ROW_MAX_STAGES + TS_KERNEL_MAX_OUTS * 2];
     int nx = kernel_exprs(k, x);
     bool *used = ts_xcalloc((size_t)k->nacc + 1, sizeof *used);
     int *to = ts_xmalloc(sizeof *to * ((size_t)k->nacc + 1));
@@ -179,6 +184,7 @@ static void remove_buffer(ts_plan *p, int b) {
         for (int s = 0; s < k->nacc; s++) k->acc[s].buf -= k->acc[s].buf > b;
         k->out.buf -= k->out.buf > b;
         for (int o = 0; o < k->nextra; o++) k->extra_out[o].buf -= k->extra_out[o].buf > b;
+        if (k->row_parts) k->scratch -= k->scratch > b;
     }
     memmove(&p->buf[b], &p->buf[b + 1], sizeof *p->buf * (size_t)(p->nbuf - b - 1));
     p->nbuf--;
@@ -257,4 +263,227 @@ bool ts_plan_with_row_stats(const ts_plan *p, ts_plan *out) {
         gi--; /* the GEMM moved down one: look at what is now at gi again */
     }
     return true;
+}
+
+/* ---- row reductions of a GEMM's product (ts_plan_with_row_parts) -------------------------------------- */
+
+/* Whether subtrees a (root i of x) and b (root j of y) compute the same: the same nodes, kid by kid. */
+static bool same_subtree(const ts_expr *x, int i, const ts_expr *y, int j) {
+    const ts_xnode *a = &x->node[i], *b = &y->node[j];
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case TS_X_CONST: return a->value == b->value;
+    case TS_X_ACC:
+    case TS_X_LOAD:
+    case TS_X_INDEX: return a->slot == b->slot;
+    case TS_X_OP:
+        if (a->op != b->op || a->dtype != b->dtype) return false;
+        for (int c = 0; c < ts_op_arity(a->op); c++)
+            if (!same_subtree(x, a->kid[c], y, b->kid[c])) return false;
+        return true;
+    }
+    return false;
+}
+
+static int push_node(ts_expr *x, ts_xnode n) {
+    TS_GROW(x->node, x->n, x->cap);
+    x->node[x->n] = n;
+    return x->n++;
+}
+
+/* x without the nodes its root does not reach (x's nodes freed). */
+static ts_expr pruned(ts_expr *x) {
+    bool *live = ts_xcalloc((size_t)x->n + 1, sizeof *live);
+    int *map = ts_xmalloc(sizeof(int) * ((size_t)x->n + 1));
+    if (x->n) live[x->n - 1] = true;
+    for (int i = x->n - 1; i >= 0; i--)
+        if (live[i] && x->node[i].kind == TS_X_OP)
+            for (int c = 0; c < ts_op_arity(x->node[i].op); c++) live[x->node[i].kid[c]] = true;
+    ts_expr out = {0};
+    for (int i = 0; i < x->n; i++) {
+        if (!live[i]) continue;
+        ts_xnode n = x->node[i];
+        if (n.kind == TS_X_OP)
+            for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = map[n.kid[c]];
+        map[i] = push_node(&out, n);
+    }
+    free(live), free(map), free(x->node);
+    return out;
+}
+
+/* x with every subtree equal to the whole of `pattern` (when given) replaced by node `with`, and with ACC
+ * slots renumbered by acc_to (slot → new slot; -1: keep), as a new expression (free its node). */
+static ts_expr substituted(const ts_expr *x, const ts_expr *pattern, ts_xnode with, const int *acc_to) {
+    ts_expr out = {0};
+    int *map = ts_xmalloc(sizeof(int) * ((size_t)x->n + 1));
+    for (int i = 0; i < x->n; i++) {
+        ts_xnode n = x->node[i];
+        if (pattern && pattern->n && same_subtree(x, i, pattern, pattern->n - 1)) {
+            map[i] = push_node(&out, with);
+            continue;
+        }
+        if (n.kind == TS_X_ACC && acc_to && acc_to[n.slot] >= 0) n.slot = acc_to[n.slot];
+        if (n.kind == TS_X_OP)
+            for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = map[n.kid[c]];
+        map[i] = push_node(&out, n);
+    }
+    free(map);
+    return pruned(&out);
+}
+
+static bool reads_kind(const ts_expr *x, ts_xkind kind) {
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].kind == kind) return true;
+    return false;
+}
+
+/* The one earlier stage result (ACC slot) x reads, -1 when none, -2 when several. */
+static int acc_read(const ts_expr *x) {
+    int k = -1;
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].kind == TS_X_ACC) {
+            if (k >= 0 && k != x->node[i].slot) return -2;
+            k = x->node[i].slot;
+        }
+    return k;
+}
+
+/* A uniform pseudo-random number in [lo, hi) from state s (xorshift; deterministic). */
+static double sample(uint64_t *s, double lo, double hi) {
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return lo + (hi - lo) * (double)(*s >> 11) / 9007199254740992.0;
+}
+
+/* Reduction j of a per-row ROW kernel (stage[j]: LOAD t is the row's element, ACC i an earlier result) as one
+ * tile's share of the whole row's (k->merge's convention): independent of the earlier results, the tile's own
+ * result (it sums or maximizes alone); a sum reading one earlier maximum k of a term X (stage[k]) only through
+ * exponentials of X − ACC k, such as Σ exp(x − max x), the tile's sum times that term at X = the tile's maximum
+ * and ACC k = the row's: exp(x − M) = exp(x − m)·exp(m − M). The second form is checked on samples against the
+ * identity (term(x, M) = term(x, m)·term(m, M) for x ≤ m ≤ M) before it is accepted. False when neither holds. */
+static bool merge_of(const ts_kernel *r, int j, ts_expr *merge) {
+    const ts_expr *x = &r->stage[j];
+    const int k = acc_read(x), part = 2 + j;
+    if (k == -1) { /* the tile's result itself */
+        *merge = (ts_expr){0};
+        push_node(merge, (ts_xnode){.kind = TS_X_ACC, .slot = part});
+        return true;
+    }
+    if (k < 0 || k >= j || r->stage_combine[k] != TS_COMBINE_MAX || r->stage_combine[j] != TS_COMBINE_SUM) return false;
+    const ts_expr *X = &r->stage[k];
+    if (reads_kind(X, TS_X_ACC)) return false;
+    int acc_to[TS_ROW_MAX_STAGES + 1];
+    for (int i = 0; i <= TS_ROW_MAX_STAGES; i++) acc_to[i] = -1;
+    acc_to[k] = 2 + TS_ROW_MAX_STAGES + k; /* the row's maximum */
+    ts_expr shift = substituted(x, X, (ts_xnode){.kind = TS_X_ACC, .slot = 2 + k}, acc_to);
+    bool ok = !reads_kind(&shift, TS_X_LOAD) && !reads_kind(&shift, TS_X_INDEX);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int n = 0; ok && n < 32; n++) {
+        double load[64] = {0}, acc[2 + 2 * TS_ROW_MAX_STAGES] = {0};
+        if (r->nacc > 64) return free(shift.node), false;
+        load[0] = sample(&s, -8, 8);
+        for (int i = 1; i < r->nacc; i++) load[i] = load[0]; /* every slot is the product's element */
+        const double xv = ts_expr_eval(X, NULL, load, NULL, false);
+        const double m = xv + sample(&s, 0, 4), M = m + sample(&s, 0, 4);
+        acc[k] = M;
+        const double whole = ts_expr_eval(x, acc, load, NULL, false);
+        acc[k] = m;
+        const double tile = ts_expr_eval(x, acc, load, NULL, false);
+        acc[2 + k] = m, acc[2 + TS_ROW_MAX_STAGES + k] = M;
+        const double factor = ts_expr_eval(&shift, acc, NULL, NULL, false);
+        ok = isfinite(whole) && fabs(tile * factor - whole) <= 1e-9 * (fabs(whole) + 1e-300);
+    }
+    if (!ok) return free(shift.node), false;
+    const int fac = shift.n - 1, tsum = push_node(&shift, (ts_xnode){.kind = TS_X_ACC, .slot = part});
+    push_node(&shift, (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {tsum, fac}});
+    *merge = shift;
+    return true;
+}
+
+/* Whether axes outer and inner of access a form one index, outer's stride inner's times its size (both
+ * absent: true) — the GEMM's merged rows or batches, which its functor addresses as one index. */
+static bool nested(const ts_graph *g, const ts_access *a, int32_t outer, int32_t inner) {
+    if (outer < 0) return true;
+    ts_dyn dyn;
+    if (ts_dyn_of(g, &dyn) != 0) return false;
+    ts_sym d = ts_sym_add(ts_access_stride(a, outer),
+                          ts_sym_mul(ts_sym_mul(ts_access_stride(a, inner), ts_sym_axis(g, &dyn, inner)), ts_sym_const(-1)));
+    return d.n == 0;
+}
+
+/* Whether GEMM gi's product goes to ROW kernel ri alone, which reduces each of its rows along the GEMM's
+ * columns to per-row outputs (see rowstat.h). */
+static bool row_parts_fusable(const ts_plan *p, const ts_graph *g, int gi, int ri) {
+    const ts_kernel *gk = &p->k[gi], *r = &p->k[ri];
+    if (r->kind != TS_KERNEL_ROW || !r->per_row || r->columns || r->nextra > 0 || r->red_axis != gk->n_axis) return false;
+    if (r->nstage < 1 || r->nstage > TS_ROW_MAX_STAGES) return false;
+    if (!private_between(p, gk->out.buf, gi, ri)) return false;
+    for (int s = 0; s < r->nacc; s++) /* it reads the product alone, as the GEMM wrote it */
+        if (!ts_access_same_view(&r->acc[s], &gk->out)) return false;
+    if (reads_kind(&r->expr, TS_X_LOAD) || reads_kind(&r->expr, TS_X_INDEX)) return false;
+    for (int j = 0; j < r->nstage; j++)
+        if (r->stage_combine[j] == TS_COMBINE_WSUM || reads_kind(&r->stage[j], TS_X_INDEX)) return false;
+    /* its output over the GEMM's rows (nothing along the reduced columns), merged rows and batches nested as the
+     * functor's row and batch indices address them */
+    return !spans(&r->out, gk->n_axis) && nested(g, &r->out, gk->m_outer, gk->m_axis) &&
+           nested(g, &r->out, gk->batch_outer, gk->batch_axis);
+}
+
+static bool row_parts_gemm(const ts_plan *p, const ts_kernel *gk) {
+    return gk->kind == TS_KERNEL_GEMM && gk->b1 < 0 && !gk->nstage && !gk->nrowstat && !gk->row_parts &&
+           !ts_gemm_fp32(p, gk) && p->buf[gk->out.buf].kind == TS_BUF_TEMP;
+}
+
+/* The reader of GEMM gi's product when row_parts_fusable, else -1. */
+static int row_parts_reader(const ts_plan *p, const ts_graph *g, int gi) {
+    if (!row_parts_gemm(p, &p->k[gi])) return -1;
+    for (int ri = gi + 1; ri < p->nk; ri++)
+        if (kernel_reads(&p->k[ri], p->k[gi].out.buf)) return row_parts_fusable(p, g, gi, ri) ? ri : -1;
+    return -1;
+}
+
+/* Moves ROW kernel ri's reductions into GEMM gi; false (the plan untouched) when a merge does not hold. */
+static bool fuse_row_parts(ts_plan *p, const ts_graph *g, int gi, int ri) {
+    ts_kernel *gk = &p->k[gi];
+    const ts_kernel *r = &p->k[ri];
+    ts_expr merge[TS_ROW_MAX_STAGES] = {{0}};
+    for (int j = 0; j < r->nstage; j++)
+        if (!merge_of(r, j, &merge[j])) {
+            for (int i = 0; i < j; i++) free(merge[i].node);
+            return false;
+        }
+    int acc_to[TS_ROW_MAX_STAGES + 1];
+    for (int i = 0; i < TS_ROW_MAX_STAGES; i++) acc_to[i] = 2 + i; /* the tile's earlier results */
+    acc_to[TS_ROW_MAX_STAGES] = -1;
+    for (int j = 0; j < r->nstage; j++) {
+        ts_expr y = substituted(&r->stage[j], NULL, (ts_xnode){0}, acc_to);
+        for (int i = 0; i < y.n; i++) /* the product's element: ACC 0 */
+            if (y.node[i].kind == TS_X_LOAD) y.node[i] = (ts_xnode){.kind = TS_X_ACC, .slot = 0};
+        gk->stage[j] = y;
+        gk->stage_combine[j] = r->stage_combine[j];
+        gk->merge[j] = merge[j];
+    }
+    gk->nstage = r->nstage;
+    gk->pre = gk->expr;
+    gk->expr = ts_expr_copy(&r->expr);
+    gk->row_parts = true;
+    gk->scratch = gk->out.buf;
+    gk->out = r->out;
+    remove_kernel(p, ri);
+    ts_config_choose(g, p, gk); /* its default form: no cluster, no ping-pong (config.c), no cuBLASLt */
+    ts_plan_number_temps(p);
+    return true;
+}
+
+bool ts_plan_with_row_parts(const ts_plan *p, const ts_graph *g, ts_plan *out) {
+    int gi = 0;
+    while (gi < p->nk && row_parts_reader(p, g, gi) < 0) gi++;
+    if (gi == p->nk) return false;
+    ts_plan_copy(out, p);
+    bool any = false;
+    for (; gi < out->nk; gi++) {
+        int ri = row_parts_reader(out, g, gi);
+        if (ri >= 0) any |= fuse_row_parts(out, g, gi, ri);
+    }
+    if (!any) ts_plan_free(out);
+    return any;
 }

@@ -1,4 +1,5 @@
-/* rowstat.h — prologue fusion: statistics of a GEMM's A rows computed inside the GEMM.
+/* rowstat.h — row reductions moved into GEMMs: statistics of a GEMM's A rows computed inside the GEMM (prologue
+ * fusion), and a GEMM reducing the rows of its product instead of storing it (epilogue fusion).
  *
  * A kernel that reduces each row of a GEMM's A operand along the contracted axis — RMSNorm's Σ_k x², a
  * LayerNorm's Σ x and Σ x², a row maximum — and whose per-row results only that GEMM's epilogue reads, costs a
@@ -22,5 +23,16 @@
  * The kernel and its buffers leave the plan; the GEMM gets nstage / stage / nrowstat / rowstat (plan.h) and
  * its epilogue reads the values as ACC 2 + o. Returns false, writing nothing to *out, when none qualifies. */
 bool ts_plan_with_row_stats(const ts_plan *p, ts_plan *out);
+
+/* p with every GEMM whose product only a per-row ROW kernel reads, reducing each row along the GEMM's columns
+ * (a log-sum-exp, a row's maximum or mean of a product), made to reduce the rows itself instead of storing the
+ * product (epilogue fusion: plan.h `row_parts`; templates/gemm.cuh kRowParts), in *out (a new plan, p
+ * untouched). The ROW kernel must read nothing but the product, through the view the GEMM wrote it with, and
+ * write one output; each of its reductions must split over tiles of a row: independent of the earlier results,
+ * or a sum reading one earlier maximum only through exponentials of the difference (Σ exp(x − max x): checked
+ * on samples). The ROW kernel leaves the plan; the product's buffer stays as the GEMM's scratch, and the GEMM takes
+ * its default configuration again (config.h: no cluster, no ping-pong). Returns false,
+ * writing nothing to *out, when none qualifies. */
+bool ts_plan_with_row_parts(const ts_plan *p, const ts_graph *g, ts_plan *out);
 
 #endif

@@ -338,7 +338,7 @@ static double offer_form(search *s, ts_plan *q, const char *name, const char *fo
 
 /* Lowers and predicts e; its predicted time (INFINITY when it is no finite term or has no kernel), the
  * best of its forms: as lowered, with the row statistics of GEMM operands moved into their GEMMs
- * (rowstat.h), with unaligned GEMM operands copied into padded rows (pad.h). The plans go to the pool,
+ * (rowstat.h), with GEMMs reducing their products' rows themselves (rowstat.h), with unaligned GEMM operands copied into padded rows (pad.h). The plans go to the pool,
  * named `name` and `name`+<form>. */
 static double evaluate(search *s, const extraction *e, const char *name) {
     if (!well_formed(s, e)) return INFINITY;
@@ -356,6 +356,7 @@ static double evaluate(search *s, const extraction *e, const char *name) {
     double t = p.predicted_s;
     ts_plan q;
     if (ts_plan_with_row_stats(&p, &q)) t = fmin(t, offer_form(s, &q, name, "rowstats", false));
+    if (ts_plan_with_row_parts(&p, s->g, &q)) t = fmin(t, offer_form(s, &q, name, "rowparts", true));
     if (ts_plan_with_padded_operands(&p, s->g, &q)) t = fmin(t, offer_form(s, &q, name, "padded", true));
     pool_offer(s, &p);
     return t;

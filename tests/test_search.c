@@ -16,6 +16,7 @@
 
 /* The best plan's kernels in words. */
 static char *best_plan(const compiled_graph *cg) { return ts_plan_describe(&cg->out.plans[0], &cg->c.g); }
+static const ts_plan *plan_described(const compiled_graph *cg, const char *want);
 
 /* The best plan's one kernel, which must be of `kind`. */
 static const ts_kernel *the_one_kernel(const compiled_graph *cg, ts_kernel_kind kind) {
@@ -120,8 +121,9 @@ Test(search, softmax_is_one_row_kernel_with_max_then_sum) {
     free_compiled(&cg);
 }
 
-/* Log-sum-exp of a projection: the max and the sum of exponentials are stages of one ROW kernel whose
- * output is one value per row (per_row), reading the GEMM's result once. */
+/* Log-sum-exp of a projection: lowered, the max and the sum of exponentials are stages of one ROW kernel whose
+ * output is one value per row (per_row), reading the GEMM's result once; the GEMM reducing its rows itself
+ * (`gemm+rows`, below) is the form chosen since run 151. */
 Test(search, a_logsumexp_after_a_gemm_is_a_gemm_and_one_per_row_kernel) {
     compiled_graph cg;
     compile_yaml(&cg, "graph: g\naxes: {m: 4096, d: 4096, n: 8192}\n"
@@ -129,8 +131,10 @@ Test(search, a_logsumexp_after_a_gemm_is_a_gemm_and_one_per_row_kernel) {
                       "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
                       "  - {name: Y, op: logsumexp, args: [H], axis: n}\noutputs: [Y]\n");
     char *best = best_plan(&cg);
-    cr_assert_str_eq(best, "gemm [m,n] over d; row [m] over n");
-    const ts_kernel *k = &cg.out.plans[0].k[1];
+    cr_assert_str_eq(best, "gemm+rows [m] over d");
+    const ts_plan *two = plan_described(&cg, "gemm [m,n] over d; row [m] over n");
+    cr_assert_not_null(two, "the lowered form is among the candidates");
+    const ts_kernel *k = &two->k[1];
     cr_assert(k->per_row);
     cr_assert_eq(k->stage_combine[0], TS_COMBINE_MAX);
     cr_assert_eq(k->stage_combine[k->nstage - 1], TS_COMBINE_SUM);
@@ -399,6 +403,59 @@ Test(search, a_gemm_folds_the_row_statistics_of_its_operand_where_the_model_says
     one = plan_described(&cg, "gemm+rowstats [m,n] over d");
     cr_assert_not_null(one);
     cr_assert_gt(one->k[0].cfg.sk_split, 1, "split-K %d", one->k[0].cfg.sk_split);
+    free_compiled(&cg);
+}
+
+/* Epilogue fusion (src/rowstat.c ts_plan_with_row_parts): a log-sum-exp over a product's rows reduced by the
+ * GEMM itself — per tile its maximum and Σ exp(x − max), merged over the row as Σ s·exp(m − M) — instead of
+ * storing the product and reading it back (a classifier's log-partition: 4096 × 8192 fp32 logits, 128 MB each
+ * way). The merge of the second reduction is checked on samples; the product's buffer stays as the scratch. */
+Test(search, a_gemm_reduces_the_rows_of_its_product_itself_when_a_log_sum_exp_is_all_that_reads_it) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 4096, d: 4096, n: 8192}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n  - {name: Hf, op: cast, args: [H], dtype: fp32}\n"
+                      "  - {name: Mx, op: reduce_max, args: [Hf], axis: n}\n  - {name: D, op: sub, args: [Hf, Mx]}\n"
+                      "  - {name: E, op: exp, args: [D]}\n  - {name: S, op: reduce_sum, args: [E], axis: n}\n"
+                      "  - {name: L, op: log, args: [S]}\n  - {name: Y, op: add, args: [L, Mx]}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm+rows [m] over d");
+    const ts_kernel *k = &cg.out.plans[0].k[0];
+    cr_assert(k->row_parts);
+    cr_assert_eq(k->nstage, 2);
+    cr_assert_eq(k->stage_combine[0], TS_COMBINE_MAX);
+    cr_assert_eq(k->stage_combine[1], TS_COMBINE_SUM);
+    cr_assert_eq(k->cfg.cluster_m, 1);
+    cr_assert(!k->cfg.pingpong);
+    const ts_buffer *scratch = &cg.out.plans[0].buf[k->scratch];
+    cr_assert_eq(scratch->kind, TS_BUF_TEMP, "the product's buffer, kept as scratch");
+    cr_assert_eq(scratch->ndim, 2);
+    /* merge[1] = the tile's sum × exp(tile max − row max): at tile (m, s) = (1, 2) and row max 3, 2·e^-2 */
+    double acc[2 + 2 * TS_ROW_MAX_STAGES] = {0};
+    acc[2] = 1, acc[3] = 2, acc[2 + TS_ROW_MAX_STAGES] = 3;
+    cr_assert_float_eq(ts_expr_eval(&k->merge[1], acc, NULL, NULL, false), 2 * exp(-2.0), 1e-9);
+    cr_assert_float_eq(ts_expr_eval(&k->merge[0], acc, NULL, NULL, false), 1.0, 1e-12);
+    /* and the per-tile term of the second reduction: exp(v − tile max) */
+    acc[0] = 0.5;
+    cr_assert_float_eq(ts_expr_eval(&k->stage[1], acc, NULL, NULL, false), exp(-0.5), 1e-9);
+    free(best);
+    free_compiled(&cg);
+}
+
+/* A reduction whose terms read an earlier result other than through exponentials does not split over tiles
+ * that way — a LayerNorm-like Σ (x − mean)² after a GEMM, reduced once per row: the row kernel stays. */
+Test(search, a_row_reduction_that_does_not_split_over_tiles_stays_a_kernel_of_its_own) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {m: 4096, d: 1024, n: 4096}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [m, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n  - {name: Hf, op: cast, args: [H], dtype: fp32}\n"
+                      "  - {name: Mu, op: mean, args: [Hf], axis: n}\n  - {name: C, op: sub, args: [Hf, Mu]}\n"
+                      "  - {name: Q, op: mul, args: [C, C]}\n  - {name: V, op: mean, args: [Q], axis: n}\noutputs: [V]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "gemm [m,n] over d; row [m] over n", "the per-row kernel the pass looked at");
+    for (int i = 0; i < cg.out.n; i++)
+        for (int j = 0; j < cg.out.plans[i].nk; j++) cr_assert(!cg.out.plans[i].k[j].row_parts, "plan %d kernel %d", i, j);
+    free(best);
     free_compiled(&cg);
 }
 
