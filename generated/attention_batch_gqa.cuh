@@ -1560,7 +1560,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
 //     accumulators into pre(...) and reduces its columns, the 4 lanes of a row meet by shuffles, and a lane a
 //     row writes the tile's results to GemmParams::rows_scratch; tsg::row_parts_merge_kernel, launched next,
 //     meets a row's tiles (a warp a row). Cooperative and single only (no cluster: config.c); ping-pong compiles
-//     but measured slower (bench/NOTES.md run 150). A whole tile skips the bounds checks: the epilogue is
+//     but measured slower (bench/NOTES.md run 151). A whole tile skips the bounds checks: the epilogue is
 //     instruction-bound (every element's terms, and a CTA's next main loop waits for it).
 //   * Epilogue, value-form functors (gemm.cuh: row_ptr + value / value_loaded; every functor the emitter writes)
 //     with 2-byte outputs, on a whole tile whose rows start 16-byte aligned: each consumer warp computes its

@@ -204,7 +204,7 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
         bool same = c.tile_m == k->cfg.tile_m && c.tile_n == k->cfg.tile_n && c.stages == k->cfg.stages &&
                     c.cluster_m == k->cfg.cluster_m && c.pingpong == k->cfg.pingpong && !k->cfg.library;
         /* a product's rows reduced (plan.h row_parts): no cluster (gemm_sm90.cuh); ping-pong measured slower
-         * (bench/NOTES.md run 150: the reductions are light; 128×128 tiles move more bytes) */
+         * (bench/NOTES.md run 151: 0.4225 against 0.3651 ms at 4096×8192×4096) */
         if (k->row_parts && (c.cluster_m > 1 || c.pingpong)) continue;
         if (!same) out[n++] = c;
     }
