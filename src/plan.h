@@ -207,6 +207,10 @@ static inline bool ts_gemm_fp32(const ts_plan *p, const ts_kernel *k) {
     return k->kind == TS_KERNEL_GEMM && p->buf[k->acc[k->a].buf].dtype == TS_FP32;
 }
 
+/* The kernels kernel k's template launches on the GPU: 2 for a GEMM reducing its product's rows (the GEMM, then
+ * the merge of its tiles' results: templates/gemm.cuh), else 1. Tune's per-kernel profile adds them up. */
+static inline int ts_kernel_launches(const ts_kernel *k) { return k->kind == TS_KERNEL_GEMM && k->row_parts ? 2 : 1; }
+
 /* GEMM: its rows at the typical sizes (m_axis × m_outer). */
 static inline int64_t ts_gemm_rows(const ts_graph *g, const ts_kernel *k) {
     return g->axes[k->m_axis].size * (k->m_outer >= 0 ? g->axes[k->m_outer].size : 1);

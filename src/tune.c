@@ -959,7 +959,8 @@ static int time_candidate(tuner *t, ts_tune_cand *c, const entry *e) {
 }
 
 /* One more call with CUPTI on, each kernel launched as plain stream work: per-kernel durations (each kernel's
- * own: the candidate's time is the timed runs', with PDL), matched to the plan's kernels in launch order. */
+ * own: the candidate's time is the timed runs', with PDL), matched to the plan's kernels in launch order (a plan
+ * kernel that launches two, ts_kernel_launches, takes both). */
 static void profile_kernels(tuner *t, ts_tune_cand *c, const entry *e) {
     const int64_t *dims = t->dyn.n ? t->time_dims : NULL;
     if (CU(t, cuMemsetD8(t->flush, 1, FLUSH_BYTES)) != 0 || CU(t, cuCtxSynchronize()) != 0) return;
@@ -971,10 +972,17 @@ static void profile_kernels(tuner *t, ts_tune_cand *c, const entry *e) {
     unsetenv("TSOPT_NO_PDL");
     if (rc != 0 || CU(t, cuCtxSynchronize()) != 0) return;
     uint64_t *start = NULL, *end = NULL;
-    size_t n = ts_cupti_collect((size_t)c->plan->nk, &start, &end);
-    if (n == (size_t)c->plan->nk)
-        for (size_t k = 0; k < n; k++) c->kernel_s[k] = (double)(end[k] - start[k]) * 1e-9;
-    else fprintf(stderr, "tune: %s: %zu kernel records for %d kernels: no per-kernel times\n", c->plan->name, n, c->plan->nk);
+    size_t want = 0; /* a plan kernel may launch two (ts_kernel_launches): its time is theirs together */
+    for (int k = 0; k < c->plan->nk; k++) want += (size_t)ts_kernel_launches(&c->plan->k[k]);
+    size_t n = ts_cupti_collect(want, &start, &end);
+    if (n == want)
+        for (int k = 0, r = 0; k < c->plan->nk; k++) {
+            double s = 0;
+            for (int l = 0; l < ts_kernel_launches(&c->plan->k[k]); l++, r++) s += (double)(end[r] - start[r]) * 1e-9;
+            c->kernel_s[k] = s;
+        }
+    else fprintf(stderr, "tune: %s: %zu kernel records for %zu launches of %d kernels: no per-kernel times\n", c->plan->name, n,
+                 want, c->plan->nk);
     free(start);
     free(end);
 }
