@@ -410,8 +410,17 @@ static bool nested(const ts_graph *g, const ts_access *a, int32_t outer, int32_t
     return d.n == 0;
 }
 
+/* Whether the ROW kernel's per-row output can be the GEMM's: over the GEMM's rows (nothing along the reduced
+ * columns), at offset 0, merged rows and batches nested as the functor's row and batch indices address them;
+ * its value from the reductions' results alone. */
+static bool per_row_output(const ts_graph *g, const ts_kernel *gk, const ts_access *out, const ts_expr *value) {
+    return !spans(out, gk->n_axis) && ts_sym_equal(out->offset, ts_sym_const(0)) &&
+           nested(g, out, gk->m_outer, gk->m_axis) && nested(g, out, gk->batch_outer, gk->batch_axis) &&
+           !reads_kind(value, TS_X_LOAD) && !reads_kind(value, TS_X_INDEX);
+}
+
 /* Whether GEMM gi's product goes to ROW kernel ri alone, which reduces each of its rows along the GEMM's
- * columns to per-row outputs (see rowstat.h). */
+ * columns to one per-row output (see rowstat.h). */
 static bool row_parts_fusable(const ts_plan *p, const ts_graph *g, int gi, int ri) {
     const ts_kernel *gk = &p->k[gi], *r = &p->k[ri];
     if (r->kind != TS_KERNEL_ROW || !r->per_row || r->columns || r->nextra > 0 || r->red_axis != gk->n_axis) return false;
@@ -419,13 +428,9 @@ static bool row_parts_fusable(const ts_plan *p, const ts_graph *g, int gi, int r
     if (!private_between(p, gk->out.buf, gi, ri)) return false;
     for (int s = 0; s < r->nacc; s++) /* it reads the product alone, as the GEMM wrote it */
         if (!ts_access_same_view(&r->acc[s], &gk->out)) return false;
-    if (reads_kind(&r->expr, TS_X_LOAD) || reads_kind(&r->expr, TS_X_INDEX)) return false;
     for (int j = 0; j < r->nstage; j++)
         if (r->stage_combine[j] == TS_COMBINE_WSUM || reads_kind(&r->stage[j], TS_X_INDEX)) return false;
-    /* its output over the GEMM's rows (nothing along the reduced columns), merged rows and batches nested as the
-     * functor's row and batch indices address them */
-    return !spans(&r->out, gk->n_axis) && nested(g, &r->out, gk->m_outer, gk->m_axis) &&
-           nested(g, &r->out, gk->batch_outer, gk->batch_axis);
+    return per_row_output(g, gk, &r->out, &r->expr);
 }
 
 static bool row_parts_gemm(const ts_plan *p, const ts_kernel *gk) {
