@@ -1387,33 +1387,44 @@ template <typename T, class E> struct PreStore {
     }
 };
 
-// The fallback's row pass: warp w reduces row (w / M, w % M) of the stored C — one "tile" of N columns, its
-// results the row's — and writes the row's outputs.
-template <typename T, class E> __global__ void __launch_bounds__(256) row_parts_kernel(const E ep, const T *c, int M, int N, int batch) {
-    constexpr int S = kRowParts<E>;
+// The fallback's row pass: a group of TPR threads (a warp, or a whole block of 256 for long rows: decode sizes,
+// where a vocabulary-wide row is the only one) reduces row (g / M, g % M) of the stored C — one "tile" of N columns,
+// its results the row's — and writes the row's outputs. Groups of more than a warp meet in shared memory.
+template <typename T, class E, int TPR>
+__global__ void __launch_bounds__(256) row_parts_kernel(const E ep, const T *c, int M, int N, int batch) {
+    constexpr int S = kRowParts<E>, W = TPR / 32;
+    __shared__ float meet[W > 1 ? W : 1];
     tst::pdl_trigger();
     tst::pdl_wait();   // the GEMM pass wrote C
-    const int lane = static_cast<int>(threadIdx.x) % 32;
-    const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    if (w >= static_cast<long long>(M) * batch) return;
-    const T *row = c + w * N;
+    const int t = static_cast<int>(threadIdx.x) % TPR, lane = t % 32;
+    const long long g = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / TPR;
+    if (g >= static_cast<long long>(M) * batch) return;   // (TPR = 256: the whole block, so no barrier is left)
+    const T *row = c + g * N;
     float s[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) {
         const bool mx = E::part_max(j);
         float a = mx ? -INFINITY : 0.f;
-        for (int col = lane; col < N; col += 32) {
-            const float t = ep.part_term(j, tst::elem<T>::to_float(row[col]), s);
-            a = mx ? fmaxf(a, t) : a + t;
+        for (int col = t; col < N; col += TPR) {
+            const float u = ep.part_term(j, tst::elem<T>::to_float(row[col]), s);
+            a = mx ? fmaxf(a, u) : a + u;
         }
 #pragma unroll
         for (int o = 16; o > 0; o /= 2) {
             const float u = __shfl_xor_sync(0xffffffffu, a, o);
             a = mx ? fmaxf(a, u) : a + u;
         }
+        if constexpr (W > 1) {
+            if (lane == 0) meet[t / 32] = a;
+            __syncthreads();
+            a = meet[0];
+#pragma unroll
+            for (int i = 1; i < W; ++i) a = mx ? fmaxf(a, meet[i]) : a + meet[i];
+            __syncthreads();   // meet is written again by the next reduction
+        }
         s[j] = a;
     }
-    if (lane == 0) ep.row_out(static_cast<int>(w / M), static_cast<int>(w % M), s);
+    if (t == 0) ep.row_out(static_cast<int>(g / M), static_cast<int>(g % M), s);
 }
 
 // The wgmma kernel's second step: warp w meets row (w / M, w % M)'s tile results (tiles_n tiles of BN columns,
@@ -1509,9 +1520,15 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
     q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
     cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM>(q, stream);
     if (e != cudaSuccess) return e;
-    const long long blocks = (static_cast<long long>(p.M) * p.batch + 7) / 8;
-    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
-    return tst::launch(row_parts_kernel<T, E>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, 1, p.ep,
+    const long long rows = static_cast<long long>(p.M) * p.batch;
+    if (rows > 0x7fffffff) return cudaErrorInvalidValue;
+    tst::DeviceFacts f;
+    e = tst::device_facts(&f);
+    if (e != cudaSuccess) return e;
+    if (p.N >= 4096 && rows < 8LL * f.sms)   // few long rows (a decode step's vocabulary): a block a row
+        return tst::launch(row_parts_kernel<T, E, 256>, dim3(static_cast<unsigned>(rows)), dim3(256), 0, stream, 1, p.ep,
+                           static_cast<const T *>(p.rows_scratch), p.M, p.N, p.batch);
+    return tst::launch(row_parts_kernel<T, E, 32>, dim3(static_cast<unsigned>((rows + 7) / 8)), dim3(256), 0, stream, 1, p.ep,
                        static_cast<const T *>(p.rows_scratch), p.M, p.N, p.batch);
 }
 

@@ -208,6 +208,8 @@ int main(int argc, char **argv) {
     run<__half, 128, 256>({"lse 1000x1000 k512 (edges)", 1000, 1000, 512, 1, 0}, seed++);
     run<__half, 128, 128>({"lse batch 3 x 300x520 k256 BN128", 300, 520, 256, 3, 0}, seed++);
     run<__half, 128, 256>({"lse 256x4096 k1024 (A unaligned)", 256, 4096, 1024, 1, 0, false}, seed++);
+    run<__half, 128, 256>({"lse 1x32000 k1024 (decode; A unaligned)", 1, 32000, 1024, 1, 0, false}, seed++);
+    run<__half, 128, 256>({"lse 3x32000 k1024 (decode)", 3, 32000, 1024, 1, 0}, seed++);
     run<__half, 128, 256>({"mean+max+bias 4096x4096 k2048", 4096, 4096, 2048, 1, 1}, seed++);
     run<__half, 128, 256>({"mean+max+bias 777x520 k128 (edges)", 777, 520, 128, 1, 1}, seed++);
     printf("%d failure(s)\n", g_failures);
