@@ -1362,9 +1362,20 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
 
 // ---- row reductions of C (kRowParts, see the top) -------------------------------------------------------
 // GemmParams::rows_scratch in the wgmma kernel: per batch, row (padded to bands of 128) and tile along N (at most
-// ceil(N/64) tiles) the tile's S results, floats.
-__host__ __device__ constexpr int64_t row_parts_partials(int M, int N, int batch, int S) {
-    return static_cast<int64_t>(batch) * ((M + 127) / 128 * 128) * ((N + 63) / 64) * S;
+// ceil(N/64) tiles) the tile's S results, floats. row_parts_at: where row (b, row)'s start (tile tn's at + tn·S);
+// row_parts_partials: how many floats for `batch` batches.
+__host__ __device__ constexpr int64_t row_parts_at(int M, int N, int S, int b, int row) {
+    return (static_cast<int64_t>(b) * ((M + 127) / 128 * 128) + row) * ((N + 63) / 64) * S;
+}
+__host__ __device__ constexpr int64_t row_parts_partials(int M, int N, int batch, int S) { return row_parts_at(M, N, S, batch, 0); }
+
+// One step of a reduction that is a maximum (mx) or a sum, and the same over the aligned group of W lanes (a power
+// of two up to 32) a value's lane belongs to: every lane of the group gets the group's result.
+__device__ __forceinline__ float fold(bool mx, float a, float u) { return mx ? fmaxf(a, u) : a + u; }
+template <int W> __device__ __forceinline__ float fold_lanes(bool mx, float a) {
+#pragma unroll
+    for (int o = 1; o < W; o *= 2) a = fold(mx, a, __shfl_xor_sync(0xffffffffu, a, o));
+    return a;
 }
 // The scratch either form needs: the wgmma kernel's tile results, or the fallback's copy of C (T elements).
 __host__ __device__ constexpr int64_t row_parts_scratch_bytes(int M, int N, int batch, int S, int elem_bytes) {
@@ -1406,21 +1417,14 @@ __global__ void __launch_bounds__(256) row_parts_kernel(const E ep, const T *c, 
     for (int j = 0; j < S; ++j) {
         const bool mx = E::part_max(j);
         float a = mx ? -INFINITY : 0.f;
-        for (int col = t; col < N; col += TPR) {
-            const float u = ep.part_term(j, tst::elem<T>::to_float(row[col]), s);
-            a = mx ? fmaxf(a, u) : a + u;
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float u = __shfl_xor_sync(0xffffffffu, a, o);
-            a = mx ? fmaxf(a, u) : a + u;
-        }
+        for (int col = t; col < N; col += TPR) a = fold(mx, a, ep.part_term(j, tst::elem<T>::to_float(row[col]), s));
+        a = fold_lanes<32>(mx, a);
         if constexpr (W > 1) {
             if (lane == 0) meet[t / 32] = a;
             __syncthreads();
             a = meet[0];
 #pragma unroll
-            for (int i = 1; i < W; ++i) a = mx ? fmaxf(a, meet[i]) : a + meet[i];
+            for (int i = 1; i < W; ++i) a = fold(mx, a, meet[i]);
             __syncthreads();   // meet is written again by the next reduction
         }
         s[j] = a;
@@ -1439,8 +1443,8 @@ template <class E> __global__ void __launch_bounds__(256) row_parts_merge_kernel
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     if (w >= static_cast<long long>(M) * batch) return;
-    const int b = static_cast<int>(w / M), row = static_cast<int>(w % M), TN = (N + 63) / 64, mpad = (M + 127) / 128 * 128;
-    const float *q = parts + (static_cast<int64_t>(b) * mpad + row) * TN * S;
+    const int b = static_cast<int>(w / M), row = static_cast<int>(w % M);
+    const float *q = parts + row_parts_at(M, N, S, b, row);
     float whole[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) {
@@ -1450,15 +1454,9 @@ template <class E> __global__ void __launch_bounds__(256) row_parts_merge_kernel
             float part[S];
 #pragma unroll
             for (int i = 0; i < S; ++i) part[i] = q[tn * S + i];
-            const float u = ep.merge_term(j, part, whole);
-            a = mx ? fmaxf(a, u) : a + u;
+            a = fold(mx, a, ep.merge_term(j, part, whole));
         }
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float u = __shfl_xor_sync(0xffffffffu, a, o);
-            a = mx ? fmaxf(a, u) : a + u;
-        }
-        whole[j] = a;
+        whole[j] = fold_lanes<32>(mx, a);
     }
     if (lane == 0) ep.row_out(b, row, whole);
 }
@@ -2351,7 +2349,6 @@ __device__ __forceinline__ void row_parts_body(const tsg::GemmParams<T, Epilogue
                     }
             }
     }
-    const int TN = (p.N + 63) / 64, mpad = (p.M + 127) / 128 * 128;
     float *parts = static_cast<float *>(p.rows_scratch);
 #pragma unroll
     for (int mi = 0; mi < C::MI; ++mi)
@@ -2371,22 +2368,16 @@ __device__ __forceinline__ void row_parts_body(const tsg::GemmParams<T, Epilogue
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
                         if (WHOLE || n0 + 8 * j + 2 * (lane & 3) + e < p.N) {
-                            const float u = ep.part_term(st, acc[mi][4 * j + 2 * h + e], part);
                             float &y = x[(2 * j + e) % L];
-                            y = mx ? fmaxf(y, u) : y + u;
+                            y = tsg::fold(mx, y, ep.part_term(st, acc[mi][4 * j + 2 * h + e], part));
                         }
 #pragma unroll
-                for (int l = 1; l < L; ++l) x[0] = mx ? fmaxf(x[0], x[l]) : x[0] + x[l];
-#pragma unroll
-                for (int o = 1; o < 4; o *= 2) {
-                    const float u = __shfl_xor_sync(0xffffffffu, x[0], o);
-                    x[0] = mx ? fmaxf(x[0], u) : x[0] + u;
-                }
-                part[st] = x[0];
+                for (int l = 1; l < L; ++l) x[0] = tsg::fold(mx, x[0], x[l]);
+                part[st] = tsg::fold_lanes<4>(mx, x[0]);   // the quad's lanes hold the row's other columns
             }
             if ((lane & 3) == 0 && (WHOLE || row < p.M))
 #pragma unroll
-                for (int st = 0; st < S; ++st) parts[((static_cast<int64_t>(b) * mpad + row) * TN + n0 / BN) * S + st] = part[st];
+                for (int st = 0; st < S; ++st) parts[tsg::row_parts_at(p.M, p.N, S, b, row) + n0 / BN * S + st] = part[st];
         }
 }
 template <class C, int BN, int PC = 8, typename T, class Epilogue>
@@ -2569,38 +2560,37 @@ __global__ void __launch_bounds__(384, 1)
             if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
             if constexpr (RP > 0) {   // C's rows reduced, not stored
                 row_parts_tile<C, BN>(p, acc, b, m0 + a_row0, n0, wq, lane);
-                continue;
             } else {
-            if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
-                named_barrier_sync(2 + cw, 128);
-                rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
-                named_barrier_sync(2 + cw, 128);
-            }
-            const int row0 = m0 + a_row0;   // this warpgroup's first row
-            const float *rs0 = rs + cw * C::WG_ROWS * RO;
-            const int slot = cw * 4 + wq;   // this warp's parking slot
-            if constexpr (C::PACK_CC > 0) {
-                if (packed_tile<BM, BN>(p, b, m0, n0)) {
-                    epilogue_packed<C, BN, C::PACK_CC, DUAL>(p, acc, reinterpret_cast<uint32_t *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
-                                                             b, row0, n0, wq, lane, rs0);
-                    continue;
+                if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+                    named_barrier_sync(2 + cw, 128);
+                    rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
+                    named_barrier_sync(2 + cw, 128);
                 }
-            }
-            if constexpr (C::WIDE_PARK) {
-                if (q + stride >= items) {   // the last tile: nothing more is loaded into the stages
-                    // Both consumer warpgroups are past their last wgmma and every load has landed (each full
-                    // barrier completed): after this barrier no one reads or writes the stage buffers.
-                    named_barrier_sync(1, 2 * 128);
-                    epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * C::slot_floats(BN), b,
-                                               row0, n0, wq, lane, rs0);
-                    continue;
+                const int row0 = m0 + a_row0;   // this warpgroup's first row
+                const float *rs0 = rs + cw * C::WG_ROWS * RO;
+                const int slot = cw * 4 + wq;   // this warp's parking slot
+                if constexpr (C::PACK_CC > 0) {
+                    if (packed_tile<BM, BN>(p, b, m0, n0)) {
+                        epilogue_packed<C, BN, C::PACK_CC, DUAL>(p, acc, reinterpret_cast<uint32_t *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
+                                                                 b, row0, n0, wq, lane, rs0);
+                        continue;
+                    }
                 }
-            }
-            if constexpr (C::STAGED_EPILOGUE)
-                epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
-                                                  b, row0, n0, wq, lane, rs0);
-            else
-                epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
+                if constexpr (C::WIDE_PARK) {
+                    if (q + stride >= items) {   // the last tile: nothing more is loaded into the stages
+                        // Both consumer warpgroups are past their last wgmma and every load has landed (each full
+                        // barrier completed): after this barrier no one reads or writes the stage buffers.
+                        named_barrier_sync(1, 2 * 128);
+                        epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * C::slot_floats(BN), b,
+                                                   row0, n0, wq, lane, rs0);
+                        continue;
+                    }
+                }
+                if constexpr (C::STAGED_EPILOGUE)
+                    epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
+                                                      b, row0, n0, wq, lane, rs0);
+                else
+                    epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
             }
         }
     }

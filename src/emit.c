@@ -1765,6 +1765,15 @@ static void emit_gemm_loads(emitter *e, const ts_kernel *k, char *const *loads, 
     emit_gemm_prefetch(e, k, loads, m);
 }
 
+/* A GEMM functor's index names: its batch `b`, row `row` and column `cc`. */
+static index_map gemm_index_map(const ts_kernel *k) {
+    index_map m = {0};
+    if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
+    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
+    m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
+    return m;
+}
+
 /* The GEMM epilogue functor: the expression at (b, row, col) and (b, row, col+1), stored as a pair, and in
  * gemm.cuh's value form (row_ptr, value or value_loaded), which the wgmma kernel stores as 16-byte vectors.
  * When the expression reads memory (a bias, a residual) the functor comes in two phases as well:
@@ -1780,10 +1789,7 @@ static void emit_gemm_functor(emitter *e, int ki, const ts_kernel *k) {
         loads[s] = ts_expr_reads(&k->expr, s) ? ts_strfmt("ld[%d]", nl++) : NULL;
     fprintf(e->f, "struct K%d {\n    %s *out;\n    int64_t ob, om;\n    int n;\n", ki, tout);
     print_fields(e, k);
-    index_map m = {0};
-    if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
-    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
-    m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
+    const index_map m = gemm_index_map(k);
     if (nl) emit_gemm_loads(e, k, loads, &m, nl);
     bool stats = k->nrowstat > 0;
     if (stats) emit_gemm_row_stats(e, k);
@@ -1840,10 +1846,7 @@ static void emit_gemm_row_parts_functor(emitter *e, int ki, const ts_kernel *k) 
     fprintf(e->f, "struct K%d {   /* the product's rows reduced: nothing of it is stored */\n    %s *out;\n    int64_t ob, om;\n    int n;\n",
             ki, tout);
     print_fields(e, k);
-    index_map m = {0};
-    if (k->batch_axis >= 0) m.axis[m.n] = k->batch_axis, m.expr[m.n++] = "b";
-    m.axis[m.n] = k->m_axis, m.expr[m.n++] = "row";
-    m.axis[m.n] = k->n_axis, m.expr[m.n++] = "cc";
+    const index_map m = gemm_index_map(k);
     fprintf(e->f, "    static constexpr int kRowParts = %d;\n    __host__ __device__ static constexpr bool part_max(int j) {\n"
                   "        return false", k->nstage);
     for (int j = 0; j < k->nstage; j++)

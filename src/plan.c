@@ -146,7 +146,7 @@ static int kernel_access(ts_kernel *k, const ts_access *a) {
     return k->nacc++;
 }
 
-static int xpush(ts_expr *e, ts_xnode n) {
+int ts_expr_push(ts_expr *e, ts_xnode n) {
     TS_GROW(e->node, e->n, e->cap);
     e->node[e->n] = n;
     return e->n++;
@@ -377,25 +377,25 @@ static int region_expr(builder *b, ts_kernel *k, ts_expr *e, const region *r, in
     ts_op op = (ts_op)t->e.op;
     int out;
     if (core_slot(r, i) >= 0) {
-        out = xpush(e, (ts_xnode){.kind = TS_X_ACC, .slot = core_slot(r, i)});
+        out = ts_expr_push(e, (ts_xnode){.kind = TS_X_ACC, .slot = core_slot(r, i)});
     } else if (op == TS_OP_CONSTANT) {
         double v;
         constant_of(b, i, &v);
-        out = xpush(e, (ts_xnode){.kind = TS_X_CONST, .value = v});
+        out = ts_expr_push(e, (ts_xnode){.kind = TS_X_CONST, .value = v});
     } else if (op == TS_OP_IOTA) {
-        out = xpush(e, (ts_xnode){.kind = TS_X_INDEX, .slot = (int32_t)t->e.param[0]});
+        out = ts_expr_push(e, (ts_xnode){.kind = TS_X_INDEX, .slot = (int32_t)t->e.param[0]});
     } else if (b->fuse && i != r->root && finishes_a_reduction(b, r, i)) {
         /* a smaller tensor (a row scale) that only a reduction feeds: the reduction's finish computes it
          * once per element of its own, instead of this kernel once per element of the larger output */
         ts_access a = materialize(b, i);
-        out = xpush(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
+        out = ts_expr_push(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
     } else if (is_elementwise(op) && inlined(b, i, i == r->root && (!r->operand || reduce_root(b, i)))) {
         ts_xnode n = {.kind = TS_X_OP, .op = op, .dtype = op == TS_OP_CAST ? (ts_dtype)t->e.param[0] : TS_FP32};
         for (int c = 0; c < ts_op_arity(op); c++) n.kid[c] = region_expr(b, k, e, r, memo, (int)t->e.kid[c]);
-        out = xpush(e, n);
+        out = ts_expr_push(e, n);
     } else {
         ts_access a = materialize(b, i);
-        out = xpush(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
+        out = ts_expr_push(e, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
     }
     return memo[i] = out;
 }
@@ -541,7 +541,7 @@ static void emit_reduce(builder *b, int core, int root) {
         int a = region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[0]);
         inner_r.root = (int)t->e.kid[1];
         int c = region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[1]);
-        xpush(&tmp.inner, (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {a, c}});
+        ts_expr_push(&tmp.inner, (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {a, c}});
     } else {
         region_expr(b, &tmp, &tmp.inner, &inner_r, memo, (int)t->e.kid[0]);
     }
@@ -687,7 +687,7 @@ static void row_stage_expr(builder *b, ts_kernel *tmp, int j, const region *stag
     if (t->e.op == TS_OP_CONTRACT) {
         r.root = (int)t->e.kid[1];
         int w = region_expr(b, tmp, &tmp->stage[j], &r, memo, r.root);
-        xpush(&tmp->stage[j], (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {v, w}});
+        ts_expr_push(&tmp->stage[j], (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {v, w}});
     }
     free(memo);
     ts_op op = (ts_op)t->e.op;
@@ -876,7 +876,7 @@ static ts_dtype operand_dtype(const builder *b, int i, const ts_access *a) {
 static ts_access copy_as(builder *b, const ts_access *a, ts_dtype dtype, const int32_t *order, int n) {
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
     int slot = kernel_access(k, a);
-    xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = slot});
+    ts_expr_push(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = slot});
     int buf = ts_plan_add_buffer(b->p, TS_BUF_TEMP, 0, dtype, order, n);
     k->out = contiguous_access(b, buf);
     return k->out;
@@ -1728,7 +1728,7 @@ static void emit_output(builder *b, int o, int root) {
         return;
     }
     ts_kernel *k = new_kernel(b, TS_KERNEL_MAP);
-    xpush(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
+    ts_expr_push(&k->expr, (ts_xnode){.kind = TS_X_LOAD, .slot = kernel_access(k, &a)});
     int buf = ts_plan_add_buffer(b->p, TS_BUF_OUTPUT, o, out->dtype, out->ref.view.axis, out->ref.view.ndim);
     k->out = contiguous_access(b, buf);
 }

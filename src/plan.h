@@ -242,6 +242,9 @@ static inline void ts_attention_head_axes(int heads_ndim, const int32_t *head_ax
 /* A heap copy of e's nodes. */
 ts_expr ts_expr_copy(const ts_expr *e);
 
+/* Appends node n to e (its kids already in e); returns its index. */
+int ts_expr_push(ts_expr *e, ts_xnode n);
+
 /* x evaluated in float64 with the interpreter's op semantics (ts_interp_apply): ACC i reads acc[i], LOAD of
  * slot s load[s], INDEX of axis a index[a] (load or index NULL: NAN). round_casts false: a cast to a float type is
  * taken as exact (the value itself), as a kernel computing in fp32 registers nearly does. */

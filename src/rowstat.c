@@ -3,7 +3,6 @@
 #include "rowstat.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -285,27 +284,18 @@ static bool same_subtree(const ts_expr *x, int i, const ts_expr *y, int j) {
     return false;
 }
 
-static int push_node(ts_expr *x, ts_xnode n) {
-    TS_GROW(x->node, x->n, x->cap);
-    x->node[x->n] = n;
-    return x->n++;
-}
-
 /* x without the nodes its root does not reach (x's nodes freed). */
 static ts_expr pruned(ts_expr *x) {
     bool *live = ts_xcalloc((size_t)x->n + 1, sizeof *live);
     int *map = ts_xmalloc(sizeof(int) * ((size_t)x->n + 1));
-    if (x->n) live[x->n - 1] = true;
-    for (int i = x->n - 1; i >= 0; i--)
-        if (live[i] && x->node[i].kind == TS_X_OP)
-            for (int c = 0; c < ts_op_arity(x->node[i].op); c++) live[x->node[i].kid[c]] = true;
+    ts_expr_live(x, false, live);
     ts_expr out = {0};
     for (int i = 0; i < x->n; i++) {
         if (!live[i]) continue;
         ts_xnode n = x->node[i];
         if (n.kind == TS_X_OP)
             for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = map[n.kid[c]];
-        map[i] = push_node(&out, n);
+        map[i] = ts_expr_push(&out, n);
     }
     free(live), free(map), free(x->node);
     return out;
@@ -319,13 +309,13 @@ static ts_expr substituted(const ts_expr *x, const ts_expr *pattern, ts_xnode wi
     for (int i = 0; i < x->n; i++) {
         ts_xnode n = x->node[i];
         if (pattern && pattern->n && same_subtree(x, i, pattern, pattern->n - 1)) {
-            map[i] = push_node(&out, with);
+            map[i] = ts_expr_push(&out, with);
             continue;
         }
         if (n.kind == TS_X_ACC && acc_to && acc_to[n.slot] >= 0) n.slot = acc_to[n.slot];
         if (n.kind == TS_X_OP)
             for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = map[n.kid[c]];
-        map[i] = push_node(&out, n);
+        map[i] = ts_expr_push(&out, n);
     }
     free(map);
     return pruned(&out);
@@ -348,12 +338,6 @@ static int acc_read(const ts_expr *x) {
     return k;
 }
 
-/* A uniform pseudo-random number in [lo, hi) from state s (xorshift; deterministic). */
-static double sample(uint64_t *s, double lo, double hi) {
-    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
-    return lo + (hi - lo) * (double)(*s >> 11) / 9007199254740992.0;
-}
-
 /* Reduction j of a per-row ROW kernel (stage[j]: LOAD t is the row's element, ACC i an earlier result) as one
  * tile's share of the whole row's (k->merge's convention): independent of the earlier results, the tile's own
  * result (it sums or maximizes alone); a sum reading one earlier maximum k of a term X (stage[k]) only through
@@ -365,7 +349,7 @@ static bool merge_of(const ts_kernel *r, int j, ts_expr *merge) {
     const int k = acc_read(x), part = 2 + j;
     if (k == -1) { /* the tile's result itself */
         *merge = (ts_expr){0};
-        push_node(merge, (ts_xnode){.kind = TS_X_ACC, .slot = part});
+        ts_expr_push(merge, (ts_xnode){.kind = TS_X_ACC, .slot = part});
         return true;
     }
     if (k < 0 || k >= j || r->stage_combine[k] != TS_COMBINE_MAX || r->stage_combine[j] != TS_COMBINE_SUM) return false;
@@ -376,14 +360,14 @@ static bool merge_of(const ts_kernel *r, int j, ts_expr *merge) {
     acc_to[k] = 2 + TS_ROW_MAX_STAGES + k; /* the row's maximum */
     ts_expr shift = substituted(x, X, (ts_xnode){.kind = TS_X_ACC, .slot = 2 + k}, acc_to);
     bool ok = !reads_kind(&shift, TS_X_LOAD) && !reads_kind(&shift, TS_X_INDEX);
-    uint64_t s = 0x9e3779b97f4a7c15ull;
+    unsigned long long s = 0x9e3779b97f4a7c15ull; /* deterministic samples (util.h ts_uniform) */
     for (int n = 0; ok && n < 32; n++) {
         double load[64] = {0}, acc[2 + 2 * TS_ROW_MAX_STAGES] = {0};
         if (r->nacc > 64) return free(shift.node), false;
-        load[0] = sample(&s, -8, 8);
+        load[0] = 16 * ts_uniform(&s) - 8;
         for (int i = 1; i < r->nacc; i++) load[i] = load[0]; /* every slot is the product's element */
         const double xv = ts_expr_eval(X, NULL, load, NULL, false);
-        const double m = xv + sample(&s, 0, 4), M = m + sample(&s, 0, 4);
+        const double m = xv + 4 * ts_uniform(&s), M = m + 4 * ts_uniform(&s);
         acc[k] = M;
         const double whole = ts_expr_eval(x, acc, load, NULL, false);
         acc[k] = m;
@@ -393,8 +377,8 @@ static bool merge_of(const ts_kernel *r, int j, ts_expr *merge) {
         ok = isfinite(whole) && fabs(tile * factor - whole) <= 1e-9 * (fabs(whole) + 1e-300);
     }
     if (!ok) return free(shift.node), false;
-    const int fac = shift.n - 1, tsum = push_node(&shift, (ts_xnode){.kind = TS_X_ACC, .slot = part});
-    push_node(&shift, (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {tsum, fac}});
+    const int fac = shift.n - 1, tsum = ts_expr_push(&shift, (ts_xnode){.kind = TS_X_ACC, .slot = part});
+    ts_expr_push(&shift, (ts_xnode){.kind = TS_X_OP, .op = TS_OP_MUL, .kid = {tsum, fac}});
     *merge = shift;
     return true;
 }

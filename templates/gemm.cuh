@@ -844,9 +844,20 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
 
 // ---- row reductions of C (kRowParts, see the top) -------------------------------------------------------
 // GemmParams::rows_scratch in the wgmma kernel: per batch, row (padded to bands of 128) and tile along N (at most
-// ceil(N/64) tiles) the tile's S results, floats.
-__host__ __device__ constexpr int64_t row_parts_partials(int M, int N, int batch, int S) {
-    return static_cast<int64_t>(batch) * ((M + 127) / 128 * 128) * ((N + 63) / 64) * S;
+// ceil(N/64) tiles) the tile's S results, floats. row_parts_at: where row (b, row)'s start (tile tn's at + tn·S);
+// row_parts_partials: how many floats for `batch` batches.
+__host__ __device__ constexpr int64_t row_parts_at(int M, int N, int S, int b, int row) {
+    return (static_cast<int64_t>(b) * ((M + 127) / 128 * 128) + row) * ((N + 63) / 64) * S;
+}
+__host__ __device__ constexpr int64_t row_parts_partials(int M, int N, int batch, int S) { return row_parts_at(M, N, S, batch, 0); }
+
+// One step of a reduction that is a maximum (mx) or a sum, and the same over the aligned group of W lanes (a power
+// of two up to 32) a value's lane belongs to: every lane of the group gets the group's result.
+__device__ __forceinline__ float fold(bool mx, float a, float u) { return mx ? fmaxf(a, u) : a + u; }
+template <int W> __device__ __forceinline__ float fold_lanes(bool mx, float a) {
+#pragma unroll
+    for (int o = 1; o < W; o *= 2) a = fold(mx, a, __shfl_xor_sync(0xffffffffu, a, o));
+    return a;
 }
 // The scratch either form needs: the wgmma kernel's tile results, or the fallback's copy of C (T elements).
 __host__ __device__ constexpr int64_t row_parts_scratch_bytes(int M, int N, int batch, int S, int elem_bytes) {
@@ -888,21 +899,14 @@ __global__ void __launch_bounds__(256) row_parts_kernel(const E ep, const T *c, 
     for (int j = 0; j < S; ++j) {
         const bool mx = E::part_max(j);
         float a = mx ? -INFINITY : 0.f;
-        for (int col = t; col < N; col += TPR) {
-            const float u = ep.part_term(j, tst::elem<T>::to_float(row[col]), s);
-            a = mx ? fmaxf(a, u) : a + u;
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float u = __shfl_xor_sync(0xffffffffu, a, o);
-            a = mx ? fmaxf(a, u) : a + u;
-        }
+        for (int col = t; col < N; col += TPR) a = fold(mx, a, ep.part_term(j, tst::elem<T>::to_float(row[col]), s));
+        a = fold_lanes<32>(mx, a);
         if constexpr (W > 1) {
             if (lane == 0) meet[t / 32] = a;
             __syncthreads();
             a = meet[0];
 #pragma unroll
-            for (int i = 1; i < W; ++i) a = mx ? fmaxf(a, meet[i]) : a + meet[i];
+            for (int i = 1; i < W; ++i) a = fold(mx, a, meet[i]);
             __syncthreads();   // meet is written again by the next reduction
         }
         s[j] = a;
@@ -921,8 +925,8 @@ template <class E> __global__ void __launch_bounds__(256) row_parts_merge_kernel
     const int lane = static_cast<int>(threadIdx.x) % 32;
     const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     if (w >= static_cast<long long>(M) * batch) return;
-    const int b = static_cast<int>(w / M), row = static_cast<int>(w % M), TN = (N + 63) / 64, mpad = (M + 127) / 128 * 128;
-    const float *q = parts + (static_cast<int64_t>(b) * mpad + row) * TN * S;
+    const int b = static_cast<int>(w / M), row = static_cast<int>(w % M);
+    const float *q = parts + row_parts_at(M, N, S, b, row);
     float whole[S];
 #pragma unroll
     for (int j = 0; j < S; ++j) {
@@ -932,15 +936,9 @@ template <class E> __global__ void __launch_bounds__(256) row_parts_merge_kernel
             float part[S];
 #pragma unroll
             for (int i = 0; i < S; ++i) part[i] = q[tn * S + i];
-            const float u = ep.merge_term(j, part, whole);
-            a = mx ? fmaxf(a, u) : a + u;
+            a = fold(mx, a, ep.merge_term(j, part, whole));
         }
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) {
-            const float u = __shfl_xor_sync(0xffffffffu, a, o);
-            a = mx ? fmaxf(a, u) : a + u;
-        }
-        whole[j] = a;
+        whole[j] = fold_lanes<32>(mx, a);
     }
     if (lane == 0) ep.row_out(b, row, whole);
 }

@@ -817,7 +817,6 @@ __device__ __forceinline__ void row_parts_body(const tsg::GemmParams<T, Epilogue
                     }
             }
     }
-    const int TN = (p.N + 63) / 64, mpad = (p.M + 127) / 128 * 128;
     float *parts = static_cast<float *>(p.rows_scratch);
 #pragma unroll
     for (int mi = 0; mi < C::MI; ++mi)
@@ -837,22 +836,16 @@ __device__ __forceinline__ void row_parts_body(const tsg::GemmParams<T, Epilogue
 #pragma unroll
                     for (int e = 0; e < 2; ++e)
                         if (WHOLE || n0 + 8 * j + 2 * (lane & 3) + e < p.N) {
-                            const float u = ep.part_term(st, acc[mi][4 * j + 2 * h + e], part);
                             float &y = x[(2 * j + e) % L];
-                            y = mx ? fmaxf(y, u) : y + u;
+                            y = tsg::fold(mx, y, ep.part_term(st, acc[mi][4 * j + 2 * h + e], part));
                         }
 #pragma unroll
-                for (int l = 1; l < L; ++l) x[0] = mx ? fmaxf(x[0], x[l]) : x[0] + x[l];
-#pragma unroll
-                for (int o = 1; o < 4; o *= 2) {
-                    const float u = __shfl_xor_sync(0xffffffffu, x[0], o);
-                    x[0] = mx ? fmaxf(x[0], u) : x[0] + u;
-                }
-                part[st] = x[0];
+                for (int l = 1; l < L; ++l) x[0] = tsg::fold(mx, x[0], x[l]);
+                part[st] = tsg::fold_lanes<4>(mx, x[0]);   // the quad's lanes hold the row's other columns
             }
             if ((lane & 3) == 0 && (WHOLE || row < p.M))
 #pragma unroll
-                for (int st = 0; st < S; ++st) parts[((static_cast<int64_t>(b) * mpad + row) * TN + n0 / BN) * S + st] = part[st];
+                for (int st = 0; st < S; ++st) parts[tsg::row_parts_at(p.M, p.N, S, b, row) + n0 / BN * S + st] = part[st];
         }
 }
 template <class C, int BN, int PC = 8, typename T, class Epilogue>
@@ -1035,38 +1028,37 @@ __global__ void __launch_bounds__(384, 1)
             if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
             if constexpr (RP > 0) {   // C's rows reduced, not stored
                 row_parts_tile<C, BN>(p, acc, b, m0 + a_row0, n0, wq, lane);
-                continue;
             } else {
-            if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
-                named_barrier_sync(2 + cw, 128);
-                rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
-                named_barrier_sync(2 + cw, 128);
-            }
-            const int row0 = m0 + a_row0;   // this warpgroup's first row
-            const float *rs0 = rs + cw * C::WG_ROWS * RO;
-            const int slot = cw * 4 + wq;   // this warp's parking slot
-            if constexpr (C::PACK_CC > 0) {
-                if (packed_tile<BM, BN>(p, b, m0, n0)) {
-                    epilogue_packed<C, BN, C::PACK_CC, DUAL>(p, acc, reinterpret_cast<uint32_t *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
-                                                             b, row0, n0, wq, lane, rs0);
-                    continue;
+                if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+                    named_barrier_sync(2 + cw, 128);
+                    rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
+                    named_barrier_sync(2 + cw, 128);
                 }
-            }
-            if constexpr (C::WIDE_PARK) {
-                if (q + stride >= items) {   // the last tile: nothing more is loaded into the stages
-                    // Both consumer warpgroups are past their last wgmma and every load has landed (each full
-                    // barrier completed): after this barrier no one reads or writes the stage buffers.
-                    named_barrier_sync(1, 2 * 128);
-                    epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * C::slot_floats(BN), b,
-                                               row0, n0, wq, lane, rs0);
-                    continue;
+                const int row0 = m0 + a_row0;   // this warpgroup's first row
+                const float *rs0 = rs + cw * C::WG_ROWS * RO;
+                const int slot = cw * 4 + wq;   // this warp's parking slot
+                if constexpr (C::PACK_CC > 0) {
+                    if (packed_tile<BM, BN>(p, b, m0, n0)) {
+                        epilogue_packed<C, BN, C::PACK_CC, DUAL>(p, acc, reinterpret_cast<uint32_t *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
+                                                                 b, row0, n0, wq, lane, rs0);
+                        continue;
+                    }
                 }
-            }
-            if constexpr (C::STAGED_EPILOGUE)
-                epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
-                                                  b, row0, n0, wq, lane, rs0);
-            else
-                epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
+                if constexpr (C::WIDE_PARK) {
+                    if (q + stride >= items) {   // the last tile: nothing more is loaded into the stages
+                        // Both consumer warpgroups are past their last wgmma and every load has landed (each full
+                        // barrier completed): after this barrier no one reads or writes the stage buffers.
+                        named_barrier_sync(1, 2 * 128);
+                        epilogue_staged<C, BN, BN>(p, acc, reinterpret_cast<float *>(stage0) + slot * C::slot_floats(BN), b,
+                                                   row0, n0, wq, lane, rs0);
+                        continue;
+                    }
+                }
+                if constexpr (C::STAGED_EPILOGUE)
+                    epilogue_staged<C, BN, C::EPI_CC>(p, acc, reinterpret_cast<float *>(stage0 + C::PARK_OFFSET) + slot * C::SLOT_WORDS,
+                                                      b, row0, n0, wq, lane, rs0);
+                else
+                    epilogue_direct<C, BN, DUAL>(p, acc, b, row0, n0, wq, lane, rs0);
             }
         }
     }
