@@ -263,16 +263,21 @@ class TypedGraph(graphref.Graph):
 
 
 def graph_eager(yaml_path, sizes, x, layouts=None):
-    """A function running the whole graph in PyTorch eager at its own dtypes (TypedGraph); returns the first
-    output in its layout (from `layouts`, else graphref's order)."""
+    """A function running the whole graph in PyTorch eager at its own dtypes (TypedGraph); returns every
+    output, each in its layout (from `layouts`, else graphref's order): the first alone, or a tuple of all
+    in the graph's order when there are several — so that torch.compile of it computes them all, as ours
+    does, rather than dropping what the caller does not return."""
     tg = TypedGraph(yaml_path, sizes)
     be = graphref.Backend(torch, device=DEVICE, dtype=torch.float32)
-    name = tg.outputs[0]
-    axes = layouts[name][1] if layouts and name in layouts else None
+
+    def laid_out(env, name):
+        axes = layouts[name][1] if layouts and name in layouts else None
+        return graphref.ordered(be, env[name], axes) if axes else env[name].data
 
     def f():
-        t = tg.evaluate(be, x)[name]
-        return graphref.ordered(be, t, axes) if axes else t.data
+        env = tg.evaluate(be, x)
+        outs = tuple(laid_out(env, name) for name in tg.outputs)
+        return outs[0] if len(outs) == 1 else outs
     return f
 
 
@@ -305,8 +310,8 @@ def flex_softcap(q, k, v, scale, cap, causal, gqa):
 
 
 def anchor_fns(graph, x, yaml_path=None, sizes=None, layouts=None):
-    """(fns, notes): name -> zero-argument function returning the graph's first output (in the same element
-    order as our output), and name -> a note on how it was built. Names: "eager" (idiomatic PyTorch, or the
+    """(fns, notes): name -> zero-argument function returning the graph's first output, or a tuple of outputs
+    with it first (in the same element order as ours), and name -> a note on how it was built. Names: "eager" (idiomatic PyTorch, or the
     graph as written via TypedGraph where there is no idiomatic version and yaml_path is given), "cublas"
     (torch.matmul), "sdpa_flash" and "sdpa_cudnn" (scaled_dot_product_attention restricted to one back end)."""
     fns, notes = {}, {}
