@@ -656,7 +656,10 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // group of TPR threads per row (8 or 16 lanes of a warp for short rows, a warp, up to a
 // 256-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
 // thread) are cached in registers, so later stages and the outputs never re-read memory; longer rows take
-// one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0). Operands and outputs move through span.cuh:
+// one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0), or, with launch_row's
+// `split` (a configuration tune times), each over a cluster of up to 8 blocks that cache its shares (sm_90+).
+// Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
+// always take such clusters, so that every SM streams. Operands and outputs move through span.cuh:
 // 16-byte vectors where the row axis has unit stride and the row is aligned, scalars otherwise. Positions
 // inside a row are 32-bit where the cached path runs. Any sizes. Namespace tsw; depends on tile.cuh and
 // span.cuh.
@@ -744,94 +747,160 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 
 // ---- the kernel ------------------------------------------------------------------------------------
 // ITEMS > 0: the row is cached, span i of a thread at position (i·TPR + lane)·kVec; ITEMS = 0: a pass
-// over the row per stage and one for the outputs, spans TPR·kVec apart.
+// over the row per stage and one for the outputs, spans TPR·kVec apart, several in flight a thread.
+// A row too long for one block's registers (CL > 1, sm_90+) is split over a cluster of CL blocks: each
+// caches its share, positions [begin, end), and the blocks' partials of a stage meet through distributed
+// shared memory, combined in rank order by every block (all get the same result; deterministic).
+// Spans a thread loads before using them, on the passes over uncached rows: two where the registers a
+// cached row may take hold them, four for a kernel with no output pass (per-row outputs only). Measured
+// (bench/NOTES.md run 152, `row_test long`, H100) against one: residual + RMSNorm over 8192 and 16384 7-8%
+// faster, LayerNorm over 32768 10%; four spilled beside an output pass (LayerNorm +20%, the two-operand residual
+// 2x slower) but made log-sum-exp over 32000 6% faster.
+template <class Fn> constexpr int kPassDepth = kCacheFloats / (Fn::kIn * Fn::kVec) >= 4 && Fn::kPerRow ? 4
+                                              : kCacheFloats / (Fn::kIn * Fn::kVec) >= 2             ? 2
+                                                                                                     : 1;
+
+// The positions of a row that block `rank` of a cluster of CL takes: [begin, end), whole spans.
+template <class Fn, int CL> struct RowShare {
+    int64_t begin, end;
+    __device__ __forceinline__ RowShare(int64_t len, int rank) {
+        if constexpr (CL == 1) {
+            begin = 0, end = len;
+        } else {
+            const int64_t spans = (len + Fn::kVec - 1) / Fn::kVec, share = (spans + CL - 1) / CL * Fn::kVec;
+            begin = rank * share < len ? rank * share : len;
+            end = begin + share < len ? begin + share : len;
+        }
+    }
+};
 
 template <class Fn, int ITEMS> using RowCache = float[ITEMS > 0 ? ITEMS : 1][Fn::kIn][Fn::kVec];
 
-// Step 1 (cached rows): this thread's spans of the row into registers.
-template <class Fn, int TPR, int ITEMS>
-__device__ __forceinline__ void load_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane, RowCache<Fn, ITEMS> &x) {
+// Step 1 (cached rows): this thread's spans of the block's share of the row into registers.
+template <class Fn, int TPR, int ITEMS, int CL>
+__device__ __forceinline__ void load_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane,
+                                         const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
-        const int k0 = (i * TPR + lane) * Fn::kVec;
-        p.fn.load(b, k0, tsv::span_len<Fn::kVec>(k0, p.len), x[i]);
+        const int k0 = (int)sh.begin + (i * TPR + lane) * Fn::kVec;
+        p.fn.load(b, k0, tsv::span_len<Fn::kVec>(k0, sh.end), x[i]);
+    }
+}
+
+// One pass of a thread over its positions of a row in [first, end): spans first, first + step, ..., DEPTH at
+// a time (all loaded, then use(k0, n, x) on each), so that DEPTH·kVec loads are in flight; a whole span (every
+// one but a row's last) reaches the functor with its length a constant, so that the inlined gathers have no
+// per-element bounds checks. The passes over uncached rows and the column kernel's passes.
+template <int DEPTH, class Fn, class Use>
+__device__ __forceinline__ void span_pass(const RowParams<Fn> &p, const typename Fn::Base &b, int64_t first, int64_t end,
+                                          int64_t step, Use &&use) {
+    float x[DEPTH][Fn::kIn][Fn::kVec];
+    for (int64_t k0 = first; k0 < end; k0 += DEPTH * step) {
+        int n[DEPTH];
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {  // whole spans with n a constant: no per-element bounds checks
+            n[d] = tsv::span_len<Fn::kVec>(k0 + d * step, end);
+            if (n[d] == Fn::kVec) p.fn.load(b, k0 + d * step, Fn::kVec, x[d]);
+            else if (n[d] > 0) p.fn.load(b, k0 + d * step, n[d], x[d]);
+        }
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {
+            if (n[d] == Fn::kVec) use(k0 + d * step, Fn::kVec, x[d]);
+            else if (n[d] > 0) use(k0 + d * step, n[d], x[d]);
+        }
     }
 }
 
 // Step 2: this thread's share of stage j over the row (acc[0..j) are the earlier stages' results).
-template <class Fn, int TPR, int ITEMS>
+template <class Fn, int TPR, int ITEMS, int CL>
 __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
-                                            RowCache<Fn, ITEMS> &x, const float *acc) {
+                                            const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
     constexpr int VEC = Fn::kVec;
     float part = identity(Fn::combine(j));
     if constexpr (ITEMS > 0) {
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
-            const int k0 = (i * TPR + lane) * VEC;
-            part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc, part);
+            const int k0 = (int)sh.begin + (i * TPR + lane) * VEC;
+            part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, sh.end), x[i], acc, part);
         }
     } else {
-        for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += (int64_t)TPR * VEC) {
-            const int n = tsv::span_len<VEC>(k0, p.len);
-            p.fn.load(b, k0, n, x[0]);
-            part = fold_span(p.fn, j, b, k0, n, x[0], acc, part);
-        }
+        span_pass<kPassDepth<Fn>>(p, b, (int64_t)lane * VEC, p.len, (int64_t)TPR * VEC,
+                                  [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+            part = fold_span(p.fn, j, b, k0, n, v, acc, part);
+        });
     }
     return part;
 }
 
 // Step 3: every output at this thread's spans.
-template <class Fn, int TPR, int ITEMS>
+template <class Fn, int TPR, int ITEMS, int CL>
 __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane,
-                                          RowCache<Fn, ITEMS> &x, const float *acc) {
+                                          const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
     constexpr int VEC = Fn::kVec;
     if constexpr (ITEMS > 0) {
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
-            const int k0 = (i * TPR + lane) * VEC;
-            p.fn.store(b, k0, tsv::span_len<VEC>(k0, p.len), x[i], acc);
+            const int k0 = (int)sh.begin + (i * TPR + lane) * VEC;
+            p.fn.store(b, k0, tsv::span_len<VEC>(k0, sh.end), x[i], acc);
         }
     } else {
-        for (int64_t k0 = (int64_t)lane * VEC; k0 < p.len; k0 += (int64_t)TPR * VEC) {
-            const int n = tsv::span_len<VEC>(k0, p.len);
-            p.fn.load(b, k0, n, x[0]);
-            p.fn.store(b, k0, n, x[0], acc);
-        }
+        span_pass<kPassDepth<Fn>>(p, b, (int64_t)lane * VEC, p.len, (int64_t)TPR * VEC,
+                                  [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { p.fn.store(b, k0, n, v, acc); });
     }
 }
 
-// MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument).
-template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks>
+// A stage's block result combined over the cluster's CL blocks in rank order (cta_part: this block's, read
+// by the others); every thread of every block calls it. The caller syncs the cluster before cta_part is
+// written again (the next row).
+template <int CL> __device__ __forceinline__ float cluster_combine(int combine, float a, float *cta_part) {
+    if constexpr (CL > 1) {
+        if (threadIdx.x == 0) *cta_part = a;
+        tst::cluster_sync();  // every block's partial is in its shared memory
+        a = tst::cluster_load(cta_part, 0, 0);
+#pragma unroll
+        for (int r = 1; r < CL; r++) a = combine2(combine, a, tst::cluster_load(cta_part, r, 0));
+    }
+    return a;
+}
+
+// MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument); CL > 1: a
+// row a cluster of CL blocks (TPR = kThreads, ITEMS > 0; the grid's x a multiple of CL).
+template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks, int CL = 1>
 __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn> p) {
     constexpr int NS = Fn::kStages, GROUPS = kThreads / TPR;
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
     static_assert(kThreads % TPR == 0 && (TPR % 32 == 0 || 32 % TPR == 0),
                   "a row's group is whole warps of one block, or an aligned part of one warp");
+    static_assert(CL == 1 || (TPR == kThreads && ITEMS > 0 && CL <= 8), "a cluster splits cached rows, a block a share");
     __shared__ float slots[NS][kThreads / 32];
+    __shared__ float cta_part[NS];  // CL > 1: this block's result of each stage, read by the cluster
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
     tst::pdl_wait();
-    const int lane = threadIdx.x % TPR;
-    for (int64_t r0 = (int64_t)blockIdx.x * GROUPS; r0 < p.rows; r0 += (int64_t)gridDim.x * GROUPS) {
+    const int lane = threadIdx.x % TPR, rank = CL > 1 ? (int)(blockIdx.x % CL) : 0;
+    const RowShare<Fn, CL> share(p.len, rank);
+    const int64_t first = (int64_t)(blockIdx.x / CL) * GROUPS, step = (int64_t)(gridDim.x / CL) * GROUPS;
+    for (int64_t r0 = first; r0 < p.rows; r0 += step) {
         const int64_t row = r0 + threadIdx.x / TPR;
         const bool live = row < p.rows;  // every thread takes part in the group reductions
         typename Fn::Base b;
         RowCache<Fn, ITEMS> x;
         if (live) bind_row(p, row, b);
-        if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS>(p, b, lane, x);
+        if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS, CL>(p, b, lane, share, x);
         float acc[NS];
 #pragma unroll
         for (int j = 0; j < NS; j++) {
-            const float part = live ? stage_part<Fn, TPR, ITEMS>(p, j, b, lane, x, acc) : identity(Fn::combine(j));
-            acc[j] = group_reduce<TPR>(part, Fn::combine(j), slots[j]);
+            const float part = live ? stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc) : identity(Fn::combine(j));
+            acc[j] = cluster_combine<CL>(Fn::combine(j), group_reduce<TPR>(part, Fn::combine(j), slots[j]), &cta_part[j]);
         }
         if constexpr (Fn::kPerRow) {
-            if (live && lane == 0) p.fn.store(b, 0, 1, x[0], acc);
+            if (live && lane == 0 && rank == 0) p.fn.store(b, 0, 1, x[0], acc);
         } else if (live) {
             if constexpr (Fn::kPerRowOuts)
-                if (lane == 0) p.fn.store_per_row(b, acc);
-            store_row<Fn, TPR, ITEMS>(p, b, lane, x, acc);
+                if (lane == 0 && rank == 0) p.fn.store_per_row(b, acc);
+            store_row<Fn, TPR, ITEMS, CL>(p, b, lane, share, x, acc);
         }
-        if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
+        if constexpr (CL > 1) tst::cluster_sync();  // no block leaves (or rewrites cta_part) while others read it
+        else if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
     }
 }
 
@@ -867,28 +936,6 @@ inline unsigned row_grid(int64_t blocks) {
 // 113, 115).
 constexpr int kColumnThreads = 512;
 constexpr int kColumnMaxCluster = 8;  // the portable cluster size
-
-// One pass of a column thread over its row's positions [first, end): spans first, first + step, ..., DEPTH
-// at a time (all loaded, then use(k0, n, x) on each), so that DEPTH·kVec loads are in flight.
-template <int DEPTH, class Fn, class Use>
-__device__ __forceinline__ void column_pass(const RowParams<Fn> &p, const typename Fn::Base &b, int64_t first, int64_t end,
-                                            int64_t step, Use &&use) {
-    float x[DEPTH][Fn::kIn][Fn::kVec];
-    for (int64_t k0 = first; k0 < end; k0 += DEPTH * step) {
-        int n[DEPTH];
-#pragma unroll
-        for (int d = 0; d < DEPTH; d++) {  // whole spans with n a constant: no per-element bounds checks
-            n[d] = tsv::span_len<Fn::kVec>(k0 + d * step, end);
-            if (n[d] == Fn::kVec) p.fn.load(b, k0 + d * step, Fn::kVec, x[d]);
-            else if (n[d] > 0) p.fn.load(b, k0 + d * step, n[d], x[d]);
-        }
-#pragma unroll
-        for (int d = 0; d < DEPTH; d++) {
-            if (n[d] == Fn::kVec) use(k0 + d * step, Fn::kVec, x[d]);
-            else if (n[d] > 0) use(k0 + d * step, n[d], x[d]);
-        }
-    }
-}
 
 // The block's partials of one stage (part_of[split][col]) combined over its SPLIT threads, then over the
 // cluster's CL CTAs in rank order (cta_part: this CTA's, read by the others); every thread of every CTA
@@ -936,7 +983,7 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
         for (int j = 0; j < NS; j++) {
             float part = identity(Fn::combine(j));
             if (live)
-                column_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+                span_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
                     part = fold_span(p.fn, j, b, k0, n, v, acc, part);
                 });
             part_of[split][col] = part;
@@ -950,7 +997,7 @@ __global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const Ro
         } else if (live) {
             if constexpr (Fn::kPerRowOuts)
                 if (split == 0 && rank == 0) p.fn.store_per_row(b, acc);
-            column_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+            span_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
                 p.fn.store(b, k0, n, v, acc);
             });
         }
@@ -1007,19 +1054,52 @@ template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks> cudaError_t launc
                        dim3(kThreads), 0, stream, 1, p);
 }
 
+// A row a cluster of CL blocks, each caching ITEMS spans a thread of its share.
+template <class Fn, int CL, int ITEMS> cudaError_t launch_row_cluster_as(const RowParams<Fn> &p, cudaStream_t stream) {
+    constexpr int64_t kMaxRows = ((int64_t)1 << 30) / CL;  // the kernel strides over the rows past it
+    const unsigned grid = (unsigned)((p.rows < kMaxRows ? p.rows : kMaxRows) * CL);
+    return tst::launch(row_kernel<Fn, kThreads, ITEMS, kMinBlocks, CL>, dim3(grid), dim3(kThreads), 0, stream, CL, p);
+}
+
+// The cluster of blocks a row takes on sm_90+ when each row needs a whole block and there are fewer rows
+// than SMs (a decode step's vocabulary, a small batch of long rows), or, with launch_row's `split`, more rows
+// each longer than a block caches: the fewest blocks a row, 2 to 8, that give every SM a block and cache the
+// row (block_spans spans each); 1 (no cluster) otherwise. Without `split`, many long rows take passes through
+// L2: which of the two is faster varies (bench/NOTES.md run 152), so tune times both (src/config.c, the
+// variant row_split, which mirrors this choice).
+inline int row_cluster(int64_t rows, int64_t spans, int64_t block_spans, int sm_count) {
+    int cl = 1;
+    while (cl < 8 && (rows * cl < sm_count || spans > cl * block_spans)) cl *= 2;
+    return cl > 1 && spans <= cl * block_spans ? cl : 1;
+}
+
 // The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,
 // 4 where that fits), so that no thread idles; 8 or 16 lanes or a warp for short rows; rows longer than a
 // block can cache take several passes. Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most
 // 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
-// RMSNorm over 4096, RMSNorm over 1024). Returns the launch error.
-template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
-    (void)sm_count;
+// RMSNorm over 4096, RMSNorm over 1024). Fewer rows than SMs, each a block's, or with `split` rows longer
+// than a block caches: split over a cluster (row_cluster). Returns the launch error.
+template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool split = false) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
     constexpr int cap = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
+    constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;        // ... as the block's group caches them
+    constexpr int IC = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap;  // ... in a cluster's block
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
+    if constexpr (IC >= 1) {
+        if (spans > 128 * I && (p.rows < sm_count || split)) {
+            const int cl = row_cluster(p.rows, spans, (int64_t)kThreads * IC, sm_count);
+            tst::DeviceFacts f;
+            const cudaError_t e = cl > 1 ? tst::device_facts(&f) : cudaSuccess;
+            if (e != cudaSuccess) return e;
+            if (cl > 1 && f.cc_major >= 9) {
+                if (cl == 2) return launch_row_cluster_as<Fn, 2, IC>(p, stream);
+                if (cl == 4) return launch_row_cluster_as<Fn, 4, IC>(p, stream);
+                return launch_row_cluster_as<Fn, 8, IC>(p, stream);
+            }
+        }
+    }
     if constexpr (cap >= 1) {
-        constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;
         if (spans <= 8) return launch_row_as<Fn, 8, 1>(p, stream);  // a group norm's 64 channels: not a warp
         if (spans <= 16) return launch_row_as<Fn, 16, 1>(p, stream);
         if (spans <= 32) return launch_row_as<Fn, 32, 1>(p, stream);

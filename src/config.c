@@ -181,8 +181,64 @@ static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel 
     return 1;
 }
 
+/* templates/row.cuh's launch_row, mirrored: kCacheFloats registers a thread for the cached operands, kThreads
+ * threads a block, up to 8 blocks a cluster. */
+enum { ROW_CACHE_FLOATS = 32, ROW_THREADS = 256, ROW_MAX_CLUSTER = 8 };
+
+static int row_cached_operands(const ts_kernel *k) {
+    int n = 0;
+    for (int s = 0; s < k->nacc; s++) n += ts_row_operand_cached(k, s);
+    return n > 0 ? n : 1;
+}
+
+int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k) {
+    const int vec = ts_kernel_span_vec(p, k), cap = ROW_CACHE_FLOATS / (row_cached_operands(k) * vec);
+    const int items = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap; /* launch_row's IC */
+    return (int64_t)ROW_THREADS * items * vec;
+}
+
+/* Whether ROW kernel k's rows each take a whole block of row.cuh (more than half of what one caches). */
+static bool row_whole_blocks(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+    const int vec = ts_kernel_span_vec(p, k), cap = ROW_CACHE_FLOATS / (row_cached_operands(k) * vec);
+    return g->axes[k->red_axis].size > (int64_t)ROW_THREADS / 2 * (cap >= 4 ? 4 : cap >= 2 ? 2 : 1) * vec;
+}
+
+static double row_count(const ts_graph *g, const ts_kernel *k) {
+    return ts_access_numel(g, &k->out) / (k->per_row ? 1 : (double)g->axes[k->red_axis].size);
+}
+
+/* row.cuh row_cluster: rows needing a whole block, fewer than the SMs, or longer than a block caches with
+ * row_split: the fewest blocks a row, 2 to 8, that give every SM a block (few rows) and cache the row; 1
+ * otherwise. */
+int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
+    if (k->kind != TS_KERNEL_ROW || k->columns || !row_whole_blocks(g, p, k)) return 1;
+    const int64_t len = g->axes[k->red_axis].size, block = ts_config_row_block_len(p, k);
+    const double rows = row_count(g, k);
+    if (block == 0 || !(rows < sms || (k->cfg.row_split && len > block))) return 1;
+    int cl = 1;
+    while (cl < ROW_MAX_CLUSTER && (rows * cl < sms || len > cl * block)) cl *= 2;
+    return cl > 1 && len <= cl * block ? cl : 1;
+}
+
+double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
+    if (k->kind != TS_KERNEL_ROW || k->columns || !row_whole_blocks(g, p, k)) return 1;
+    return fmin(1, row_count(g, k) * ts_config_row_cluster(g, p, k, sms) / sms);
+}
+
+/* ROW kernel k's variant over rows longer than a block caches (up to a cluster's worth): row_split toggled —
+ * split over clusters, or passes through L2 (many rows; fewer than SMs are split either way). */
+static int row_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, ts_kernel_config *out, int max) {
+    if (k->columns || max < 1) return 0;
+    const int64_t len = g->axes[k->red_axis].size, block = ts_config_row_block_len(p, k);
+    if (block == 0 || len <= block || len > ROW_MAX_CLUSTER * block) return 0;
+    out[0] = k->cfg;
+    out[0].row_split = !k->cfg.row_split;
+    return 1;
+}
+
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
                        ts_kernel_config *out, int max) {
+    if (k->kind == TS_KERNEL_ROW) return row_variants(g, p, k, out, max);
     if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(p, k)) return 0; /* cuBLASLt's alone */
     int n = 0;
     if (ts_gemm_fp32(p, k)) { /* the other fp32 tile */
@@ -278,6 +334,8 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
         snprintf(buf, n, "%dx%d, %d stages%s%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages,
                  k->cfg.cluster_m > 1 ? ", cluster" : "", k->cfg.pingpong ? ", ping-pong" : "", dec);
     }
+    else if (k->kind == TS_KERNEL_ROW && k->cfg.row_split)
+        snprintf(buf, n, "long rows split over clusters");
     else if (n) buf[0] = 0;
     return buf;
 }

@@ -19,10 +19,19 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
 
 /* The configurations tune may time for kernel k of plan p besides k->cfg (GEMMs on sm_90a: other tile
  * shapes, pipeline depths and a cluster of 2; with allow_library, cuBLASLt where libgemm.h matches the
- * kernel, the last), at most max into out; returns how many (0 for other kinds; a GEMM that runs only its
- * skinny form has only the library one). Each is k->cfg with the sm_90a fields, or `library`, replaced. */
+ * kernel, the last; a ROW kernel over rows longer than a block caches: row_split), at most max into out;
+ * returns how many (0 for other kinds; a GEMM that runs only its skinny form has only the library one). Each
+ * is k->cfg with the sm_90a fields, `library` or `row_split` replaced. */
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
                        ts_kernel_config *out, int max);
+/* ROW kernel k of plan p (along the contiguous axis): the longest row one block of templates/row.cuh caches in
+ * registers (launch_row: 32 floats a thread over its cached operands, 256 threads), and the blocks of the
+ * cluster each row takes (row_cluster: 1 for none) at the graph's typical sizes on a GPU of `sms` SMs. */
+int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k);
+int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
+/* ... and the share of the SMs its launch streams through: 1 unless fewer rows than SMs each take a block
+ * (or a cluster of blocks that still leaves SMs idle). */
+double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 /* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
 enum { TS_CONFIG_MAX_VARIANTS = 8 };
 /* GEMMs of at most this many rows run the skinny (decode-size) form. */

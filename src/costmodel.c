@@ -397,6 +397,19 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             wave = fmin(1, groups * cl / (2.0 * m->sms)) * rows / (groups * cols); /* less a last group's idle lanes */
         } else {
             row_stage_loads = uncached_stages(k) * ceil(rows / m->sms);
+            /* rows longer than a block caches (templates/row.cuh launch_row): a pass over the cached operands
+             * per stage and one for the outputs, re-read through L2 at about the DRAM rate — or, as row_split,
+             * each row over a cluster of blocks, measured as fast or slower for many rows (run 152: its stages
+             * wait on cluster barriers), so both are priced alike and tune times them. Fewer rows than SMs take
+             * clusters (ts_config_row_cluster) and stream through rows × blocks SMs. */
+            const double len = size_of(g, k->red_axis);
+            if (len > (double)ts_config_row_block_len(p, k)) {
+                double cached = 0;
+                for (int i = 0; i < k->nacc; i++)
+                    if (ts_row_operand_cached(k, i)) cached += ts_access_bytes(g, p, &k->acc[i]);
+                bytes += cached * (k->nstage + (k->per_row ? 0 : 1) - 1);
+            }
+            wave = ts_config_row_sm_share(g, p, k, m->sms);
         }
         break;
     }
@@ -552,7 +565,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->simt_gemm_flops / (m->fma_flops_per_s * m->cublas_fp32_efficiency * w->wave_efficiency));
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
     double bw_eff = w->skinny    ? m->skinny_gemm_efficiency * w->wave_efficiency
-                    : w->columns || w->kind == TS_KERNEL_REDUCE ? eff * w->wave_efficiency
+                    : w->columns || w->kind == TS_KERNEL_REDUCE || w->kind == TS_KERNEL_ROW ? eff * w->wave_efficiency
                     : matrix     ? 1
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));

@@ -270,7 +270,10 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * columns_efficiency); eff' = 1 for GEMM (its FMA work is the epilogue) else eff; eff'' = 1 for GEMM
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight); a ROW kernel
- * down columns and a REDUCE kernel: eff'' = eff · wave, wave the share of two blocks an SM their launch fills. */
+ * down columns and a REDUCE kernel: eff'' = eff · wave, wave the share of two blocks an SM their launch fills;
+ * any other ROW kernel: eff · wave, wave the share of the SMs its rows' clusters fill (1 unless fewer rows than
+ * SMs need a block each: ts_config_row_cluster); its bytes count the cached operands again for each pass a row
+ * too long for a block's registers takes. */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);
 
 /* Predicts every kernel of p (at the graph's current sizes: dynamic axes at their typical size) and the

@@ -1333,8 +1333,8 @@ static void emit_row_launch(emitter *e, int ki, const ts_kernel *k) {
         fprintf(e->f, "        p.rows *= p.rsize[%d];\n", r++);
     }
     print_assign(e, "p.len", ts_sym_axis(e->g, &e->dyn, k->red_axis));
-    fprintf(e->f, "        err = tsw::launch_row%s(p, sms, stream);\n        if (err != cudaSuccess) return err;\n    }\n",
-            k->columns ? "_columns" : "");
+    fprintf(e->f, "        err = tsw::launch_row%s(p, sms, stream%s);\n        if (err != cudaSuccess) return err;\n    }\n",
+            k->columns ? "_columns" : "", k->cfg.row_split ? ", true /* long rows split over clusters */" : "");
 }
 
 static void emit_kernel_launch(emitter *e, int ki, const ts_kernel *k) {

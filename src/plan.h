@@ -102,7 +102,10 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     fb_tile_m x fb_tile_n x fb_tile_k tiles, warps fb_warps_m x fb_warps_n, fb_stages; tile_m, tile_n and
  *     stages mirror them (the cost model's waves); no skinny or sm_90a form.
  *   GEMM, library: cuBLASLt runs it (templates/cublaslt.cuh; only with --allow-cublas, only where libgemm.h
- *     matches it), the fields above then describing the own kernel it falls back to. */
+ *     matches it), the fields above then describing the own kernel it falls back to.
+ *   ROW (along the contiguous axis): row_split, for rows longer than one block caches (ts_config_row_block_len)
+ *     — fewer rows than SMs are always split over a cluster (ts_config_row_cluster); more take passes through
+ *     L2 unless row_split, a variant tune times (bench/NOTES.md run 152: either may win). */
 typedef struct {
     int tile_m, tile_n, stages, cluster_m;
     bool pingpong;
@@ -114,6 +117,8 @@ typedef struct {
     bool walk;     /* MAP: neighbouring threads step along output dimension walk_dim, not the innermost */
     int walk_dim;  /* (map.cuh's transposed walk: an operand whose unit stride is along that dimension) */
     bool tf32x3;   /* GEMM: fp32 operands, gemm_f32.cuh's kernel (above) */
+    bool row_split; /* ROW: rows longer than a block caches, more of them than SMs: each split over a cluster of
+                     * blocks that cache their shares (row.cuh launch_row's `split`), not a pass a stage */
     bool library;  /* GEMM: run by cuBLASLt (libgemm.h) */
 } ts_kernel_config;
 

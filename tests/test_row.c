@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "costmodel.h"
 #include "emit.h"
 #include "plan.h"
@@ -105,16 +106,21 @@ typedef struct {
     ts_plan p;
 } fixture;
 
-static void fixture_load(fixture *f) {
+/* f's graph with t (typical) and d at the given sizes (0: the YAML's), its hand-built plan, predicted. */
+static void fixture_load_sized(fixture *f, int64_t t, int64_t d_len) {
     ts_diags d;
     cr_assert_eq(ts_spec_load(&f->spec, ROW_YAML, &d), 0);
     cr_assert_eq(ts_check(&f->spec, NULL, &f->g, &d), 0);
     ts_diags_free(&d);
     cr_assert_eq(ts_costmodel_load(&f->cm, "costmodel/h200.yaml", &d), 0);
     ts_diags_free(&d);
+    if (t) f->g.axes[axis_named(&f->g, "t")].size = t;
+    if (d_len) f->g.axes[axis_named(&f->g, "d")].size = d_len;
     row_plan(&f->g, &f->p);
     ts_costmodel_predict(&f->cm, &f->g, &f->p);
 }
+
+static void fixture_load(fixture *f) { fixture_load_sized(f, 0, 0); }
 
 static void fixture_free(fixture *f) {
     ts_plan_free(&f->p);
@@ -224,6 +230,54 @@ Test(row, cost_model_counts_each_output_once_and_each_stage_per_element) {
     cr_assert_float_eq(ts_costmodel_efficiency(&f.cm, TS_KERNEL_ROW), f.cm.row_efficiency, 0);
     double t = f.cm.launch_s + w.bytes / (f.cm.dram_bytes_per_s * f.cm.row_efficiency);
     cr_assert_float_eq(f.p.k[0].predicted_s, t, 1e-12 * t, "DRAM-bound at row_efficiency");
+    fixture_free(&f);
+}
+
+/* Rows longer than one block of row.cuh caches (X and R: 2 operands of 8-element spans, 32 floats a thread
+ * over 256 threads: 4096 positions): many rows take passes through L2 — priced as re-reading the cached
+ * operands once per later stage and for the outputs — or, as the variant tune times, clusters of blocks;
+ * fewer rows than SMs take clusters that fill the SMs, and stream through those SMs only. */
+Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters) {
+    fixture f;
+    fixture_load_sized(&f, 512, 8192);
+    ts_kernel *k = &f.p.k[0];
+    cr_assert_eq(ts_config_row_block_len(&f.p, k), 4096);
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 1, "512 rows: passes, no cluster");
+    ts_kernel_work w;
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
+    const double in = 2.0 * 512 * 8192 * 2; /* X and R */
+    /* X, R, H and Y once, g once; then X and R again for stage 1 and again for the outputs */
+    cr_assert_float_eq(w.bytes, 2 * in + 8192 * 2 + 2 * in, 1e-6 * w.bytes);
+    cr_assert_float_eq(w.wave_efficiency, 1, 0);
+
+    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, alt, TS_CONFIG_MAX_VARIANTS), 1);
+    cr_assert(alt[0].row_split, "the variant splits the rows over clusters");
+    k->cfg = alt[0];
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 2, "two blocks cache 8192 positions");
+    ts_kernel_work split;
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &split);
+    cr_assert_float_eq(split.bytes, w.bytes, 0, "priced alike: tune tells them apart");
+    char *err = NULL, *hdr = emit(&f, "tests/golden/templates", &err);
+    cr_assert_not_null(hdr, "%s", err);
+    cr_assert_not_null(strstr(hdr, "err = tsw::launch_row(p, sms, stream, true /* long rows split over clusters */);"));
+    free(hdr);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, alt, TS_CONFIG_MAX_VARIANTS), 1);
+    cr_assert(!alt[0].row_split, "and back");
+    fixture_free(&f);
+
+    /* 16 rows of 8192: 8 blocks a row (16 · 8 = 128 of 132 SMs), each row in registers: no re-read */
+    fixture_load_sized(&f, 16, 8192);
+    k = &f.p.k[0];
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 8);
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
+    cr_assert_float_eq(w.wave_efficiency, 16.0 * 8 / 132, 1e-12);
+    fixture_free(&f);
+
+    /* rows a block caches get no variant; 1024 positions over 512 rows need no cluster */
+    fixture_load(&f);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, &f.p.k[0], false, alt, TS_CONFIG_MAX_VARIANTS), 0);
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, &f.p.k[0], 132), 1);
     fixture_free(&f);
 }
 

@@ -133,6 +133,22 @@ struct Softmax : OneOperandRows {
     }
 };
 
+// A row's log-sum-exp, once per row (kPerRow): max + ln Σ e^(x − max); stage 0 max x, stage 1 Σ 2^(c(x − acc0))
+struct LogSumExp : OneOperandRows {
+    static constexpr int kStages = 2;
+    static constexpr bool kPerRow = true, kPerRowOuts = false;
+    float *y;  // [rows]
+    __device__ static constexpr int combine(int j) { return j == 0 ? tsw::kMax : tsw::kSum; }
+    __device__ void stage(int j, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *acc,
+                          float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) s[i] = j == 0 ? v[0][i] : exp2f(kLog2e * (v[0][i] - acc[0]));
+    }
+    __device__ void store(const Base &b, int64_t, int, const float (&)[kIn][kVec], const float *acc) const {
+        y[b.off / ld] = acc[0] + logf(acc[1]);
+    }
+};
+
 // h = x + r; y = h · rsqrt(mean(h²) + eps) · g (both written)
 struct ResidualRmsNorm {
     static constexpr int kVec = 8, kIn = 2, kStages = 1;
@@ -337,7 +353,7 @@ template <int TPR, int ITEMS, int MINB> struct LaunchShape {
 };
 using SweptShapes = std::tuple<LaunchShape<0, 0, 0>, LaunchShape<128, 4, 1>, LaunchShape<256, 2, 3>, LaunchShape<256, 2, 4>,
                                LaunchShape<128, 0, 4>, LaunchShape<32, 4, 1>, LaunchShape<32, 4, 4>, LaunchShape<64, 2, 4>,
-                               LaunchShape<128, 4, 4>>;
+                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>>;
 constexpr size_t kShapes = std::tuple_size_v<SweptShapes>;
 static size_t g_shape = 0;  // the shape `launch` uses: an index into SweptShapes
 
@@ -413,6 +429,29 @@ static void softmax_case(int64_t rows, int64_t len, int shift, int sms) {
     }
     double err = score(y.fetch(), want, 1e-6, 4e-3);
     record("softmax", rows, len, shift, 2.0 * rows * len * 2, time_us([&] { return launch(fn, rows, len, sms); }), err);
+}
+
+static void lse_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true);
+    float *y = nullptr;
+    CK(cudaMalloc(&y, rows * sizeof(float)));
+    CK(cudaMemset(y, 0xff, rows * sizeof(float)));  // NaN
+    LogSumExp fn{{x.d, len}, y};
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<float> got((size_t)rows);
+    CK(cudaMemcpy(got.data(), y, rows * sizeof(float), cudaMemcpyDeviceToHost));
+    std::vector<double> want((size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        double m = -INFINITY, s = 0;
+        for (int64_t k = 0; k < len; k++) m = std::max(m, (double)x.h[r * len + k]);
+        for (int64_t k = 0; k < len; k++) s += std::exp(x.h[r * len + k] - m);
+        want[r] = m + std::log(s);
+    }
+    double err = score(got, want, 1e-4, 1e-5);
+    record("logsumexp (per row)", rows, len, shift, 2.0 * rows * len + 4.0 * rows,
+           time_us([&] { return launch(fn, rows, len, sms); }), err);
+    CK(cudaFree(y));
 }
 
 static void residual_case(int64_t rows, int64_t len, int shift, int sms) {
@@ -576,9 +615,40 @@ static void sweep(int sms) {
     g_label.clear();
 }
 
+// `row_test long`: rows longer than a block caches — launch_row's choice (fewer rows than SMs: a cluster's
+// blocks caching shares of the row, on sm_90+) against a pass per stage and one for the outputs (256 threads a
+// row, nothing cached). bench/NOTES.md run 152 has what else was timed beside them.
+static void long_sweep(int sms) {
+    const struct {
+        void (*run)(int64_t, int64_t, int, int);
+        int64_t rows, len;
+    } cases[] = {{residual_case, 4096, 4096},   // cached a block a row by launch_row: its passes beside it
+                 {softmax_case, 2048, 32000},   {lse_case, 2048, 32000},       {lse_case, 16, 128256},
+                 {residual_case, 4096, 8192},   {residual_case, 2048, 16384},  {layernorm_case, 1024, 32768},
+                 {rmsnorm_case, 4096, 16384},   {layernorm_case, 2048, 16384}, {softmax_case, 2048, 16384},
+                 {rmsnorm_case, 512, 65536},    {softmax_case, 512, 128256},
+                 // fewer rows than SMs: a cluster a row
+                 {softmax_case, 16, 16384},     {rmsnorm_case, 16, 16384},     {layernorm_case, 16, 16384},
+                 {lse_case, 8, 32000},          {softmax_case, 1, 32000},      {residual_case, 64, 8192},
+                 {rmsnorm_case, 32, 4096},      {softmax_case, 4, 65536}};
+    const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
+    for (const auto &c : cases)
+        for (size_t v = 0; v < kShapes; v++) {
+            const ShapeInfo &sh = shapes[v];
+            const bool passes = sh.tpr == 256 && sh.items == 0 && sh.minb == 4;
+            if (sh.tpr != 0 && !passes) continue;
+            g_shape = v;
+            g_label = passes ? " [passes]" : " [launch_row]";
+            c.run(c.rows, c.len, 0, sms);
+        }
+    g_shape = 0;
+    g_label.clear();
+}
+
 int main(int argc, char **argv) {
     const bool column_sweep_only = argc > 1 && std::string(argv[1]) == "colsweep";
-    const bool sweep_only = column_sweep_only || (argc > 1 && std::string(argv[1]) == "sweep");
+    const bool long_only = argc > 1 && std::string(argv[1]) == "long";
+    const bool sweep_only = column_sweep_only || long_only || (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -598,16 +668,21 @@ int main(int argc, char **argv) {
         {1000, 100, 0},    // very short rows: one span per lane, 16 lanes per row
         {65536, 64, 0},    // a group norm's 64 channels: 8 lanes per row
         {4096, 20, 1},     // 3 spans of 8 lanes, misaligned: partial spans on the scalar path
-        {64, 40000, 0},    // rows too long to cache: a pass per stage through L2
-        {4096, 16384, 0},  // long rows, still cached (8 spans per thread)
+        {64, 40000, 0},    // rows too long for a block: a cluster of 8 caches them (sm_90+)
+        {300, 32000, 0},   // a vocabulary: a cluster of 4 (sm_90+)
+        {37, 20011, 1},    // odd, misaligned: a cluster of 4 with partial shares
+        {16, 80000, 0},    // too long for 8 blocks: a pass per stage through L2
+        {4096, 16384, 0},  // long rows: 8 spans a thread cached, or a cluster of 2 (two operands)
     };
     if (column_sweep_only) column_sweep(sms);
+    else if (long_only) long_sweep(sms);
     else if (sweep_only) sweep(sms);
     for (const auto &s : shapes) {
         if (sweep_only) break;
         rmsnorm_case(s.rows, s.len, s.shift, sms);
         layernorm_case(s.rows, s.len, s.shift, sms);
         softmax_case(s.rows, s.len, s.shift, sms);
+        lse_case(s.rows, s.len, s.shift, sms);
         residual_case(s.rows, s.len, s.shift, sms);
         map_case(s.rows, s.len, s.shift, sms);
     }
@@ -638,7 +713,7 @@ int main(int argc, char **argv) {
         transpose_case<-1>(t.rows, t.len, t.shift, sms);
     }
     copy_case(8192, 4096, sms);
-    if (sweep_only) copy_case(4096, 4096 * 2, sms);
+    if (sweep_only && !long_only) copy_case(4096, 4096 * 2, sms);
 
     printf("\n%-40s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
     int failed = 0;
