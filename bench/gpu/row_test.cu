@@ -9,7 +9,9 @@
 // with CUDA events with L2 flushed before each, as GB/s (bytes read + written once) and % of 4.3 TB/s.
 // The functors are written the way src/emit.c writes them. Every CUDA call is checked. Exit status 1 when
 // any case fails. Build: make gpu-build (build/gpu/row_test); run on the GPU: build/gpu/row_test, or
-// build/gpu/row_test sweep for the launch shapes compared on the bandwidth-bound cases only.
+// build/gpu/row_test sweep for the launch shapes compared on the bandwidth-bound cases only, `long` for rows
+// longer than a block caches (launch_row, its `split` and the passes side by side), `cluster` for the rows
+// clusters split, at sizes compute-sanitizer finishes.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -353,12 +355,13 @@ template <int TPR, int ITEMS, int MINB> struct LaunchShape {
 };
 using SweptShapes = std::tuple<LaunchShape<0, 0, 0>, LaunchShape<128, 4, 1>, LaunchShape<256, 2, 3>, LaunchShape<256, 2, 4>,
                                LaunchShape<128, 0, 4>, LaunchShape<32, 4, 1>, LaunchShape<32, 4, 4>, LaunchShape<64, 2, 4>,
-                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>>;
+                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>, LaunchShape<-1, 0, 0>>;
 constexpr size_t kShapes = std::tuple_size_v<SweptShapes>;
 static size_t g_shape = 0;  // the shape `launch` uses: an index into SweptShapes
 
 template <class Fn, class S> static cudaError_t launch_as(const tsw::RowParams<Fn> &p, int sms) {
     if constexpr (S::tpr == 0) return tsw::launch_row(p, sms, 0);
+    else if constexpr (S::tpr < 0) return tsw::launch_row(p, sms, 0, true);  // long rows split over clusters
     else return tsw::launch_row_as<Fn, S::tpr, S::items, S::minb>(p, 0);
 }
 
@@ -601,6 +604,7 @@ static void sweep(int sms) {
         for (size_t v = 0; v < kShapes; v++) {
             const ShapeInfo &sh = shapes[v];
             const int64_t cached = (int64_t)sh.tpr * sh.items * 8;  // kVec 8
+            if (sh.tpr < 0) continue;
             if (sh.tpr > 0 && sh.items > 0 && (cached < c.len || cached >= 4 * c.len)) continue;
             if (sh.tpr > 0 && sh.items == 0 && sh.tpr * 8 > c.len) continue;
             char label[48];
@@ -636,11 +640,41 @@ static void long_sweep(int sms) {
         for (size_t v = 0; v < kShapes; v++) {
             const ShapeInfo &sh = shapes[v];
             const bool passes = sh.tpr == 256 && sh.items == 0 && sh.minb == 4;
-            if (sh.tpr != 0 && !passes) continue;
+            if (sh.tpr > 0 && !passes) continue;
             g_shape = v;
-            g_label = passes ? " [passes]" : " [launch_row]";
+            g_label = passes ? " [passes]" : sh.tpr < 0 ? " [launch_row split]" : " [launch_row]";
             c.run(c.rows, c.len, 0, sms);
         }
+    g_shape = 0;
+    g_label.clear();
+}
+
+// The split index of SweptShapes: launch_row with `split` (long rows over clusters whatever their count).
+static size_t split_shape() {
+    const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
+    for (size_t v = 0; v < shapes.size(); v++)
+        if (shapes[v].tpr < 0) return v;
+    return 0;
+}
+
+// Every row functor over rows a cluster splits: few rows (launch_row's own clusters) and, with `split`, many;
+// small enough for compute-sanitizer (`row_test cluster`).
+static void cluster_cases(int sms) {
+    const struct {
+        int64_t rows, len;
+        int shift;
+        bool split;
+    } cases[] = {{16, 16384, 0, false}, {8, 32000, 0, false}, {37, 20011, 1, false}, {3, 40000, 2, false},
+                 {200, 12000, 0, true}, {150, 20011, 1, true}};
+    for (const auto &c : cases) {
+        g_shape = c.split ? split_shape() : 0;
+        g_label = c.split ? " [split]" : "";
+        rmsnorm_case(c.rows, c.len, c.shift, sms);
+        layernorm_case(c.rows, c.len, c.shift, sms);
+        softmax_case(c.rows, c.len, c.shift, sms);
+        lse_case(c.rows, c.len, c.shift, sms);
+        residual_case(c.rows, c.len, c.shift, sms);
+    }
     g_shape = 0;
     g_label.clear();
 }
@@ -648,7 +682,9 @@ static void long_sweep(int sms) {
 int main(int argc, char **argv) {
     const bool column_sweep_only = argc > 1 && std::string(argv[1]) == "colsweep";
     const bool long_only = argc > 1 && std::string(argv[1]) == "long";
-    const bool sweep_only = column_sweep_only || long_only || (argc > 1 && std::string(argv[1]) == "sweep");
+    const bool cluster_only = argc > 1 && std::string(argv[1]) == "cluster";
+    const bool sweep_only =
+        column_sweep_only || long_only || cluster_only || (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -676,7 +712,9 @@ int main(int argc, char **argv) {
     };
     if (column_sweep_only) column_sweep(sms);
     else if (long_only) long_sweep(sms);
+    else if (cluster_only) cluster_cases(sms);
     else if (sweep_only) sweep(sms);
+    if (!sweep_only) cluster_cases(sms);
     for (const auto &s : shapes) {
         if (sweep_only) break;
         rmsnorm_case(s.rows, s.len, s.shift, sms);
@@ -712,8 +750,8 @@ int main(int argc, char **argv) {
         transpose_case<0>(t.rows, t.len, t.shift, sms);
         transpose_case<-1>(t.rows, t.len, t.shift, sms);
     }
-    copy_case(8192, 4096, sms);
-    if (sweep_only && !long_only) copy_case(4096, 4096 * 2, sms);
+    if (!cluster_only) copy_case(8192, 4096, sms);
+    if (sweep_only && !long_only && !cluster_only) copy_case(4096, 4096 * 2, sms);
 
     printf("\n%-40s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
     int failed = 0;
