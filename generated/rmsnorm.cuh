@@ -652,7 +652,8 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // group of TPR threads per row (8 or 16 lanes of a warp for short rows, a warp, up to a
 // 256-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
 // thread) are cached in registers, so later stages and the outputs never re-read memory; longer rows take
-// one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0), or, with launch_row's
+// one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0; a maximum and the sum of
+// exponentials after it in one pass where the functor declares kOnline: an online softmax), or, with launch_row's
 // `split` (a configuration tune times), each over a cluster of up to 8 blocks that cache its shares (sm_90+).
 // Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
 // always take such clusters, so that every SM streams. Operands and outputs move through span.cuh:
@@ -675,7 +676,12 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //                                     //   row (x unused), e.g. log-sum-exp's max + log Σ exp(x - max)
 //     static constexpr bool kPerRowOuts; // besides per-position outputs, some once per row (a row's max
 //     __device__ void store_per_row(const Base &b, const float *acc) const;  // returned beside the
-//   };                                //   normalised row): once per row, after the stages; only if true
+//                                     //   normalised row): once per row, after the stages; only if true
+//     static constexpr int kOnline;   // optional (-1: none): stage j = kOnline a maximum whose next stage
+//     __device__ float merge(float part_sum, float part_max, float new_max) const;  // is a sum of exponentials
+//   };                                //   of the difference: part_sum rescaled from part_max to new_max, so
+//                                     //   that a pass over an uncached row folds both (an online softmax)
+
 
 namespace tsw {
 
@@ -807,6 +813,43 @@ __device__ __forceinline__ void span_pass(const RowParams<Fn> &p, const typename
     }
 }
 
+// Fn::kOnline where the functor declares it, else -1.
+template <class Fn, class = void> struct OnlineStage {
+    static constexpr int value = -1;
+};
+template <class Fn> struct OnlineStage<Fn, std::void_t<decltype(Fn::kOnline)>> {
+    static constexpr int value = Fn::kOnline;
+};
+
+// Stages j (a maximum) and j + 1 (a sum of exponentials of the difference) in one pass over an uncached row:
+// this thread's running maximum m and its sum s, rescaled by Fn::merge whenever the maximum grows (an online
+// softmax). Spans while the maximum is -inf add nothing: their terms vanish against any later finite maximum.
+template <class Fn, int TPR>
+__device__ __forceinline__ void online_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
+                                            const float *acc, float &m, float &s) {
+    constexpr int VEC = Fn::kVec;
+    float now[Fn::kStages];  // the earlier stages' results, stage j's the running maximum
+#pragma unroll
+    for (int i = 0; i < Fn::kStages; i++) now[i] = i < j ? acc[i] : 0.f;
+    m = -INFINITY, s = 0.f;
+    span_pass<kPassDepth<Fn>>(p, b, (int64_t)lane * VEC, p.len, (int64_t)TPR * VEC,
+                              [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+        float y[VEC];
+        p.fn.stage(j, b, k0, n, v, now, y);
+        float top = m;
+#pragma unroll
+        for (int i = 0; i < VEC; i++)
+            if (i < n) top = fmaxf(top, y[i]);
+        if (top == -INFINITY) return;
+        if (top > m) s = s != 0.f ? p.fn.merge(s, m, top) : 0.f, m = top;
+        now[j] = m;
+        p.fn.stage(j + 1, b, k0, n, v, now, y);
+#pragma unroll
+        for (int i = 0; i < VEC; i++)
+            if (i < n) s += y[i];
+    });
+}
+
 // Step 2: this thread's share of stage j over the row (acc[0..j) are the earlier stages' results).
 template <class Fn, int TPR, int ITEMS, int CL>
 __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
@@ -885,6 +928,19 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
         float acc[NS];
 #pragma unroll
         for (int j = 0; j < NS; j++) {
+            if constexpr (ITEMS == 0 && OnlineStage<Fn>::value >= 0) {  // stage j + 1 folded into j's pass
+                constexpr int J = OnlineStage<Fn>::value;
+                static_assert(J + 1 < NS, "kOnline: a maximum followed by a sum");
+                if (j == J + 1) continue;
+                if (j == J) {
+                    float m = -INFINITY, s = 0.f;
+                    if (live) online_part<Fn, TPR>(p, J, b, lane, acc, m, s);
+                    acc[J] = group_reduce<TPR>(m, kMax, slots[J]);
+                    s = s != 0.f ? p.fn.merge(s, m, acc[J]) : 0.f;
+                    acc[J + 1] = group_reduce<TPR>(s, kSum, slots[J + 1]);
+                    continue;
+                }
+            }
             const float part = live ? stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc) : identity(Fn::combine(j));
             acc[j] = cluster_combine<CL>(Fn::combine(j), group_reduce<TPR>(part, Fn::combine(j), slots[j]), &cta_part[j]);
         }
@@ -3416,6 +3472,7 @@ struct K0 {
         }
         tsv::store_span<kVec>(q0 + b.out[0], 0, k0, n, y0);
     }
+    static constexpr int kOnline = -1;
 };
 
 static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, int sms, cudaStream_t stream) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "rowstat.h"
 #include "spec.h"
 #include "util.h"
 
@@ -398,16 +399,21 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         } else {
             row_stage_loads = uncached_stages(k) * ceil(rows / m->sms);
             /* rows longer than a block caches (templates/row.cuh launch_row): a pass over the cached operands
-             * per stage and one for the outputs, re-read through L2 at about the DRAM rate — or, as row_split,
+             * per stage (a maximum and the sum of exponentials after it in one: row.cuh kOnline) and one for the
+             * outputs, re-read through L2 at about the DRAM rate — or, as row_split,
              * each row over a cluster of blocks, measured as fast or slower for many rows (run 152: its stages
              * wait on cluster barriers), so both are priced alike and tune times them. Fewer rows than SMs take
              * clusters (ts_config_row_cluster) and stream through rows × blocks SMs. */
             const double len = size_of(g, k->red_axis);
-            if (len > (double)ts_config_row_block_len(p, k)) {
+            const bool few = rows < m->sms && ts_config_row_cluster(g, p, k, m->sms) > 1; /* cached by a cluster */
+            if (len > (double)ts_config_row_block_len(p, k) && !few) {
                 double cached = 0;
                 for (int i = 0; i < k->nacc; i++)
                     if (ts_row_operand_cached(k, i)) cached += ts_access_bytes(g, p, &k->acc[i]);
-                bytes += cached * (k->nstage + (k->per_row ? 0 : 1) - 1);
+                ts_expr merge;
+                const int online = ts_row_online_stage(k, &merge) >= 0;
+                free(merge.node);
+                bytes += cached * (k->nstage - online + (k->per_row ? 0 : 1) - 1);
             }
             wave = ts_config_row_sm_share(g, p, k, m->sms);
         }

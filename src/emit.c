@@ -20,6 +20,7 @@
 #include "util.h"
 #include "version.h"
 #include "libgemm.h"
+#include "rowstat.h"
 #include "workspace.h"
 
 typedef struct {
@@ -1275,6 +1276,24 @@ static void emit_row_store_per_row(emitter *e, const ts_kernel *k, const index_m
     fputs("    }\n", e->f);
 }
 
+/* kOnline and merge(): a maximum and the sum after it that a pass over an uncached row folds together
+ * (rowstat.h ts_row_online_stage; row.cuh); kOnline = -1 where no stage pair folds. */
+static void emit_row_online(emitter *e, const ts_kernel *k, const index_map *m) {
+    ts_expr merge;
+    const int j = ts_row_online_stage(k, &merge);
+    fprintf(e->f, "    static constexpr int kOnline = %d;\n", j);
+    if (j >= 0) {
+        const char *names[2 + 2 * TS_ROW_MAX_STAGES];
+        for (int i = 0; i < 2 + 2 * TS_ROW_MAX_STAGES; i++) names[i] = "0.f";
+        names[2 + j] = "part_max", names[2 + j + 1] = "part_sum", names[2 + TS_ROW_MAX_STAGES + j] = "new_max";
+        fputs("    __device__ __forceinline__ float merge(float part_sum, float part_max, float new_max) const {\n"
+              "        (void)part_sum, (void)part_max, (void)new_max;\n", e->f);
+        print_expr(e, k, &merge, m, names, "        ");
+        fprintf(e->f, "        return v%d;\n    }\n", merge.n - 1);
+    }
+    free(merge.node);
+}
+
 /* The functor of a ROW kernel (the interface row.cuh documents). */
 static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     int ncached, *cache = row_cached(k, &ncached), nrow = row_ndim(e, k);
@@ -1303,6 +1322,7 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     emit_row_store(e, k, &m, cache);
     if (row_has_per_row_outs(k)) emit_row_store_per_row(e, k, &m);
     e->load_expr = NULL;
+    emit_row_online(e, k, &m);
     fputs("};\n\n", e->f);
     for (int s = 0; s < k->nacc; s++) free(loads[s]);
     free(loads);

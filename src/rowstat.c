@@ -343,8 +343,9 @@ static int acc_read(const ts_expr *x) {
  * result (it sums or maximizes alone); a sum reading one earlier maximum k of a term X (stage[k]) only through
  * exponentials of X − ACC k, such as Σ exp(x − max x), the tile's sum times that term at X = the tile's maximum
  * and ACC k = the row's: exp(x − M) = exp(x − m)·exp(m − M). The second form is checked on samples against the
- * identity (term(x, M) = term(x, m)·term(m, M) for x ≤ m ≤ M) before it is accepted. False when neither holds. */
-static bool merge_of(const ts_kernel *r, int j, ts_expr *merge) {
+ * identity (term(x, M) = term(x, m)·term(m, M) for x ≤ m ≤ M) before it is accepted, its operands sampled as
+ * one value (one_value: a GEMM's product, every slot) or each its own. False when neither holds. */
+static bool merge_of(const ts_kernel *r, int j, bool one_value, ts_expr *merge) {
     const ts_expr *x = &r->stage[j];
     const int k = acc_read(x), part = 2 + j;
     if (k == -1) { /* the tile's result itself */
@@ -365,7 +366,8 @@ static bool merge_of(const ts_kernel *r, int j, ts_expr *merge) {
         double load[64] = {0}, acc[2 + 2 * TS_ROW_MAX_STAGES] = {0};
         if (r->nacc > 64) return free(shift.node), false;
         load[0] = 16 * ts_uniform(&s) - 8;
-        for (int i = 1; i < r->nacc; i++) load[i] = load[0]; /* every slot is the product's element */
+        for (int i = 1; i < r->nacc; i++) /* one_value: every slot is the product's element */
+            load[i] = one_value ? load[0] : 16 * ts_uniform(&s) - 8;
         const double xv = ts_expr_eval(X, NULL, load, NULL, false);
         const double m = xv + 4 * ts_uniform(&s), M = m + 4 * ts_uniform(&s);
         acc[k] = M;
@@ -436,7 +438,7 @@ static bool fuse_row_parts(ts_plan *p, const ts_graph *g, int gi, int ri) {
     const ts_kernel *r = &p->k[ri];
     ts_expr merge[TS_ROW_MAX_STAGES] = {{0}};
     for (int j = 0; j < r->nstage; j++)
-        if (!merge_of(r, j, &merge[j])) {
+        if (!merge_of(r, j, true, &merge[j])) {
             for (int i = 0; i < j; i++) free(merge[i].node);
             return false;
         }
@@ -475,4 +477,16 @@ bool ts_plan_with_row_parts(const ts_plan *p, const ts_graph *g, ts_plan *out) {
     }
     if (!any) ts_plan_free(out);
     return any;
+}
+
+int ts_row_online_stage(const ts_kernel *k, ts_expr *merge) {
+    *merge = (ts_expr){0};
+    if (k->kind != TS_KERNEL_ROW || k->columns) return -1;
+    for (int j = 0; j + 1 < k->nstage; j++) {
+        if (k->stage_combine[j] != TS_COMBINE_MAX || acc_read(&k->stage[j + 1]) != j) continue;
+        if (merge_of(k, j + 1, false, merge)) return j;
+        free(merge->node);
+        *merge = (ts_expr){0};
+    }
+    return -1;
 }

@@ -35,4 +35,12 @@ bool ts_plan_with_row_stats(const ts_plan *p, ts_plan *out);
  * writing nothing to *out, when none qualifies. */
 bool ts_plan_with_row_parts(const ts_plan *p, const ts_graph *g, ts_plan *out);
 
+/* A ROW kernel's stage that a pass over an uncached row can fold together with the next (templates/row.cuh
+ * kOnline: an online softmax): stage j a maximum, stage j + 1 a sum reading it only through exponentials of
+ * the difference (Σ exp(x − max x)), so that a running (max, sum) rescales its sum when the max grows —
+ * checked as for ts_plan_with_row_parts, on samples of independent operands. Returns j and sets *merge (the
+ * factor's expression: ACC 2 + j + 1 the partial sum, 2 + j its maximum, 2 + TS_ROW_MAX_STAGES + j the new
+ * maximum; the caller frees merge->node), or -1 (and an empty *merge) when no stage pair folds. */
+int ts_row_online_stage(const ts_kernel *k, ts_expr *merge);
+
 #endif

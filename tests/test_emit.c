@@ -510,3 +510,26 @@ Test(emit, merged_rows_are_one_row_count_checked_against_32_bits) {
     cr_expect(strstr(h, "if ((int64_t)77*b > INT32_MAX) return cudaErrorInvalidValue; /* the GEMM's rows"));
     free(h);
 }
+
+/* A softmax's maximum and its sum of exponentials fold into one pass over a row too long to cache (row.cuh
+ * kOnline: rowstat.h ts_row_online_stage, checked on samples): the functor declares the stage and the factor that
+ * rescales a partial sum from its maximum to a new one; a LayerNorm's two sums, or a maximum read by a sum other
+ * than through exponentials of the difference, do not fold. */
+Test(emit, a_softmax_declares_its_online_stage_and_a_layernorm_none) {
+    char *h = emit_best("bench/probes/softmax_vocab.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr int kOnline = 0;"));
+    const char *mf = strstr(h, "__forceinline__ float merge(float part_sum, float part_max, float new_max) const {");
+    cr_assert_not_null(mf);
+    const char *end = strstr(mf, "return v");
+    cr_assert_not_null(end);
+    cr_expect_not_null(strstr(mf, "part_sum"), "the partial sum is an operand of the factor");
+    cr_expect(strstr(mf, "tst::fast_exp2(") && strstr(mf, "tst::fast_exp2(") < end, "rescaled by an exponential");
+    free(h);
+    h = emit_best("bench/probes/row_layernorm.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr int kOnline = -1;"));
+    cr_expect_null(strstr(h, "__forceinline__ float merge(float part_sum"));
+    free(h);
+    h = emit_best("bench/probes/colsum_d64.yaml", "templates");  /* Σ, no maximum */
+    cr_expect_null(strstr(h, "kOnline = 0"));
+    free(h);
+}

@@ -116,8 +116,16 @@ struct LayerNorm : OneOperandRows {
     }
 };
 
+// Stage 1's partial sum Σ 2^(c(x − m)) rescaled from maximum m to M (row.cuh kOnline: both in one pass).
+struct ExpSumMerge {
+    static constexpr int kOnline = 0;
+    __device__ float merge(float part_sum, float part_max, float new_max) const {
+        return part_sum * exp2f(kLog2e * (part_max - new_max));
+    }
+};
+
 // y = 2^(c(x − max)) / Σ 2^(c(x − max)); stage 0 max x, stage 1 Σ 2^(c(x − acc0))
-struct Softmax : OneOperandRows {
+struct Softmax : OneOperandRows, ExpSumMerge {
     static constexpr int kStages = 2;
     static constexpr bool kPerRow = false, kPerRowOuts = false;
     __half *y;
@@ -136,7 +144,7 @@ struct Softmax : OneOperandRows {
 };
 
 // A row's log-sum-exp, once per row (kPerRow): max + ln Σ e^(x − max); stage 0 max x, stage 1 Σ 2^(c(x − acc0))
-struct LogSumExp : OneOperandRows {
+struct LogSumExp : OneOperandRows, ExpSumMerge {
     static constexpr int kStages = 2;
     static constexpr bool kPerRow = true, kPerRowOuts = false;
     float *y;  // [rows]
@@ -420,7 +428,7 @@ static void layernorm_case(int64_t rows, int64_t len, int shift, int sms) {
 
 static void softmax_case(int64_t rows, int64_t len, int shift, int sms) {
     Tensor x(rows * len, shift, true), y(rows * len, shift, false);
-    Softmax fn{{x.d, len}, y.d};
+    Softmax fn{{x.d, len}, {}, y.d};
     CK(launch(fn, rows, len, sms));
     CK(cudaDeviceSynchronize());
     std::vector<double> want((size_t)(rows * len));
@@ -439,7 +447,7 @@ static void lse_case(int64_t rows, int64_t len, int shift, int sms) {
     float *y = nullptr;
     CK(cudaMalloc(&y, rows * sizeof(float)));
     CK(cudaMemset(y, 0xff, rows * sizeof(float)));  // NaN
-    LogSumExp fn{{x.d, len}, y};
+    LogSumExp fn{{x.d, len}, {}, y};
     CK(launch(fn, rows, len, sms));
     CK(cudaDeviceSynchronize());
     std::vector<float> got((size_t)rows);

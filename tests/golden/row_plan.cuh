@@ -216,6 +216,7 @@ struct K0 {
         tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
         tsv::store_span<kVec>(q1 + b.out[1], (int64_t)1, k0, n, y1);
     }
+    static constexpr int kOnline = -1;
 };
 
 static cudaError_t K0_launch(__half *K0_b0, __half *K0_b1, const __half *K0_b2, const __half *K0_b3, const __half *K0_b4, int64_t t, int sms, cudaStream_t stream) {
