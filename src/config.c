@@ -225,10 +225,12 @@ double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kern
     return fmin(1, row_count(g, k) * ts_config_row_cluster(g, p, k, sms) / sms);
 }
 
-/* ROW kernel k's variant over rows longer than a block caches (up to a cluster's worth): row_split toggled —
- * split over clusters, or passes through L2 (many rows; fewer than SMs are split either way). */
-static int row_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, ts_kernel_config *out, int max) {
-    if (k->columns || max < 1) return 0;
+/* ROW kernel k's variant over rows longer than a block caches (up to a cluster's worth), at least as many as
+ * SMs: row_split toggled — split over clusters, or passes through L2 (fewer rows are split either way, the
+ * variant's code would run the same). */
+static int row_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms, ts_kernel_config *out,
+                        int max) {
+    if (k->columns || max < 1 || row_count(g, k) < sms) return 0;
     const int64_t len = g->axes[k->red_axis].size, block = ts_config_row_block_len(p, k);
     if (block == 0 || len <= block || len > ROW_MAX_CLUSTER * block) return 0;
     out[0] = k->cfg;
@@ -236,9 +238,9 @@ static int row_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k,
     return 1;
 }
 
-int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
+int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library, double sms,
                        ts_kernel_config *out, int max) {
-    if (k->kind == TS_KERNEL_ROW) return row_variants(g, p, k, out, max);
+    if (k->kind == TS_KERNEL_ROW) return row_variants(g, p, k, sms, out, max);
     if (k->kind != TS_KERNEL_GEMM || ts_gemm_library_only(p, k)) return 0; /* cuBLASLt's alone */
     int n = 0;
     if (ts_gemm_fp32(p, k)) { /* the other fp32 tile */

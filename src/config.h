@@ -19,10 +19,11 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
 
 /* The configurations tune may time for kernel k of plan p besides k->cfg (GEMMs on sm_90a: other tile
  * shapes, pipeline depths and a cluster of 2; with allow_library, cuBLASLt where libgemm.h matches the
- * kernel, the last; a ROW kernel over rows longer than a block caches: row_split), at most max into out;
+ * kernel, the last; a ROW kernel over more rows than the GPU's `sms` SMs, longer than a block caches:
+ * row_split — fewer rows take clusters either way), at most max into out;
  * returns how many (0 for other kinds; a GEMM that runs only its skinny form has only the library one). Each
  * is k->cfg with the sm_90a fields, `library` or `row_split` replaced. */
-int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library,
+int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library, double sms,
                        ts_kernel_config *out, int max);
 /* ROW kernel k of plan p (along the contiguous axis): the longest row one block of templates/row.cuh caches in
  * registers (launch_row: 32 floats a thread over its cached operands, 256 threads), and the blocks of the

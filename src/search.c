@@ -312,7 +312,7 @@ static void choose_configs(const search *s, ts_plan *p) {
     for (int i = 0; i < p->nk; i++) {
         ts_kernel *k = &p->k[i];
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS], best = k->cfg;
-        int n = ts_config_variants(s->g, p, k, s->allow_library, alt, TS_CONFIG_MAX_VARIANTS);
+        int n = ts_config_variants(s->g, p, k, s->allow_library, s->cm->sms, alt, TS_CONFIG_MAX_VARIANTS);
         if (n == 0) continue;
         double t_default = kernel_time(s, p, k), t_best = t_default;
         for (int v = 0; v < n; v++) {

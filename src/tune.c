@@ -167,7 +167,7 @@ static ts_plan *plan_variant(const tuner *t, const ts_plan *p, int v) {
     ts_plan *q = NULL;
     for (int i = 0; i < p->nk; i++) {
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
-        if (ts_config_variants(t->o->g, p, &p->k[i], false, alt, TS_CONFIG_MAX_VARIANTS) <= v) continue;
+        if (ts_config_variants(t->o->g, p, &p->k[i], false, t->o->cm->sms, alt, TS_CONFIG_MAX_VARIANTS) <= v) continue;
         if (!q) q = shallow_variant(p, ts_strfmt("%s, config %d", p->name, v + 2));
         q->k[i].cfg = alt[v];
     }
@@ -181,7 +181,7 @@ static ts_plan *plan_library(const tuner *t, const ts_plan *p) {
     ts_plan *q = NULL;
     for (int i = 0; i < p->nk; i++) {
         ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
-        int n = ts_config_variants(t->o->g, p, &p->k[i], true, alt, TS_CONFIG_MAX_VARIANTS);
+        int n = ts_config_variants(t->o->g, p, &p->k[i], true, t->o->cm->sms, alt, TS_CONFIG_MAX_VARIANTS);
         if (n == 0 || !alt[n - 1].library) continue; /* the library's is the last */
         if (!q) q = shallow_variant(p, ts_strfmt("%s, cuBLASLt GEMMs", p->name));
         q->k[i].cfg = alt[n - 1];

@@ -133,9 +133,9 @@ Test(libgemm, the_variant_exists_only_when_allowed_and_is_priced_by_its_coeffici
     ts_plan *p = &cg.out.plans[0];
     ts_kernel *k = &p->k[0];
     ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
-    int n = ts_config_variants(&cg.c.g, p, k, false, alt, TS_CONFIG_MAX_VARIANTS);
+    int n = ts_config_variants(&cg.c.g, p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS);
     for (int i = 0; i < n; i++) cr_expect_not(alt[i].library);
-    int m = ts_config_variants(&cg.c.g, p, k, true, alt, TS_CONFIG_MAX_VARIANTS);
+    int m = ts_config_variants(&cg.c.g, p, k, true, 132, alt, TS_CONFIG_MAX_VARIANTS);
     cr_assert_eq(m, n + 1);
     cr_expect(alt[m - 1].library);
     char buf[64];
@@ -248,7 +248,7 @@ Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_al
     ts_kernel *k = &p->k[0];
     cr_expect(k->cfg.tf32x3 && !k->cfg.library);
     ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
-    int n = ts_config_variants(&cg.c.g, p, k, true, alt, TS_CONFIG_MAX_VARIANTS);
+    int n = ts_config_variants(&cg.c.g, p, k, true, 132, alt, TS_CONFIG_MAX_VARIANTS);
     cr_assert_eq(n, 2, "the 64x64 tiles and cuBLASLt");
     cr_expect(!alt[0].library && alt[0].tile_m == 64 && alt[0].tf32x3);
     cr_expect(alt[1].library);

@@ -251,7 +251,7 @@ Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters
     cr_assert_float_eq(w.wave_efficiency, 1, 0);
 
     ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
-    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, alt, TS_CONFIG_MAX_VARIANTS), 1);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), 1);
     cr_assert(alt[0].row_split, "the variant splits the rows over clusters");
     k->cfg = alt[0];
     cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 2, "two blocks cache 8192 positions");
@@ -262,21 +262,24 @@ Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters
     cr_assert_not_null(hdr, "%s", err);
     cr_assert_not_null(strstr(hdr, "err = tsw::launch_row(p, sms, stream, true /* long rows split over clusters */);"));
     free(hdr);
-    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, alt, TS_CONFIG_MAX_VARIANTS), 1);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), 1);
     cr_assert(!alt[0].row_split, "and back");
     fixture_free(&f);
 
-    /* 16 rows of 8192: 8 blocks a row (16 · 8 = 128 of 132 SMs), each row in registers: no re-read */
+    /* 16 rows of 8192: 8 blocks a row (16 · 8 = 128 of 132 SMs), each row in registers: no re-read, and no
+     * variant (fewer rows than SMs are split with or without row_split) */
     fixture_load_sized(&f, 16, 8192);
     k = &f.p.k[0];
     cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 8);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), 0);
     ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
     cr_assert_float_eq(w.wave_efficiency, 16.0 * 8 / 132, 1e-12);
+    cr_assert_float_eq(w.bytes, 2 * 2.0 * 16 * 8192 * 2 + 8192 * 2, 1e-6 * w.bytes, "read once: the clusters cache it");
     fixture_free(&f);
 
     /* rows a block caches get no variant; 1024 positions over 512 rows need no cluster */
     fixture_load(&f);
-    cr_assert_eq(ts_config_variants(&f.g, &f.p, &f.p.k[0], false, alt, TS_CONFIG_MAX_VARIANTS), 0);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, &f.p.k[0], false, 132, alt, TS_CONFIG_MAX_VARIANTS), 0);
     cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, &f.p.k[0], 132), 1);
     fixture_free(&f);
 }

@@ -1295,7 +1295,7 @@ Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_
     compile_yaml(&cg, yaml);
     const ts_kernel *k = only_gemm(&cg);
     ts_kernel_config v[8];
-    int n = ts_config_variants(&cg.c.g, &cg.out.plans[0], k, true, v, 8); /* a dual GEMM: no library one */
+    int n = ts_config_variants(&cg.c.g, &cg.out.plans[0], k, true, 132, v, 8); /* a dual GEMM: no library one */
     cr_assert_gt(n, 1);
     for (int i = 0; i < n; i++) {
         cr_expect(v[i].tile_n != k->cfg.tile_n || v[i].stages != k->cfg.stages || v[i].cluster_m != k->cfg.cluster_m ||
@@ -1308,7 +1308,7 @@ Test(search, tune_may_time_other_gemm_configurations_but_none_for_a_skinny_only_
     free(yaml);
     yaml = swiglu_at("16");
     compile_yaml(&cg, yaml);
-    cr_assert_eq(ts_config_variants(&cg.c.g, &cg.out.plans[0], only_gemm(&cg), false, v, 8), 0);
+    cr_assert_eq(ts_config_variants(&cg.c.g, &cg.out.plans[0], only_gemm(&cg), false, 132, v, 8), 0);
     free_compiled(&cg);
     free(yaml);
 }
