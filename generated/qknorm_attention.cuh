@@ -762,9 +762,8 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 // (bench/NOTES.md run 152, `row_test long`, H100) against one: residual + RMSNorm over 8192 and 16384 7-8%
 // faster, LayerNorm over 32768 10%; four spilled beside an output pass (LayerNorm +20%, the two-operand residual
 // 2x slower) but made log-sum-exp over 32000 6% faster.
-template <class Fn> constexpr int kPassDepth = kCacheFloats / (Fn::kIn * Fn::kVec) >= 4 && Fn::kPerRow ? 4
-                                              : kCacheFloats / (Fn::kIn * Fn::kVec) >= 2             ? 2
-                                                                                                     : 1;
+template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
+template <class Fn> constexpr int kPassDepth = kCacheSpans<Fn> >= 4 && Fn::kPerRow ? 4 : kCacheSpans<Fn> >= 2 ? 2 : 1;
 
 // The positions of a row that block `rank` of a cluster of CL takes: [begin, end), whole spans.
 template <class Fn, int CL> struct RowShare {
@@ -892,16 +891,18 @@ __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename
     }
 }
 
-// A stage's block result combined over the cluster's CL blocks in rank order (cta_part: this block's, read
-// by the others); every thread of every block calls it. The caller syncs the cluster before cta_part is
-// written again (the next row).
-template <int CL> __device__ __forceinline__ float cluster_combine(int combine, float a, float *cta_part) {
+// A block's result a combined over the cluster's CL blocks in rank order: the writers store it at
+// cta_part[i], read there by the others; every thread of every block calls it and gets the cluster's result.
+// The caller syncs the cluster before cta_part is written again.
+template <int CL>
+__device__ __forceinline__ float cluster_combine(int combine, float a, float *cta_part, bool writer = threadIdx.x == 0,
+                                                 int i = 0) {
     if constexpr (CL > 1) {
-        if (threadIdx.x == 0) *cta_part = a;
+        if (writer) cta_part[i] = a;
         tst::cluster_sync();  // every block's partial is in its shared memory
-        a = tst::cluster_load(cta_part, 0, 0);
+        a = tst::cluster_load(cta_part, 0, i);
 #pragma unroll
-        for (int r = 1; r < CL; r++) a = combine2(combine, a, tst::cluster_load(cta_part, r, 0));
+        for (int r = 1; r < CL; r++) a = combine2(combine, a, tst::cluster_load(cta_part, r, i));
     }
     return a;
 }
@@ -1002,13 +1003,7 @@ __device__ __forceinline__ float column_combine(int combine, float (&part_of)[SP
     float a = part_of[0][col];
 #pragma unroll 4
     for (int s = 1; s < SPLIT; s++) a = combine2(combine, a, part_of[s][col]);
-    if constexpr (CL > 1) {
-        if (threadIdx.x < COLS) cta_part[col] = a;
-        tst::cluster_sync();  // every CTA's partial is in its shared memory
-        a = tst::cluster_load(cta_part, 0, col);
-#pragma unroll
-        for (int r = 1; r < CL; r++) a = combine2(combine, a, tst::cluster_load(cta_part, r, col));
-    }
+    a = cluster_combine<CL>(combine, a, cta_part, threadIdx.x < COLS, col);
     __syncthreads();  // part_of is reused by the next stage
     return a;
 }
@@ -1138,7 +1133,7 @@ inline int row_cluster(int64_t rows, int64_t spans, int64_t block_spans, int sm_
 template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool split = false) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
-    constexpr int cap = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
+    constexpr int cap = kCacheSpans<Fn>;
     constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;        // ... as the block's group caches them
     constexpr int IC = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap;  // ... in a cluster's block
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;

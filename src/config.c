@@ -191,16 +191,20 @@ static int row_cached_operands(const ts_kernel *k) {
     return n > 0 ? n : 1;
 }
 
+/* Spans of the row a thread of ROW kernel k may cache (row.cuh kCacheSpans). */
+static int row_cache_spans(const ts_plan *p, const ts_kernel *k) {
+    return ROW_CACHE_FLOATS / (row_cached_operands(k) * ts_kernel_span_vec(p, k));
+}
+
 int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k) {
-    const int vec = ts_kernel_span_vec(p, k), cap = ROW_CACHE_FLOATS / (row_cached_operands(k) * vec);
-    const int items = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap; /* launch_row's IC */
-    return (int64_t)ROW_THREADS * items * vec;
+    const int cap = row_cache_spans(p, k), items = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap; /* launch_row's IC */
+    return (int64_t)ROW_THREADS * items * ts_kernel_span_vec(p, k);
 }
 
 /* Whether ROW kernel k's rows each take a whole block of row.cuh (more than half of what one caches). */
 static bool row_whole_blocks(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
-    const int vec = ts_kernel_span_vec(p, k), cap = ROW_CACHE_FLOATS / (row_cached_operands(k) * vec);
-    return g->axes[k->red_axis].size > (int64_t)ROW_THREADS / 2 * (cap >= 4 ? 4 : cap >= 2 ? 2 : 1) * vec;
+    const int cap = row_cache_spans(p, k);
+    return g->axes[k->red_axis].size > (int64_t)ROW_THREADS / 2 * (cap >= 4 ? 4 : cap >= 2 ? 2 : 1) * ts_kernel_span_vec(p, k);
 }
 
 static double row_count(const ts_graph *g, const ts_kernel *k) {
