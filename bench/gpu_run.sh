@@ -9,7 +9,7 @@ out=${OUT:-build/gpu/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gpu.txt"
 status=0
-for t in gemm_test gemm_sm90_test gemm_row_parts_test gemm_f32_test attention_test attention_sm90_test row_test math_test; do
+for t in gemm_test gemm_sm90_test gemm_row_parts_test gemm_f32_test attention_test attention_sm90_test row_test row_test_pairs math_test; do
   if [ -x build/gpu/$t ]; then
     echo "== $t"
     timeout 240 build/gpu/$t > "$out/$t.log" 2>&1; rc=$?

@@ -540,7 +540,8 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 // compile-time choice (a functor's kPairs, set by the emitter only where an operand's rows can be off 16
 // bytes): the extra path cost aligned row kernels 10-15% (bench/NOTES.md run 121). The elementwise (map.cuh) and
 // row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
-// Exact for any stride, size and alignment: only positions [0, n) of a span are read or written.
+// Exact for any stride, size and alignment: only positions [0, n) of a span are read or written. span_head gives
+// the positions before a row's first aligned span (rows of an odd length), which row.cuh takes apart.
 // Namespace tsv; depends on tile.cuh (element conversions).
 
 
@@ -646,6 +647,15 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
 #pragma unroll
     for (int j = 0; j < VEC; j++)
         if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
+}
+
+// Positions before the first element from q on whose address suits vector moves of VEC elements of T (0..VEC-1):
+// a row's head (row.cuh row_head), so that the spans after it are aligned. 0 where the stride is not 1.
+template <int VEC, typename T> __device__ __forceinline__ int span_head(const T *q, int64_t stride) {
+    constexpr int B = piece_bytes<T, VEC>();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(q);
+    if (stride != 1 || B <= (int)sizeof(T) || a % sizeof(T) != 0) return 0;
+    return (int)((B - a % B) % B / sizeof(T));
 }
 
 // Positions of the span starting at k0 that lie inside an axis of length len (0..VEC).
@@ -850,14 +860,16 @@ cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t str
 //
 // Work split (rows along the contiguous axis; launch_row_columns below for rows along a strided one): a
 // group of TPR threads per row (8 or 16 lanes of a warp for short rows, a warp, up to a
-// 256-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
+// 1024-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
 // thread) are cached in registers, so later stages and the outputs never re-read memory; longer rows take
 // one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0; a maximum and the sum of
 // exponentials after it in one pass where the functor declares kOnline: an online softmax), or, with launch_row's
 // `split` (a configuration tune times), each over a cluster of up to 8 blocks that cache its shares (sm_90+).
 // Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
 // always take such clusters, so that every SM streams. Operands and outputs move through span.cuh:
-// 16-byte vectors where the row axis has unit stride and the row is aligned, scalars otherwise. Positions
+// 16-byte vectors where the row axis has unit stride and the row is aligned (a row starting off 16 bytes, as
+// rows of an odd length do, has its head before the first aligned position taken apart: kHead), scalars
+// otherwise. Positions
 // inside a row are 32-bit where the cached path runs. Any sizes. Namespace tsw; depends on tile.cuh and
 // span.cuh.
 //
@@ -879,16 +891,24 @@ cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t str
 //                                     //   normalised row): once per row, after the stages; only if true
 //     static constexpr int kOnline;   // optional (-1: none): stage j = kOnline a maximum whose next stage
 //     __device__ float merge(float part_sum, float part_max, float new_max) const;  // is a sum of exponentials
-//   };                                //   of the difference: part_sum rescaled from part_max to new_max, so
-//                                     //   that a pass over an uncached row folds both (an online softmax)
+//                                     //   of the difference (below)
+//     static constexpr bool kHead;    // optional: rows can start off 16 bytes (rows of an odd length); then
+//     __device__ int head(const Base &b) const;  // the positions before the row's first aligned span, which the
+//   };                                //   row's first thread takes apart (row_head)
+//   (kOnline's merge: part_sum rescaled from part_max to new_max, so that a pass over an uncached row folds
+//   both stages: an online softmax)
 
 
 namespace tsw {
 
 constexpr int kMaxDims = 8;
-constexpr int kThreads = 256;     // threads per block
+constexpr int kThreads = 256;     // threads per block (of groups of up to 256 threads a row)
 constexpr int kCacheFloats = 32;  // registers per thread a row's cached operands may take
 constexpr int kMinBlocks = 4;     // blocks per SM the registers must allow: 64 registers a thread
+constexpr int kWideThreads = 1024;  // the widest block a row may take alone (rows a 256-thread block cannot cache)
+// Threads of a block whose rows take TPR threads each, and the blocks an SM its registers must allow (64 a thread).
+template <int TPR> constexpr int kBlockThreads = TPR > kThreads ? TPR : kThreads;
+template <int TPR> constexpr int kBlockMinBlocks = kMinBlocks * kThreads / kBlockThreads<TPR>;
 enum Combine { kSum = 0, kMax = 1 };
 
 template <class Fn> struct RowParams {
@@ -961,19 +981,55 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
 template <class Fn> constexpr int kPassDepth = kCacheSpans<Fn> >= 4 && Fn::kPerRow ? 4 : kCacheSpans<Fn> >= 2 ? 2 : 1;
 
-// The positions of a row that block `rank` of a cluster of CL takes: [begin, end), whole spans.
+// Functor Fn's kHead where it declares one, else false.
+template <class Fn, class = void> struct HasHead {
+    static constexpr bool value = false;
+};
+template <class Fn> struct HasHead<Fn, std::void_t<decltype(Fn::kHead)>> {
+    static constexpr bool value = Fn::kHead;
+};
+
+// A row's head: the positions before its first span aligned for vector moves (Fn::head, where the functor
+// declares kHead: rows that can start off 16 bytes, as rows of an odd length do); 0 otherwise, and for rows of
+// fewer than kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs what
+// it saves (run 153: 4096 rows of 20, 10% slower with it). The row's first thread takes the head apart, so that
+// every other span of an aligned operand moves in 16-byte vectors rather than element by element.
+constexpr int kHeadMinSpans = 64;
+template <class Fn> __device__ __forceinline__ int row_head(const Fn &fn, const typename Fn::Base &b, int64_t len) {
+    if constexpr (HasHead<Fn>::value) {
+        return len >= kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
+    } else {
+        return 0;
+    }
+}
+
+// The positions of a row that block `rank` of a cluster of CL takes: [begin, end), whole spans after the row's
+// head (row_head), and the head [0, head) in rank 0 (head 0 elsewhere).
 template <class Fn, int CL> struct RowShare {
     int64_t begin, end;
-    __device__ __forceinline__ RowShare(int64_t len, int rank) {
+    int head;
+    __device__ __forceinline__ RowShare(int64_t len, int rank, int row_head) {
+        head = rank == 0 ? row_head : 0;
         if constexpr (CL == 1) {
-            begin = 0, end = len;
+            begin = row_head, end = len;
         } else {
-            const int64_t spans = (len + Fn::kVec - 1) / Fn::kVec, share = (spans + CL - 1) / CL * Fn::kVec;
-            begin = rank * share < len ? rank * share : len;
+            const int64_t spans = (len - row_head + Fn::kVec - 1) / Fn::kVec, share = (spans + CL - 1) / CL * Fn::kVec;
+            begin = row_head + rank * share < len ? row_head + rank * share : len;
             end = begin + share < len ? begin + share : len;
         }
     }
 };
+
+// use(0, head, x) on the row's head where this thread takes it (head > 0: lane 0 of rank 0), loaded anew each
+// time (at most kVec - 1 positions).
+template <class Fn, class Use>
+__device__ __forceinline__ void head_span(const RowParams<Fn> &p, const typename Fn::Base &b, int head, Use &&use) {
+    if (head > 0) {
+        float x[Fn::kIn][Fn::kVec];
+        p.fn.load(b, 0, head, x);
+        use(0, head, x);
+    }
+}
 
 template <class Fn, int ITEMS> using RowCache = float[ITEMS > 0 ? ITEMS : 1][Fn::kIn][Fn::kVec];
 
@@ -1023,16 +1079,15 @@ template <class Fn> struct OnlineStage<Fn, std::void_t<decltype(Fn::kOnline)>> {
 // Stages j (a maximum) and j + 1 (a sum of exponentials of the difference) in one pass over an uncached row:
 // this thread's running maximum m and its sum s, rescaled by Fn::merge whenever the maximum grows (an online
 // softmax). Spans while the maximum is -inf add nothing: their terms vanish against any later finite maximum.
-template <class Fn, int TPR>
+template <class Fn, int TPR, int CL>
 __device__ __forceinline__ void online_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
-                                            const float *acc, float &m, float &s) {
+                                            const RowShare<Fn, CL> &sh, const float *acc, float &m, float &s) {
     constexpr int VEC = Fn::kVec;
     float now[Fn::kStages];  // the earlier stages' results, stage j's the running maximum
 #pragma unroll
     for (int i = 0; i < Fn::kStages; i++) now[i] = i < j ? acc[i] : 0.f;
     m = -INFINITY, s = 0.f;
-    span_pass<kPassDepth<Fn>>(p, b, (int64_t)lane * VEC, p.len, (int64_t)TPR * VEC,
-                              [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+    const auto use = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
         float y[VEC];
         p.fn.stage(j, b, k0, n, v, now, y);
         float top = m;
@@ -1046,8 +1101,17 @@ __device__ __forceinline__ void online_part(const RowParams<Fn> &p, int j, const
 #pragma unroll
         for (int i = 0; i < VEC; i++)
             if (i < n) s += y[i];
-    });
+    };
+    head_span(p, b, lane == 0 ? sh.head : 0, use);
+    span_pass<kPassDepth<Fn>>(p, b, sh.begin + (int64_t)lane * VEC, sh.end, (int64_t)TPR * VEC, use);
 }
+
+// Passes an uncached row takes over the cached operands: one a stage (a maximum and the sum of exponentials
+// after it one: kOnline) and one for the outputs unless they are per row. Where that is one, caching the row
+// saves nothing: launch_row gives it passes rather than a wider block (run 153: log-sum-exp over 32000, passes
+// 74 us, a 1024-thread block caching the row 85 us).
+template <class Fn>
+constexpr int kUncachedPasses = Fn::kStages - (OnlineStage<Fn>::value >= 0 ? 1 : 0) + (Fn::kPerRow ? 0 : 1);
 
 // Step 2: this thread's share of stage j over the row (acc[0..j) are the earlier stages' results).
 template <class Fn, int TPR, int ITEMS, int CL>
@@ -1055,6 +1119,8 @@ __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const
                                             const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
     constexpr int VEC = Fn::kVec;
     float part = identity(Fn::combine(j));
+    const auto fold = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { part = fold_span(p.fn, j, b, k0, n, v, acc, part); };
+    head_span(p, b, lane == 0 ? sh.head : 0, fold);
     if constexpr (ITEMS > 0) {
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
@@ -1062,10 +1128,7 @@ __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const
             part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, sh.end), x[i], acc, part);
         }
     } else {
-        span_pass<kPassDepth<Fn>>(p, b, (int64_t)lane * VEC, p.len, (int64_t)TPR * VEC,
-                                  [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
-            part = fold_span(p.fn, j, b, k0, n, v, acc, part);
-        });
+        span_pass<kPassDepth<Fn>>(p, b, sh.begin + (int64_t)lane * VEC, sh.end, (int64_t)TPR * VEC, fold);
     }
     return part;
 }
@@ -1075,6 +1138,8 @@ template <class Fn, int TPR, int ITEMS, int CL>
 __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane,
                                           const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
     constexpr int VEC = Fn::kVec;
+    const auto store = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { p.fn.store(b, k0, n, v, acc); };
+    head_span(p, b, lane == 0 ? sh.head : 0, store);
     if constexpr (ITEMS > 0) {
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
@@ -1082,8 +1147,7 @@ __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename
             p.fn.store(b, k0, tsv::span_len<VEC>(k0, sh.end), x[i], acc);
         }
     } else {
-        span_pass<kPassDepth<Fn>>(p, b, (int64_t)lane * VEC, p.len, (int64_t)TPR * VEC,
-                                  [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { p.fn.store(b, k0, n, v, acc); });
+        span_pass<kPassDepth<Fn>>(p, b, sh.begin + (int64_t)lane * VEC, sh.end, (int64_t)TPR * VEC, store);
     }
 }
 
@@ -1103,21 +1167,21 @@ __device__ __forceinline__ float cluster_combine(int combine, float a, float *ct
     return a;
 }
 
-// MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument); CL > 1: a
-// row a cluster of CL blocks (TPR = kThreads, ITEMS > 0; the grid's x a multiple of CL).
-template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks, int CL = 1>
-__global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn> p) {
-    constexpr int NS = Fn::kStages, GROUPS = kThreads / TPR;
+// A block is kThreads threads, or TPR (up to kWideThreads) where a row takes more. MINB: blocks per SM the
+// register allocation must allow (__launch_bounds__'s second argument); CL > 1: a row a cluster of CL blocks
+// (TPR = kThreads, ITEMS > 0; the grid's x a multiple of CL).
+template <class Fn, int TPR, int ITEMS, int MINB = kBlockMinBlocks<TPR>, int CL = 1>
+__global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const RowParams<Fn> p) {
+    constexpr int NS = Fn::kStages, BLOCK = kBlockThreads<TPR>, GROUPS = BLOCK / TPR;
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
-    static_assert(kThreads % TPR == 0 && (TPR % 32 == 0 || 32 % TPR == 0),
+    static_assert(BLOCK % TPR == 0 && BLOCK <= kWideThreads && (TPR % 32 == 0 || 32 % TPR == 0),
                   "a row's group is whole warps of one block, or an aligned part of one warp");
     static_assert(CL == 1 || (TPR == kThreads && ITEMS > 0 && CL <= 8), "a cluster splits cached rows, a block a share");
-    __shared__ float slots[NS][kThreads / 32];
+    __shared__ float slots[NS][BLOCK / 32];
     __shared__ float cta_part[NS];  // CL > 1: this block's result of each stage, read by the cluster
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
     tst::pdl_wait();
     const int lane = threadIdx.x % TPR, rank = CL > 1 ? (int)(blockIdx.x % CL) : 0;
-    const RowShare<Fn, CL> share(p.len, rank);
     const int64_t first = (int64_t)(blockIdx.x / CL) * GROUPS, step = (int64_t)(gridDim.x / CL) * GROUPS;
     for (int64_t r0 = first; r0 < p.rows; r0 += step) {
         const int64_t row = r0 + threadIdx.x / TPR;
@@ -1125,6 +1189,7 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
         typename Fn::Base b;
         RowCache<Fn, ITEMS> x;
         if (live) bind_row(p, row, b);
+        const RowShare<Fn, CL> share(p.len, rank, live ? row_head(p.fn, b, p.len) : 0);
         if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS, CL>(p, b, lane, share, x);
         float acc[NS];
 #pragma unroll
@@ -1135,7 +1200,7 @@ __global__ void __launch_bounds__(kThreads, MINB) row_kernel(const RowParams<Fn>
                 if (j == J + 1) continue;
                 if (j == J) {
                     float m = -INFINITY, s = 0.f;
-                    if (live) online_part<Fn, TPR>(p, J, b, lane, acc, m, s);
+                    if (live) online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s);
                     acc[J] = group_reduce<TPR>(m, kMax, slots[J]);
                     s = s != 0.f ? p.fn.merge(s, m, acc[J]) : 0.f;
                     acc[J + 1] = group_reduce<TPR>(s, kSum, slots[J + 1]);
@@ -1296,9 +1361,11 @@ template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int s
 
 // ---- launch ----------------------------------------------------------------------------------------
 
-template <class Fn, int TPR, int ITEMS, int MINB = kMinBlocks> cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    return tst::launch(row_kernel<Fn, TPR, ITEMS, MINB>, row_grid((p.rows + kThreads / TPR - 1) / (kThreads / TPR)),
-                       dim3(kThreads), 0, stream, 1, p);
+template <class Fn, int TPR, int ITEMS, int MINB = kBlockMinBlocks<TPR>>
+cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
+    constexpr int BLOCK = kBlockThreads<TPR>, GROUPS = BLOCK / TPR;
+    return tst::launch(row_kernel<Fn, TPR, ITEMS, MINB>, row_grid((p.rows + GROUPS - 1) / GROUPS), dim3(BLOCK), 0, stream,
+                       1, p);
 }
 
 // A row a cluster of CL blocks, each caching ITEMS spans a thread of its share.
@@ -1310,7 +1377,7 @@ template <class Fn, int CL, int ITEMS> cudaError_t launch_row_cluster_as(const R
 
 // The cluster of blocks a row takes on sm_90+ when each row needs a whole block and there are fewer rows
 // than SMs (a decode step's vocabulary, a small batch of long rows), or, with launch_row's `split`, more rows
-// each longer than a block caches: the fewest blocks a row, 2 to 8, that give every SM a block and cache the
+// each longer than the widest block caches: the fewest blocks a row, 2 to 8, that give every SM a block and cache the
 // row (block_spans spans each); 1 (no cluster) otherwise. Without `split`, many long rows take passes through
 // L2: which of the two is faster varies (bench/NOTES.md run 152), so tune times both (src/config.c, the
 // variant row_split, which mirrors this choice).
@@ -1320,31 +1387,45 @@ inline int row_cluster(int64_t rows, int64_t spans, int64_t block_spans, int sm_
     return cl > 1 && spans <= cl * block_spans ? cl : 1;
 }
 
+// Spans a thread of a cluster's block caches (up to 8).
+template <class Fn>
+constexpr int kClusterItems = kCacheSpans<Fn> >= 8 ? 8 : kCacheSpans<Fn> >= 4 ? 4 : kCacheSpans<Fn> >= 2 ? 2 : kCacheSpans<Fn>;
+
+// Each row over a cluster of 256-thread blocks (row_cluster's size, kClusterItems spans a thread cached) on
+// sm_90+; *launched false (nothing launched) where no cluster of 2-8 caches it or the GPU has none.
+template <class Fn> cudaError_t launch_row_clusters(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool *launched) {
+    constexpr int IC = kClusterItems<Fn>;
+    *launched = false;
+    if constexpr (IC >= 1) {
+        const int cl = row_cluster(p.rows, (p.len + Fn::kVec - 1) / Fn::kVec, (int64_t)kThreads * IC, sm_count);
+        tst::DeviceFacts f;
+        const cudaError_t e = cl > 1 ? tst::device_facts(&f) : cudaSuccess;
+        if (e != cudaSuccess || cl == 1 || f.cc_major < 9) return e;
+        *launched = true;
+        if (cl == 2) return launch_row_cluster_as<Fn, 2, IC>(p, stream);
+        if (cl == 4) return launch_row_cluster_as<Fn, 4, IC>(p, stream);
+        return launch_row_cluster_as<Fn, 8, IC>(p, stream);
+    }
+    return cudaSuccess;
+}
+
 // The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,
-// 4 where that fits), so that no thread idles; 8 or 16 lanes or a warp for short rows; rows longer than a
-// block can cache take several passes. Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most
+// 4 where that fits), so that no thread idles; 8 or 16 lanes or a warp for short rows; rows a 256-thread
+// block cannot cache a block of 512 or 1024 threads of their own (the same registers a thread, fewer blocks
+// an SM); rows longer than that several passes. Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most
 // 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
 // RMSNorm over 4096, RMSNorm over 1024). Fewer rows than SMs, each a block's, or with `split` rows longer
-// than a block caches: split over a cluster (row_cluster). Returns the launch error.
+// than the widest block caches: split over a cluster (row_cluster). Returns the launch error.
 template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool split = false) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
     constexpr int cap = kCacheSpans<Fn>;
-    constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;        // ... as the block's group caches them
-    constexpr int IC = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap;  // ... in a cluster's block
+    constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;  // spans a thread caches as the row's group
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
-    if constexpr (IC >= 1) {
-        if (spans > 128 * I && (p.rows < sm_count || split)) {
-            const int cl = row_cluster(p.rows, spans, (int64_t)kThreads * IC, sm_count);
-            tst::DeviceFacts f;
-            const cudaError_t e = cl > 1 ? tst::device_facts(&f) : cudaSuccess;
-            if (e != cudaSuccess) return e;
-            if (cl > 1 && f.cc_major >= 9) {
-                if (cl == 2) return launch_row_cluster_as<Fn, 2, IC>(p, stream);
-                if (cl == 4) return launch_row_cluster_as<Fn, 4, IC>(p, stream);
-                return launch_row_cluster_as<Fn, 8, IC>(p, stream);
-            }
-        }
+    if (spans > 128 * I && (p.rows < sm_count || (split && spans > kWideThreads * I))) {
+        bool launched;
+        const cudaError_t e = launch_row_clusters(p, sm_count, stream, &launched);
+        if (e != cudaSuccess || launched) return e;
     }
     if constexpr (cap >= 1) {
         if (spans <= 8) return launch_row_as<Fn, 8, 1>(p, stream);  // a group norm's 64 channels: not a warp
@@ -1357,6 +1438,10 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
     }
     if constexpr (cap >= 8)
         if (spans <= 256 * 8) return launch_row_as<Fn, 256, 8>(p, stream);
+    if constexpr (cap >= 1 && kUncachedPasses<Fn> > 1) {  // a wider block a row: 2 or 1 an SM (run 153)
+        if (spans <= 512 * I) return launch_row_as<Fn, 512, I>(p, stream);
+        if (spans <= kWideThreads * I) return launch_row_as<Fn, kWideThreads, I>(p, stream);
+    }
     return launch_row_as<Fn, 256, 0>(p, stream);
 }
 

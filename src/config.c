@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "libgemm.h"
+#include "rowstat.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -182,8 +183,8 @@ static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel 
 }
 
 /* templates/row.cuh's launch_row, mirrored: kCacheFloats registers a thread for the cached operands, kThreads
- * threads a block, up to 8 blocks a cluster. */
-enum { ROW_CACHE_FLOATS = 32, ROW_THREADS = 256, ROW_MAX_CLUSTER = 8 };
+ * threads a block (kWideThreads for a row alone), up to 8 blocks a cluster. */
+enum { ROW_CACHE_FLOATS = 32, ROW_THREADS = 256, ROW_WIDE_THREADS = 1024, ROW_MAX_CLUSTER = 8 };
 
 static int row_cached_operands(const ts_kernel *k) {
     int n = 0;
@@ -196,9 +197,18 @@ static int row_cache_spans(const ts_plan *p, const ts_kernel *k) {
     return ROW_CACHE_FLOATS / (row_cached_operands(k) * ts_kernel_span_vec(p, k));
 }
 
-int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k) {
-    const int cap = row_cache_spans(p, k), items = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap; /* launch_row's IC */
+/* Positions of a row that one block of a cluster caches (launch_row's IC spans a thread). */
+static int64_t row_cluster_block_len(const ts_plan *p, const ts_kernel *k) {
+    const int cap = row_cache_spans(p, k), items = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap;
     return (int64_t)ROW_THREADS * items * ts_kernel_span_vec(p, k);
+}
+
+/* A 512- or 1024-thread block a row where that caches it and the row would take more than one pass uncached. */
+int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k) {
+    const int cap = row_cache_spans(p, k), items = cap >= 4 ? 4 : cap >= 2 ? 2 : cap; /* launch_row's I */
+    const int64_t wide = ts_row_uncached_passes(k) > 1 ? (int64_t)ROW_WIDE_THREADS * items * ts_kernel_span_vec(p, k) : 0;
+    const int64_t block = row_cluster_block_len(p, k);
+    return wide > block ? wide : block;
 }
 
 /* Whether ROW kernel k's rows each take a whole block of row.cuh (more than half of what one caches). */
@@ -216,9 +226,9 @@ static double row_count(const ts_graph *g, const ts_kernel *k) {
  * otherwise. */
 int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
     if (k->kind != TS_KERNEL_ROW || k->columns || !row_whole_blocks(g, p, k)) return 1;
-    const int64_t len = g->axes[k->red_axis].size, block = ts_config_row_block_len(p, k);
+    const int64_t len = g->axes[k->red_axis].size, block = row_cluster_block_len(p, k);
     const double rows = row_count(g, k);
-    if (block == 0 || !(rows < sms || (k->cfg.row_split && len > block))) return 1;
+    if (block == 0 || !(rows < sms || (k->cfg.row_split && len > ts_config_row_block_len(p, k)))) return 1;
     int cl = 1;
     while (cl < ROW_MAX_CLUSTER && (rows * cl < sms || len > cl * block)) cl *= 2;
     return cl > 1 && len <= cl * block ? cl : 1;
@@ -235,8 +245,8 @@ double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kern
 static int row_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms, ts_kernel_config *out,
                         int max) {
     if (k->columns || max < 1 || row_count(g, k) < sms) return 0;
-    const int64_t len = g->axes[k->red_axis].size, block = ts_config_row_block_len(p, k);
-    if (block == 0 || len <= block || len > ROW_MAX_CLUSTER * block) return 0;
+    const int64_t len = g->axes[k->red_axis].size, block = row_cluster_block_len(p, k);
+    if (block == 0 || len <= ts_config_row_block_len(p, k) || len > ROW_MAX_CLUSTER * block) return 0;
     out[0] = k->cfg;
     out[0].row_split = !k->cfg.row_split;
     return 1;

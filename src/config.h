@@ -26,7 +26,7 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k);
 int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, bool allow_library, double sms,
                        ts_kernel_config *out, int max);
 /* ROW kernel k of plan p (along the contiguous axis): the longest row one block of templates/row.cuh caches in
- * registers (launch_row: 32 floats a thread over its cached operands, 256 threads), and the blocks of the
+ * registers (launch_row: 32 floats a thread over its cached operands, up to 1024 threads), and the blocks of the
  * cluster each row takes (row_cluster: 1 for none) at the graph's typical sizes on a GPU of `sms` SMs. */
 int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k);
 int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);

@@ -410,10 +410,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                 double cached = 0;
                 for (int i = 0; i < k->nacc; i++)
                     if (ts_row_operand_cached(k, i)) cached += ts_access_bytes(g, p, &k->acc[i]);
-                ts_expr merge;
-                const int online = ts_row_online_stage(k, &merge) >= 0;
-                free(merge.node);
-                bytes += cached * (k->nstage - online + (k->per_row ? 0 : 1) - 1);
+                bytes += cached * (ts_row_uncached_passes(k) - 1);
             }
             wave = ts_config_row_sm_share(g, p, k, m->sms);
         }

@@ -431,6 +431,17 @@ static void declare_span_pairs(emitter *e, const ts_kernel *k, int32_t axis) {
     e->span_args = pay ? "kVec, kPairs" : "kVec";
 }
 
+/* Whether access a's rows along `axis` (unit stride) can start off the 16 bytes of a vector where no cheaper
+ * path serves them: 2-byte elements at an odd offset (rows of an odd length: a vocabulary of 50257; 4-byte-aligned
+ * rows move in pairs, kPairs), or 4-byte ones anywhere off 16 bytes. Such rows have their head — the positions
+ * before the first aligned one — taken apart (row.cuh kHead), so that the rest, and the spans of
+ * operands aligned alike, move in 16-byte vectors rather than element by element: 1.4-2.4x (bench/NOTES.md run
+ * 153); on 4-byte-aligned 2-byte rows the head cost 5-16% against the pairs. */
+static bool rows_need_head(const emitter *e, const ts_access *a, int32_t axis) {
+    if (ts_access_unit_axis(a) != axis || ts_access_chunked(a)) return false;
+    return ts_dtype_bytes(e->p->buf[a->buf].dtype) != 2 || !ts_access_paired(a);
+}
+
 /* A MAP functor computes a span of kVec elements along the output's innermost axis: every operand's span
  * loaded once (vector, broadcast or gather: span.cuh), then the expression per element. */
 static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
@@ -1294,6 +1305,19 @@ static void emit_row_online(emitter *e, const ts_kernel *k, const index_map *m) 
     free(merge.node);
 }
 
+/* A ROW functor's head (row.cuh kHead), decided by its first cached operand along the row (rows_need_head). */
+static void emit_row_head(emitter *e, const ts_kernel *k, const int *cache) {
+    for (int s = 0; s < k->nacc; s++) {
+        if (cache[s] < 0 || ts_access_unit_axis(&k->acc[s]) != k->red_axis) continue;
+        if (rows_need_head(e, &k->acc[s], k->red_axis))
+            fprintf(e->f,
+                    "    static constexpr bool kHead = true; /* rows that can start off 16 bytes */\n"
+                    "    __device__ int head(const Base &b) const { return tsv::span_head<kVec>(p%d + b.in[%d], 1); }\n",
+                    s, s);
+        return;
+    }
+}
+
 /* The functor of a ROW kernel (the interface row.cuh documents). */
 static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     int ncached, *cache = row_cached(k, &ncached), nrow = row_ndim(e, k);
@@ -1323,6 +1347,7 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     if (row_has_per_row_outs(k)) emit_row_store_per_row(e, k, &m);
     e->load_expr = NULL;
     emit_row_online(e, k, &m);
+    emit_row_head(e, k, cache);
     fputs("};\n\n", e->f);
     for (int s = 0; s < k->nacc; s++) free(loads[s]);
     free(loads);

@@ -275,11 +275,14 @@ ts_tensor ts_t_tanh_softplus(ts_builder *b, ts_tensor x) {
     return ts_t_binary(b, TS_OP_ADD, constant_like(b, 1.0, x), ts_t_scale(b, frac, -2.0));
 }
 
-/* logsumexp(x) = m + ln Σ e^{x - m}, m = max(max x, -FLT_MAX) (finite, so a row of -inf gives -inf) */
+/* logsumexp(x) = m + ln Σ e^{x - m}, m = max x — where m = -inf (a row of -inf, whose terms would be NaN), m
+ * itself. The maximum and the sum of exponentials are softmax's (ts_t_softmax), so that a graph wanting both
+ * shares them. */
 ts_tensor ts_t_logsumexp(ts_builder *b, ts_tensor x, int32_t axis) {
-    ts_tensor m = ts_t_binary(b, TS_OP_MAX, ts_t_reduce(b, TS_OP_REDUCE_MAX, x, axis), constant_like(b, -FLT_MAX, x));
+    ts_tensor m = ts_t_reduce(b, TS_OP_REDUCE_MAX, x, axis);
     ts_tensor s = ts_t_reduce(b, TS_OP_REDUCE_SUM, ts_t_exp(b, ts_t_sub(b, x, m)), axis);
-    return ts_t_binary(b, TS_OP_ADD, ts_t_log(b, s), m);
+    ts_tensor empty = ts_t_binary(b, TS_OP_LESS_THAN, m, constant_like(b, -FLT_MAX, x));
+    return ts_t_where(b, empty, m, ts_t_binary(b, TS_OP_ADD, ts_t_log(b, s), m));
 }
 
 /* clamp(x, lo, hi) = min(max(x, lo), hi); either bound may be absent (NULL) */

@@ -663,11 +663,12 @@ static int row_stages(builder *b, int root, int32_t k, uint64_t axes, int *stage
     return n;
 }
 
-/* References to term node c from the elementwise regions of the ROW kernel: the root's and each stage's
- * operands'. */
-static int refs_in_row(const builder *b, int root, const int *stage, int n, int c) {
+/* References to term node c from the elementwise regions of the ROW kernel: the root's, each stage's
+ * operands' and those of the per-row values sib[0..nsib) it writes from its stages (row_per_row_siblings). */
+static int refs_in_row(const builder *b, int root, const int *stage, int n, const int *sib, int nsib, int c) {
     bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);
     int refs = refs_in_region(b, root, c, true, seen);
+    for (int s = 0; s < nsib; s++) refs += sib[s] == c ? 0 : refs_in_region(b, sib[s], c, true, seen);
     for (int j = 0; j < n; j++)
         for (int a = 0; a < ts_op_arity((ts_op)b->t[stage[j]].e.op); a++) {
             int kid = (int)b->t[stage[j]].e.kid[a];
@@ -703,8 +704,8 @@ static void mark_region(const builder *b, int i, bool root, bool *in) {
 }
 
 /* Whether term node i is needed outside the ROW kernel: a graph output, or read by other kernels. */
-static bool needed_outside_row(const builder *b, int root, const int *stage, int ns, int i) {
-    return b->t[i].output || refs_in_row(b, root, stage, ns, i) < b->t[i].uses;
+static bool needed_outside_row(const builder *b, int root, const int *stage, int ns, const int *sib, int nsib, int i) {
+    return b->t[i].output || refs_in_row(b, root, stage, ns, sib, nsib, i) < b->t[i].uses;
 }
 
 /* Whether the elementwise region rooted at i reads nothing but the stages (and constants and indices): what a
@@ -720,30 +721,51 @@ static bool reads_only_stages(builder *b, int i, const int *stage, int ns) {
     return nc < 16;
 }
 
+/* Graph outputs outside the region of `root`, once per row of the ROW kernel (over `row`, the other axes),
+ * computed from its stages alone and not yet in a buffer — a log-sum-exp beside the softmax of the same
+ * rows, max + log Σ exp — into sib; returns how many, at most max. */
+static int row_per_row_siblings(builder *b, const bool *in, uint64_t row, const int *stage, int ns, int *sib, int max) {
+    int n = 0;
+    for (int i = 0; i < b->nt && n < max; i++) {
+        const tnode *t = &b->t[i];
+        if (in[i] || !t->output || b->has_mat[i] || t->axes != row || !is_elementwise((ts_op)t->e.op)) continue;
+        bool is_stage = false;
+        for (int j = 0; j < ns; j++) is_stage |= stage[j] == i;
+        if (!is_stage && reads_only_stages(b, i, stage, ns)) sib[n++] = i;
+    }
+    return n;
+}
+
 /* Nodes the ROW kernel writes besides its root, needed outside it and not yet in a buffer: elementwise nodes
  * of the root's region spanning the whole row space (extra[0..*nx)), then, unless per_row, values once per
- * row — its stages and elementwise nodes over the row's other axes (rowout[0..*nr)). False when they are
- * more than the kernel's outputs hold, or a stage that other kernels read cannot be written (a per-row
- * kernel's, or one already in a buffer): that stage is computed once, by its own kernel (the root's readers
- * read this kernel's output: Σ_o w[o,i] before a GEMV). */
+ * row — its stages and elementwise nodes over the row's other axes, of the root's region or, while the outputs
+ * have room, graph outputs computed from the stages alone (rowout[0..*nr)). False when they are more than the
+ * kernel's outputs hold,
+ * or a stage that other kernels read cannot be written (a per-row kernel's, or one already in a buffer): that
+ * stage is computed once, by its own kernel (the root's readers read this kernel's output: Σ_o w[o,i] before
+ * a GEMV). */
 static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, const int *stage, int ns, int *extra,
                               int *nx, int *rowout, int *nr) {
     bool *in = ts_xcalloc((size_t)b->nt + 1, sizeof *in), ok = true;
     mark_region(b, root, true, in);
     const uint64_t whole = b->t[root].axes, row = k >= 0 ? whole & ~(1ull << k) : 0;
+    int sib[TS_KERNEL_MAX_OUTS - 1], nsib = per_row || k < 0 ? 0 : row_per_row_siblings(b, in, row, stage, ns, sib, TS_KERNEL_MAX_OUTS - 1);
     *nx = *nr = 0;
     for (int i = root - 1; i >= 0 && ok; i--) {
         const tnode *t = &b->t[i];
         bool span = t->axes == whole, per = !per_row && t->axes == row && reads_only_stages(b, i, stage, ns);
-        if (!in[i] || !(span || per) || b->has_mat[i] || !needed_outside_row(b, root, stage, ns, i)) continue;
+        if (!in[i] || !(span || per) || b->has_mat[i] || !needed_outside_row(b, root, stage, ns, sib, nsib, i)) continue;
         if (*nx + *nr == TS_KERNEL_MAX_OUTS - 1) ok = false;
         else if (span) extra[(*nx)++] = i;
         else rowout[(*nr)++] = i;
     }
+    int taken = 0; /* siblings the outputs have room for; the others are left to kernels of their own */
+    while (taken < nsib && *nx + *nr < TS_KERNEL_MAX_OUTS - 1) rowout[(*nr)++] = sib[taken++];
+    nsib = taken;
     for (int j = 0; j < ns && ok; j++) { /* a stage needed elsewhere too (the root's readers read the output) */
         const int c = stage[j];
-        if (c == root || !needed_outside_row(b, root, stage, ns, c)) continue;
-        bool read_elsewhere = refs_in_row(b, root, stage, ns, c) < b->t[c].uses;
+        if (c == root || !needed_outside_row(b, root, stage, ns, sib, nsib, c)) continue;
+        bool read_elsewhere = refs_in_row(b, root, stage, ns, sib, nsib, c) < b->t[c].uses;
         if (per_row || b->has_mat[c]) ok = !read_elsewhere; /* a returned one is computed by its own kernel */
         else if (*nx + *nr == TS_KERNEL_MAX_OUTS - 1) ok = false;
         else rowout[(*nr)++] = c;

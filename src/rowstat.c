@@ -490,3 +490,10 @@ int ts_row_online_stage(const ts_kernel *k, ts_expr *merge) {
     }
     return -1;
 }
+
+int ts_row_uncached_passes(const ts_kernel *k) {
+    ts_expr merge;
+    const int online = ts_row_online_stage(k, &merge) >= 0;
+    free(merge.node);
+    return k->nstage - online + (k->per_row ? 0 : 1);
+}

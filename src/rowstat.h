@@ -43,4 +43,9 @@ bool ts_plan_with_row_parts(const ts_plan *p, const ts_graph *g, ts_plan *out);
  * maximum; the caller frees merge->node), or -1 (and an empty *merge) when no stage pair folds. */
 int ts_row_online_stage(const ts_kernel *k, ts_expr *merge);
 
+/* Passes over its cached operands a ROW kernel takes for a row it does not cache (templates/row.cuh
+ * kUncachedPasses): one a stage (a folded pair one: ts_row_online_stage) and one for the outputs unless they
+ * are per row. */
+int ts_row_uncached_passes(const ts_kernel *k);
+
 #endif

@@ -5,7 +5,8 @@
 // compile-time choice (a functor's kPairs, set by the emitter only where an operand's rows can be off 16
 // bytes): the extra path cost aligned row kernels 10-15% (bench/NOTES.md run 121). The elementwise (map.cuh) and
 // row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
-// Exact for any stride, size and alignment: only positions [0, n) of a span are read or written.
+// Exact for any stride, size and alignment: only positions [0, n) of a span are read or written. span_head gives
+// the positions before a row's first aligned span (rows of an odd length), which row.cuh takes apart.
 // Namespace tsv; depends on tile.cuh (element conversions).
 #pragma once
 #include <type_traits>
@@ -114,6 +115,15 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
 #pragma unroll
     for (int j = 0; j < VEC; j++)
         if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
+}
+
+// Positions before the first element from q on whose address suits vector moves of VEC elements of T (0..VEC-1):
+// a row's head (row.cuh row_head), so that the spans after it are aligned. 0 where the stride is not 1.
+template <int VEC, typename T> __device__ __forceinline__ int span_head(const T *q, int64_t stride) {
+    constexpr int B = piece_bytes<T, VEC>();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(q);
+    if (stride != 1 || B <= (int)sizeof(T) || a % sizeof(T) != 0) return 0;
+    return (int)((B - a % B) % B / sizeof(T));
 }
 
 // Positions of the span starting at k0 that lie inside an axis of length len (0..VEC).

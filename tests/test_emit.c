@@ -495,6 +495,23 @@ Test(emit, spans_off_16_bytes_declare_the_pair_path_and_aligned_ones_do_not) {
     free(h);
 }
 
+/* Rows of an odd length start at odd elements: the row functor over a 50257-word vocabulary declares kHead
+ * (row.cuh takes each row's head apart, so that the rest moves in 16-byte vectors); rows of 2500 halves, 4-byte
+ * aligned, keep the pairs and no head, and aligned rows have neither. */
+Test(emit, rows_starting_at_odd_elements_declare_a_head_and_others_do_not) {
+    char *h = emit_best("bench/probes/softmax_lse_vocab.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr bool kHead = true;"));
+    cr_expect_not_null(strstr(h, "__device__ int head(const Base &b) const { return tsv::span_head<kVec>(p0 + b.in[0], 1); }"));
+    cr_expect_null(strstr(h, "kPairs = true"), "odd rows are not 4-byte aligned either");
+    free(h);
+    const char *none[] = {"bench/probes/rmsnorm_rows2500.yaml", "bench/graphs/residual_rmsnorm.yaml", "bench/probes/softmax_vocab.yaml"};
+    for (int i = 0; i < 3; i++) {
+        h = emit_best(none[i], "templates");
+        cr_expect_null(strstr(h, "kHead = true"), "%s", none[i]);
+        free(h);
+    }
+}
+
 /* A GEMM whose rows merge two axes ([b, t, d]·[d, n], b a run-time size): M is b·t, no batch, and the launch
  * helper refuses a b·t its 32-bit row count cannot hold before launching anything. */
 Test(emit, merged_rows_are_one_row_count_checked_against_32_bits) {

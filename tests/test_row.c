@@ -239,22 +239,31 @@ Test(row, cost_model_counts_each_output_once_and_each_stage_per_element) {
  * fewer rows than SMs take clusters that fill the SMs, and stream through those SMs only. */
 Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters) {
     fixture f;
+    /* two operands of 8192 positions: a 512-thread block a row caches them, read once; no variant */
     fixture_load_sized(&f, 512, 8192);
     ts_kernel *k = &f.p.k[0];
-    cr_assert_eq(ts_config_row_block_len(&f.p, k), 4096);
-    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 1, "512 rows: passes, no cluster");
+    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+    cr_assert_eq(ts_config_row_block_len(&f.p, k), 16384, "1024 threads, 2 spans of 8 a thread");
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 1);
+    cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), 0);
     ts_kernel_work w;
     ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
-    const double in = 2.0 * 512 * 8192 * 2; /* X and R */
+    cr_assert_float_eq(w.bytes, 2 * (2.0 * 512 * 8192 * 2) + 8192 * 2, 1e-6 * w.bytes, "X, R, H and Y once, g once");
+    fixture_free(&f);
+
+    fixture_load_sized(&f, 512, 32768);
+    k = &f.p.k[0];
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 1, "512 rows: passes, no cluster");
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
+    const double in = 2.0 * 512 * 32768 * 2; /* X and R */
     /* X, R, H and Y once, g once; then X and R again for stage 1 and again for the outputs */
-    cr_assert_float_eq(w.bytes, 2 * in + 8192 * 2 + 2 * in, 1e-6 * w.bytes);
+    cr_assert_float_eq(w.bytes, 2 * in + 32768 * 2 + 2 * in, 1e-6 * w.bytes);
     cr_assert_float_eq(w.wave_efficiency, 1, 0);
 
-    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
     cr_assert_eq(ts_config_variants(&f.g, &f.p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), 1);
     cr_assert(alt[0].row_split, "the variant splits the rows over clusters");
     k->cfg = alt[0];
-    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 2, "two blocks cache 8192 positions");
+    cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, k, 132), 8, "eight 256-thread blocks cache 32768 positions");
     ts_kernel_work split;
     ts_costmodel_work(&f.cm, &f.g, &f.p, k, &split);
     cr_assert_float_eq(split.bytes, w.bytes, 0, "priced alike: tune tells them apart");

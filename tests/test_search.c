@@ -142,6 +142,23 @@ Test(search, a_logsumexp_after_a_gemm_is_a_gemm_and_one_per_row_kernel) {
     free_compiled(&cg);
 }
 
+/* The softmax and the log-sum-exp of the same logits share the maximum and the sum of exponentials: one ROW
+ * kernel writes the softmax and, once per row, max + log Σ — the logits read once, no kernel for the rest. */
+Test(search, a_softmax_and_the_logsumexp_of_its_rows_are_one_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {t: 1024, v: 50257}\ninputs:\n  Z: {dtype: bf16, shape: [t, v]}\n"
+                      "ops:\n  - {name: P, op: softmax, args: [Z], axis: v}\n"
+                      "  - {name: L, op: logsumexp, args: [Z], axis: v}\noutputs: [P, L]\n");
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [t,v] over v");
+    const ts_kernel *k = &cg.out.plans[0].k[0];
+    cr_assert_eq(k->nstage, 2, "the maximum and the sum of exponentials");
+    cr_assert_eq(k->nextra, 1, "the log-sum-exp beside the softmax, not the stages");
+    cr_assert(k->extra_per_row[0]);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* The presets all pull the mean through the GEMM (Σ_n X·W = X·Σ_n W: a pass over W and a GEMV first); the
  * seed as written finds the GEMM and one two-stage row kernel over its result. */
 Test(search, a_layernorm_after_a_gemm_is_the_gemm_and_one_row_kernel) {

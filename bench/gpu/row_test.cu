@@ -35,8 +35,10 @@ static void check(cudaError_t e, const char *what, const char *file, int line) {
 
 constexpr double kPeakBytesPerS = 4.3e12;  // H200 DRAM, read + write
 // Built twice (make gpu-build): row_test with the functors' span path as the emitter prints it for aligned
-// rows, row_test_pairs (-DROW_TEST_PAIRS=1) with span.cuh's 4-byte pair path (kPairs) in every functor: the
-// +2-element and 1000 x 2500 cases show what the pairs gain, the aligned ones what the path costs.
+// rows, row_test_pairs (-DROW_TEST_PAIRS=1) as it prints it for rows that can start off 16 bytes: span.cuh's
+// 4-byte pair path (kPairs) and row.cuh's head (kHead: the positions before a row's first aligned span taken
+// apart) in every functor; its misaligned, odd-length and +1/+2-element cases test both, the aligned ones show
+// what the paths cost.
 #ifndef ROW_TEST_PAIRS
 #define ROW_TEST_PAIRS 0
 #endif
@@ -58,6 +60,8 @@ struct OneOperandRows {
     __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
         tsv::load_span<kVec, kTestPairs>(v[0], x + b.off, 1, k0, n);
     }
+    static constexpr bool kHead = kTestPairs;
+    __device__ int head(const Base &b) const { return tsv::span_head<kVec>(x + b.off, 1); }
 };
 
 // y = x · rsqrt(mean(x²) + eps) · g
@@ -176,6 +180,8 @@ struct ResidualRmsNorm {
         tsv::load_span<kVec, kTestPairs>(v[0], x + b.off, 1, k0, n);
         tsv::load_span<kVec, kTestPairs>(v[1], r + b.off, 1, k0, n);
     }
+    static constexpr bool kHead = kTestPairs;
+    __device__ int head(const Base &b) const { return tsv::span_head<kVec>(x + b.off, 1); }
     __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
 #pragma unroll
         for (int i = 0; i < kVec; i++) s[i] = (v[0][i] + v[1][i]) * (v[0][i] + v[1][i]);
@@ -363,14 +369,18 @@ template <int TPR, int ITEMS, int MINB> struct LaunchShape {
 };
 using SweptShapes = std::tuple<LaunchShape<0, 0, 0>, LaunchShape<128, 4, 1>, LaunchShape<256, 2, 3>, LaunchShape<256, 2, 4>,
                                LaunchShape<128, 0, 4>, LaunchShape<32, 4, 1>, LaunchShape<32, 4, 4>, LaunchShape<64, 2, 4>,
-                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>, LaunchShape<-1, 0, 0>>;
+                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>, LaunchShape<-1, 0, 0>, LaunchShape<-2, 0, 0>>;
 constexpr size_t kShapes = std::tuple_size_v<SweptShapes>;
 static size_t g_shape = 0;  // the shape `launch` uses: an index into SweptShapes
 
 template <class Fn, class S> static cudaError_t launch_as(const tsw::RowParams<Fn> &p, int sms) {
     if constexpr (S::tpr == 0) return tsw::launch_row(p, sms, 0);
-    else if constexpr (S::tpr < 0) return tsw::launch_row(p, sms, 0, true);  // long rows split over clusters
-    else return tsw::launch_row_as<Fn, S::tpr, S::items, S::minb>(p, 0);
+    else if constexpr (S::tpr == -1) return tsw::launch_row(p, sms, 0, true);  // long rows split over clusters
+    else if constexpr (S::tpr == -2) {  // clusters of 256-thread blocks wherever they cache the row, else passes
+        bool launched;
+        const cudaError_t e = tsw::launch_row_clusters(p, sms, 0, &launched);
+        return e != cudaSuccess || launched ? e : tsw::launch_row_as<Fn, 256, 0>(p, 0);
+    } else return tsw::launch_row_as<Fn, S::tpr, S::items, S::minb>(p, 0);
 }
 
 template <class Fn, size_t... I>
@@ -627,9 +637,10 @@ static void sweep(int sms) {
     g_label.clear();
 }
 
-// `row_test long`: rows longer than a block caches — launch_row's choice (fewer rows than SMs: a cluster's
-// blocks caching shares of the row, on sm_90+) against a pass per stage and one for the outputs (256 threads a
-// row, nothing cached). bench/NOTES.md run 152 has what else was timed beside them.
+// `row_test long`: rows longer than a 256-thread block caches — launch_row's choice (a 512- or 1024-thread
+// block a row where that caches it; fewer rows than SMs: a cluster's blocks caching shares of the row, on
+// sm_90+), its `split` (clusters for rows longer than the widest block caches) and a pass per stage and one for
+// the outputs (256 threads a row, nothing cached). bench/NOTES.md runs 152-153 have what else was timed.
 static void long_sweep(int sms) {
     const struct {
         void (*run)(int64_t, int64_t, int, int);
@@ -650,7 +661,7 @@ static void long_sweep(int sms) {
             const bool passes = sh.tpr == 256 && sh.items == 0 && sh.minb == 4;
             if (sh.tpr > 0 && !passes) continue;
             g_shape = v;
-            g_label = passes ? " [passes]" : sh.tpr < 0 ? " [launch_row split]" : " [launch_row]";
+            g_label = passes ? " [passes]" : sh.tpr == -1 ? " [launch_row split]" : sh.tpr == -2 ? " [clusters]" : " [launch_row]";
             c.run(c.rows, c.len, 0, sms);
         }
     g_shape = 0;
@@ -661,19 +672,20 @@ static void long_sweep(int sms) {
 static size_t split_shape() {
     const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
     for (size_t v = 0; v < shapes.size(); v++)
-        if (shapes[v].tpr < 0) return v;
+        if (shapes[v].tpr == -1) return v;
     return 0;
 }
 
-// Every row functor over rows a cluster splits: few rows (launch_row's own clusters) and, with `split`, many;
-// small enough for compute-sanitizer (`row_test cluster`).
+// Every row functor over rows a cluster splits: few rows (launch_row's own clusters) and, with `split`, many
+// longer than the widest block caches; and over rows a 512- or 1024-thread block caches alone; small enough for
+// compute-sanitizer (`row_test cluster`).
 static void cluster_cases(int sms) {
     const struct {
         int64_t rows, len;
         int shift;
         bool split;
     } cases[] = {{16, 16384, 0, false}, {8, 32000, 0, false}, {37, 20011, 1, false}, {3, 40000, 2, false},
-                 {200, 12000, 0, true}, {150, 20011, 1, true}};
+                 {200, 12000, 0, false}, {150, 40000, 0, true}, {150, 20011, 1, true}};
     for (const auto &c : cases) {
         g_shape = c.split ? split_shape() : 0;
         g_label = c.split ? " [split]" : "";
@@ -716,7 +728,8 @@ int main(int argc, char **argv) {
         {300, 32000, 0},   // a vocabulary: a cluster of 4 (sm_90+)
         {37, 20011, 1},    // odd, misaligned: a cluster of 4 with partial shares
         {16, 80000, 0},    // too long for 8 blocks: a pass per stage through L2
-        {4096, 16384, 0},  // long rows: 8 spans a thread cached, or a cluster of 2 (two operands)
+        {4096, 16384, 0},  // long rows: a 512-thread block a row caches one operand, 1024 threads two
+        {300, 12007, 1},   // odd, misaligned: 512 or 1024 threads a row, partial spans
     };
     if (column_sweep_only) column_sweep(sms);
     else if (long_only) long_sweep(sms);
