@@ -693,6 +693,8 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //   struct Fn {
 //     static constexpr int kVec;
 //     static constexpr int kWalk;   // optional: the transposed walk's dimension (absent or -1: none)
+//     static constexpr bool kHead;  // optional: the output's rows can start off 16 bytes (an odd row length):
+//                                   // each row's head before its first aligned span is a span of its own
 //     // y[j] = f(idx + j along the innermost dim) for j < n (n ≤ kVec; idx[0..ndim): the span's start)
 //     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const;
 //   };
@@ -810,18 +812,43 @@ __global__ void __launch_bounds__(256) map_walk_kernel(const MapParams<T, Fn> p)
     }
 }
 
+// Functor Fn's kHead where it declares one (rows of the output that can start off 16 bytes), else false.
+template <class Fn, class = void> struct HeadOf { static constexpr bool value = false; };
+template <class Fn> struct HeadOf<Fn, std::void_t<decltype(Fn::kHead)>> { static constexpr bool value = Fn::kHead; };
+template <class Fn> constexpr bool kHeadOf = HeadOf<Fn>::value;
+
+// Spans a row of `inner` positions takes: one more where the functor declares kHead (the row's head, positions
+// before its first aligned span: span 0 takes them, span j ≥ 1 starts at head + (j − 1)·kVec), so that the other
+// spans of the output and of operands aligned alike move in 16-byte vectors (rows of an odd length: 2.6x on
+// 8192 × 4096 at a 2-byte offset, bench/NOTES.md run 153). Rows shorter than 64 spans take no head.
+template <class Fn> __host__ __device__ inline int64_t spans_per_row(int64_t inner) {
+    return (inner + Fn::kVec - 1) / Fn::kVec + (kHeadOf<Fn> ? 1 : 0);
+}
+
 template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
     constexpr int VEC = Fn::kVec;
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
     tst::pdl_wait();
     const int64_t inner = pick(p.size, p.ndim - 1), inner_stride = pick(p.out_stride, p.ndim - 1);
-    const I per_row = ((I)inner + VEC - 1) / VEC, spans = (I)(p.numel / inner) * per_row;
+    const I per_row = (I)spans_per_row<Fn>(inner), spans = (I)(p.numel / inner) * per_row;
     for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < spans; t += (I)gridDim.x * blockDim.x) {
         int64_t idx[kMaxDims];
         int64_t col;
         const int64_t off = span_start<I>(p, t, per_row, idx, col);
-        const int n = tsv::span_len<VEC>(col, inner);
+        int n;
+        if constexpr (kHeadOf<Fn>) {  // span 0 the head, the others after it
+            const int head = inner >= 64 * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
+            const int64_t j = col / VEC;
+            col = j == 0 ? 0 : head + (j - 1) * VEC;
+            n = j == 0 ? head : tsv::span_len<VEC>(col, inner);
+            if (n == 0) continue;
+#pragma unroll
+            for (int d = 0; d < kMaxDims; d++)
+                if (d == p.ndim - 1) idx[d] = col;
+        } else {
+            n = tsv::span_len<VEC>(col, inner);
+        }
         float v[VEC];
         p.fn(idx, n, v);
         tsv::store_span<VEC, tsv::kPairsOf<Fn>>(p.out + off, inner_stride, col, n, v);
@@ -833,9 +860,9 @@ template <typename T, class Fn>
 cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.numel == 0) return cudaSuccess;
     if (p.ndim < 1 || p.ndim > kMaxDims) return cudaErrorInvalidValue;
-    constexpr int VEC = Fn::kVec, W = kWalkOf<Fn>;
+    constexpr int W = kWalkOf<Fn>;
     int64_t inner = p.size[p.ndim - 1];
-    int64_t spans = (p.numel / inner) * ((inner + VEC - 1) / VEC);
+    int64_t spans = (p.numel / inner) * spans_per_row<Fn>(inner);
     int64_t cap = (int64_t)sm_count * 16;
     if constexpr (W >= 0) {  // the transposed walk: a block a tile
         if (W >= p.ndim - 1) return cudaErrorInvalidValue;

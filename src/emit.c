@@ -434,7 +434,7 @@ static void declare_span_pairs(emitter *e, const ts_kernel *k, int32_t axis) {
 /* Whether access a's rows along `axis` (unit stride) can start off the 16 bytes of a vector where no cheaper
  * path serves them: 2-byte elements at an odd offset (rows of an odd length: a vocabulary of 50257; 4-byte-aligned
  * rows move in pairs, kPairs), or 4-byte ones anywhere off 16 bytes. Such rows have their head — the positions
- * before the first aligned one — taken apart (row.cuh kHead), so that the rest, and the spans of
+ * before the first aligned one — taken apart (row.cuh and map.cuh kHead), so that the rest, and the spans of
  * operands aligned alike, move in 16-byte vectors rather than element by element: 1.4-2.4x (bench/NOTES.md run
  * 153); on 4-byte-aligned 2-byte rows the head cost 5-16% against the pairs. */
 static bool rows_need_head(const emitter *e, const ts_access *a, int32_t axis) {
@@ -457,6 +457,8 @@ static void emit_map_functor(emitter *e, int ki, const ts_kernel *k) {
                 B->ndim ? B->ndim : 1);
     fprintf(e->f, "    static constexpr int kVec = %d;\n", ts_kernel_span_vec(e->p, k));
     declare_span_pairs(e, k, inner);
+    if (rows_need_head(e, B, inner)) /* map.cuh: each row's head before its first aligned span a span of its own */
+        fputs("    static constexpr bool kHead = true; /* rows that can start off 16 bytes */\n", e->f);
     if (k->cfg.walk) /* map.cuh's transposed walk along this output dimension (config.h) */
         fprintf(e->f, "    static constexpr int kWalk = %d;\n", k->cfg.walk_dim);
     fprintf(e->f, "    __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {\n");

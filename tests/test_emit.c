@@ -495,14 +495,23 @@ Test(emit, spans_off_16_bytes_declare_the_pair_path_and_aligned_ones_do_not) {
     free(h);
 }
 
-/* Rows of an odd length start at odd elements: the row functor over a 50257-word vocabulary declares kHead
- * (row.cuh takes each row's head apart, so that the rest moves in 16-byte vectors); rows of 2500 halves, 4-byte
- * aligned, keep the pairs and no head, and aligned rows have neither. */
+/* Rows of an odd length start at odd elements: the row functor over a 50257-word vocabulary and a map over the
+ * same rows declare kHead (row.cuh and map.cuh take each row's head apart, so that the rest moves in 16-byte
+ * vectors); rows of 2500 halves, 4-byte aligned, keep the pairs and no head, and aligned rows have neither. */
 Test(emit, rows_starting_at_odd_elements_declare_a_head_and_others_do_not) {
     char *h = emit_best("bench/probes/softmax_lse_vocab.yaml", "templates");
     cr_expect_not_null(strstr(h, "static constexpr bool kHead = true;"));
     cr_expect_not_null(strstr(h, "__device__ int head(const Base &b) const { return tsv::span_head<kVec>(p0 + b.in[0], 1); }"));
     cr_expect_null(strstr(h, "kPairs = true"), "odd rows are not 4-byte aligned either");
+    free(h);
+    cr_assert_eq(system("mkdir -p build/tests"), 0);
+    FILE *f = fopen("build/tests/odd_map.yaml", "w");
+    fputs("graph: g\naxes: {t: 1024, v: 50257}\ninputs:\n  Z: {dtype: bf16, shape: [t, v]}\n  b: {dtype: bf16, shape: [v]}\n"
+          "ops:\n  - {name: Y, op: add, args: [Z, b]}\noutputs: [Y]\n", f);
+    fclose(f);
+    h = emit_best("build/tests/odd_map.yaml", "templates");
+    cr_expect_not_null(strstr(h, "tsm::MapParams<"));
+    cr_expect_not_null(strstr(h, "static constexpr bool kHead = true;"));
     free(h);
     const char *none[] = {"bench/probes/rmsnorm_rows2500.yaml", "bench/graphs/residual_rmsnorm.yaml", "bench/probes/softmax_vocab.yaml"};
     for (int i = 0; i < 3; i++) {

@@ -237,7 +237,7 @@ template <bool PER_ROW> struct ColumnNorm {
 // Elementwise: y[t, d] = x[t, d] · g[d] + bias[t] (unit stride, a broadcast row vector, a per-row scalar)
 struct ScaleBiasMap {
     static constexpr int kVec = 8;
-    static constexpr bool kPairs = kTestPairs; /* map.cuh's stores follow it */
+    static constexpr bool kPairs = kTestPairs, kHead = kTestPairs; /* map.cuh's stores follow them */
     const __half *x, *g, *bias;
     int64_t ld;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
@@ -254,6 +254,7 @@ struct ScaleBiasMap {
 // row-major; WALK 0: map.cuh's transposed walk (neighbouring threads down the rows), -1: the plain walk.
 template <int WALK> struct TransposeAddMap {
     static constexpr int kVec = 8, kWalk = WALK;
+    static constexpr bool kHead = kTestPairs; /* the plain walk takes each row's head apart */
     const __half *x, *b;
     int64_t rows, len;
     __device__ void operator()(const int64_t *idx, int n, float (&y)[kVec]) const {
