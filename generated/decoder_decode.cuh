@@ -655,6 +655,16 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
         if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
 }
 
+// Functor Fn's kHead where it declares one (rows that can start off 16 bytes, whose head row.cuh and map.cuh take
+// apart), else false.
+template <class Fn, class = void> struct HeadOf { static constexpr bool value = false; };
+template <class Fn> struct HeadOf<Fn, std::void_t<decltype(Fn::kHead)>> { static constexpr bool value = Fn::kHead; };
+template <class Fn> constexpr bool kHeadOf = HeadOf<Fn>::value;
+
+// Rows of fewer spans take no head: its extra step outweighs what it saves (bench/NOTES.md run 153: 4096 rows of
+// 20, 10% slower with it).
+constexpr int kHeadMinSpans = 64;
+
 // Positions before the first element from q on whose address suits vector moves of VEC elements of T (0..VEC-1):
 // a row's head (row.cuh row_head), so that the spans after it are aligned. 0 where the stride is not 1.
 template <int VEC, typename T> __device__ __forceinline__ int span_head(const T *q, int64_t stride) {
@@ -812,17 +822,12 @@ __global__ void __launch_bounds__(256) map_walk_kernel(const MapParams<T, Fn> p)
     }
 }
 
-// Functor Fn's kHead where it declares one (rows of the output that can start off 16 bytes), else false.
-template <class Fn, class = void> struct HeadOf { static constexpr bool value = false; };
-template <class Fn> struct HeadOf<Fn, std::void_t<decltype(Fn::kHead)>> { static constexpr bool value = Fn::kHead; };
-template <class Fn> constexpr bool kHeadOf = HeadOf<Fn>::value;
-
 // Spans a row of `inner` positions takes: one more where the functor declares kHead (the row's head, positions
 // before its first aligned span: span 0 takes them, span j ≥ 1 starts at head + (j − 1)·kVec), so that the other
 // spans of the output and of operands aligned alike move in 16-byte vectors (rows of an odd length: 2.6x on
-// 8192 × 4096 at a 2-byte offset, bench/NOTES.md run 153). Rows shorter than 64 spans take no head.
+// 8192 × 4096 at a 2-byte offset, bench/NOTES.md run 153). Rows shorter than tsv::kHeadMinSpans take no head.
 template <class Fn> __host__ __device__ inline int64_t spans_per_row(int64_t inner) {
-    return (inner + Fn::kVec - 1) / Fn::kVec + (kHeadOf<Fn> ? 1 : 0);
+    return (inner + Fn::kVec - 1) / Fn::kVec + (tsv::kHeadOf<Fn> ? 1 : 0);
 }
 
 template <typename T, class Fn, typename I>
@@ -837,8 +842,8 @@ __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
         int64_t col;
         const int64_t off = span_start<I>(p, t, per_row, idx, col);
         int n;
-        if constexpr (kHeadOf<Fn>) {  // span 0 the head, the others after it
-            const int head = inner >= 64 * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
+        if constexpr (tsv::kHeadOf<Fn>) {  // span 0 the head, the others after it
+            const int head = inner >= tsv::kHeadMinSpans * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
             const int64_t j = col / VEC;
             col = j == 0 ? 0 : head + (j - 1) * VEC;
             n = j == 0 ? head : tsv::span_len<VEC>(col, inner);
@@ -1014,23 +1019,14 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
 template <class Fn> constexpr int kPassDepth = kCacheSpans<Fn> >= 4 && Fn::kPerRow ? 4 : kCacheSpans<Fn> >= 2 ? 2 : 1;
 
-// Functor Fn's kHead where it declares one, else false.
-template <class Fn, class = void> struct HasHead {
-    static constexpr bool value = false;
-};
-template <class Fn> struct HasHead<Fn, std::void_t<decltype(Fn::kHead)>> {
-    static constexpr bool value = Fn::kHead;
-};
-
 // A row's head: the positions before its first span aligned for vector moves (Fn::head, where the functor
 // declares kHead: rows that can start off 16 bytes, as rows of an odd length do); 0 otherwise, and for rows of
-// fewer than kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs what
-// it saves (run 153: 4096 rows of 20, 10% slower with it). The row's first thread takes the head apart, so that
-// every other span of an aligned operand moves in 16-byte vectors rather than element by element.
-constexpr int kHeadMinSpans = 64;
+// fewer than tsv::kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs
+// what it saves. The row's first thread takes the head apart, so that every other span of an aligned operand
+// moves in 16-byte vectors rather than element by element.
 template <class Fn> __device__ __forceinline__ int row_head(const Fn &fn, const typename Fn::Base &b, int64_t len) {
-    if constexpr (HasHead<Fn>::value) {
-        return len >= kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
+    if constexpr (tsv::kHeadOf<Fn>) {
+        return len >= tsv::kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
     } else {
         return 0;
     }

@@ -634,6 +634,16 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
         if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
 }
 
+// Functor Fn's kHead where it declares one (rows that can start off 16 bytes, whose head row.cuh and map.cuh take
+// apart), else false.
+template <class Fn, class = void> struct HeadOf { static constexpr bool value = false; };
+template <class Fn> struct HeadOf<Fn, std::void_t<decltype(Fn::kHead)>> { static constexpr bool value = Fn::kHead; };
+template <class Fn> constexpr bool kHeadOf = HeadOf<Fn>::value;
+
+// Rows of fewer spans take no head: its extra step outweighs what it saves (bench/NOTES.md run 153: 4096 rows of
+// 20, 10% slower with it).
+constexpr int kHeadMinSpans = 64;
+
 // Positions before the first element from q on whose address suits vector moves of VEC elements of T (0..VEC-1):
 // a row's head (row.cuh row_head), so that the spans after it are aligned. 0 where the stride is not 1.
 template <int VEC, typename T> __device__ __forceinline__ int span_head(const T *q, int64_t stride) {
@@ -781,23 +791,14 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
 template <class Fn> constexpr int kPassDepth = kCacheSpans<Fn> >= 4 && Fn::kPerRow ? 4 : kCacheSpans<Fn> >= 2 ? 2 : 1;
 
-// Functor Fn's kHead where it declares one, else false.
-template <class Fn, class = void> struct HasHead {
-    static constexpr bool value = false;
-};
-template <class Fn> struct HasHead<Fn, std::void_t<decltype(Fn::kHead)>> {
-    static constexpr bool value = Fn::kHead;
-};
-
 // A row's head: the positions before its first span aligned for vector moves (Fn::head, where the functor
 // declares kHead: rows that can start off 16 bytes, as rows of an odd length do); 0 otherwise, and for rows of
-// fewer than kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs what
-// it saves (run 153: 4096 rows of 20, 10% slower with it). The row's first thread takes the head apart, so that
-// every other span of an aligned operand moves in 16-byte vectors rather than element by element.
-constexpr int kHeadMinSpans = 64;
+// fewer than tsv::kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs
+// what it saves. The row's first thread takes the head apart, so that every other span of an aligned operand
+// moves in 16-byte vectors rather than element by element.
 template <class Fn> __device__ __forceinline__ int row_head(const Fn &fn, const typename Fn::Base &b, int64_t len) {
-    if constexpr (HasHead<Fn>::value) {
-        return len >= kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
+    if constexpr (tsv::kHeadOf<Fn>) {
+        return len >= tsv::kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
     } else {
         return 0;
     }

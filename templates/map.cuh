@@ -142,17 +142,12 @@ __global__ void __launch_bounds__(256) map_walk_kernel(const MapParams<T, Fn> p)
     }
 }
 
-// Functor Fn's kHead where it declares one (rows of the output that can start off 16 bytes), else false.
-template <class Fn, class = void> struct HeadOf { static constexpr bool value = false; };
-template <class Fn> struct HeadOf<Fn, std::void_t<decltype(Fn::kHead)>> { static constexpr bool value = Fn::kHead; };
-template <class Fn> constexpr bool kHeadOf = HeadOf<Fn>::value;
-
 // Spans a row of `inner` positions takes: one more where the functor declares kHead (the row's head, positions
 // before its first aligned span: span 0 takes them, span j ≥ 1 starts at head + (j − 1)·kVec), so that the other
 // spans of the output and of operands aligned alike move in 16-byte vectors (rows of an odd length: 2.6x on
-// 8192 × 4096 at a 2-byte offset, bench/NOTES.md run 153). Rows shorter than 64 spans take no head.
+// 8192 × 4096 at a 2-byte offset, bench/NOTES.md run 153). Rows shorter than tsv::kHeadMinSpans take no head.
 template <class Fn> __host__ __device__ inline int64_t spans_per_row(int64_t inner) {
-    return (inner + Fn::kVec - 1) / Fn::kVec + (kHeadOf<Fn> ? 1 : 0);
+    return (inner + Fn::kVec - 1) / Fn::kVec + (tsv::kHeadOf<Fn> ? 1 : 0);
 }
 
 template <typename T, class Fn, typename I>
@@ -167,8 +162,8 @@ __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
         int64_t col;
         const int64_t off = span_start<I>(p, t, per_row, idx, col);
         int n;
-        if constexpr (kHeadOf<Fn>) {  // span 0 the head, the others after it
-            const int head = inner >= 64 * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
+        if constexpr (tsv::kHeadOf<Fn>) {  // span 0 the head, the others after it
+            const int head = inner >= tsv::kHeadMinSpans * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
             const int64_t j = col / VEC;
             col = j == 0 ? 0 : head + (j - 1) * VEC;
             n = j == 0 ? head : tsv::span_len<VEC>(col, inner);

@@ -132,23 +132,14 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
 template <class Fn> constexpr int kPassDepth = kCacheSpans<Fn> >= 4 && Fn::kPerRow ? 4 : kCacheSpans<Fn> >= 2 ? 2 : 1;
 
-// Functor Fn's kHead where it declares one, else false.
-template <class Fn, class = void> struct HasHead {
-    static constexpr bool value = false;
-};
-template <class Fn> struct HasHead<Fn, std::void_t<decltype(Fn::kHead)>> {
-    static constexpr bool value = Fn::kHead;
-};
-
 // A row's head: the positions before its first span aligned for vector moves (Fn::head, where the functor
 // declares kHead: rows that can start off 16 bytes, as rows of an odd length do); 0 otherwise, and for rows of
-// fewer than kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs what
-// it saves (run 153: 4096 rows of 20, 10% slower with it). The row's first thread takes the head apart, so that
-// every other span of an aligned operand moves in 16-byte vectors rather than element by element.
-constexpr int kHeadMinSpans = 64;
+// fewer than tsv::kHeadMinSpans spans, where the head's extra step (a load each stage by one thread) outweighs
+// what it saves. The row's first thread takes the head apart, so that every other span of an aligned operand
+// moves in 16-byte vectors rather than element by element.
 template <class Fn> __device__ __forceinline__ int row_head(const Fn &fn, const typename Fn::Base &b, int64_t len) {
-    if constexpr (HasHead<Fn>::value) {
-        return len >= kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
+    if constexpr (tsv::kHeadOf<Fn>) {
+        return len >= tsv::kHeadMinSpans * Fn::kVec ? fn.head(b) : 0;
     } else {
         return 0;
     }

@@ -117,6 +117,16 @@ __device__ __forceinline__ void store_span(T *p, int64_t stride, int64_t k0, int
         if (j < n) q[j * stride] = tst::elem<T>::from_float(v[j]);
 }
 
+// Functor Fn's kHead where it declares one (rows that can start off 16 bytes, whose head row.cuh and map.cuh take
+// apart), else false.
+template <class Fn, class = void> struct HeadOf { static constexpr bool value = false; };
+template <class Fn> struct HeadOf<Fn, std::void_t<decltype(Fn::kHead)>> { static constexpr bool value = Fn::kHead; };
+template <class Fn> constexpr bool kHeadOf = HeadOf<Fn>::value;
+
+// Rows of fewer spans take no head: its extra step outweighs what it saves (bench/NOTES.md run 153: 4096 rows of
+// 20, 10% slower with it).
+constexpr int kHeadMinSpans = 64;
+
 // Positions before the first element from q on whose address suits vector moves of VEC elements of T (0..VEC-1):
 // a row's head (row.cuh row_head), so that the spans after it are aligned. 0 where the stride is not 1.
 template <int VEC, typename T> __device__ __forceinline__ int span_head(const T *q, int64_t stride) {
