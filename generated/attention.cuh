@@ -2,7 +2,7 @@
 //
 // graph:     attention (source hash a7b5cff7876a2d9e)
 // plan:      fused — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.2302 ms on NVIDIA H200 at the typical sizes (13.83x the 3.1837 ms predicted for one kernel per op)
+// predicted: 0.2302 ms on NVIDIA H200 at the typical sizes (13.37x the 3.0788 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong

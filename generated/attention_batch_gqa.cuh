@@ -2,7 +2,7 @@
 //
 // graph:     attention_batch_gqa (source hash 7539e0f6256d7277)
 // plan:      fused/3 — 1 kernel: attention [b,kv_h,grp,t_q,d_h] over t_kv
-// predicted: 0.2720 ms on NVIDIA H200 at the typical sizes (2053.42x the 558.5265 ms predicted for one kernel per op)
+// predicted: 0.2720 ms on NVIDIA H200 at the typical sizes (2052.35x the 558.2363 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong

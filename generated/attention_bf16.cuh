@@ -2,7 +2,7 @@
 //
 // graph:     attention_bf16 (source hash cfd0721169a63c00)
 // plan:      fused — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.0608 ms on NVIDIA H200 at the typical sizes (15.19x the 0.9231 ms predicted for one kernel per op)
+// predicted: 0.0608 ms on NVIDIA H200 at the typical sizes (14.76x the 0.8969 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong

@@ -2,7 +2,7 @@
 //
 // graph:     attention_causal (source hash 6dbb1bcfdec4902f)
 // plan:      fused/3 — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.1381 ms on NVIDIA H200 at the typical sizes (27.12x the 3.7458 ms predicted for one kernel per op)
+// predicted: 0.1381 ms on NVIDIA H200 at the typical sizes (26.12x the 3.6081 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong

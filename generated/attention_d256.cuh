@@ -2,7 +2,7 @@
 //
 // graph:     attention_d256 (source hash f96aaf6de052f4fb)
 // plan:      fused/3 — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.1659 ms on NVIDIA H200 at the typical sizes (12.05x the 1.9994 ms predicted for one kernel per op)
+// predicted: 0.1659 ms on NVIDIA H200 at the typical sizes (11.61x the 1.9273 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x64, 2 stages, ping-pong

@@ -2,7 +2,7 @@
 //
 // graph:     attention_d64 (source hash 6e703cca3148ca9a)
 // plan:      fused/3 — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.1833 ms on NVIDIA H200 at the typical sizes (39.54x the 7.2488 ms predicted for one kernel per op)
+// predicted: 0.1833 ms on NVIDIA H200 at the typical sizes (38.08x the 6.9799 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong

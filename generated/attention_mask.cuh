@@ -2,7 +2,7 @@
 //
 // graph:     attention_mask (source hash 296190ce1ecbcade)
 // plan:      fused/3 — 1 kernel: attention [h,t_q,d_h] over t_kv
-// predicted: 0.1223 ms on NVIDIA H200 at the typical sizes (7.75x the 0.9479 ms predicted for one kernel per op)
+// predicted: 0.1223 ms on NVIDIA H200 at the typical sizes (7.48x the 0.9149 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (attention): 128x128, 3 stages, ping-pong

@@ -2,7 +2,7 @@
 //
 // graph:     decoder_decode (source hash ea699b287efb64e3)
 // plan:      fused/21 — 10 kernels: row [b,d] over d; gemm [b,qkv] over d; map [b,kv_h,grp,two,d_half]; map [b,kv_h,two,d_half] into K_cache; map [b,kv_h,d_h] into V_cache; attention [b,kv_h,grp,d_h] over s; gemm [b,d] over q_dim; row [b,d] over d; dual-gemm [b,f] over d; gemm [b,d] over f
-// predicted: 0.2248 ms on NVIDIA H200 at the typical sizes (2.08x the 0.4672 ms predicted for one kernel per op)
+// predicted: 0.2248 ms on NVIDIA H200 at the typical sizes (2.07x the 0.4661 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 16x64, 5 stages, split-K 2
@@ -689,7 +689,9 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // vector load where the operand has unit stride there and is aligned, one broadcast load where its stride
 // is 0, a gather otherwise (span.cuh); the output span is stored the same way. The index space is walked
 // with 32-bit arithmetic when it has fewer than 2^31 spans (one division per span and outer dim, none per
-// element). Sizes need not be multiples of anything. Namespace tsm; depends on tile.cuh and span.cuh.
+// element), and a span's indices idx[] are indexed by constants only, so that they stay in registers (in local
+// memory, a 64-byte stack a thread, the plain walk ran 10% slower: bench/NOTES.md run 154). Sizes need not be
+// multiples of anything. Namespace tsm; depends on tile.cuh and span.cuh.
 //
 // The transposed walk (a functor with kWalk = w ≥ 0): where an operand's unit stride is along another
 // dimension w of the index space (a transpose: Y[n, m] = A[m, n]), neighbouring threads of a half-warp take
@@ -732,10 +734,16 @@ __host__ __device__ __forceinline__ int64_t pick(const int64_t (&a)[kMaxDims], i
     return v;
 }
 
+// a[i] = v for a run-time i, with constant indices only (a dynamic one would put a[] in local memory).
+__host__ __device__ __forceinline__ void put(int64_t (&a)[kMaxDims], int i, int64_t v) {
+#pragma unroll
+    for (int d = 0; d < kMaxDims; d++) a[d] = d == i ? v : a[d];
+}
+
 // Span t of the index space: its start idx[] (col along the innermost dim), and the output offset of its
 // row (every dim but the innermost). I: the index type.
 template <typename I, typename T, class Fn>
-__device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I per_row, int64_t *idx, int64_t &col) {
+__device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I per_row, int64_t (&idx)[kMaxDims], int64_t &col) {
     I row = t / per_row;
     col = (int64_t)(t - row * per_row) * Fn::kVec;
     int64_t off = 0;
@@ -748,9 +756,7 @@ __device__ __forceinline__ int64_t span_start(const MapParams<T, Fn> &p, I t, I 
         off += idx[d] * p.out_stride[d];
     }
     if (p.ndim > 1) idx[0] = (int64_t)row, off += idx[0] * p.out_stride[0];  // the outermost: no division
-#pragma unroll
-    for (int d = 0; d < kMaxDims; d++)
-        if (d == p.ndim - 1) idx[d] = col;
+    put(idx, p.ndim - 1, col);
     return off;
 }
 
@@ -774,7 +780,7 @@ template <int W, typename I, typename T, class Fn> __host__ __device__ inline I 
 // idx[] and output offset; false where the tile's edge leaves the thread none. Tiles are numbered with the
 // span tiles fastest, then the tiles along W, then the other dimensions row-major.
 template <int W, typename I, typename T, class Fn>
-__host__ __device__ inline bool walk_span(const MapParams<T, Fn> &p, I t, int thread, int64_t *idx, int64_t &off) {
+__host__ __device__ inline bool walk_span(const MapParams<T, Fn> &p, I t, int thread, int64_t (&idx)[kMaxDims], int64_t &off) {
     constexpr int VEC = Fn::kVec;
     const int64_t inner = pick(p.size, p.ndim - 1), along = p.size[W];
     const I per_row = (I)((inner + VEC - 1) / VEC);
@@ -797,9 +803,7 @@ __host__ __device__ inline bool walk_span(const MapParams<T, Fn> &p, I t, int th
         }
         off += idx[d] * p.out_stride[d];
     }
-#pragma unroll
-    for (int d = 0; d < kMaxDims; d++)
-        if (d == p.ndim - 1) idx[d] = (int64_t)span * VEC;
+    put(idx, p.ndim - 1, (int64_t)span * VEC);
     return true;
 }
 
@@ -812,7 +816,7 @@ __global__ void __launch_bounds__(256) map_walk_kernel(const MapParams<T, Fn> p)
     const int64_t inner = pick(p.size, p.ndim - 1), inner_stride = pick(p.out_stride, p.ndim - 1);
     const I tiles = walk_tiles<W, I>(p);
     for (I t = (I)blockIdx.x; t < tiles; t += (I)gridDim.x) {
-        int64_t idx[kMaxDims], off;
+        int64_t idx[kMaxDims] = {}, off;
         if (!walk_span<W>(p, t, (int)threadIdx.x, idx, off)) continue;
         const int64_t col = pick(idx, p.ndim - 1);
         const int n = tsv::span_len<VEC>(col, inner);
@@ -830,6 +834,26 @@ template <class Fn> __host__ __device__ inline int64_t spans_per_row(int64_t inn
     return (inner + Fn::kVec - 1) / Fn::kVec + (tsv::kHeadOf<Fn> ? 1 : 0);
 }
 
+// Span t's start idx[], column, length n and output offset; false where it has no positions (an empty head).
+template <typename I, typename T, class Fn>
+__device__ __forceinline__ bool map_span(const MapParams<T, Fn> &p, I t, I per_row, int64_t inner, int64_t inner_stride,
+                                         int64_t (&idx)[kMaxDims], int64_t &col, int &n, int64_t &off) {
+    constexpr int VEC = Fn::kVec;
+    off = span_start<I>(p, t, per_row, idx, col);
+    if constexpr (tsv::kHeadOf<Fn>) {  // span 0 the head, the others after it
+        const int head = inner >= tsv::kHeadMinSpans * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
+        const int64_t j = col / VEC;
+        col = j == 0 ? 0 : head + (j - 1) * VEC;
+        n = j == 0 ? head : tsv::span_len<VEC>(col, inner);
+        put(idx, p.ndim - 1, col);
+    } else {
+        n = tsv::span_len<VEC>(col, inner);
+    }
+    return n > 0;
+}
+
+// One span a thread an iteration: two or four in flight (loaded before any is stored) ran 8-45% slower on the
+// H100 at the registers they take, as did one span a thread with no grid-stride loop (bench/NOTES.md run 154).
 template <typename T, class Fn, typename I>
 __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
     constexpr int VEC = Fn::kVec;
@@ -838,22 +862,9 @@ __global__ void __launch_bounds__(256) map_kernel(const MapParams<T, Fn> p) {
     const int64_t inner = pick(p.size, p.ndim - 1), inner_stride = pick(p.out_stride, p.ndim - 1);
     const I per_row = (I)spans_per_row<Fn>(inner), spans = (I)(p.numel / inner) * per_row;
     for (I t = (I)blockIdx.x * blockDim.x + threadIdx.x; t < spans; t += (I)gridDim.x * blockDim.x) {
-        int64_t idx[kMaxDims];
-        int64_t col;
-        const int64_t off = span_start<I>(p, t, per_row, idx, col);
+        int64_t idx[kMaxDims] = {}, col, off;
         int n;
-        if constexpr (tsv::kHeadOf<Fn>) {  // span 0 the head, the others after it
-            const int head = inner >= tsv::kHeadMinSpans * VEC ? tsv::span_head<VEC>(p.out + off, inner_stride) : 0;
-            const int64_t j = col / VEC;
-            col = j == 0 ? 0 : head + (j - 1) * VEC;
-            n = j == 0 ? head : tsv::span_len<VEC>(col, inner);
-            if (n == 0) continue;
-#pragma unroll
-            for (int d = 0; d < kMaxDims; d++)
-                if (d == p.ndim - 1) idx[d] = col;
-        } else {
-            n = tsv::span_len<VEC>(col, inner);
-        }
+        if (!map_span<I>(p, t, per_row, inner, inner_stride, idx, col, n, off)) continue;
         float v[VEC];
         p.fn(idx, n, v);
         tsv::store_span<VEC, tsv::kPairsOf<Fn>>(p.out + off, inner_stride, col, n, v);

@@ -2,7 +2,7 @@
 //
 // graph:     lora (source hash 7b532d92df718dc6)
 // plan:      fused/22 — 2 kernels: gemm [m,r] over d; gemm [m,n] over r+d
-// predicted: 0.1879 ms on NVIDIA H200 at the typical sizes (1.33x the 0.2504 ms predicted for one kernel per op)
+// predicted: 0.1879 ms on NVIDIA H200 at the typical sizes (1.32x the 0.2479 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (gemm): skinny 64x64, 6 stages, split-K 4

@@ -2,7 +2,7 @@
 //
 // graph:     qknorm_attention (source hash fb07b444e0f28b90)
 // plan:      fused/44 — 3 kernels: row [h,t_q,d_h] over d_h; row [h,t_kv,d_h] over d_h; attention [h,t_q,d_h] over t_kv
-// predicted: 0.1647 ms on NVIDIA H200 at the typical sizes (23.62x the 3.8909 ms predicted for one kernel per op)
+// predicted: 0.1647 ms on NVIDIA H200 at the typical sizes (22.76x the 3.7498 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 3 (attention): 128x128, 3 stages, ping-pong

@@ -2,7 +2,7 @@
 //
 // graph:     swiglu_decode (source hash 0a3fb22992805fcc)
 // plan:      fused — 1 kernel: dual-gemm [m,n] over d
-// predicted: 0.0641 ms on NVIDIA H200 at the typical sizes (1.57x the 0.1010 ms predicted for one kernel per op)
+// predicted: 0.0641 ms on NVIDIA H200 at the typical sizes (1.57x the 0.1008 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (gemm): 128x128, 4 stages; M <= 64: skinny 16x64, 3 stages

@@ -11,7 +11,8 @@
 // any case fails. Build: make gpu-build (build/gpu/row_test); run on the GPU: build/gpu/row_test, or
 // build/gpu/row_test sweep for the launch shapes compared on the bandwidth-bound cases only, `long` for rows
 // longer than a block caches (launch_row, its `split` and the passes side by side), `cluster` for the rows
-// clusters split, at sizes compute-sanitizer finishes.
+// clusters split, at sizes compute-sanitizer finishes, `map` for the elementwise maps alone (bench/gpu/map_ab.sh
+// puts builds side by side).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -700,12 +701,27 @@ static void cluster_cases(int sms) {
     g_label.clear();
 }
 
+// `row_test map`: the elementwise maps alone, plain and transposed walks, at the sizes the bench's maps take
+// (a 4096-wide activation, a vocabulary of logits, rows one element off 16 bytes), beside the copy.
+static void map_cases(int sms) {
+    const struct {
+        int64_t rows, len;
+        int shift;
+    } maps[] = {{8192, 4096, 0}, {8192, 4096, 1}, {8192, 4096, 2}, {4096, 14336, 0}, {1024, 50257, 0},
+                {37, 4099, 0},   {1000, 2500, 0}, {65536, 64, 0},  {4096, 20, 1},    {64, 40000, 0}};
+    for (const auto &m : maps) map_case(m.rows, m.len, m.shift, sms);
+    transpose_case<0>(8192, 4096, 0, sms);
+    transpose_case<0>(37, 4099, 1, sms);
+    transpose_case<-1>(1000, 100, 0, sms);
+}
+
 int main(int argc, char **argv) {
     const bool column_sweep_only = argc > 1 && std::string(argv[1]) == "colsweep";
     const bool long_only = argc > 1 && std::string(argv[1]) == "long";
     const bool cluster_only = argc > 1 && std::string(argv[1]) == "cluster";
-    const bool sweep_only =
-        column_sweep_only || long_only || cluster_only || (argc > 1 && std::string(argv[1]) == "sweep");
+    const bool map_only = argc > 1 && std::string(argv[1]) == "map";
+    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only ||
+                            (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -735,6 +751,7 @@ int main(int argc, char **argv) {
     if (column_sweep_only) column_sweep(sms);
     else if (long_only) long_sweep(sms);
     else if (cluster_only) cluster_cases(sms);
+    else if (map_only) map_cases(sms);
     else if (sweep_only) sweep(sms);
     if (!sweep_only) cluster_cases(sms);
     for (const auto &s : shapes) {
@@ -773,7 +790,7 @@ int main(int argc, char **argv) {
         transpose_case<-1>(t.rows, t.len, t.shift, sms);
     }
     if (!cluster_only) copy_case(8192, 4096, sms);
-    if (sweep_only && !long_only && !cluster_only) copy_case(4096, 4096 * 2, sms);
+    if (sweep_only && !long_only && !cluster_only && !map_only) copy_case(4096, 4096 * 2, sms);
 
     printf("\n%-40s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
     int failed = 0;
