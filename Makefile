@@ -206,10 +206,15 @@ check-generated: $(BUILD)/tsopt
 	  echo "$$(wc -c < $$h) 80 $$cu"; echo "$$(wc -c < $$h) $$a90 $$cu"; done | sort -rn | cut -d' ' -f2- | \
 	  xargs -P $(JOBS) -n 2 sh -c 'case $$0 in \
 	    80) $(NVCC_CHECK) -arch=sm_80 -c $$1 -o $$1.80.o;; \
-	    90) $(NVCC_CHECK) $(NVCC_SM90A) -cubin $$1 -o $$1.90.cubin;; \
-	    *) $(NVCC_CHECK) $(NVCC_SM90A) -c $$1 -o $$1.90.o;; \
-	  esac || { echo "nvcc failed on $$1 (sm_$$0)"; exit 255; }'
+	    90) $(NVCC_CHECK) $(NVCC_SM90A) -Xptxas -v -cubin $$1 -o $$1.90.cubin 2> $$1.90.ptxas;; \
+	    *) $(NVCC_CHECK) $(NVCC_SM90A) -Xptxas -v -c $$1 -o $$1.90.o 2> $$1.90.ptxas;; \
+	  esac || { grep -v "^ptxas info" $$1.90.ptxas 2> /dev/null; echo "nvcc failed on $$1 (sm_$$0)"; exit 255; }'
 	@echo "every generated header and template compiles for sm_80 and sm_90a: ok"
+	@awk '/Function properties for/ { f = $$NF } \
+	  /bytes stack frame/ && $$1 > 0 && $$5 == 0 { print FILENAME ": " f ": " $$1 " bytes of stack, no spills"; bad = 1 } \
+	  END { exit bad }' $(BUILD)/nvcc/*.90.ptxas || { echo "a kernel keeps an array in local memory (indexed at run time: \
+see templates/map.cuh put()); registers would serve"; exit 1; }
+	@echo "no sm_90a kernel keeps an array in local memory (a stack frame without spills): ok"
 	@printf '#include "../../generated/swiglu.cuh"\nint other(void) { return (int)swiglu_workspace_bytes(); }\n' > $(BUILD)/nvcc/tu2.cu
 	@printf '#include "../../generated/swiglu.cuh"\nint other(void);\nint main(void) { return other(); }\n' > $(BUILD)/nvcc/tu1.cu
 	@$(NVCC_CHECK) -arch=sm_80 $(BUILD)/nvcc/tu1.cu $(BUILD)/nvcc/tu2.cu -o $(BUILD)/nvcc/two_tu
