@@ -529,7 +529,7 @@ template <class Kernel> inline int ptx_version_of(Kernel kernel) {
 // bytes): the extra path cost aligned row kernels 10-15% (bench/NOTES.md run 121). The elementwise (map.cuh) and
 // row-fused (row.cuh) kernels read and write their operands through these; they are not kernels.
 // Exact for any stride, size and alignment: only positions [0, n) of a span are read or written. span_head gives
-// the positions before a row's first aligned span (rows of an odd length), which row.cuh takes apart.
+// the positions before a row's first aligned span (rows of an odd length), which row.cuh and map.cuh take apart.
 // Namespace tsv; depends on tile.cuh (element conversions).
 
 

@@ -197,15 +197,23 @@ static int row_cache_spans(const ts_plan *p, const ts_kernel *k) {
     return ROW_CACHE_FLOATS / (row_cached_operands(k) * ts_kernel_span_vec(p, k));
 }
 
+/* Spans a thread of launch_row caches: the largest power of two up to `most` that the registers hold (0 or 1
+ * where they hold fewer than two). */
+static int row_items(const ts_plan *p, const ts_kernel *k, int most) {
+    const int cap = row_cache_spans(p, k);
+    int items = 2;
+    while (items * 2 <= most && items * 2 <= cap) items *= 2;
+    return cap >= 2 ? items : cap;
+}
+
 /* Positions of a row that one block of a cluster caches (launch_row's IC spans a thread). */
 static int64_t row_cluster_block_len(const ts_plan *p, const ts_kernel *k) {
-    const int cap = row_cache_spans(p, k), items = cap >= 8 ? 8 : cap >= 4 ? 4 : cap >= 2 ? 2 : cap;
-    return (int64_t)ROW_THREADS * items * ts_kernel_span_vec(p, k);
+    return (int64_t)ROW_THREADS * row_items(p, k, 8) * ts_kernel_span_vec(p, k);
 }
 
 /* A 512- or 1024-thread block a row where that caches it and the row would take more than one pass uncached. */
 int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k) {
-    const int cap = row_cache_spans(p, k), items = cap >= 4 ? 4 : cap >= 2 ? 2 : cap; /* launch_row's I */
+    const int items = row_items(p, k, 4); /* launch_row's I */
     const int64_t wide = ts_row_uncached_passes(k) > 1 ? (int64_t)ROW_WIDE_THREADS * items * ts_kernel_span_vec(p, k) : 0;
     const int64_t block = row_cluster_block_len(p, k);
     return wide > block ? wide : block;
@@ -213,8 +221,8 @@ int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k) {
 
 /* Whether ROW kernel k's rows each take a whole block of row.cuh (more than half of what one caches). */
 static bool row_whole_blocks(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
-    const int cap = row_cache_spans(p, k);
-    return g->axes[k->red_axis].size > (int64_t)ROW_THREADS / 2 * (cap >= 4 ? 4 : cap >= 2 ? 2 : 1) * ts_kernel_span_vec(p, k);
+    const int items = row_items(p, k, 4);
+    return g->axes[k->red_axis].size > (int64_t)ROW_THREADS / 2 * (items > 1 ? items : 1) * ts_kernel_span_vec(p, k);
 }
 
 static double row_count(const ts_graph *g, const ts_kernel *k) {
