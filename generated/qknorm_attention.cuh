@@ -673,7 +673,7 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // are one kernel each, reading every input once from DRAM and writing every output once.
 //
 // Work split (rows along the contiguous axis; launch_row_columns below for rows along a strided one): a
-// group of TPR threads per row (8 or 16 lanes of a warp for short rows, a warp, up to a
+// group of TPR threads per row (1 to 16 lanes of a warp for short rows, a lane a span, a warp, up to a
 // 1024-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
 // thread) are cached in registers, so later stages and the outputs never re-read memory; longer rows take
 // one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0; a maximum and the sum of
@@ -693,7 +693,8 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //     struct Base;  // per row: where it starts in every operand and output, and its indices
 //     __device__ void bind(const int64_t *idx, Base &b) const;           // idx: the row's other axes
 //     __device__ static constexpr int combine(int j);                    // tsw::kSum or tsw::kMax
-//     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const;
+//     __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const;  // the cached
+//                                     //   operands' spans, each with the work every reader applies to it first
 //     __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
 //                           const float *acc, float (&y)[kVec]) const;   // stage j at k0..k0+kVec
 //     __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],
@@ -708,7 +709,9 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //                                     //   of the difference (below)
 //     static constexpr bool kHead;    // optional: rows can start off 16 bytes (rows of an odd length); then
 //     __device__ int head(const Base &b) const;  // the positions before the row's first aligned span, which the
-//   };                                //   row's first thread takes apart (row_head)
+//                                     //   row's first thread takes apart (row_head)
+//     static constexpr int64_t kLen;  // optional: every row's length, where it is static (launch_row then
+//   };                                //   compiles only the launch such rows take; p.len must equal it)
 //   (kOnline's merge: part_sum rescaled from part_max to new_max, so that a pass over an uncached row folds
 //   both stages: an online softmax)
 
@@ -1030,8 +1033,23 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
 // ---- what both launchers share -----------------------------------------------------------------------
 
 // Whether p's row description is one the kernels accept (its row count may be 0: nothing is launched).
+// Fn::kLen where the functor declares its rows' length a constant (the emitter does where it is static), else 0.
+template <class Fn, class = void> struct LenOf { static constexpr int64_t value = 0; };
+template <class Fn> struct LenOf<Fn, std::void_t<decltype(Fn::kLen)>> { static constexpr int64_t value = Fn::kLen; };
+
+constexpr int64_t kNoSpans = (int64_t)1 << 62;  // above any row's spans
+
+// Whether rows of the functor's length (any, where it declares none) may have more than lo and at most hi spans:
+// launch_row compiles only the launches such rows can take (a header's row kernels are each instantiated once,
+// not for every group size).
+template <class Fn> constexpr bool row_spans_in(int64_t lo, int64_t hi) {
+    constexpr int64_t len = LenOf<Fn>::value, spans = (len + Fn::kVec - 1) / Fn::kVec;
+    return len == 0 || (spans > lo && spans <= hi);
+}
+
 template <class Fn> inline bool row_params_ok(const RowParams<Fn> &p) {
-    return p.nrowdim >= 0 && p.nrowdim <= kMaxDims && p.len >= 1 && p.len <= ((int64_t)1 << 40);
+    return p.nrowdim >= 0 && p.nrowdim <= kMaxDims && p.len >= 1 && p.len <= ((int64_t)1 << 40) &&
+           (LenOf<Fn>::value == 0 || p.len == LenOf<Fn>::value);
 }
 
 // A grid of `blocks` blocks, capped at 2^30 (the kernels stride over the rows past it).
@@ -1215,7 +1233,7 @@ template <class Fn> cudaError_t launch_row_clusters(const RowParams<Fn> &p, int 
 }
 
 // The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,
-// 4 where that fits), so that no thread idles; 8 or 16 lanes or a warp for short rows; rows a 256-thread
+// 4 where that fits), so that no thread idles; 1 to 16 lanes (a lane a span) or a warp for short rows; rows a 256-thread
 // block cannot cache a block of 512 or 1024 threads of their own (the same registers a thread, fewer blocks
 // an SM); rows longer than that several passes. Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most
 // 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
@@ -1225,29 +1243,43 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
     constexpr int cap = kCacheSpans<Fn>;
-    constexpr int I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;  // spans a thread caches as the row's group
+    constexpr int64_t I = cap >= 4 ? 4 : cap >= 2 ? 2 : 1;  // spans a thread caches as the row's group
+    constexpr bool wide = cap >= 1 && kUncachedPasses<Fn> > 1;  // a wider block a row: 2 or 1 an SM (run 153)
+    constexpr int64_t cached = wide ? kWideThreads * I : cap >= 8 ? 256 * 8 : cap >= 1 ? 256 * I : 0;  // the longest
     const int64_t spans = (p.len + Fn::kVec - 1) / Fn::kVec;
-    if (spans > 128 * I && (p.rows < sm_count || (split && spans > kWideThreads * I))) {
-        bool launched;
-        const cudaError_t e = launch_row_clusters(p, sm_count, stream, &launched);
-        if (e != cudaSuccess || launched) return e;
-    }
+    if constexpr (row_spans_in<Fn>(128 * I, kNoSpans))
+        if (spans > 128 * I && (p.rows < sm_count || (split && spans > kWideThreads * I))) {
+            bool launched;
+            const cudaError_t e = launch_row_clusters(p, sm_count, stream, &launched);
+            if (e != cudaSuccess || launched) return e;
+        }
+    // each case below compiled only where the functor's static length (kLen) may take it
+#define TSOPT_TSW_ROW_CASE(lo, hi, TPR, ITEMS)                                          \
+    if constexpr (row_spans_in<Fn>(lo, hi))                                       \
+        if (spans <= (hi)) return launch_row_as<Fn, TPR, ITEMS>(p, stream);
     if constexpr (cap >= 1) {
-        if (spans <= 8) return launch_row_as<Fn, 8, 1>(p, stream);  // a group norm's 64 channels: not a warp
-        if (spans <= 16) return launch_row_as<Fn, 16, 1>(p, stream);
-        if (spans <= 32) return launch_row_as<Fn, 32, 1>(p, stream);
-        if (spans <= 32 * I) return launch_row_as<Fn, 32, I>(p, stream);
-        if (spans <= 64 * I) return launch_row_as<Fn, 64, I>(p, stream);
-        if (spans <= 128 * I) return launch_row_as<Fn, 128, I>(p, stream);
-        if (spans <= 256 * I) return launch_row_as<Fn, 256, I>(p, stream);
+        // a group norm's 16 channels: as many lanes as spans (8 lanes left 6 idle: 4.5x slower, bench/NOTES.md run 155)
+        TSOPT_TSW_ROW_CASE(0, 1, 1, 1)
+        TSOPT_TSW_ROW_CASE(1, 2, 2, 1)
+        TSOPT_TSW_ROW_CASE(2, 4, 4, 1)
+        TSOPT_TSW_ROW_CASE(4, 8, 8, 1)  // a group norm's 64 channels: not a warp
+        TSOPT_TSW_ROW_CASE(8, 16, 16, 1)
+        TSOPT_TSW_ROW_CASE(16, 32, 32, 1)
+        TSOPT_TSW_ROW_CASE(32, 32 * I, 32, I)
+        TSOPT_TSW_ROW_CASE(32 * I, 64 * I, 64, I)
+        TSOPT_TSW_ROW_CASE(64 * I, 128 * I, 128, I)
+        TSOPT_TSW_ROW_CASE(128 * I, 256 * I, 256, I)
     }
-    if constexpr (cap >= 8)
-        if (spans <= 256 * 8) return launch_row_as<Fn, 256, 8>(p, stream);
-    if constexpr (cap >= 1 && kUncachedPasses<Fn> > 1) {  // a wider block a row: 2 or 1 an SM (run 153)
-        if (spans <= 512 * I) return launch_row_as<Fn, 512, I>(p, stream);
-        if (spans <= kWideThreads * I) return launch_row_as<Fn, kWideThreads, I>(p, stream);
+    if constexpr (cap >= 8) {
+        TSOPT_TSW_ROW_CASE(256 * I, 256 * 8, 256, 8)
     }
-    return launch_row_as<Fn, 256, 0>(p, stream);
+    if constexpr (wide) {
+        TSOPT_TSW_ROW_CASE(cap >= 8 ? 256 * 8 : 256 * I, 512 * I, 512, I)
+        TSOPT_TSW_ROW_CASE(512 * I, kWideThreads * I, kWideThreads, I)
+    }
+#undef TSOPT_TSW_ROW_CASE
+    if constexpr (row_spans_in<Fn>(cached, kNoSpans)) return launch_row_as<Fn, 256, 0>(p, stream);
+    return cudaErrorInvalidValue;  // unreachable: the cases above take every length (row_params_ok checks kLen)
 }
 
 }  // namespace tsw
@@ -5146,6 +5178,7 @@ struct K0 {
     int64_t qo0, qs0[3];
     static constexpr int kVec = 8, kIn = 1, kStages = 1;
     static constexpr bool kPerRow = false, kPerRowOuts = false;
+    static constexpr int64_t kLen = 128;
     struct Base {
         int64_t in[2], out[1], idx[2];
     };
@@ -5419,6 +5452,7 @@ extern "C" int qknorm_attention_graph_reset(void) {
     return (int)err;
 }
 
+#undef TSOPT_TSW_ROW_CASE
 #undef TSOPT_TSG90_WATCHDOG
 #undef TSOPT_TSG90_DEVICE_OK
 #undef TSOPT_TSG90_WGMMA_OUTS_N64

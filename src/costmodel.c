@@ -366,13 +366,15 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         bytes += b;
         if (fast >= 0 && strided(k, &k->acc[i], fast)) strided_b += b;
     }
-    if (k->kind != TS_KERNEL_ATTENTION) expr_ops(&k->expr, &fma, &sfu); /* attention: per score, below */
+    ts_row_hoisted hoisted; /* a ROW kernel's expressions as emitted: its cached operands' prologues taken out */
+    ts_row_hoist(k, &hoisted);
+    if (k->kind != TS_KERNEL_ATTENTION) expr_ops(&hoisted.expr, &fma, &sfu); /* attention: per score, below */
     fma *= out, sfu *= out;
     if (k->kind == TS_KERNEL_ROW || k->kind == TS_KERNEL_MAP) { /* extra outputs: each written once, its
                                                                   * expression evaluated per element it writes */
         for (int o = 0; o < k->nextra; o++) {
             double f = 0, s = 0, n = ts_access_numel(g, &k->extra_out[o]);
-            expr_ops(&k->extra_expr[o], &f, &s);
+            expr_ops(&hoisted.extra_expr[o], &f, &s);
             fma += f * n, sfu += s * n;
             bytes += n * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
         }
@@ -381,7 +383,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     case TS_KERNEL_MAP: break;
     case TS_KERNEL_ROW: { /* each stage evaluated at every element of the row space */
         double f = 0, s = 0, space = out * (k->per_row ? size_of(g, k->red_axis) : 1);
-        for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&k->stage[j], &f, &s);
+        for (int j = 0; j < k->nstage; j++) f += 1, expr_ops(&hoisted.stage[j], &f, &s);
+        for (int i = 0; i < k->nacc; i++) expr_ops(&hoisted.prologue[i], &f, &s); /* once an element as it is loaded */
         fma += f * space, sfu += s * space;
         const double rows = k->per_row ? out : out / size_of(g, k->red_axis);
         if (k->columns) { /* down columns: nothing cached, a pass over the operands per stage and for the outputs */
@@ -528,6 +531,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads,
                           .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs,
                           .extra_launches = k->kind == TS_KERNEL_GEMM && k->row_parts ? 1 : 0};
+    ts_row_hoisted_free(&hoisted);
 }
 
 double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind) {

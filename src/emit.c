@@ -1216,7 +1216,8 @@ static void print_row_uncached_loads(emitter *e, const ts_kernel *k, const ts_ex
     }
 }
 
-static void emit_row_load(emitter *e, const ts_kernel *k, const int *cache, int ncached) {
+/* load(): each cached operand's span into x[], with its prologue applied (ts_row_hoist). */
+static void emit_row_load(emitter *e, const ts_kernel *k, const ts_row_hoisted *h, const int *cache, int ncached) {
     fputs("    __device__ void load(const Base &b, int64_t k0, int n, float (&x)[kIn][kVec]) const {\n"
           "        (void)b, (void)k0, (void)n;\n", e->f);
     for (int s = 0; s < k->nacc; s++) {
@@ -1226,6 +1227,12 @@ static void emit_row_load(emitter *e, const ts_kernel *k, const int *cache, int 
         snprintf(field, sizeof field, "s%d", s);
         print_span_stride(e, &k->acc[s], field, k->red_axis);
         fputs(", k0, n);\n", e->f);
+        if (!h->prologue[s].n) continue;
+        index_map none = {0};
+        const char *acc[2] = {"0.f", "0.f"};
+        fputs("#pragma unroll\n        for (int i = 0; i < kVec; i++) { /* its prologue, once an element */\n", e->f);
+        print_expr(e, k, &h->prologue[s], &none, acc, "            ");
+        fprintf(e->f, "            x[%d][i] = v%d;\n        }\n", cache[s], h->prologue[s].n - 1);
     }
     if (!ncached) fputs("        for (int i = 0; i < kVec; i++) x[0][i] = 0.f; /* no operand is cached */\n", e->f);
     fputs("    }\n", e->f);
@@ -1233,12 +1240,12 @@ static void emit_row_load(emitter *e, const ts_kernel *k, const int *cache, int 
 
 static const char *const row_acc[TS_ROW_MAX_STAGES] = {"acc[0]", "acc[1]", "acc[2]", "acc[3]"};
 
-static void emit_row_stage(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
+static void emit_row_stage(emitter *e, const ts_kernel *k, const ts_row_hoisted *h, const index_map *m, const int *cache) {
     fputs("    __device__ void stage(int j, const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec],\n"
           "                          const float *acc, float (&y)[kVec]) const {\n"
           "        (void)b, (void)k0, (void)n, (void)x, (void)acc;\n", e->f);
     for (int j = 0; j < k->nstage; j++) {
-        const ts_expr *x = &k->stage[j];
+        const ts_expr *x = &h->stage[j];
         fprintf(e->f, "        if (j == %d) {\n", j);
         print_row_uncached_loads(e, k, &x, 1, cache);
         fputs("#pragma unroll\n            for (int i = 0; i < kVec; i++) {\n", e->f);
@@ -1249,11 +1256,11 @@ static void emit_row_stage(emitter *e, const ts_kernel *k, const index_map *m, c
 }
 
 /* store(): every output written per position (per_row: once per row), at k0..k0+n. */
-static void emit_row_store(emitter *e, const ts_kernel *k, const index_map *m, const int *cache) {
+static void emit_row_store(emitter *e, const ts_kernel *k, const ts_row_hoisted *h, const index_map *m, const int *cache) {
     int nout = 0, outs[TS_KERNEL_MAX_OUTS];
     const ts_expr *xs[TS_KERNEL_MAX_OUTS] = {0};
     for (int o = 0; o <= k->nextra; o++)
-        if (!row_out_per_row(k, o)) xs[nout] = row_out_expr(k, o), outs[nout++] = o;
+        if (!row_out_per_row(k, o)) xs[nout] = o == 0 ? &h->expr : &h->extra_expr[o - 1], outs[nout++] = o;
     fputs("    __device__ void store(const Base &b, int64_t k0, int n, const float (&x)[kIn][kVec], const float *acc) const {\n"
           "        (void)x, (void)acc;\n", e->f);
     print_row_uncached_loads(e, k, xs, nout, cache);
@@ -1332,6 +1339,10 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
             k->nstage);
     fprintf(e->f, "    static constexpr bool kPerRow = %s, kPerRowOuts = %s;\n", k->per_row ? "true" : "false",
             row_has_per_row_outs(k) ? "true" : "false");
+    ts_sym len = ts_sym_axis(e->g, &e->dyn, k->red_axis);
+    int64_t static_len;
+    if (ts_sym_const_value(&len, &static_len)) /* row.cuh compiles only the launch rows of this length take */
+        fprintf(e->f, "    static constexpr int64_t kLen = %lld;\n", (long long)static_len);
     declare_span_pairs(e, k, k->red_axis);
     fprintf(e->f, "    struct Base {\n        int64_t in[%d], out[%d], idx[%d];\n    };\n", k->nacc ? k->nacc : 1, k->nextra + 1,
             nrow ? nrow : 1);
@@ -1339,13 +1350,16 @@ static void emit_row_functor(emitter *e, int ki, const ts_kernel *k) {
     fputs("    __device__ static constexpr int combine(int j) {\n        return ", e->f);
     for (int j = 0; j + 1 < k->nstage; j++) fprintf(e->f, "j == %d ? %s : ", j, k->stage_combine[j] == TS_COMBINE_MAX ? "tsw::kMax" : "tsw::kSum");
     fprintf(e->f, "%s;\n    }\n", k->stage_combine[k->nstage - 1] == TS_COMBINE_MAX ? "tsw::kMax" : "tsw::kSum");
-    emit_row_load(e, k, cache, ncached);
     char **loads = ts_xmalloc(sizeof *loads * (size_t)(k->nacc ? k->nacc : 1));
     for (int s = 0; s < k->nacc; s++) loads[s] = cache[s] >= 0 ? ts_strfmt("x[%d][i]", cache[s]) : ts_strfmt("u%d[i]", s);
     index_map m = row_index_map(e, k);
     e->load_expr = (const char *const *)loads;
-    emit_row_stage(e, k, &m, cache);
-    emit_row_store(e, k, &m, cache);
+    ts_row_hoisted h;
+    ts_row_hoist(k, &h);
+    emit_row_load(e, k, &h, cache, ncached);
+    emit_row_stage(e, k, &h, &m, cache);
+    emit_row_store(e, k, &h, &m, cache);
+    ts_row_hoisted_free(&h);
     if (row_has_per_row_outs(k)) emit_row_store_per_row(e, k, &m);
     e->load_expr = NULL;
     emit_row_online(e, k, &m);

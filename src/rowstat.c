@@ -497,3 +497,148 @@ int ts_row_uncached_passes(const ts_kernel *k) {
     free(merge.node);
     return k->nstage - online + (k->per_row ? 0 : 1);
 }
+
+/* ---- prologues of cached operands -------------------------------------------------------------- */
+
+/* Whether node i of x and node j of y compute the same value: the same node, kids alike. */
+static bool same_value(const ts_expr *x, int i, const ts_expr *y, int j) {
+    const ts_xnode *a = &x->node[i], *b = &y->node[j];
+    if (a->kind != b->kind) return false;
+    switch (a->kind) {
+    case TS_X_CONST: return a->value == b->value;
+    case TS_X_LOAD:
+    case TS_X_ACC:
+    case TS_X_INDEX: return a->slot == b->slot;
+    case TS_X_OP: break;
+    }
+    if (a->op != b->op || a->dtype != b->dtype) return false;
+    for (int c = 0; c < ts_op_arity(a->op); c++)
+        if (!same_value(x, a->kid[c], y, b->kid[c])) return false;
+    return true;
+}
+
+/* Per node of x: 2 where it is a function of LOAD `slot` and constants that reads the load, 1 a constant term,
+ * 0 otherwise (heap). */
+static uint8_t *pure_in(const ts_expr *x, int slot) {
+    uint8_t *pure = ts_xcalloc((size_t)x->n + 1, 1);
+    for (int i = 0; i < x->n; i++) {
+        const ts_xnode *n = &x->node[i];
+        if (n->kind == TS_X_CONST) pure[i] = 1;
+        else if (n->kind == TS_X_LOAD) pure[i] = n->slot == slot ? 2 : 0;
+        else if (n->kind == TS_X_OP) {
+            uint8_t v = 1;
+            for (int c = 0; c < ts_op_arity(n->op) && v; c++) v = pure[n->kid[c]] ? (pure[n->kid[c]] > v ? 2 : v) : 0;
+            pure[i] = v;
+        }
+    }
+    return pure;
+}
+
+/* The node of x that every reader of LOAD `slot` reads it through — the widest function of the load alone that
+ * x uses; -1 if x does not read the load, -2 where x uses two different ones. */
+static int frontier_of(const ts_expr *x, int slot) {
+    uint8_t *pure = pure_in(x, slot);
+    bool *outer = ts_xcalloc((size_t)x->n + 1, sizeof *outer); /* read by a node that is no function of the load */
+    if (x->n) outer[x->n - 1] = true;                             /* the root */
+    for (int i = 0; i < x->n; i++)
+        if (x->node[i].kind == TS_X_OP && pure[i] != 2)
+            for (int c = 0; c < ts_op_arity(x->node[i].op); c++) outer[x->node[i].kid[c]] = true;
+    int found = -1;
+    for (int i = 0; i < x->n && found != -2; i++) {
+        if (pure[i] != 2 || !outer[i]) continue;
+        if (found < 0) found = i;
+        else if (!same_value(x, found, x, i)) found = -2;
+    }
+    free(pure);
+    free(outer);
+    return found;
+}
+
+/* The subexpression of x rooted at node i, as an expression of its own. */
+static int copy_subtree(const ts_expr *x, int i, int *memo, ts_expr *out) {
+    if (memo[i] >= 0) return memo[i];
+    ts_xnode n = x->node[i];
+    if (n.kind == TS_X_OP)
+        for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = copy_subtree(x, n.kid[c], memo, out);
+    return memo[i] = ts_expr_push(out, n);
+}
+
+static ts_expr subtree(const ts_expr *x, int i) {
+    int *memo = ts_xmalloc(sizeof *memo * (size_t)(x->n + 1));
+    for (int j = 0; j < x->n; j++) memo[j] = -1;
+    ts_expr f = {0};
+    copy_subtree(x, i, memo, &f);
+    free(memo);
+    return f;
+}
+
+/* x with every node that computes prologue[s] (s < nacc, n > 0) replaced by LOAD s, its unused nodes dropped. */
+static int rebuild(const ts_expr *x, int i, const ts_expr *prologue, int nacc, int *memo, ts_expr *out) {
+    if (memo[i] >= 0) return memo[i];
+    ts_xnode n = x->node[i];
+    for (int s = 0; s < nacc; s++)
+        if (prologue[s].n && same_value(x, i, &prologue[s], prologue[s].n - 1))
+            return memo[i] = ts_expr_push(out, (ts_xnode){.kind = TS_X_LOAD, .slot = s});
+    if (n.kind == TS_X_OP)
+        for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = rebuild(x, n.kid[c], prologue, nacc, memo, out);
+    return memo[i] = ts_expr_push(out, n);
+}
+
+static ts_expr rebuilt(const ts_expr *x, const ts_expr *prologue, int nacc) {
+    if (!x->n) return (ts_expr){0};
+    int *memo = ts_xmalloc(sizeof *memo * (size_t)(x->n + 1));
+    for (int j = 0; j < x->n; j++) memo[j] = -1;
+    ts_expr y = {0};
+    rebuild(x, x->n - 1, prologue, nacc, memo, &y);
+    free(memo);
+    return y;
+}
+
+/* The expressions of ROW kernel k, in one list: its stages, expr, its extra outputs'. */
+static int row_exprs(const ts_kernel *k, const ts_expr **x) {
+    int n = 0;
+    for (int j = 0; j < k->nstage; j++) x[n++] = &k->stage[j];
+    x[n++] = &k->expr;
+    for (int o = 0; o < k->nextra; o++) x[n++] = &k->extra_expr[o];
+    return n;
+}
+
+/* The prologue of cached operand `slot` of k (n = 0: none): the one function of the load every expression reads
+ * it through, an operation at least. */
+static ts_expr prologue_of(const ts_kernel *k, int slot) {
+    const ts_expr *x[TS_ROW_MAX_STAGES + TS_KERNEL_MAX_OUTS];
+    const int nx = row_exprs(k, x);
+    int first = -1, at = -1;
+    for (int e = 0; e < nx; e++) {
+        const int f = frontier_of(x[e], slot);
+        if (f == -1) continue;
+        if (f == -2 || x[e]->node[f].kind != TS_X_OP) return (ts_expr){0};
+        if (first < 0) first = e, at = f;
+        else if (!same_value(x[first], at, x[e], f)) return (ts_expr){0};
+    }
+    return first < 0 ? (ts_expr){0} : subtree(x[first], at);
+}
+
+bool ts_row_hoist(const ts_kernel *k, ts_row_hoisted *h) {
+    memset(h, 0, sizeof *h);
+    h->nacc = k->nacc;
+    h->prologue = ts_xcalloc((size_t)k->nacc + 1, sizeof *h->prologue);
+    bool any = false;
+    if (k->kind == TS_KERNEL_ROW)
+        for (int s = 0; s < k->nacc; s++)
+            if (ts_row_operand_cached(k, s)) h->prologue[s] = prologue_of(k, s), any |= h->prologue[s].n > 0;
+    for (int j = 0; j < k->nstage; j++) h->stage[j] = any ? rebuilt(&k->stage[j], h->prologue, k->nacc) : ts_expr_copy(&k->stage[j]);
+    h->expr = any ? rebuilt(&k->expr, h->prologue, k->nacc) : ts_expr_copy(&k->expr);
+    for (int o = 0; o < k->nextra; o++)
+        h->extra_expr[o] = any ? rebuilt(&k->extra_expr[o], h->prologue, k->nacc) : ts_expr_copy(&k->extra_expr[o]);
+    return any;
+}
+
+void ts_row_hoisted_free(ts_row_hoisted *h) {
+    for (int s = 0; s < h->nacc; s++) free(h->prologue[s].node);
+    free(h->prologue);
+    for (int j = 0; j < TS_ROW_MAX_STAGES; j++) free(h->stage[j].node);
+    free(h->expr.node);
+    for (int o = 0; o < TS_KERNEL_MAX_OUTS - 1; o++) free(h->extra_expr[o].node);
+    memset(h, 0, sizeof *h);
+}

@@ -48,4 +48,22 @@ int ts_row_online_stage(const ts_kernel *k, ts_expr *merge);
  * are per row. */
 int ts_row_uncached_passes(const ts_kernel *k);
 
+/* A ROW kernel's expressions with the elementwise work that every reader of a cached operand applies to it first
+ * taken out of them (a GELU before a softmax, a SiLU before a GroupNorm: each stage and output evaluated it
+ * again; bench/NOTES.md run 155): prologue[s] computes it from LOAD s, once per element as operand s is loaded
+ * (templates/row.cuh load()), and stage[], expr and extra_expr[] read LOAD s for its result. prologue[s].n = 0
+ * where operand s keeps its loaded value: it is not cached (ts_row_operand_cached), some reader uses the loaded
+ * value or a different function of it, or the function is the load itself. What the emitter prints and the cost
+ * model counts. */
+typedef struct {
+    int nacc;
+    ts_expr *prologue; /* [nacc] */
+    ts_expr stage[TS_ROW_MAX_STAGES], expr, extra_expr[TS_KERNEL_MAX_OUTS - 1];
+} ts_row_hoisted;
+
+/* Fills *h for ROW kernel k (copies of its expressions where nothing is taken out); whether any prologue is
+ * non-empty. Free with ts_row_hoisted_free. */
+bool ts_row_hoist(const ts_kernel *k, ts_row_hoisted *h);
+void ts_row_hoisted_free(ts_row_hoisted *h);
+
 #endif

@@ -10,6 +10,7 @@
 #include "costmodel.h"
 #include "emit.h"
 #include "plan.h"
+#include "rowstat.h"
 #include "testutil.h"
 
 #define ROW_YAML "tests/golden/row_plan.yaml"
@@ -290,6 +291,88 @@ Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters
     fixture_load(&f);
     cr_assert_eq(ts_config_variants(&f.g, &f.p, &f.p.k[0], false, 132, alt, TS_CONFIG_MAX_VARIANTS), 0);
     cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, &f.p.k[0], 132), 1);
+    fixture_free(&f);
+}
+
+/* ---- prologues of cached operands ------------------------------------------------------------------ */
+
+/* f(x) = x · 1/(1 + x·x) of LOAD 0, built afresh in x (as lowering writes it into every expression). */
+static int32_t prologue_fn(ts_expr *x) {
+    int32_t v = load(x, 0), sq = op2(x, TS_OP_MUL, v, v), one = cst(x, 1);
+    return op2(x, TS_OP_MUL, v, op1(x, TS_OP_RECIP, op2(x, TS_OP_ADD, one, sq)));
+}
+
+/* f's kernel rewritten as a softmax of f(X) scaled by g: stage 0 max f(x), stage 1 Σ (f(x) − acc0), output
+ * (f(x) − acc0) / acc1 · g; `direct`: the output also reads x itself, so that no prologue may replace it. */
+static void softmax_of_fn(fixture *f, bool direct) {
+    ts_kernel *k = &f->p.k[0];
+    for (int j = 0; j < k->nstage; j++) k->stage[j].n = 0;
+    k->expr.n = 0;
+    free(k->extra_expr[0].node);
+    k->extra_expr[0] = (ts_expr){0};
+    k->nextra = 0;
+    k->stage_combine[0] = TS_COMBINE_MAX;
+    prologue_fn(&k->stage[0]);
+    ts_expr *s1 = &k->stage[1], *y = &k->expr;
+    op2(s1, TS_OP_ADD, prologue_fn(s1), op2(s1, TS_OP_MUL, acc(s1, 0), cst(s1, -1)));
+    int32_t c = op2(y, TS_OP_ADD, prologue_fn(y), op2(y, TS_OP_MUL, acc(y, 0), cst(y, -1)));
+    int32_t v = op2(y, TS_OP_MUL, op2(y, TS_OP_MUL, c, op1(y, TS_OP_RECIP, acc(y, 1))), load(y, 2));
+    if (direct) op2(y, TS_OP_ADD, v, load(y, 0));
+}
+
+static int ops_in(const ts_expr *x) {
+    int n = 0;
+    for (int i = 0; i < x->n; i++) n += x->node[i].kind == TS_X_OP;
+    return n;
+}
+
+Test(row, work_every_reader_does_to_a_cached_operand_is_done_once_as_it_is_loaded) {
+    fixture f;
+    fixture_load(&f);
+    softmax_of_fn(&f, false);
+    ts_kernel *k = &f.p.k[0];
+    ts_kernel_work once, thrice;
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &once);
+    ts_row_hoisted h;
+    cr_assert(ts_row_hoist(k, &h));
+    cr_assert_eq(ops_in(&h.prologue[0]), 4, "f: two products, a sum and a reciprocal");
+    cr_assert_eq(h.prologue[1].n, 0, "R is not read");
+    cr_assert_eq(h.prologue[2].n, 0, "g is not cached: re-read per span");
+    cr_assert_eq(ops_in(&h.stage[0]), 0, "stage 0 reads f(x) as loaded");
+    cr_assert_eq(ops_in(&h.stage[1]), ops_in(&k->stage[1]) - 4);
+    cr_assert_eq(ops_in(&h.expr), ops_in(&k->expr) - 4);
+    /* the same values: each expression of f(x) as loaded against the original of x, at random points */
+    srand(7);
+    for (int t = 0; t < 100; t++) {
+        const double x[3] = {4.0 * rand() / RAND_MAX - 2, 0, 1.0 * rand() / RAND_MAX + 0.5};
+        const double a[2] = {1.0 * rand() / RAND_MAX, 1.0 * rand() / RAND_MAX + 1};
+        const double fx[3] = {ts_expr_eval(&h.prologue[0], a, x, NULL, false), 0, x[2]};
+        for (int j = 0; j < 2; j++)
+            cr_assert_float_eq(ts_expr_eval(&h.stage[j], a, fx, NULL, false), ts_expr_eval(&k->stage[j], a, x, NULL, false), 1e-12);
+        cr_assert_float_eq(ts_expr_eval(&h.expr, a, fx, NULL, false), ts_expr_eval(&k->expr, a, x, NULL, false), 1e-12);
+    }
+    ts_row_hoisted_free(&h);
+    /* what the header computes, and what the model counts: f's 4 ops once an element, not 3 times */
+    char *err = NULL, *hdr = emit(&f, "tests/golden/templates", &err);
+    cr_assert_not_null(hdr, "%s", err);
+    const char *at = strstr(hdr, "for (int i = 0; i < kVec; i++) { /* its prologue, once an element */");
+    cr_assert_not_null(at, "%s", hdr);
+    cr_assert(strstr(hdr, "__device__ void load(") < at && strstr(at, "x[0][i] = v") != NULL);
+    free(hdr);
+    fixture_free(&f);
+
+    fixture_load(&f);
+    softmax_of_fn(&f, true); /* the output reads x too: f stays in every expression */
+    k = &f.p.k[0];
+    cr_assert(!ts_row_hoist(k, &h));
+    cr_assert_eq(h.prologue[0].n, 0);
+    cr_assert_eq(ops_in(&h.stage[1]), ops_in(&k->stage[1]), "copies, unchanged");
+    ts_row_hoisted_free(&h);
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &thrice);
+    /* f twice more an element (3 FMA-pipe ops, a reciprocal: 1 MUFU op and 4 FMA-pipe slots), and the add */
+    const double out = 512.0 * 1024;
+    cr_assert_float_eq(thrice.fma_flops - once.fma_flops, (2 * 7 + 1) * out, 0);
+    cr_assert_float_eq(thrice.sfu_ops - once.sfu_ops, 2 * out, 0);
     fixture_free(&f);
 }
 

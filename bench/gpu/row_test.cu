@@ -740,6 +740,9 @@ int main(int argc, char **argv) {
         {16384, 512, 0},   // short rows: a warp per row
         {1000, 100, 0},    // very short rows: one span per lane, 16 lanes per row
         {65536, 64, 0},    // a group norm's 64 channels: 8 lanes per row
+        {65536, 16, 0},    // a group norm's 16 channels: 2 lanes per row
+        {65536, 8, 0},     // 8 channels: a lane per row
+        {4097, 12, 1},     // 2 spans, misaligned, the second partial
         {4096, 20, 1},     // 3 spans of 8 lanes, misaligned: partial spans on the scalar path
         {64, 40000, 0},    // rows too long for a block: a cluster of 8 caches them (sm_90+)
         {300, 32000, 0},   // a vocabulary: a cluster of 4 (sm_90+)

@@ -122,6 +122,7 @@ struct K0 {
     int64_t qo0, qs0[2];
     static constexpr int kVec = 8, kIn = 1, kStages = 3;
     static constexpr bool kPerRow = false, kPerRowOuts = false;
+    static constexpr int64_t kLen = 1024;
     struct Base {
         int64_t in[2], out[1], idx[1];
     };

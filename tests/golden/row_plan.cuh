@@ -128,6 +128,7 @@ struct K0 {
     int64_t qo1, qs1[2];
     static constexpr int kVec = 8, kIn = 2, kStages = 2;
     static constexpr bool kPerRow = false, kPerRowOuts = false;
+    static constexpr int64_t kLen = 1024;
     struct Base {
         int64_t in[3], out[2], idx[1];
     };
