@@ -247,6 +247,16 @@ double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kern
     return fmin(1, row_count(g, k) * ts_config_row_cluster(g, p, k, sms) / sms);
 }
 
+double ts_config_row_lane_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+    if (k->kind != TS_KERNEL_ROW || k->columns || row_cache_spans(p, k) < 1) return 1;
+    const int vec = ts_kernel_span_vec(p, k);
+    const int64_t spans = (g->axes[k->red_axis].size + vec - 1) / vec;
+    if (spans > 32) return 1;
+    int64_t lanes = 1;
+    while (lanes < spans) lanes *= 2;
+    return (double)spans / (double)lanes;
+}
+
 /* ROW kernel k's variant over rows longer than a block caches (up to a cluster's worth), at least as many as
  * SMs: row_split toggled — split over clusters, or passes through L2 (fewer rows are split either way, the
  * variant's code would run the same). */

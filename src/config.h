@@ -33,6 +33,9 @@ int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *
 /* ... and the share of the SMs its launch streams through: 1 unless fewer rows than SMs each take a block
  * (or a cluster of blocks that still leaves SMs idle). */
 double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
+/* ... and the share of a row's lanes that hold a span of it: launch_row gives rows of up to 32 spans a power of
+ * two of lanes, one span each, so that 9 spans leave 7 of 16 lanes idle (bench/NOTES.md run 155); 1 otherwise. */
+double ts_config_row_lane_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k);
 /* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
 enum { TS_CONFIG_MAX_VARIANTS = 8 };
 /* GEMMs of at most this many rows run the skinny (decode-size) form. */

@@ -415,7 +415,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                     if (ts_row_operand_cached(k, i)) cached += ts_access_bytes(g, p, &k->acc[i]);
                 bytes += cached * (ts_row_uncached_passes(k) - 1);
             }
-            wave = ts_config_row_sm_share(g, p, k, m->sms);
+            wave = ts_config_row_sm_share(g, p, k, m->sms) * ts_config_row_lane_share(g, p, k);
         }
         break;
     }

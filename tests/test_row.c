@@ -376,6 +376,25 @@ Test(row, work_every_reader_does_to_a_cached_operand_is_done_once_as_it_is_loade
     fixture_free(&f);
 }
 
+/* Rows of up to 32 spans take a power of two of lanes, a span each (row.cuh launch_row): the lanes without one
+ * stream nothing, and the cost model streams the kernel at the share that hold one. */
+Test(row, short_rows_are_priced_at_the_share_of_their_lanes_that_hold_a_span) {
+    const struct {
+        int64_t len;
+        double share;
+    } cases[] = {{16, 1}, {72, 9.0 / 16}, {200, 25.0 / 32}, {1024, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        fixture f;
+        fixture_load_sized(&f, 4096, cases[i].len);
+        cr_assert_float_eq(ts_config_row_lane_share(&f.g, &f.p, &f.p.k[0]), cases[i].share, 1e-12, "rows of %lld",
+                           (long long)cases[i].len);
+        ts_kernel_work w;
+        ts_costmodel_work(&f.cm, &f.g, &f.p, &f.p.k[0], &w);
+        cr_assert_float_eq(w.wave_efficiency, cases[i].share, 1e-12);
+        fixture_free(&f);
+    }
+}
+
 static ts_costmodel model_text(const char *text) {
     char path[] = "/tmp/ts_row_cm_XXXXXX";
     int fd = mkstemp(path);
