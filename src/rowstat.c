@@ -500,23 +500,6 @@ int ts_row_uncached_passes(const ts_kernel *k) {
 
 /* ---- prologues of cached operands -------------------------------------------------------------- */
 
-/* Whether node i of x and node j of y compute the same value: the same node, kids alike. */
-static bool same_value(const ts_expr *x, int i, const ts_expr *y, int j) {
-    const ts_xnode *a = &x->node[i], *b = &y->node[j];
-    if (a->kind != b->kind) return false;
-    switch (a->kind) {
-    case TS_X_CONST: return a->value == b->value;
-    case TS_X_LOAD:
-    case TS_X_ACC:
-    case TS_X_INDEX: return a->slot == b->slot;
-    case TS_X_OP: break;
-    }
-    if (a->op != b->op || a->dtype != b->dtype) return false;
-    for (int c = 0; c < ts_op_arity(a->op); c++)
-        if (!same_value(x, a->kid[c], y, b->kid[c])) return false;
-    return true;
-}
-
 /* Per node of x: 2 where it is a function of LOAD `slot` and constants that reads the load, 1 a constant term,
  * 0 otherwise (heap). */
 static uint8_t *pure_in(const ts_expr *x, int slot) {
@@ -547,7 +530,7 @@ static int frontier_of(const ts_expr *x, int slot) {
     for (int i = 0; i < x->n && found != -2; i++) {
         if (pure[i] != 2 || !outer[i]) continue;
         if (found < 0) found = i;
-        else if (!same_value(x, found, x, i)) found = -2;
+        else if (!same_subtree(x, found, x, i)) found = -2;
     }
     free(pure);
     free(outer);
@@ -577,7 +560,7 @@ static int rebuild(const ts_expr *x, int i, const ts_expr *prologue, int nacc, i
     if (memo[i] >= 0) return memo[i];
     ts_xnode n = x->node[i];
     for (int s = 0; s < nacc; s++)
-        if (prologue[s].n && same_value(x, i, &prologue[s], prologue[s].n - 1))
+        if (prologue[s].n && same_subtree(x, i, &prologue[s], prologue[s].n - 1))
             return memo[i] = ts_expr_push(out, (ts_xnode){.kind = TS_X_LOAD, .slot = s});
     if (n.kind == TS_X_OP)
         for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = rebuild(x, n.kid[c], prologue, nacc, memo, out);
@@ -614,7 +597,7 @@ static ts_expr prologue_of(const ts_kernel *k, int slot) {
         if (f == -1) continue;
         if (f == -2 || x[e]->node[f].kind != TS_X_OP) return (ts_expr){0};
         if (first < 0) first = e, at = f;
-        else if (!same_value(x[first], at, x[e], f)) return (ts_expr){0};
+        else if (!same_subtree(x[first], at, x[e], f)) return (ts_expr){0};
     }
     return first < 0 ? (ts_expr){0} : subtree(x[first], at);
 }
