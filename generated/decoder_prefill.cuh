@@ -1266,7 +1266,6 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
 
 // ---- what both launchers share -----------------------------------------------------------------------
 
-// Whether p's row description is one the kernels accept (its row count may be 0: nothing is launched).
 // Fn::kLen where the functor declares its rows' length a constant (the emitter does where it is static), else 0.
 template <class Fn, class = void> struct LenOf { static constexpr int64_t value = 0; };
 template <class Fn> struct LenOf<Fn, std::void_t<decltype(Fn::kLen)>> { static constexpr int64_t value = Fn::kLen; };
@@ -1281,6 +1280,8 @@ template <class Fn> constexpr bool row_spans_in(int64_t lo, int64_t hi) {
     return len == 0 || (spans > lo && spans <= hi);
 }
 
+// Whether p's row description is one the kernels accept (its row count may be 0: nothing is launched): a row
+// length the functor's kLen, where it declares one.
 template <class Fn> inline bool row_params_ok(const RowParams<Fn> &p) {
     return p.nrowdim >= 0 && p.nrowdim <= kMaxDims && p.len >= 1 && p.len <= ((int64_t)1 << 40) &&
            (LenOf<Fn>::value == 0 || p.len == LenOf<Fn>::value);
