@@ -366,15 +366,17 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         bytes += b;
         if (fast >= 0 && strided(k, &k->acc[i], fast)) strided_b += b;
     }
-    ts_row_hoisted hoisted; /* a ROW kernel's expressions as emitted: its cached operands' prologues taken out */
-    ts_row_hoist(k, &hoisted);
-    if (k->kind != TS_KERNEL_ATTENTION) expr_ops(&hoisted.expr, &fma, &sfu); /* attention: per score, below */
+    /* a ROW kernel's expressions as emitted: its cached operands' prologues taken out (no copies for the others) */
+    const bool row = k->kind == TS_KERNEL_ROW;
+    ts_row_hoisted hoisted = {0};
+    if (row) ts_row_hoist(k, &hoisted);
+    if (k->kind != TS_KERNEL_ATTENTION) expr_ops(row ? &hoisted.expr : &k->expr, &fma, &sfu); /* attention: per score, below */
     fma *= out, sfu *= out;
     if (k->kind == TS_KERNEL_ROW || k->kind == TS_KERNEL_MAP) { /* extra outputs: each written once, its
                                                                   * expression evaluated per element it writes */
         for (int o = 0; o < k->nextra; o++) {
             double f = 0, s = 0, n = ts_access_numel(g, &k->extra_out[o]);
-            expr_ops(&hoisted.extra_expr[o], &f, &s);
+            expr_ops(row ? &hoisted.extra_expr[o] : &k->extra_expr[o], &f, &s);
             fma += f * n, sfu += s * n;
             bytes += n * ts_dtype_bytes(p->buf[k->extra_out[o].buf].dtype);
         }

@@ -538,42 +538,21 @@ static int frontier_of(const ts_expr *x, int slot) {
 }
 
 /* The subexpression of x rooted at node i, as an expression of its own. */
-static int copy_subtree(const ts_expr *x, int i, int *memo, ts_expr *out) {
-    if (memo[i] >= 0) return memo[i];
-    ts_xnode n = x->node[i];
-    if (n.kind == TS_X_OP)
-        for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = copy_subtree(x, n.kid[c], memo, out);
-    return memo[i] = ts_expr_push(out, n);
-}
-
 static ts_expr subtree(const ts_expr *x, int i) {
-    int *memo = ts_xmalloc(sizeof *memo * (size_t)(x->n + 1));
-    for (int j = 0; j < x->n; j++) memo[j] = -1;
-    ts_expr f = {0};
-    copy_subtree(x, i, memo, &f);
-    free(memo);
-    return f;
+    ts_expr upto = {0};
+    for (int j = 0; j <= i; j++) ts_expr_push(&upto, x->node[j]);
+    return pruned(&upto);
 }
 
 /* x with every node that computes prologue[s] (s < nacc, n > 0) replaced by LOAD s, its unused nodes dropped. */
-static int rebuild(const ts_expr *x, int i, const ts_expr *prologue, int nacc, int *memo, ts_expr *out) {
-    if (memo[i] >= 0) return memo[i];
-    ts_xnode n = x->node[i];
-    for (int s = 0; s < nacc; s++)
-        if (prologue[s].n && same_subtree(x, i, &prologue[s], prologue[s].n - 1))
-            return memo[i] = ts_expr_push(out, (ts_xnode){.kind = TS_X_LOAD, .slot = s});
-    if (n.kind == TS_X_OP)
-        for (int c = 0; c < ts_op_arity(n.op); c++) n.kid[c] = rebuild(x, n.kid[c], prologue, nacc, memo, out);
-    return memo[i] = ts_expr_push(out, n);
-}
-
 static ts_expr rebuilt(const ts_expr *x, const ts_expr *prologue, int nacc) {
-    if (!x->n) return (ts_expr){0};
-    int *memo = ts_xmalloc(sizeof *memo * (size_t)(x->n + 1));
-    for (int j = 0; j < x->n; j++) memo[j] = -1;
-    ts_expr y = {0};
-    rebuild(x, x->n - 1, prologue, nacc, memo, &y);
-    free(memo);
+    ts_expr y = ts_expr_copy(x);
+    for (int s = 0; s < nacc; s++) { /* one prologue reads one slot: replacing one makes no match for another */
+        if (!prologue[s].n) continue;
+        ts_expr z = substituted(&y, &prologue[s], (ts_xnode){.kind = TS_X_LOAD, .slot = s}, NULL);
+        free(y.node);
+        y = z;
+    }
     return y;
 }
 
