@@ -2171,19 +2171,24 @@ __device__ __forceinline__ void epilogue_staged(const tsg::GemmParams<T, Epilogu
 }
 
 // Which packed form functor E takes (Cfg's VALUE): 1 the value form, 2 the two-phase value form with operands
-// of at most 16 bytes a pair, 0 neither (or an output that is not 2 bytes an element).
+// of at most 16 bytes a pair, or any number of operands that do not vary along the rows (kLoadByColumn: loaded
+// once a column pair; a bias and an eval BatchNorm's four vectors, whose staged form loaded every operand at every
+// element and spilled, 24% slower: bench/NOTES.md run 155), 0 neither (or an output that is not 2 bytes an element).
 template <class E> __host__ __device__ constexpr int value_kind() {
     if constexpr (!tsg::kValueEpilogue<E>) return 0;
     else if constexpr (sizeof(tsg::EpilogueOut<E>) != 2) return 0;
     else if constexpr (!tsg::kTwoPhaseEpilogue<E>) return 1;
-    else return sizeof(typename E::In) <= 16 ? 2 : 0;
+    else return sizeof(typename E::In) <= 16 || tsg::kLoadByColumn<E> ? 2 : 0;
 }
 
 // Cfg's IN_BYTES: the bytes of a pair's loaded operands of a two-phase functor that loads an operand differing
-// from row to row (a residual: it has a prefetch); 16 otherwise, which keeps a bias-only epilogue's chunks at
-// 32/MI columns (64/MI measured 1.6-1.7% slower on GEMM + bias + GELU and GEMM + bias, bench/NOTES.md run 132).
+// from row to row (a residual: it has a prefetch), or of more than 16 bytes (column operands: chunks of fewer
+// columns, so that a chunk's operands stay within the registers); 16 otherwise, which keeps a bias-only
+// epilogue's chunks at 32/MI columns (64/MI measured 1.6-1.7% slower on GEMM + bias + GELU and GEMM + bias,
+// bench/NOTES.md run 132).
 template <class E> __host__ __device__ constexpr int value_in_bytes() {
-    if constexpr (tsg::kTwoPhaseEpilogue<E> && tsg::kPrefetchEpilogue<E>) return static_cast<int>(sizeof(typename E::In));
+    if constexpr (tsg::kTwoPhaseEpilogue<E> && tsg::kPrefetchEpilogue<E>)
+        return static_cast<int>(sizeof(typename E::In));
     else return 16;
 }
 
