@@ -2950,10 +2950,9 @@ template <class E> __host__ __device__ constexpr int value_kind() {
 }
 
 // Cfg's IN_BYTES: the bytes of a pair's loaded operands of a two-phase functor that loads an operand differing
-// from row to row (a residual: it has a prefetch), or of more than 16 bytes (column operands: chunks of fewer
-// columns, so that a chunk's operands stay within the registers); 16 otherwise, which keeps a bias-only
-// epilogue's chunks at 32/MI columns (64/MI measured 1.6-1.7% slower on GEMM + bias + GELU and GEMM + bias,
-// bench/NOTES.md run 132).
+// from row to row (a residual: it has a prefetch); 16 otherwise, which keeps a bias-only epilogue's chunks at
+// 32/MI columns (64/MI measured 1.6-1.7% slower on GEMM + bias + GELU and GEMM + bias, bench/NOTES.md run 132),
+// and column operands of more than 16 bytes a pair at 32/MI too (at 16/MI the accumulators went to local memory).
 template <class E> __host__ __device__ constexpr int value_in_bytes() {
     if constexpr (tsg::kTwoPhaseEpilogue<E> && tsg::kPrefetchEpilogue<E>)
         return static_cast<int>(sizeof(typename E::In));
