@@ -383,6 +383,40 @@ __device__ __forceinline__ void pdl_wait() {
 }
 }  // namespace tst
 
+namespace tst {
+// ---- which device code runs a kernel: sm_90a or another target ------------------------------------------
+// The wgmma GEMM and attention kernels need sm_90a device code. Their launchers fall back to the mma.sync kernels
+// in two ways that never meet: inside the wgmma launch, when TMA cannot take an operand (a misaligned pointer or
+// stride), which happens only where the GPU runs sm_90a code; and after it, when the wgmma kernel cannot run (a GPU
+// that is not sm_90, or device code built for another target: plain sm_90, sm_80). A kernel instantiated for one
+// of them only says so (its Reach) and is compiled as a trap in the device code that never launches it, so that a
+// fat binary assembles each fallback once, for the code that can run it (decoder_layer.cuh's sm_90a code compiles
+// in about half the time: bench/NOTES.md run 157).
+enum Reach : int {
+    kAnyCode = 0,     // launched by every device code (a plan's own mma.sync kernel)
+    kSm90aCode = 1,   // only by sm_90a code (the fallback when TMA cannot take an operand)
+    kOtherCode = 2,   // only by code that is not sm_90a (the fallback when the wgmma kernel cannot run)
+};
+// Whether the device code being compiled launches a kernel of reach r (host code: always).
+__host__ __device__ constexpr bool reached_here(int r) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    return r != kOtherCode;
+#elif defined(__CUDA_ARCH__)
+    return r != kSm90aCode;
+#else
+    return true;
+#endif
+}
+// A wgmma kernel declares __launch_bounds__(TSOPT_TST_SM90A_THREADS(its threads)): a warp in device code that is not
+// sm_90a (where its body is a trap), so that its launcher can tell from the kernel's attributes which code the GPU
+// runs (built_for_sm90a) — the PTX version cannot: plain sm_90 code reports 90 as sm_90a code does.
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TSOPT_TST_SM90A_THREADS(threads) (threads)
+#else
+#define TSOPT_TST_SM90A_THREADS(threads) 32
+#endif
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -508,13 +542,14 @@ template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, in
     return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
 }
 
-// The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
-// (its error is cleared so that a later cudaGetLastError does not report it).
-template <class Kernel> inline int ptx_version_of(Kernel kernel) {
+// Whether the code the current GPU runs for wgmma kernel `kernel` (declared with TSOPT_TST_SM90A_THREADS(threads))
+// was built for sm_90a; false where its attributes cannot be read (the error is cleared, so that a later
+// cudaGetLastError does not report it, and the launcher takes its fallback).
+template <class Kernel> inline bool built_for_sm90a(Kernel kernel, int threads) {
     cudaFuncAttributes fa{};
-    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.ptxVersion;
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.maxThreadsPerBlock >= threads;
     (void)cudaGetLastError();
-    return 0;
+    return false;
 }
 }  // namespace tst
 // ---- gemm.cuh ----------------------------------------------------------------------------------
@@ -1142,9 +1177,10 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
+// One CTA's tile (gemm_kernel, below, runs it).
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
-__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+          class Epilogue, int VEC, int SPLIT, bool TWO, bool A_KM>
+__device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
     constexpr int MI = WM / 16, NI = WN / 8;              // m16 and n8 MMA tiles per warp
@@ -1312,6 +1348,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             }
         }
 }
+// REACH (tst::Reach): a fallback's kernel is compiled as a trap in the device code that never launches it.
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false, int REACH = tst::kAnyCode>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+    if constexpr (tst::reached_here(REACH))
+        gemm_block<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>(p);
+    else __trap();
+}
 
 // ---- launch -------------------------------------------------------------------------------------
 template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
@@ -1344,9 +1388,9 @@ template <typename T, class Epilogue, bool DUAL> inline int gemm_loader_bytes(co
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false, int REACH = tst::kAnyCode>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM, REACH>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -1467,7 +1511,7 @@ template <int BN, typename T, class E> cudaError_t launch_row_parts_merge(const 
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
-          bool TWO, bool A_KM>
+          bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream);   // below launch_gemm
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
@@ -1477,7 +1521,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
           bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false,
-          bool A_KM = false>
+          bool A_KM = false, int REACH = tst::kAnyCode>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -1485,18 +1529,18 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M == 0 || p.N == 0) return cudaSuccess;
     if constexpr (kRowParts<Epilogue> > 0) {
         static_assert(!DUAL, "row reductions of C: a single product");
-        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM>(p, stream);
+        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM, REACH>(p, stream);
     } else {
         if constexpr (SPLIT > 1) {
             tst::DeviceFacts f;
             cudaError_t e = tst::device_facts(&f);
             if (e != cudaSuccess) return e;
-            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, REACH>(p, stream);
         }
         switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
-        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
-        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
+        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM, REACH>(p, stream);
+        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM, REACH>(p, stream);
+        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM, REACH>(p, stream);
         }
     }
 }
@@ -1504,7 +1548,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // C's rows reduced without wgmma (a GPU before Hopper, operands TMA cannot describe, or decode sizes): the
 // mma.sync GEMM storing C's values into the scratch, then row_parts_kernel. Not DUAL.
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
-          bool TWO, bool A_KM>
+          bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream) {
     if (!p.rows_scratch || p.rows_scratch_bytes < static_cast<int64_t>(p.batch) * p.M * p.N * static_cast<int64_t>(sizeof(T)))
         return cudaErrorInvalidValue;
@@ -1516,7 +1560,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
     q.A2 = p.A2, q.B2 = p.B2, q.K2 = p.K2, q.lda2 = p.lda2, q.ldb2 = p.ldb2;
     q.a2_batch_stride = p.a2_batch_stride, q.b2_batch_stride = p.b2_batch_stride;
     q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
-    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM>(q, stream);
+    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM, REACH>(q, stream);
     if (e != cudaSuccess) return e;
     const long long rows = static_cast<long long>(p.M) * p.batch;
     if (rows > 0x7fffffff) return cudaErrorInvalidValue;
@@ -2400,7 +2444,7 @@ __device__ __forceinline__ void row_parts_tile(const tsg::GemmParams<T, Epilogue
 // follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
 template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO,
           bool A_KM = false>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
@@ -2705,15 +2749,15 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
     auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>;
-    static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
-    if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+    static const bool sm90a = tst::built_for_sm90a(kernel, 384);  // per instantiation, initialised once (thread-safe)
+    if (!sm90a) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
     // the tiles' results of a row reduction need room in the scratch (a small M: fewer rows than its tile's)
     const bool room = RP == 0 || p.rows_scratch_bytes >= 4 * tsg::row_parts_partials(p.M, p.N, p.batch, RP);
     if (!sm90_tma_ok<T, Epilogue, DUAL>(p) || !room) {
         last_fallback_reason() = 1;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, tst::kSm90aCode>(p, stream);
     }
     const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
     const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
@@ -2739,7 +2783,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     }
     if (!ok) {
         last_fallback_reason() = 2;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, tst::kSm90aCode>(p, stream);
     }
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0) | (a2_batched ? 4 : 0) | (b2_batched ? 8 : 0);
@@ -3128,9 +3172,10 @@ __device__ __forceinline__ void pv_tile(float (&o)[MT][DT][4], const uint32_t (&
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
-// Grid: x = query head, y = query tile (reversed under causal: the longest rows start first), z = batch.
+// Grid: x = query head, y = query tile (reversed under causal: the longest rows start first), z = batch. One
+// CTA's work (attention_kernel, below, runs it).
 template <typename T, int D, int BM, int BN, int KC, int WARPS, class Score>
-__global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<T, Score> p) {
+__device__ __forceinline__ void attention_block(const AttnParams<T, Score> &p) {
     using C = AttnTile<T, D, BM, BN, KC, WARPS>;
     constexpr int MT = C::MT, NC = C::NC, DT = C::DT;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -3226,6 +3271,12 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
                 *reinterpret_cast<const int4 *>(sOw + swz<D>(r, c));
     }
 }
+// REACH (tst::Reach): a fallback's kernel is compiled as a trap in the device code that never launches it.
+template <typename T, int D, int BM, int BN, int KC, int WARPS, class Score, int REACH = tst::kAnyCode>
+__global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<T, Score> p) {
+    if constexpr (tst::reached_here(REACH)) attention_block<T, D, BM, BN, KC, WARPS, Score>(p);
+    else __trap();
+}
 
 // ---- host launch helper --------------------------------------------------------------------------
 template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t attention_smem_bytes() {
@@ -3261,8 +3312,10 @@ cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty) {
 // Checks the parameters, raises the kernel's shared-memory limit, launches; returns cudaGetLastError().
 // Never prints or exits. D: the head dim p.d, or a larger one whose padding columns are zero (p.d a multiple of
 // 8); tiles default to AttnConfig<D>.
+// REACH: which device code launches this instantiation (tst::Reach; a fallback's kernel is a trap elsewhere).
+template <int D, int BN> constexpr int kDefaultKC = BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC;
 template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WARPS = AttnConfig<D>::WARPS,
-          int KC = (BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC), typename T, class Score>
+          int KC = kDefaultKC<D, BN>, int REACH = tst::kAnyCode, typename T, class Score>
 cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
     using C = AttnTile<T, D, BM, BN, KC, WARPS>;
     bool empty;
@@ -3270,7 +3323,7 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     const int64_t q_tiles = ((int64_t)p.t_q + BM - 1) / BM;
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
-    auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score>;
+    auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score, REACH>;
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limits are set
     tst::DeviceFacts f;
     cudaError_t err = tst::device_facts(&f);
@@ -3950,7 +4003,7 @@ template <int D, int STAGES, int BN_> struct Cfg {
 
 // ---- the kernel -----------------------------------------------------------------------------------------
 template <typename T, int D, int STAGES, bool PINGPONG, int BN_, class Score, bool PERSISTENT>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
     attention_sm90_kernel(const __grid_constant__ tsa::AttnParams<T, Score> p, const __grid_constant__ CUtensorMap tma_q,
                           const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
 #if TSOPT_TSG90_DEVICE_OK
@@ -4327,6 +4380,13 @@ inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int head
     return r == CUDA_SUCCESS;
 }
 
+// The mma.sync kernel for what TMA cannot take, launched only once this (sm_90a) code runs (tst::Reach).
+template <int D, typename T, class Score>
+cudaError_t launch_tma_fallback(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
+    using A = tsa::AttnConfig<D>;
+    return tsa::launch_attention<D, A::BM, A::BN, A::WARPS, tsa::kDefaultKC<D, A::BN>, tst::kSm90aCode>(p, stream);
+}
+
 // Launch the attention forward for p on stream. Same contract as tsa::launch_attention (same validation,
 // same errors), plus cudaErrorNotSupported on a device that is not compute capability 9.0 or a translation
 // unit compiled without sm_90a. Never prints or exits.
@@ -4356,12 +4416,12 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         // wherever one ends, balances them instead (a window's items taken in turn ran 7% slower).
         constexpr bool persistent = PERSIST == 1 || (PERSIST < 0 && !Score::causal && !tsa::Window<Score>::windowed);
         auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, BN, Score, persistent>;
-        static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once
-        if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+        static const bool sm90a = tst::built_for_sm90a(kernel, 384);  // per instantiation, initialised once
+        if (!sm90a) return cudaErrorNotSupported;
 
         if (p.t_kv == 0) {
             last_path() = 1;
-            return tsa::launch_attention<D>(p, stream);
+            return launch_tma_fallback<D>(p, stream);
         }
         auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
         const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_seq_stride, p.k_batch_stride,
@@ -4371,7 +4431,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         for (int64_t s : strides) ok = ok && s % 8 == 0 && s >= 0 && s < (int64_t(1) << 36);
         if (!ok) {
             last_path() = 2;
-            return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
+            return launch_tma_fallback<D>(p, stream);  // reports the misalignment itself where it must
         }
         CUtensorMap tq, tk, tv;
         ok = make_map_4d(&tq, p.q, p.d, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
@@ -4379,7 +4439,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
              make_map_4d(&tv, p.v, p.d, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
         if (!ok) {
             last_path() = 3;
-            return tsa::launch_attention<D>(p, stream);
+            return launch_tma_fallback<D>(p, stream);
         }
         const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
         const int64_t n_items = q_tiles * p.n_q_heads * p.batch;
@@ -4449,7 +4509,7 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
         err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 1 (attention): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);
+            err = tsa::launch_attention<128, 128, 32, 4, 32, tst::kOtherCode>(p, stream);
         }
         if (err != cudaSuccess) return err;
     }
@@ -4577,6 +4637,7 @@ extern "C" int attention_causal_graph_reset(void) {
     return (int)err;
 }
 
+#undef TSOPT_TST_SM90A_THREADS
 #undef TSOPT_TSG90_WATCHDOG
 #undef TSOPT_TSG90_DEVICE_OK
 #undef TSOPT_TSG90_WGMMA_OUTS_N64

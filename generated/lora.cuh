@@ -386,6 +386,40 @@ __device__ __forceinline__ void pdl_wait() {
 }
 }  // namespace tst
 
+namespace tst {
+// ---- which device code runs a kernel: sm_90a or another target ------------------------------------------
+// The wgmma GEMM and attention kernels need sm_90a device code. Their launchers fall back to the mma.sync kernels
+// in two ways that never meet: inside the wgmma launch, when TMA cannot take an operand (a misaligned pointer or
+// stride), which happens only where the GPU runs sm_90a code; and after it, when the wgmma kernel cannot run (a GPU
+// that is not sm_90, or device code built for another target: plain sm_90, sm_80). A kernel instantiated for one
+// of them only says so (its Reach) and is compiled as a trap in the device code that never launches it, so that a
+// fat binary assembles each fallback once, for the code that can run it (decoder_layer.cuh's sm_90a code compiles
+// in about half the time: bench/NOTES.md run 157).
+enum Reach : int {
+    kAnyCode = 0,     // launched by every device code (a plan's own mma.sync kernel)
+    kSm90aCode = 1,   // only by sm_90a code (the fallback when TMA cannot take an operand)
+    kOtherCode = 2,   // only by code that is not sm_90a (the fallback when the wgmma kernel cannot run)
+};
+// Whether the device code being compiled launches a kernel of reach r (host code: always).
+__host__ __device__ constexpr bool reached_here(int r) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    return r != kOtherCode;
+#elif defined(__CUDA_ARCH__)
+    return r != kSm90aCode;
+#else
+    return true;
+#endif
+}
+// A wgmma kernel declares __launch_bounds__(TSOPT_TST_SM90A_THREADS(its threads)): a warp in device code that is not
+// sm_90a (where its body is a trap), so that its launcher can tell from the kernel's attributes which code the GPU
+// runs (built_for_sm90a) — the PTX version cannot: plain sm_90 code reports 90 as sm_90a code does.
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TSOPT_TST_SM90A_THREADS(threads) (threads)
+#else
+#define TSOPT_TST_SM90A_THREADS(threads) 32
+#endif
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -511,13 +545,14 @@ template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, in
     return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
 }
 
-// The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
-// (its error is cleared so that a later cudaGetLastError does not report it).
-template <class Kernel> inline int ptx_version_of(Kernel kernel) {
+// Whether the code the current GPU runs for wgmma kernel `kernel` (declared with TSOPT_TST_SM90A_THREADS(threads))
+// was built for sm_90a; false where its attributes cannot be read (the error is cleared, so that a later
+// cudaGetLastError does not report it, and the launcher takes its fallback).
+template <class Kernel> inline bool built_for_sm90a(Kernel kernel, int threads) {
     cudaFuncAttributes fa{};
-    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.ptxVersion;
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.maxThreadsPerBlock >= threads;
     (void)cudaGetLastError();
-    return 0;
+    return false;
 }
 }  // namespace tst
 // ---- gemm.cuh ----------------------------------------------------------------------------------
@@ -1145,9 +1180,10 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
+// One CTA's tile (gemm_kernel, below, runs it).
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
-__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+          class Epilogue, int VEC, int SPLIT, bool TWO, bool A_KM>
+__device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
     constexpr int MI = WM / 16, NI = WN / 8;              // m16 and n8 MMA tiles per warp
@@ -1315,6 +1351,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             }
         }
 }
+// REACH (tst::Reach): a fallback's kernel is compiled as a trap in the device code that never launches it.
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false, int REACH = tst::kAnyCode>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+    if constexpr (tst::reached_here(REACH))
+        gemm_block<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>(p);
+    else __trap();
+}
 
 // ---- launch -------------------------------------------------------------------------------------
 template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
@@ -1347,9 +1391,9 @@ template <typename T, class Epilogue, bool DUAL> inline int gemm_loader_bytes(co
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false, int REACH = tst::kAnyCode>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM, REACH>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -1470,7 +1514,7 @@ template <int BN, typename T, class E> cudaError_t launch_row_parts_merge(const 
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
-          bool TWO, bool A_KM>
+          bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream);   // below launch_gemm
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
@@ -1480,7 +1524,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
           bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false,
-          bool A_KM = false>
+          bool A_KM = false, int REACH = tst::kAnyCode>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -1488,18 +1532,18 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M == 0 || p.N == 0) return cudaSuccess;
     if constexpr (kRowParts<Epilogue> > 0) {
         static_assert(!DUAL, "row reductions of C: a single product");
-        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM>(p, stream);
+        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM, REACH>(p, stream);
     } else {
         if constexpr (SPLIT > 1) {
             tst::DeviceFacts f;
             cudaError_t e = tst::device_facts(&f);
             if (e != cudaSuccess) return e;
-            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, REACH>(p, stream);
         }
         switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
-        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
-        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
+        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM, REACH>(p, stream);
+        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM, REACH>(p, stream);
+        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM, REACH>(p, stream);
         }
     }
 }
@@ -1507,7 +1551,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // C's rows reduced without wgmma (a GPU before Hopper, operands TMA cannot describe, or decode sizes): the
 // mma.sync GEMM storing C's values into the scratch, then row_parts_kernel. Not DUAL.
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
-          bool TWO, bool A_KM>
+          bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream) {
     if (!p.rows_scratch || p.rows_scratch_bytes < static_cast<int64_t>(p.batch) * p.M * p.N * static_cast<int64_t>(sizeof(T)))
         return cudaErrorInvalidValue;
@@ -1519,7 +1563,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
     q.A2 = p.A2, q.B2 = p.B2, q.K2 = p.K2, q.lda2 = p.lda2, q.ldb2 = p.ldb2;
     q.a2_batch_stride = p.a2_batch_stride, q.b2_batch_stride = p.b2_batch_stride;
     q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
-    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM>(q, stream);
+    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM, REACH>(q, stream);
     if (e != cudaSuccess) return e;
     const long long rows = static_cast<long long>(p.M) * p.batch;
     if (rows > 0x7fffffff) return cudaErrorInvalidValue;
@@ -2403,7 +2447,7 @@ __device__ __forceinline__ void row_parts_tile(const tsg::GemmParams<T, Epilogue
 // follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
 template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO,
           bool A_KM = false>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
@@ -2708,15 +2752,15 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
     auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>;
-    static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
-    if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+    static const bool sm90a = tst::built_for_sm90a(kernel, 384);  // per instantiation, initialised once (thread-safe)
+    if (!sm90a) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
     // the tiles' results of a row reduction need room in the scratch (a small M: fewer rows than its tile's)
     const bool room = RP == 0 || p.rows_scratch_bytes >= 4 * tsg::row_parts_partials(p.M, p.N, p.batch, RP);
     if (!sm90_tma_ok<T, Epilogue, DUAL>(p) || !room) {
         last_fallback_reason() = 1;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, tst::kSm90aCode>(p, stream);
     }
     const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
     const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
@@ -2742,7 +2786,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     }
     if (!ok) {
         last_fallback_reason() = 2;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, tst::kSm90aCode>(p, stream);
     }
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0) | (a2_batched ? 4 : 0) | (b2_batched ? 8 : 0);
@@ -2910,7 +2954,7 @@ static cudaError_t K1_launch(__half *K1_b0, const __half *K1_b1, const __half *K
         err = tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K1, false, true>(p, stream);
         if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */
             fallback_note = "kernel 2 (GEMM): ran the mma.sync fallback, not the sm_90a wgmma kernel (the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)";
-            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1, 1, true>(p, stream);
+            err = tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K1, 1, true, false, tst::kOtherCode>(p, stream);
         }
         if (err != cudaSuccess) return err;
     }
@@ -3045,6 +3089,7 @@ extern "C" int lora_graph_reset(void) {
     return (int)err;
 }
 
+#undef TSOPT_TST_SM90A_THREADS
 #undef TSOPT_TSG90_WATCHDOG
 #undef TSOPT_TSG90_DEVICE_OK
 #undef TSOPT_TSG90_WGMMA_OUTS_N64

@@ -381,6 +381,40 @@ __device__ __forceinline__ void pdl_wait() {
 }
 }  // namespace tst
 
+namespace tst {
+// ---- which device code runs a kernel: sm_90a or another target ------------------------------------------
+// The wgmma GEMM and attention kernels need sm_90a device code. Their launchers fall back to the mma.sync kernels
+// in two ways that never meet: inside the wgmma launch, when TMA cannot take an operand (a misaligned pointer or
+// stride), which happens only where the GPU runs sm_90a code; and after it, when the wgmma kernel cannot run (a GPU
+// that is not sm_90, or device code built for another target: plain sm_90, sm_80). A kernel instantiated for one
+// of them only says so (its Reach) and is compiled as a trap in the device code that never launches it, so that a
+// fat binary assembles each fallback once, for the code that can run it (decoder_layer.cuh's sm_90a code compiles
+// in about half the time: bench/NOTES.md run 157).
+enum Reach : int {
+    kAnyCode = 0,     // launched by every device code (a plan's own mma.sync kernel)
+    kSm90aCode = 1,   // only by sm_90a code (the fallback when TMA cannot take an operand)
+    kOtherCode = 2,   // only by code that is not sm_90a (the fallback when the wgmma kernel cannot run)
+};
+// Whether the device code being compiled launches a kernel of reach r (host code: always).
+__host__ __device__ constexpr bool reached_here(int r) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    return r != kOtherCode;
+#elif defined(__CUDA_ARCH__)
+    return r != kSm90aCode;
+#else
+    return true;
+#endif
+}
+// A wgmma kernel declares __launch_bounds__(TSOPT_TST_SM90A_THREADS(its threads)): a warp in device code that is not
+// sm_90a (where its body is a trap), so that its launcher can tell from the kernel's attributes which code the GPU
+// runs (built_for_sm90a) — the PTX version cannot: plain sm_90 code reports 90 as sm_90a code does.
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TSOPT_TST_SM90A_THREADS(threads) (threads)
+#else
+#define TSOPT_TST_SM90A_THREADS(threads) 32
+#endif
+}  // namespace tst
+
 // ---- host side: per-device facts and kernel attributes, cached (thread-safe) ---------------------------
 // Launch helpers need the current device's compute capability and SM count, and must raise a kernel's
 // dynamic shared-memory limit once per device. Querying (and cudaFuncSetAttribute) on every launch costs
@@ -506,13 +540,14 @@ template <class Kernel> inline cudaError_t max_active_clusters(Kernel kernel, in
     return cudaOccupancyMaxActiveClusters(n, kernel, &cfg);
 }
 
-// The PTX version `kernel` was built from (e.g. 90), read once per kernel: 0 when the runtime cannot say
-// (its error is cleared so that a later cudaGetLastError does not report it).
-template <class Kernel> inline int ptx_version_of(Kernel kernel) {
+// Whether the code the current GPU runs for wgmma kernel `kernel` (declared with TSOPT_TST_SM90A_THREADS(threads))
+// was built for sm_90a; false where its attributes cannot be read (the error is cleared, so that a later
+// cudaGetLastError does not report it, and the launcher takes its fallback).
+template <class Kernel> inline bool built_for_sm90a(Kernel kernel, int threads) {
     cudaFuncAttributes fa{};
-    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.ptxVersion;
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess) return fa.maxThreadsPerBlock >= threads;
     (void)cudaGetLastError();
-    return 0;
+    return false;
 }
 }  // namespace tst
 // ---- span.cuh ----------------------------------------------------------------------------------
@@ -1527,5 +1562,6 @@ extern "C" int residual_rmsnorm_graph_reset(void) {
     return (int)err;
 }
 
+#undef TSOPT_TST_SM90A_THREADS
 #undef TSOPT_TSW_ROW_CASE
 #endif  /* TSOPT_RESIDUAL_RMSNORM_IMPLEMENTATION */

@@ -822,8 +822,8 @@ static void print_fallback_note(emitter *e, int ki, const char *what) {
 static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *t) {
     const ts_kernel_config *c = &k->cfg;
     const char *kn = k->b_kn ? "true" : "false", *du = k->b1 >= 0 ? "true" : "false";
-    /* the template arguments after the functor, defaults not printed: TWO (a second operand pair) and A_KM (A read
-     * M-major; never with TWO, nor skinny: config.c) — after PP in the wgmma call, after SPLIT = 1 in the fallback */
+    /* the template arguments after the functor: TWO (a second operand pair) and A_KM (A read M-major; never with
+     * TWO, nor skinny: config.c) — after PP in the wgmma call, defaults not printed; after SPLIT = 1 in the fallback */
     const bool a_km = ts_gemm_a_km(k);
     TS_ASSERT(!a_km || (!k->two_k && c->skinny_m == 0));
     const char *two = k->two_k ? ", true" : a_km ? ", false, true" : "";
@@ -846,9 +846,11 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
             c->tile_m, c->tile_n, c->stages, c->cluster_m, kn, du, ki, c->pingpong ? "true" : "false", two);
     fprintf(e->f, "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n%s", in, in);
     print_fallback_note(e, ki, "GEMM");
-    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d%s%s>(p, stream);\n%s        }\n",
+    /* SPLIT = 1, TWO, A_KM, and the fallback's reach (tst::Reach: compiled only into device code that is not sm_90a) */
+    fprintf(e->f, "%s            err = tsg::launch_gemm<%s, %d, %d, %d, %d, %d, %d, %s, %s, K%d, 1, %s, %s, tst::kOtherCode>(p, stream);\n"
+                  "%s        }\n",
             in, t, c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, kn, du, ki,
-            *two ? ", 1" : "", two, in);
+            k->two_k ? "true" : "false", a_km ? "true" : "false", in);
     if (c->skinny_m > 0) fputs("        }\n", e->f);
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
@@ -1103,7 +1105,7 @@ static void emit_attention_launch(emitter *e, int ki, const ts_kernel *k) {
                   "%s        if (err == cudaErrorNotSupported) { /* not a Hopper GPU, or built without sm_90a */\n", in, d,
             c->stages, c->pingpong ? "true" : "false", c->tile_n, in);
     print_fallback_note(e, ki, "attention");
-    fprintf(e->f, "%s            err = tsa::launch_attention<%lld, %d, %d, %d, %d>(p, stream);\n%s        }\n", in, d,
+    fprintf(e->f, "%s            err = tsa::launch_attention<%lld, %d, %d, %d, %d, tst::kOtherCode>(p, stream);\n%s        }\n", in, d,
             c->fb_tile_m, c->fb_tile_n, c->fb_warps_m, c->fb_tile_k, in);
     if (c->dec_rows > 0) fputs("        }\n", e->f);
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);

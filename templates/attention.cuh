@@ -361,9 +361,10 @@ __device__ __forceinline__ void pv_tile(float (&o)[MT][DT][4], const uint32_t (&
 }
 
 // ---- the kernel ----------------------------------------------------------------------------------
-// Grid: x = query head, y = query tile (reversed under causal: the longest rows start first), z = batch.
+// Grid: x = query head, y = query tile (reversed under causal: the longest rows start first), z = batch. One
+// CTA's work (attention_kernel, below, runs it).
 template <typename T, int D, int BM, int BN, int KC, int WARPS, class Score>
-__global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<T, Score> p) {
+__device__ __forceinline__ void attention_block(const AttnParams<T, Score> &p) {
     using C = AttnTile<T, D, BM, BN, KC, WARPS>;
     constexpr int MT = C::MT, NC = C::NC, DT = C::DT;
     extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -459,6 +460,12 @@ __global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<
                 *reinterpret_cast<const int4 *>(sOw + swz<D>(r, c));
     }
 }
+// REACH (tst::Reach): a fallback's kernel is compiled as a trap in the device code that never launches it.
+template <typename T, int D, int BM, int BN, int KC, int WARPS, class Score, int REACH = tst::kAnyCode>
+__global__ void __launch_bounds__(WARPS * 32) attention_kernel(const AttnParams<T, Score> p) {
+    if constexpr (tst::reached_here(REACH)) attention_block<T, D, BM, BN, KC, WARPS, Score>(p);
+    else __trap();
+}
 
 // ---- host launch helper --------------------------------------------------------------------------
 template <typename T, int D, int BM, int BN, int KC, int WARPS> constexpr size_t attention_smem_bytes() {
@@ -494,8 +501,10 @@ cudaError_t check_attention(const AttnParams<T, Score> &p, bool *empty) {
 // Checks the parameters, raises the kernel's shared-memory limit, launches; returns cudaGetLastError().
 // Never prints or exits. D: the head dim p.d, or a larger one whose padding columns are zero (p.d a multiple of
 // 8); tiles default to AttnConfig<D>.
+// REACH: which device code launches this instantiation (tst::Reach; a fallback's kernel is a trap elsewhere).
+template <int D, int BN> constexpr int kDefaultKC = BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC;
 template <int D, int BM = AttnConfig<D>::BM, int BN = AttnConfig<D>::BN, int WARPS = AttnConfig<D>::WARPS,
-          int KC = (BN < AttnConfig<D>::KC ? BN : AttnConfig<D>::KC), typename T, class Score>
+          int KC = kDefaultKC<D, BN>, int REACH = tst::kAnyCode, typename T, class Score>
 cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream) {
     using C = AttnTile<T, D, BM, BN, KC, WARPS>;
     bool empty;
@@ -503,7 +512,7 @@ cudaError_t launch_attention(const AttnParams<T, Score> &p, cudaStream_t stream)
     const int64_t q_tiles = ((int64_t)p.t_q + BM - 1) / BM;
     if (q_tiles > 65535 || p.batch > 65535 || p.n_q_heads > (1 << 30)) return cudaErrorInvalidConfiguration;
 
-    auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score>;
+    auto kernel = attention_kernel<T, D, BM, BN, KC, WARPS, Score, REACH>;
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limits are set
     tst::DeviceFacts f;
     cudaError_t err = tst::device_facts(&f);

@@ -192,7 +192,7 @@ template <int D, int STAGES, int BN_> struct Cfg {
 
 // ---- the kernel -----------------------------------------------------------------------------------------
 template <typename T, int D, int STAGES, bool PINGPONG, int BN_, class Score, bool PERSISTENT>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(TST_SM90A_THREADS(384), 1)
     attention_sm90_kernel(const __grid_constant__ tsa::AttnParams<T, Score> p, const __grid_constant__ CUtensorMap tma_q,
                           const __grid_constant__ CUtensorMap tma_k, const __grid_constant__ CUtensorMap tma_v) {
 #if TSG90_DEVICE_OK
@@ -569,6 +569,13 @@ inline bool make_map_4d(CUtensorMap *map, const T *ptr, int d, int seq, int head
     return r == CUDA_SUCCESS;
 }
 
+// The mma.sync kernel for what TMA cannot take, launched only once this (sm_90a) code runs (tst::Reach).
+template <int D, typename T, class Score>
+cudaError_t launch_tma_fallback(const tsa::AttnParams<T, Score> &p, cudaStream_t stream) {
+    using A = tsa::AttnConfig<D>;
+    return tsa::launch_attention<D, A::BM, A::BN, A::WARPS, tsa::kDefaultKC<D, A::BN>, tst::kSm90aCode>(p, stream);
+}
+
 // Launch the attention forward for p on stream. Same contract as tsa::launch_attention (same validation,
 // same errors), plus cudaErrorNotSupported on a device that is not compute capability 9.0 or a translation
 // unit compiled without sm_90a. Never prints or exits.
@@ -598,12 +605,12 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         // wherever one ends, balances them instead (a window's items taken in turn ran 7% slower).
         constexpr bool persistent = PERSIST == 1 || (PERSIST < 0 && !Score::causal && !tsa::Window<Score>::windowed);
         auto kernel = attention_sm90_kernel<T, D, STAGES, PINGPONG, BN, Score, persistent>;
-        static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once
-        if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+        static const bool sm90a = tst::built_for_sm90a(kernel, 384);  // per instantiation, initialised once
+        if (!sm90a) return cudaErrorNotSupported;
 
         if (p.t_kv == 0) {
             last_path() = 1;
-            return tsa::launch_attention<D>(p, stream);
+            return launch_tma_fallback<D>(p, stream);
         }
         auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
         const int64_t strides[12] = {p.q_batch_stride, p.q_head_stride, p.q_seq_stride, p.k_batch_stride,
@@ -613,7 +620,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
         for (int64_t s : strides) ok = ok && s % 8 == 0 && s >= 0 && s < (int64_t(1) << 36);
         if (!ok) {
             last_path() = 2;
-            return tsa::launch_attention<D>(p, stream);  // reports the misalignment itself where it must
+            return launch_tma_fallback<D>(p, stream);  // reports the misalignment itself where it must
         }
         CUtensorMap tq, tk, tv;
         ok = make_map_4d(&tq, p.q, p.d, p.t_q, p.n_q_heads, p.batch, p.q_seq_stride, p.q_head_stride, p.q_batch_stride, C::BM / 2) &&
@@ -621,7 +628,7 @@ cudaError_t launch_attention_sm90(const tsa::AttnParams<T, Score> &p, cudaStream
              make_map_4d(&tv, p.v, p.d, p.t_kv, p.n_kv_heads, p.batch, p.v_seq_stride, p.v_head_stride, p.v_batch_stride, C::BN);
         if (!ok) {
             last_path() = 3;
-            return tsa::launch_attention<D>(p, stream);
+            return launch_tma_fallback<D>(p, stream);
         }
         const int64_t q_tiles = ((int64_t)p.t_q + C::BM - 1) / C::BM;
         const int64_t n_items = q_tiles * p.n_q_heads * p.batch;

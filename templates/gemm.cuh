@@ -625,9 +625,10 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
+// One CTA's tile (gemm_kernel, below, runs it).
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
-__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+          class Epilogue, int VEC, int SPLIT, bool TWO, bool A_KM>
+__device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
     constexpr int MI = WM / 16, NI = WN / 8;              // m16 and n8 MMA tiles per warp
@@ -795,6 +796,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmP
             }
         }
 }
+// REACH (tst::Reach): a fallback's kernel is compiled as a trap in the device code that never launches it.
+template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false, int REACH = tst::kAnyCode>
+__global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_kernel(const GemmParams<T, Epilogue> p) {
+    if constexpr (tst::reached_here(REACH))
+        gemm_block<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>(p);
+    else __trap();
+}
 
 // ---- launch -------------------------------------------------------------------------------------
 template <typename T> inline bool aligned16(const T *ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
@@ -827,9 +836,9 @@ template <typename T, class Epilogue, bool DUAL> inline int gemm_loader_bytes(co
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
-          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false>
+          class Epilogue, int VEC, int SPLIT = 1, bool TWO = false, bool A_KM = false, int REACH = tst::kAnyCode>
 cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM>;
+    auto kernel = gemm_kernel<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, TWO, A_KM, REACH>;
     constexpr int smem = gemm_smem_bytes<T, BM, BN, BK, STAGES, DUAL, kRowOuts<Epilogue>, kRowStats<Epilogue>>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -950,7 +959,7 @@ template <int BN, typename T, class E> cudaError_t launch_row_parts_merge(const 
 }
 
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
-          bool TWO, bool A_KM>
+          bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream);   // below launch_gemm
 
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
@@ -960,7 +969,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
 // older GPU the same call runs SPLIT = 1.
 template <typename T, int BM = 128, int BN = 128, int BK = 64, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4,
           bool B_KN = true, bool DUAL = false, class Epilogue = StoreEpilogue<T>, int SPLIT = 1, bool TWO = false,
-          bool A_KM = false>
+          bool A_KM = false, int REACH = tst::kAnyCode>
 cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.K2 < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
@@ -968,18 +977,18 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
     if (p.M == 0 || p.N == 0) return cudaSuccess;
     if constexpr (kRowParts<Epilogue> > 0) {
         static_assert(!DUAL, "row reductions of C: a single product");
-        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM>(p, stream);
+        return launch_gemm_row_parts<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, Epilogue, SPLIT, TWO, A_KM, REACH>(p, stream);
     } else {
         if constexpr (SPLIT > 1) {
             tst::DeviceFacts f;
             cudaError_t e = tst::device_facts(&f);
             if (e != cudaSuccess) return e;
-            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+            if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, REACH>(p, stream);
         }
         switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
-        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM>(p, stream);
-        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM>(p, stream);
-        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM>(p, stream);
+        case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM, REACH>(p, stream);
+        case 4: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM, REACH>(p, stream);
+        default: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM, REACH>(p, stream);
         }
     }
 }
@@ -987,7 +996,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
 // C's rows reduced without wgmma (a GPU before Hopper, operands TMA cannot describe, or decode sizes): the
 // mma.sync GEMM storing C's values into the scratch, then row_parts_kernel. Not DUAL.
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, class E, int SPLIT,
-          bool TWO, bool A_KM>
+          bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream) {
     if (!p.rows_scratch || p.rows_scratch_bytes < static_cast<int64_t>(p.batch) * p.M * p.N * static_cast<int64_t>(sizeof(T)))
         return cudaErrorInvalidValue;
@@ -999,7 +1008,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
     q.A2 = p.A2, q.B2 = p.B2, q.K2 = p.K2, q.lda2 = p.lda2, q.ldb2 = p.ldb2;
     q.a2_batch_stride = p.a2_batch_stride, q.b2_batch_stride = p.b2_batch_stride;
     q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
-    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM>(q, stream);
+    cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM, REACH>(q, stream);
     if (e != cudaSuccess) return e;
     const long long rows = static_cast<long long>(p.M) * p.batch;
     if (rows > 0x7fffffff) return cudaErrorInvalidValue;

@@ -869,7 +869,7 @@ __device__ __forceinline__ void row_parts_tile(const tsg::GemmParams<T, Epilogue
 // follow A/B0's in the main loop (one contraction over the concatenated K); the consumers see K tiles only.
 template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, class Epilogue, bool PP, bool TWO,
           bool A_KM = false>
-__global__ void __launch_bounds__(384, 1)
+__global__ void __launch_bounds__(TST_SM90A_THREADS(384), 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
                      const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
@@ -1174,15 +1174,15 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     if (p.M == 0 || p.N == 0) return cudaSuccess;
 
     auto kernel = gemm_sm90_kernel<T, BM, BN, STAGES, CM, B_KN, DUAL, Epilogue, PP, TWO, A_KM>;
-    static const int ptx_version = tst::ptx_version_of(kernel);  // per instantiation, initialised once (thread-safe)
-    if (ptx_version > 0 && ptx_version < 90) return cudaErrorNotSupported;
+    static const bool sm90a = tst::built_for_sm90a(kernel, 384);  // per instantiation, initialised once (thread-safe)
+    if (!sm90a) return cudaErrorNotSupported;
 
     constexpr int FB_STAGES = DUAL ? 3 : 4;
     // the tiles' results of a row reduction need room in the scratch (a small M: fewer rows than its tile's)
     const bool room = RP == 0 || p.rows_scratch_bytes >= 4 * tsg::row_parts_partials(p.M, p.N, p.batch, RP);
     if (!sm90_tma_ok<T, Epilogue, DUAL>(p) || !room) {
         last_fallback_reason() = 1;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, tst::kSm90aCode>(p, stream);
     }
     const bool a_batched = p.batch > 1 && p.a_batch_stride != 0, b_batched = p.batch > 1 && p.b_batch_stride != 0;
     const uint64_t ab = a_batched ? p.batch : 1, bbn = b_batched ? p.batch : 1;
@@ -1208,7 +1208,7 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
     }
     if (!ok) {
         last_fallback_reason() = 2;
-        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM>(p, stream);
+        return tsg::launch_gemm<T, 128, 128, 64, 2, 4, FB_STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, tst::kSm90aCode>(p, stream);
     }
     last_fallback_reason() = 0;
     const int flags = (a_batched ? 1 : 0) | (b_batched ? 2 : 0) | (a2_batched ? 4 : 0) | (b2_batched ? 8 : 0);

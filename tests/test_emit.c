@@ -258,7 +258,7 @@ Test(emit, every_reserved_name_compiles_with_nvcc_gcc_and_gxx, .timeout = 600) {
 Test(emit, head_dim_256_attention_launches_the_wgmma_kernel_with_64_key_tiles_then_the_fallback) {
     char *h = emit_best("bench/graphs/attention_d256.yaml", "templates");
     cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<256, 2, true, 64>(p, stream);"));
-    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<256, 64, 32, 4, 32>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<256, 64, 32, 4, 32, tst::kOtherCode>(p, stream);"));
     free(h);
 }
 
@@ -267,7 +267,7 @@ Test(emit, head_dim_256_attention_launches_the_wgmma_kernel_with_64_key_tiles_th
 Test(emit, head_dim_192_attention_launches_the_wgmma_kernel_with_64_key_tiles_and_no_decode_form) {
     char *h = emit_best("bench/probes/attention_d192.yaml", "templates");
     cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<192, 3, true, 64>(p, stream);"));
-    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<192, 64, 32, 4, 32>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<192, 64, 32, 4, 32, tst::kOtherCode>(p, stream);"));
     cr_expect_null(strstr(h, "launch_attention_decode<192>"));
     free(h);
 }
@@ -278,7 +278,7 @@ Test(emit, head_dim_96_attention_runs_the_128_kernels_zero_padded) {
     char *h = emit_best("bench/probes/attention_d96.yaml", "templates");
     cr_expect_not_null(strstr(h, "p.d = (int64_t)96;"));
     cr_expect_not_null(strstr(h, "err = tsa90::launch_attention_sm90<128, 3, true, 128>(p, stream);"));
-    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<128, 128, 32, 4, 32>(p, stream);"));
+    cr_expect_not_null(strstr(h, "err = tsa::launch_attention<128, 128, 32, 4, 32, tst::kOtherCode>(p, stream);"));
     cr_expect_null(strstr(h, "launch_attention_decode<"));
     free(h);
 }

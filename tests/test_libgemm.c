@@ -281,7 +281,7 @@ Test(libgemm, a_transposed_fp16_a_is_read_as_it_is_by_the_own_templates) {
     cr_expect(strstr(h, "p.lda = (int64_t)2048;"), "lda: A's stride along k");
     cr_expect(strstr(h, "tsg90::launch_gemm_sm90<__half, 128, 256, 4, 1, true, false, K0, false, false, true>(p, stream);"),
               "A_KM on the wgmma kernel");
-    cr_expect(strstr(h, "tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0, 1, false, true>(p, stream);"),
+    cr_expect(strstr(h, "tsg::launch_gemm<__half, 128, 256, 64, 2, 4, 3, true, false, K0, 1, false, true, tst::kOtherCode>(p, stream);"),
               "and on its mma.sync fallback");
     cr_expect_null(strstr(h, "cublasLt"));
     free(h);

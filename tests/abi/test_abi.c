@@ -63,8 +63,9 @@ static void call(const char *what, run_fn run, int nbuf, int which, long offset,
 
 static void matmul_cases(void) {
     call("matmul, well-formed", matmul_run, 3, -1, 0, NULL, NULL, OK, 1);
-    expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELi16ELi1ELb0ELb0EEEv"),
-           "matmul, aligned: the 16-byte cp.async loader (gemm_kernel<..., VEC=16, SPLIT=1, TWO=false, A_KM=false>)", 0, 1);
+    expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, "ELi16ELi1ELb0ELb0ELi2EEEv"),
+           "matmul, aligned: the 16-byte cp.async loader (gemm_kernel<..., VEC=16, SPLIT=1, TWO=false, A_KM=false, "
+           "REACH=kOtherCode>: the stub is no sm_90a GPU)", 0, 1);
     stub_reset();
     void *bufs[3] = {dev(0), dev(1), dev(2)};
     int rc = matmul_run(bufs, NULL, NULL, NULL);
@@ -78,12 +79,12 @@ static void matmul_cases(void) {
     call("matmul, Y three bytes off", matmul_run, 3, 2, 3, NULL, NULL, MISALIGNED, 0);
     /* off 16 bytes: 2 bytes (an odd element) the element-wise loader, 4 and 8 the 4-byte one */
     const long offsets[] = {2, 4, 8};
-    const char *const loader[] = {"ELi0ELi1ELb0ELb0EEEv", "ELi4ELi1ELb0ELb0EEEv", "ELi4ELi1ELb0ELb0EEEv"};
+    const char *const loader[] = {"ELi0ELi1ELb0ELb0ELi2EEEv", "ELi4ELi1ELb0ELb0ELi2EEEv", "ELi4ELi1ELb0ELb0ELi2EEEv"};
     for (int i = 0; i < 3; i++) {
         char what[80], which[120];
         snprintf(what, sizeof what, "matmul, X %ld bytes off (a slower path)", offsets[i]);
         call(what, matmul_run, 3, 0, offsets[i], NULL, NULL, OK, 1);
-        snprintf(which, sizeof which, "matmul, X %ld bytes off: the %s loader (gemm_kernel<..., VEC=%s, SPLIT=1, TWO=false, A_KM=false>)",
+        snprintf(which, sizeof which, "matmul, X %ld bytes off: the %s loader (gemm_kernel<..., VEC=%s, SPLIT=1, TWO=false, A_KM=false, REACH=2>)",
                  offsets[i], i ? "4-byte" : "element-wise", i ? "4" : "0");
         expect(stub.last_kernel && strstr(stub.last_kernel, "gemm_kernel") && strstr(stub.last_kernel, loader[i]), which, 0, 1);
     }
