@@ -589,10 +589,10 @@ bool ts_row_hoist(const ts_kernel *k, ts_row_hoisted *h) {
     if (k->kind == TS_KERNEL_ROW)
         for (int s = 0; s < k->nacc; s++)
             if (ts_row_operand_cached(k, s)) h->prologue[s] = prologue_of(k, s), any |= h->prologue[s].n > 0;
-    for (int j = 0; j < k->nstage; j++) h->stage[j] = any ? rebuilt(&k->stage[j], h->prologue, k->nacc) : ts_expr_copy(&k->stage[j]);
-    h->expr = any ? rebuilt(&k->expr, h->prologue, k->nacc) : ts_expr_copy(&k->expr);
-    for (int o = 0; o < k->nextra; o++)
-        h->extra_expr[o] = any ? rebuilt(&k->extra_expr[o], h->prologue, k->nacc) : ts_expr_copy(&k->extra_expr[o]);
+    /* rebuilt() copies an expression as it is where every prologue is empty */
+    for (int j = 0; j < k->nstage; j++) h->stage[j] = rebuilt(&k->stage[j], h->prologue, k->nacc);
+    h->expr = rebuilt(&k->expr, h->prologue, k->nacc);
+    for (int o = 0; o < k->nextra; o++) h->extra_expr[o] = rebuilt(&k->extra_expr[o], h->prologue, k->nacc);
     return any;
 }
 
