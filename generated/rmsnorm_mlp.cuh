@@ -2,7 +2,7 @@
 //
 // graph:     rmsnorm_mlp (source hash d8651a489a12c4bc)
 // plan:      fused+rowstats — 1 kernel: dual-gemm+rowstats [m,n] over d
-// predicted: 0.0147 ms on NVIDIA H200 at the typical sizes (3.79x the 0.0558 ms predicted for one kernel per op)
+// predicted: 0.0120 ms on NVIDIA H200 at the typical sizes (4.65x the 0.0558 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 1 (gemm): 128x64, 6 stages
@@ -73,6 +73,7 @@ const char *rmsnorm_mlp_fallback(void);
 /* Bytes of workspace rmsnorm_mlp_run and rmsnorm_mlp_launch need (0: pass NULL). */
 static inline size_t rmsnorm_mlp_workspace_bytes(void) {
     size_t bytes = 0;
+    bytes += (((size_t)(int64_t)4096 + 255) & ~(size_t)255);
     return bytes;
 }
 
@@ -929,6 +930,11 @@ template <typename T, class Epilogue> struct GemmParams {
     // at least row_parts_scratch_bytes(M, N, batch, kRowParts, sizeof(T)) (below).
     void *rows_scratch;
     int64_t rows_scratch_bytes;
+    // Row statistics of A (kRowStats) in gemm_sm90.cuh's kernel: kRowOuts arrays of batch × M floats, any
+    // content, 4-byte aligned (not aliasing each other or an operand), which the kernel fills with each row's
+    // finished values (at b·M + m; at m alone when A is broadcast over the batch) and reads back in its
+    // epilogues. The mma.sync kernels fold the statistics in shared memory and ignore them.
+    float *row_stats[4];
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -1608,12 +1614,18 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
 //   * Edges: the TMA box reads zeros outside (M, N, K) — no predication in the main loop.
 //   * CM = 2: clusters of 2 CTAs on adjacent tile rows that share a B tile; each CTA loads half of the
 //     B boxes and multicasts them to both (halves the L2→SM traffic of B).
-//   * Row statistics of A (a functor with kRowStats, gemm.cuh): each consumer warpgroup folds its own rows of
-//     each stage's A tile (tsg::RowFold: 4·MI 16-byte shared loads a thread) after releasing the previous
-//     stage; after the last stage each row's O finished values go to shared memory for the epilogue. It is
-//     not free: 0.09-0.27 us a K-tile (bench/NOTES.md run 49; 0.30-0.41 before the kernel was persistent,
-//     runs 43-44, and two producer-side warps folding every row instead were slower still). The cost model
-//     charges it (rowstat_stage_s), so the search folds statistics into a wgmma GEMM only where it pays.
+//   * Row statistics of A (a functor with kRowStats, gemm.cuh: an RMSNorm's Σ_k x² of the rows it multiplies) are
+//     published, not folded: warps 1-3 of every CTA's producer warpgroup, idle beside the one thread issuing TMA,
+//     read an interleaved share of A's rows from global memory (one read of A over the whole grid, beside the
+//     main loops), finish them and store them to GemmParams::row_stats; the CTA's arrival is counted in a
+//     grid counter (grid_sync below). Before its first epilogue a consumer warpgroup waits for every CTA's
+//     arrival, and before each epilogue copies its rows' values to shared memory. The grid is persistent (every
+//     CTA resident at once), so the wait always ends; the last CTA to leave resets the counter. The wait is for
+//     every row: in a GEMM of several waves whose A is large it outlasts the first wave's main loops (bench/NOTES.md
+//     run 159: +11% at 4096³), which the cost model charges. Folding the
+//     rows' terms from each stage's shared-memory A tile instead cost 0.09-0.41 us a K-tile (bench/NOTES.md
+//     runs 43-49: its reads compete with wgmma's for shared memory). When no counter is free
+//     (kSyncSlots workspaces in use), the launcher runs row_stats_kernel first and the GEMM only reads.
 //   * Row reductions of C (a functor with kRowParts, gemm.cuh: a log-sum-exp or maximum over each row of the
 //     product, the per-row kernel that would read C back): no tile is stored; each consumer thread turns its
 //     accumulators into pre(...) and reduces its columns, the 4 lanes of a row meet by shuffles, and a lane a
@@ -1998,8 +2010,7 @@ __device__ __forceinline__ uint64_t make_desc(uint32_t saddr, uint32_t lbo, uint
 }
 
 // ---- configuration ------------------------------------------------------------------------------------
-template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, int ROW_STATS = 0, bool PP = false, int VALUE = 0,
-          int IN_BYTES = 16>
+template <int BM, int BN, int STAGES, int CM, bool DUAL, int ROW_OUTS = 0, bool PP = false, int VALUE = 0, int IN_BYTES = 16>
 struct Cfg {
     static constexpr int NB = DUAL ? 2 : 1;
     static constexpr int NT = NB * BN;                  // wgmma N: B0's columns then B1's
@@ -2015,9 +2026,9 @@ struct Cfg {
     static constexpr int CONSUMER_WARPS = PP ? 4 : 8;   // consumer warps reading each stage
     static constexpr int SMEM_LIMIT = 232448;           // 227 KB per block (opt-in)
     // Shared memory: the stages | their full and empty barriers | row statistics of A (both warpgroups' rows ×
-    // ROW_OUTS finished values, then tsg::RowFold's partials, 8·ROW_STATS floats a row) | the epilogue's parking.
+    // ROW_OUTS finished values) | the epilogue's parking.
     static constexpr int STATS_OFFSET = STAGES * STAGE_BYTES + 2 * STAGES * 8;
-    static constexpr int PARK_OFFSET = STATS_OFFSET + 2 * WG_ROWS * ROW_OUTS * 4 + 2 * WG_ROWS * 8 * ROW_STATS * 4;
+    static constexpr int PARK_OFFSET = STATS_OFFSET + 2 * WG_ROWS * ROW_OUTS * 4;
     // Staged epilogue: each consumer warp parks EPI_CC columns of its fp32 accumulators at a time (its 16·MI
     // rows, rows padded by 8 floats: the fragment writes are conflict-free) in its own shared-memory slot and
     // reads them back a row segment per half-warp or warp, so that a warp's stores (and residual reads) are
@@ -2434,6 +2445,145 @@ __device__ __forceinline__ void row_parts_tile(const tsg::GemmParams<T, Epilogue
     else row_parts_body<false, C, BN, PC>(p, acc, b, row0, n0, wq, lane);
 }
 
+// ---- row statistics of A, published (a functor with kRowStats) -----------------------------------------
+// Grid counters: per slot, the CTAs that have published their rows' statistics and the CTAs that have left.
+// Device memory starts zeroed and the last CTA to leave zeroes its slot again, so a slot is always ready for
+// the next launch that uses it. A slot belongs to one row_stats address (a workspace's buffer: the header
+// contract lets no two calls share a workspace at once, so no two launches on one slot ever overlap; under
+// programmatic dependent launch each kernel waits for the one before it to finish before it touches the
+// slot). Per translation unit (static), with the slot map that hands the slots out.
+constexpr int kSyncSlots = 1024;
+static __device__ unsigned int g_grid_sync[kSyncSlots][2];   // [slot][0]: arrived, [1]: left
+
+// The slot of key (a device address) on this translation unit's counters, or -1 when all are taken.
+// Lock-free: a slot is claimed by swapping its key in from 0, never given back.
+static inline int grid_sync_slot(const void *key) {
+    static std::atomic<uintptr_t> keys[kSyncSlots];
+    const uintptr_t k = reinterpret_cast<uintptr_t>(key);
+    const unsigned h = static_cast<unsigned>((k >> 4) * 0x9E3779B97F4A7C15ull >> 40) % kSyncSlots;
+    for (int i = 0; i < kSyncSlots; ++i) {
+        const int s = static_cast<int>((h + i) % kSyncSlots);
+        uintptr_t have = keys[s].load(std::memory_order_acquire);
+        if (have == 0 && keys[s].compare_exchange_strong(have, k, std::memory_order_acq_rel)) return s;
+        if (have == k) return s;
+    }
+    return -1;
+}
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// The rows of A whose statistics are kept: batch × M, or M when A is broadcast over the batch.
+template <typename T, class Epilogue> __device__ __forceinline__ int64_t stat_rows(const tsg::GemmParams<T, Epilogue> &p) {
+    return static_cast<int64_t>(p.M) * (p.a_batch_stride != 0 ? p.batch : 1);
+}
+
+// Statistics of rows first, first + step, ... of A, a warp a row: the row's 16-byte chunks spread over the
+// lanes (four loads in flight a lane), a warp reduction, and lane 0 stores the row's finished values.
+// A and lda are 16-byte chunked (the TMA path's condition).
+template <typename T, class Epilogue>
+__device__ __forceinline__ void publish_rows(const tsg::GemmParams<T, Epilogue> &p, int64_t first, int64_t step, int lane) {
+    constexpr int S = tsg::kRowStats<Epilogue>, O = tsg::kRowOuts<Epilogue>;
+    const int64_t rows = stat_rows(p);
+    const int chunks = p.K / 8;
+    for (int64_t r = first; r < rows; r += step) {
+        const int64_t b = r / p.M, m = r - b * p.M;
+        const T *row = p.A + b * p.a_batch_stride + m * p.lda;
+        const uint4 *v = reinterpret_cast<const uint4 *>(row);
+        float s[S];
+        tsg::row_start<Epilogue>(s);
+        auto fold8 = [&](const uint4 &w) {
+            const T *e = reinterpret_cast<const T *>(&w);
+#pragma unroll
+            for (int q = 0; q < 8; ++q) tsg::row_fold(p.ep, s, tst::elem<T>::to_float(e[q]));
+        };
+        int c = lane;
+        for (; c + 96 < chunks; c += 128) {
+            const uint4 w0 = __ldg(v + c), w1 = __ldg(v + c + 32), w2 = __ldg(v + c + 64), w3 = __ldg(v + c + 96);
+            fold8(w0), fold8(w1), fold8(w2), fold8(w3);
+        }
+        for (; c < chunks; c += 32) fold8(__ldg(v + c));
+        for (int k = 8 * chunks + lane; k < p.K; k += 32) tsg::row_fold(p.ep, s, tst::elem<T>::to_float(row[k]));
+#pragma unroll
+        for (int j = 0; j < S; ++j)
+#pragma unroll
+            for (int o = 16; o > 0; o /= 2) {
+                const float w = __shfl_xor_sync(0xffffffffu, s[j], o);
+                s[j] = Epilogue::row_max(j) ? fmaxf(s[j], w) : s[j] + w;
+            }
+        if (lane == 0) {
+            float out[O];
+            p.ep.row_finish(s, out);
+#pragma unroll
+            for (int o = 0; o < O; ++o) p.row_stats[o][r] = out[o];
+        }
+    }
+}
+
+// The launcher's fallback when no grid counter is free: every row's statistics, a warp a row, before the GEMM
+// (which then only reads them).
+template <typename T, class Epilogue> __global__ void __launch_bounds__(256) row_stats_kernel(const tsg::GemmParams<T, Epilogue> p) {
+    tst::pdl_trigger();
+    tst::pdl_wait();
+    const int warps = static_cast<int>(blockDim.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    publish_rows(p, static_cast<int64_t>(blockIdx.x) * warps + static_cast<int>(threadIdx.x) / 32,
+                 static_cast<int64_t>(gridDim.x) * warps, lane);
+}
+
+// Producer warps 1-3 (threads 32..127): this CTA's share of the rows (interleaved over the grid, so that the
+// grid finishes them in row order), then its arrival.
+template <typename T, class Epilogue> __device__ __forceinline__ void publish_row_stats(const tsg::GemmParams<T, Epilogue> &p, int slot) {
+    const int w = static_cast<int>(threadIdx.x) / 32 - 1, lane = static_cast<int>(threadIdx.x) % 32;
+    tst::pdl_wait();   // A, and the statistics' buffer, may belong to the kernel before this one
+    publish_rows(p, static_cast<int64_t>(blockIdx.x) * 3 + w, static_cast<int64_t>(gridDim.x) * 3, lane);
+    named_barrier_sync(6, 96);
+    if (threadIdx.x == 32) {
+        __threadfence();
+        atomicAdd(&g_grid_sync[slot][0], 1u);
+    }
+}
+
+// A consumer warpgroup before its first epilogue: every CTA has published (thread t == 0 spins, then the group
+// meets: the values are read after the barrier).
+__device__ __forceinline__ void wait_published(int slot, int t, int bar_id) {
+    if (t == 0) {
+#if TSOPT_TSG90_WATCHDOG
+        const long long t0 = clock64();
+#endif
+        while (load_acquire(&g_grid_sync[slot][0]) < gridDim.x) {
+            __nanosleep(256);
+#if TSOPT_TSG90_WATCHDOG
+            if (clock64() - t0 > (1ll << 33)) __trap();
+#endif
+        }
+    }
+    named_barrier_sync(bar_id, 128);
+}
+
+// A consumer warpgroup's rows' finished values (WG_ROWS × O) → rs, for the tile of batch b from row row0.
+template <int WG_ROWS, typename T, class Epilogue>
+__device__ __forceinline__ void load_row_stats(const tsg::GemmParams<T, Epilogue> &p, int b, int row0, int t, float *rs) {
+    constexpr int O = tsg::kRowOuts<Epilogue>;
+    const int64_t base = static_cast<int64_t>(p.a_batch_stride != 0 ? b : 0) * p.M;
+    for (int i = t; i < WG_ROWS * O; i += 128) {
+        const int r = row0 + i / O;
+        rs[i] = r < p.M ? __ldcg(p.row_stats[i % O] + base + r) : 0.f;
+    }
+}
+
+// Every thread of the CTA is past its last read of the statistics: this CTA leaves; the last one zeroes the slot.
+__device__ __forceinline__ void leave_grid_sync(int slot) {
+    __threadfence();
+    if (atomicAdd(&g_grid_sync[slot][1], 1u) == gridDim.x - 1) {
+        g_grid_sync[slot][0] = 0;
+        g_grid_sync[slot][1] = 0;
+        __threadfence();
+    }
+}
+
 // ---- the kernel -----------------------------------------------------------------------------------------
 // Persistent: the grid holds at most as many CTAs (clusters) as are resident at once, and each takes work
 // items q = blockIdx.x / CM, + gridDim.x / CM, ... over items = batch × pairs (launch_gemm_sm90). The stage
@@ -2447,11 +2597,11 @@ template <typename T, int BM, int BN, int STAGES, int CM, bool B_KN, bool DUAL, 
 __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
     gemm_sm90_kernel(const __grid_constant__ tsg::GemmParams<T, Epilogue> p, const __grid_constant__ CUtensorMap tma_a,
                      const __grid_constant__ CUtensorMap tma_b0, const __grid_constant__ CUtensorMap tma_b1,
-                     const __grid_constant__ CUtensorMap tma_a2, const int batch_flags) {
+                     const __grid_constant__ CUtensorMap tma_a2, const int batch_flags, const int stats_slot) {
 #if TSOPT_TSG90_DEVICE_OK
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
-              value_in_bytes<Epilogue>()>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, PP, value_kind<Epilogue>(), value_in_bytes<Epilogue>()>;
     constexpr int RP = tsg::kRowParts<Epilogue>;   // row reductions of C instead of C
+    constexpr bool STATS = tsg::kRowStats<Epilogue> > 0;   // row statistics of A, published (stats_slot ≥ 0) or read
     static_assert(sizeof(T) == 2, "T must be __half or __nv_bfloat16");
     static_assert(RP == 0 || (!DUAL && CM == 1), "row reductions of C: a single product, no cluster");
     static_assert(!A_KM || (!TWO && tsg::kRowStats<Epilogue> == 0), "an M-major A: no second pair, no row statistics");
@@ -2516,13 +2666,14 @@ __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
                     }
                 }
             }
+        } else if constexpr (STATS) {
+            if (threadIdx.x >= 32 && stats_slot >= 0) publish_row_stats(p, stats_slot);   // warps 1-3
         }
     } else {
         // ---- consumer warpgroups: per tile, wgmma over the stages, then the epilogue ----
         setmaxnreg_inc<232>();
         const int cw = wg - 1, t = static_cast<int>(threadIdx.x) % 128, wq = t / 32, lane = t % 32;
         constexpr int RO = tsg::kRowOuts<Epilogue>;
-        using Fold = tsg::RowFold<Epilogue, C::WG_ROWS, 128>;   // row statistics of this warpgroup's rows, if any
         // Cooperative: both warpgroups take every tile, rows [cw·WG_ROWS, +WG_ROWS) of it. Ping-pong (PP): the
         // warpgroups take turns, each a whole tile, so one's epilogue runs beside the other's main loop; a
         // warpgroup's ring position skips the other's tiles. Their main loops also take turns (named barriers
@@ -2548,7 +2699,6 @@ __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
                 ring.seek(j * KT);
                 if (j > 0) named_barrier_sync(4 + cw, 2 * 128);   // the other warpgroup's main loop is done
             }
-            Fold rows(rs + 2 * C::WG_ROWS * RO + cw * Fold::SCRATCH, t);
 #pragma unroll
             for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
@@ -2589,11 +2739,6 @@ __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
 #pragma unroll
                     for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
                 if (prev >= 0) release(prev);
-                if constexpr (tsg::kRowStats<Epilogue> > 0)   // this warpgroup's rows of the A tile
-                    rows.template fold<T>(p.ep, t, kt * C::BK, p.K, [&](int r, int ch) {
-                        const int rr = a_row0 + r;   // 128-byte swizzle: chunk ch of row rr at slot ch ^ (rr & 7)
-                        return stage0 + s * C::STAGE_BYTES + rr * 128 + ((ch ^ (rr & 7)) << 4);
-                    });
                 prev = s;
             }
             if constexpr (PP)   // the other warpgroup may start its main loop (when it has a tile left)
@@ -2604,13 +2749,15 @@ __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
 #pragma unroll
                 for (int i = 0; i < C::NT / 2; ++i) fence_operand(acc[mi][i]);
             if (prev >= 0) release(prev);   // the producer may refill it with the next tile's operands
-            if (ready && (PP ? j == cw : j == 0)) tst::pdl_wait();   // before this warpgroup's first epilogue
+            const bool first = PP ? j == cw : j == 0;   // this warpgroup's first epilogue
+            if (ready && first) tst::pdl_wait();
             if constexpr (RP > 0) {   // C's rows reduced, not stored
                 row_parts_tile<C, BN>(p, acc, b, m0 + a_row0, n0, wq, lane);
             } else {
-                if constexpr (tsg::kRowStats<Epilogue> > 0) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+                if constexpr (STATS) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
+                    if (first && stats_slot >= 0) wait_published(stats_slot, t, 2 + cw);
                     named_barrier_sync(2 + cw, 128);
-                    rows.finish(p.ep, t, rs + cw * C::WG_ROWS * RO);
+                    load_row_stats<C::WG_ROWS>(p, b, m0 + a_row0, t, rs + cw * C::WG_ROWS * RO);
                     named_barrier_sync(2 + cw, 128);
                 }
                 const int row0 = m0 + a_row0;   // this warpgroup's first row
@@ -2643,8 +2790,14 @@ __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
     }
     // With a cluster, no CTA may exit while its peer can still arrive on its barriers.
     if constexpr (CM > 1) cluster_sync();
+    if constexpr (STATS) {   // published: every thread is past its last read of the statistics, then leave
+        if (stats_slot >= 0) {
+            if constexpr (CM == 1) __syncthreads();
+            if (threadIdx.x == 0) leave_grid_sync(stats_slot);
+        }
+    }
 #else
-    (void)p, (void)tma_a, (void)tma_b0, (void)tma_b1, (void)batch_flags;
+    (void)p, (void)tma_a, (void)tma_b0, (void)tma_b1, (void)batch_flags, (void)stats_slot;
     __trap();   // compiled for a target without wgmma: the launcher refuses to launch this
 #endif
 }
@@ -2734,14 +2887,15 @@ template <int CM, class Kernel> inline cudaError_t resident_ctas(Kernel kernel, 
 template <typename T, int BM = 128, int BN = 256, int STAGES = 4, int CM = 1, bool B_KN = true, bool DUAL = false,
           class Epilogue = tsg::StoreEpilogue<T>, bool PP = false, bool TWO = false, bool A_KM = false>
 cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t stream) {
-    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, tsg::kRowStats<Epilogue>, PP, value_kind<Epilogue>(),
-              value_in_bytes<Epilogue>()>;
+    using C = Cfg<BM, BN, STAGES, CM, DUAL, tsg::kRowOuts<Epilogue>, PP, value_kind<Epilogue>(), value_in_bytes<Epilogue>()>;
     static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
     constexpr int RP = tsg::kRowParts<Epilogue>;
     if (RP > 0 && (!p.rows_scratch || (reinterpret_cast<uintptr_t>(p.rows_scratch) & 15) != 0)) return cudaErrorInvalidValue;
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     if (p.K2 < 0 || (p.K2 > 0) != TWO || (TWO && (tsg::kRowStats<Epilogue> > 0 || !p.A2 || !p.B2))) return cudaErrorInvalidValue;
+    for (int o = 0; o < tsg::kRowOuts<Epilogue>; ++o)   // the statistics' arrays (row_stats)
+        if (!p.row_stats[o] || (reinterpret_cast<uintptr_t>(p.row_stats[o]) & 3) != 0) return cudaErrorInvalidValue;
     tst::DeviceFacts f;
     cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
@@ -2803,7 +2957,17 @@ cudaError_t launch_gemm_sm90(const tsg::GemmParams<T, Epilogue> &p, cudaStream_t
         if (f.dev >= 0 && f.dev < tst::kMaxDevices) resident[f.dev].store(cap, std::memory_order_relaxed);
     }
     const dim3 grid(static_cast<unsigned>((items < cap / CM ? items : cap / CM) * CM), 1, 1);
-    e = tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags);
+    int slot = -1;   // row statistics: published by the GEMM's own grid, or (no counter free) by a kernel before it
+    if constexpr (tsg::kRowStats<Epilogue> > 0) {
+        slot = grid_sync_slot(p.row_stats[0]);
+        if (slot < 0) {
+            const int64_t blocks = (stat_rows(p) + 7) / 8;   // 8 warps a block, a warp a row
+            e = tst::launch(row_stats_kernel<T, Epilogue>, dim3(static_cast<unsigned>(blocks < 4096 ? blocks : 4096)), dim3(256), 0,
+                            stream, 1, p);
+            if (e != cudaSuccess) return e;
+        }
+    }
+    e = tst::launch(kernel, grid, dim3(C::THREADS), C::SMEM, stream, CM, p, ta, tb0, tb1, ta2, flags, slot);
     if constexpr (RP > 0)   // the tiles' results of each row merged
         if (e == cudaSuccess) e = tsg::launch_row_parts_merge<BN>(p, stream);
     return e;
@@ -2873,14 +3037,14 @@ struct K0 {
     }
 };
 
-static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K0_b2, const __half *K0_b3, int sms, cudaStream_t stream) {
+static cudaError_t K0_launch(__half *K0_b0, float *K0_b1, const __half *K0_b2, const __half *K0_b3, const __half *K0_b4, int sms, cudaStream_t stream) {
     cudaError_t err;
     (void)sms;
     {
         tsg::GemmParams<__half, K0> p{};
-        p.A = K0_b1 + 0;
-        p.B0 = K0_b2 + 0;
-        p.B1 = K0_b3 + 0;
+        p.A = K0_b2 + 0;
+        p.B0 = K0_b3 + 0;
+        p.B1 = K0_b4 + 0;
         p.M = (int64_t)1024;
         p.N = (int64_t)1024;
         p.K = (int64_t)1024;
@@ -2893,18 +3057,19 @@ static cudaError_t K0_launch(__half *K0_b0, const __half *K0_b1, const __half *K
         p.ep.n = p.N;
         p.ep.ob = 0;
         p.ep.om = (int64_t)1024;
-        p.ep.p0 = K0_b1;
+        p.ep.p0 = K0_b2;
         p.ep.o0 = 0;
         p.ep.s0[0] = (int64_t)1024;
         p.ep.s0[1] = (int64_t)1;
-        p.ep.p1 = K0_b2;
+        p.ep.p1 = K0_b3;
         p.ep.o1 = 0;
         p.ep.s1[0] = (int64_t)1024;
         p.ep.s1[1] = (int64_t)1;
-        p.ep.p2 = K0_b3;
+        p.ep.p2 = K0_b4;
         p.ep.o2 = 0;
         p.ep.s2[0] = (int64_t)1024;
         p.ep.s2[1] = (int64_t)1;
+        p.row_stats[0] = K0_b1;
         p.b_ready = true;
         p.a_ready = true; /* the main loop runs before the wait for the kernel before */
         err = tsg90::launch_gemm_sm90<__half, 128, 64, 6, 1, true, true, K0, false>(p, stream);
@@ -2930,13 +3095,15 @@ cudaError_t rmsnorm_mlp_launch(const __half *X, const __half *W_up, const __half
         reinterpret_cast<uintptr_t>(Y) % sizeof(*Y) ||
         reinterpret_cast<uintptr_t>(workspace) % 16)
         return cudaErrorMisalignedAddress;
-    (void)workspace;
+    if (!workspace) return cudaErrorInvalidValue;
+    char *ws = static_cast<char *>(workspace);
+    float *tmp0 = reinterpret_cast<float *>(ws);
     tst::DeviceFacts facts;
     cudaError_t err = tst::device_facts(&facts); /* cached per device */
     if (err != cudaSuccess) return err;
     const int sms = facts.sms;
     /* kernel 1: dual-gemm+rowstats [m,n] over d */
-    err = K0_launch(Y, X, W_up, W_gate, sms, stream);
+    err = K0_launch(Y, tmp0, X, W_up, W_gate, sms, stream);
     if (err != cudaSuccess) return err;
     return cudaSuccess;
 }

@@ -353,7 +353,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, scores_of = 0, fn_ops = 0,
+           epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, publish = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
@@ -472,11 +472,16 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             /* the epilogue's per-row loads: every tile's in the cooperative form, the last one's in ping-pong */
             if (!fallback && !library && !tf32x3) epilogue_chunks = epilogue_load_chunks(k) * (k->cfg.pingpong ? 1 : tile_waves);
         }
-        if (k->nstage > 0 && !k->row_parts) { /* row statistics of A (rowstat.h): every CTA along N folds its rows' terms */
-            double terms = 0, s = 0, copies = ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
+        if (k->nstage > 0 && !k->row_parts) { /* row statistics of A (rowstat.h) */
+            /* the wgmma kernel's grid reads A's rows once more and publishes them (gemm_sm90.cuh); the mma.sync
+             * kernels fold them from their tiles, every CTA along N its rows' terms */
+            const bool published = !skinny && loader == 16;
+            double terms = 0, s = 0, copies = published ? 1 : ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
             for (int j = 0; j < k->nstage; j++) terms += 1, expr_ops(&k->stage[j], &terms, &s);
             fma += terms * M * K * batch * copies, sfu += s * M * K * batch * copies;
-            if (!skinny) rowstat_stages = ceil(K / 64) * tile_waves;
+            if (published) publish = M * K * 2 * (k->batch_axis >= 0 && ts_access_stride(&k->acc[k->a], k->batch_axis).n ? batch : 1);
+            bytes += publish;
+            if (!skinny && !published) rowstat_stages = ceil(K / 64) * tile_waves;
         }
         break;
     }
@@ -530,7 +535,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
-                          .rowstat_stages = rowstat_stages, .row_stage_loads = row_stage_loads,
+                          .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads,
                           .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs,
                           .extra_launches = k->kind == TS_KERNEL_GEMM && k->row_parts ? 1 : 0};
     ts_row_hoisted_free(&hoisted);
@@ -579,6 +584,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     t = fmax(t, w->reduce_pairs / m->reduce_pairs_per_s);
+    const double main_loop = t;
     double epilogue = epilogue_time(m, w);
     if (w->pingpong) /* each tile's epilogue beside the next tile's main loop, partly hidden; one pipeline fill */
         t = fmax(t, epilogue) + m->gemm_pingpong_epilogue_share * fmin(t, epilogue) + epilogue / fmax(w->tile_waves, 1) +
@@ -590,6 +596,8 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
     t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
+    if (w->rowstat_publish_bytes > 0) /* the first epilogue waits for the grid's published rows past its main loop */
+        t += fmax(0, w->rowstat_publish_bytes / (m->dram_bytes_per_s * m->rowstat_publish_efficiency) - main_loop / fmax(w->tile_waves, 1));
     t += w->epilogue_chunks * m->epilogue_chunk_load_s;
     return m->launch_s * (1 + w->extra_launches) + t;
 }

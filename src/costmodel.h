@@ -56,7 +56,13 @@
  *                        memory tiles adds per K-tile of 64 and wave of output tiles: measured as a fixed
  *                        cost per stage, not a share of the MMA work (bench/NOTES.md run 49, the persistent
  *                        kernel: 0.09-0.27 us per stage over three kernels from 1024×1024×1024 dual to
- *                        1024×4096×4096; 0.30-0.41 before, runs 43-44)
+ *                        1024×4096×4096; 0.30-0.41 before, runs 43-44). Since run 158 the wgmma kernel publishes
+ *                        them instead (below); this stays for the mma.sync kernels' fold, unmeasured there
+ *   rowstat_publish_efficiency  the share of dram_bytes_per_s at which the wgmma GEMM's producer warps read A's rows
+ *                        again to publish their statistics beside the main loops (gemm_sm90.cuh); only what
+ *                        outlasts one wave's main loop is paid. 0.12: the H100's 0.47 TB/s in run 159 (4096³:
+ *                        32 MB, +21 us past a 47 us wave; latency-bound, three warps an SM with four 16-byte loads
+ *                        in flight a lane, so taken as the same absolute rate on the H200)
  *   row_stage_load_s     the time a row kernel (row.cuh) adds per row an SM runs and per stage that reads an
  *                        operand it does not cache (a bias shared by every row, re-read from L1/L2 in the
  *                        stage, between two of the row's reductions): 6.5e-8 from two same-call pairs on the
@@ -139,6 +145,7 @@
     X(score_loads_per_s, NULL, 1.09e12)                                                                \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
+    X(rowstat_publish_efficiency, NULL, 0.12)                                                          \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
@@ -205,9 +212,13 @@ typedef struct {
     bool skinny;            /* GEMM in its skinny form, or attention in its decode form (config.h): its bytes
                                move at skinny_gemm_efficiency of the DRAM rate, scaled by the share of SMs its
                                CTAs occupy (wave_efficiency) */
-    double rowstat_stages;  /* wgmma GEMM folding row statistics of A (rowstat.h): K-tiles × waves of output
-                               tiles, each paying rowstat_stage_s, added (0 otherwise; the skinny form folds
-                               them beside a bandwidth-bound loop: counted in fma_flops only) */
+    double rowstat_stages;  /* GEMM folding row statistics of A (rowstat.h) in the mma.sync kernel's tiles (operands
+                               TMA cannot take): K-tiles × waves of output tiles, each paying rowstat_stage_s, added
+                               (0 otherwise; the skinny form folds them beside a bandwidth-bound loop: counted in
+                               fma_flops only) */
+    double rowstat_publish_bytes; /* wgmma GEMM with row statistics of A: the bytes of A its grid reads again to
+                               publish them (also in bytes); what that read takes at rowstat_publish_efficiency of
+                               the DRAM rate past one wave's main loop (the first epilogue waits for it) is added */
     bool pingpong;          /* GEMM in its ping-pong wgmma form (config.h): the main loop at gemm_pingpong_efficiency
                                of the rate, each tile's epilogue beside the next tile's main loop */
     double scores;          /* attention: scores computed (heads × rows × keys, halved under a causal mask): the
@@ -259,6 +270,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *            + E + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
+ *            + max(0, rowstat_publish_bytes / (DRAM rate · rowstat_publish_efficiency) − main loop / tile_waves)
  *            + epilogue_chunks · epilogue_chunk_load_s
  * where a GEMM's epilogue E = max(epilogue_slots / (fma_flops_per_s / 2), epilogue_sfu_ops / sfu_ops_per_s) /
  * (epilogue_efficiency · wave).

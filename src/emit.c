@@ -998,6 +998,10 @@ static void emit_gemm_launch(emitter *e, int ki, const ts_kernel *k) {
         fprintf(e->f, "        p.rows_scratch = %s;\n", ptr);
         print_assign(e, "p.rows_scratch_bytes", ts_workspace_buffer_bytes(e->p, e->g, &e->dyn, k->scratch));
     }
+    for (int o = 0; o < k->nrowstat; o++) { /* where the wgmma kernel's grid publishes the rows' values */
+        buf_ptr(e, k->rowstat_buf[o], ptr, sizeof ptr);
+        fprintf(e->f, "        p.row_stats[%d] = %s;\n", o, ptr);
+    }
     if (k->two_k) emit_gemm_second_pair(e, k);
     bool b_ready = read_only_input(e, b->buf) && (k->b1 < 0 || read_only_input(e, k->acc[k->b1].buf)) &&
                    (!k->two_k || read_only_input(e, k->acc[k->b2].buf));
@@ -2091,11 +2095,12 @@ static int add_param(int *bufs, bool *written, int n, int b, bool w) {
 }
 
 /* The buffers kernel k touches, in the order of its launch function's parameters: the outputs, then the
- * operands. bufs and written hold nacc + TS_KERNEL_MAX_OUTS entries. Returns how many. */
+ * operands. bufs and written hold nacc + 2·TS_KERNEL_MAX_OUTS entries. Returns how many. */
 static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
     int n = add_param(bufs, written, 0, k->out.buf, true);
     for (int o = 0; o < k->nextra; o++) n = add_param(bufs, written, n, k->extra_out[o].buf, true);
     if (k->row_parts) n = add_param(bufs, written, n, k->scratch, true); /* (no extra outputs then: room) */
+    for (int o = 0; o < k->nrowstat; o++) n = add_param(bufs, written, n, k->rowstat_buf[o], true);
     for (int s = 0; s < k->nacc; s++) n = add_param(bufs, written, n, k->acc[s].buf, false);
     return n;
 }
@@ -2112,7 +2117,7 @@ static void emit_functor(emitter *e, int ki, const ts_kernel *k) {
 
 /* Kernel k's functor and launch function, named K<id>. */
 static void emit_kernel_code(emitter *e, int id, const ts_kernel *k) {
-    size_t cap = (size_t)k->nacc + TS_KERNEL_MAX_OUTS;
+    size_t cap = (size_t)k->nacc + 2 * TS_KERNEL_MAX_OUTS;
     int *bufs = ts_xmalloc(cap * sizeof *bufs), *param_of = ts_xmalloc(((size_t)e->p->nbuf + 1) * sizeof *param_of);
     bool *written = ts_xmalloc(cap * sizeof *written);
     int n = kernel_buffers(k, bufs, written);
@@ -2158,7 +2163,7 @@ static void share_kernel_code(emitter *e) {
 /* Kernel i's launch in the graph's launch function: its code's K<j>_launch with its own buffers. */
 static void emit_kernel_call(emitter *e, int i) {
     const ts_kernel *k = &e->p->k[i];
-    size_t cap = (size_t)k->nacc + TS_KERNEL_MAX_OUTS;
+    size_t cap = (size_t)k->nacc + 2 * TS_KERNEL_MAX_OUTS;
     int *bufs = ts_xmalloc(cap * sizeof *bufs);
     bool *written = ts_xmalloc(cap * sizeof *written);
     int n = kernel_buffers(k, bufs, written);

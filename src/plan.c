@@ -189,6 +189,8 @@ bool ts_kernel_writes(const ts_kernel *k, int buf) {
     if (k->out.buf == buf || (k->row_parts && k->scratch == buf)) return true;
     for (int o = 0; o < k->nextra; o++)
         if (k->extra_out[o].buf == buf) return true;
+    for (int o = 0; o < k->nrowstat; o++)
+        if (k->rowstat_buf[o] == buf) return true;
     return false;
 }
 
@@ -1936,7 +1938,7 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
             k->extra_expr[o] = ts_expr_copy(&k->extra_expr[o]);
             k->extra_out[o].buf = map[k->extra_out[o].buf];
         }
-        for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = ts_expr_copy(&k->rowstat[o]);
+        for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = ts_expr_copy(&k->rowstat[o]), k->rowstat_buf[o] = map[k->rowstat_buf[o]];
         k->pre = ts_expr_copy(&k->pre);
         for (int j = 0; j < TS_ROW_MAX_STAGES; j++) k->merge[j] = ts_expr_copy(&k->merge[j]);
         if (k->row_parts) k->scratch = map[k->scratch];

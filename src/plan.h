@@ -179,9 +179,13 @@ typedef struct {
     /* GEMM with row statistics of A (prologue fusion, src/rowstat.c): nstage reductions over red_axis of A's
      * rows — stage[j] a term of one element of A (LOAD slot a; no ACC), combined by stage_combine[j] (SUM or
      * MAX) while A's tiles stream through the kernel — then nrowstat values per row, rowstat[o] reading ACC j
-     * (stage j's result), which the epilogue `expr` reads as ACC 2 + o. 0 for every other kernel. */
+     * (stage j's result), which the epilogue `expr` reads as ACC 2 + o. 0 for every other kernel. The wgmma
+     * kernel has its grid publish value o of every row to temporary rowstat_buf[o] (fp32, over the GEMM's batch —
+     * where A moves along it — and row axes) and reads it back in its epilogues; the mma.sync kernels fold the
+     * values from their shared-memory A tiles and leave those buffers alone. */
     int nrowstat;
     ts_expr rowstat[TS_KERNEL_MAX_OUTS];
+    int rowstat_buf[TS_KERNEL_MAX_OUTS];
     /* GEMM reducing the rows of its product instead of storing it (epilogue fusion, src/rowstat.c: the templates'
      * kRowParts; 0 for every other kernel): `pre` is the product's value at (row, column) (ACC 0: the accumulator;
      * the GEMM's own epilogue — what the per_row ROW kernel it replaces read), then nstage reductions along

@@ -184,6 +184,7 @@ static void remove_buffer(ts_plan *p, int b) {
         k->out.buf -= k->out.buf > b;
         for (int o = 0; o < k->nextra; o++) k->extra_out[o].buf -= k->extra_out[o].buf > b;
         if (k->row_parts) k->scratch -= k->scratch > b;
+        for (int o = 0; o < k->nrowstat; o++) k->rowstat_buf[o] -= k->rowstat_buf[o] > b;
     }
     memmove(&p->buf[b], &p->buf[b + 1], sizeof *p->buf * (size_t)(p->nbuf - b - 1));
     p->nbuf--;
@@ -214,6 +215,11 @@ static void fuse(ts_plan *p, int ri, int gi, const row_reduction *rr) {
             if (gk->acc[n->slot].buf == rr->out[o]->buf) n->kind = TS_X_ACC, n->slot = 2 + o;
     }
     drop_unused_operands(gk);
+    int32_t axes[2], na = 0; /* the published values' buffers: [batch or rows merged outside m, m] */
+    const int32_t second = gk->batch_axis >= 0 ? gk->batch_axis : gk->m_outer;
+    if (second >= 0 && (second == gk->m_outer || spans(&gk->acc[gk->a], second))) axes[na++] = second; /* as the kernel indexes */
+    axes[na++] = gk->m_axis;
+    for (int o = 0; o < rr->nout; o++) p->k[gi].rowstat_buf[o] = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, axes, na);
     int bufs[TS_KERNEL_MAX_OUTS], nb = rr->nout;
     for (int o = 0; o < nb; o++) bufs[o] = rr->out[o]->buf;
     remove_kernel(p, ri); /* rr points into it: not used below */

@@ -50,6 +50,7 @@ static void lifetimes(const ts_plan *p, ts_workspace *w) {
         for (int s = 0; s < k->nacc; s++) touch(w, k->acc[s].buf, i);
         for (int o = 0; o < k->nextra && o < TS_KERNEL_MAX_OUTS - 1; o++) touch(w, k->extra_out[o].buf, i);
         if (k->row_parts) touch(w, k->scratch, i);
+        for (int o = 0; o < k->nrowstat; o++) touch(w, k->rowstat_buf[o], i);
     }
 }
 

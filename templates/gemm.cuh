@@ -377,6 +377,11 @@ template <typename T, class Epilogue> struct GemmParams {
     // at least row_parts_scratch_bytes(M, N, batch, kRowParts, sizeof(T)) (below).
     void *rows_scratch;
     int64_t rows_scratch_bytes;
+    // Row statistics of A (kRowStats) in gemm_sm90.cuh's kernel: kRowOuts arrays of batch × M floats, any
+    // content, 4-byte aligned (not aliasing each other or an operand), which the kernel fills with each row's
+    // finished values (at b·M + m; at m alone when A is broadcast over the batch) and reads back in its
+    // epilogues. The mma.sync kernels fold the statistics in shared memory and ignore them.
+    float *row_stats[4];
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------

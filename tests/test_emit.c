@@ -387,12 +387,12 @@ Test(emit, a_gemm_epilogue_loads_pairs_at_once_and_a_bias_once_per_column) {
     cr_expect_null(strstr(functor, "kLoadByColumn"), "a residual varies along the rows: %s", functor);
     free(functor);
     free(h);
-    h = emit_best("bench/graphs/rmsnorm.yaml", "templates");
-    functor = functor_of(h, "struct K1 {"); /* the GEMM with the row scale [m] */
+    h = emit_best("bench/probes/linear_weight_first.yaml", "templates");
+    functor = functor_of(h, "struct K0 {"); /* Wᵀ·X: the bias [n] is one value a GEMM row */
     cr_expect_not_null(strstr(functor, "in.x[0][0] = in.x[1][0] = "), "one load for both columns: %s", functor);
     cr_expect_null(strstr(functor, "load2_ro"), "%s", functor);
     cr_expect_null(strstr(functor, "pair_ok"), "%s", functor);
-    cr_expect_null(strstr(functor, "kLoadByColumn"), "a row scale varies along the rows: %s", functor);
+    cr_expect_null(strstr(functor, "kLoadByColumn"), "a per-row operand varies along the rows: %s", functor);
     free(functor);
     free(h);
 }

@@ -16,6 +16,7 @@ if [ "${1:-}" = build ]; then
     oldflag=; grep -q "bool PP" build/old-templates/gemm_sm90.cuh || oldflag=-DGEMM_SM90_TEST_NO_PP
     grep -q "bool TWO" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_TWO"
     grep -q "bool A_KM" build/old-templates/gemm_sm90.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_AKM"
+    grep -q "row_stats\[4\]" build/old-templates/gemm.cuh || oldflag="$oldflag -DGEMM_SM90_TEST_NO_PUBLISH"
     ab_build bench/gpu/gemm_sm90_test.cu build/gpu/gemm_sm90_test "$oldflag"
     exit
 fi

@@ -139,6 +139,14 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
+#ifndef GEMM_SM90_TEST_NO_PUBLISH   // (templates from before the published row statistics fold them)
+    float *stats[4] = {};   // where the wgmma kernel publishes each row's statistics: NaN-poisoned
+    for (int o = 0; o < tsg::kRowOuts<Ep>; ++o) {
+        CK(cudaMalloc(&stats[o], (size_t)batch * M * sizeof(float)));
+        CK(cudaMemset(stats[o], 0xFF, (size_t)batch * M * sizeof(float)));
+        p.row_stats[o] = stats[o];
+    }
+#endif
     char cfg[112];
     snprintf(cfg, sizeof cfg, "%s %s%s %s%s %dx%d%s s%d cm%d%s", TypeName<T>::s, A_KM ? "KM·" : "", B_KN ? "KN" : "NK",
              kind_name[KIND], DUAL ? "(dual)" : "", BM, BN, DUAL ? "x2" : "", ST, CM, PP ? " pp" : "");
@@ -247,6 +255,10 @@ static void run_config_impl(const Shape &s, uint64_t seed) {
     if (scale) CK(cudaFree(scale));
     if (mx) CK(cudaFree(mx));
     if (res) CK(cudaFree(res));
+#ifndef GEMM_SM90_TEST_NO_PUBLISH
+    for (float *st : stats)
+        if (st) CK(cudaFree(st));
+#endif
     CK(cudaFree(sums));
     CK(cudaFree(counts));
     CK(cudaFree(maxbits));
@@ -302,6 +314,24 @@ template <typename T, int BM, int BN, int ST, bool B_KN, bool DUAL, class Ep> st
 using h16 = __half;
 using b16 = __nv_bfloat16;
 using tsg::StoreEpilogue;
+
+// Row statistics with no grid counter free: takes every counter of this translation unit (keys no allocation
+// has), so that the launches after it take the launcher's other path — row_stats_kernel before the GEMM, which
+// then only reads the statistics — and runs stats configs through it.
+static void run_stats_without_counters(uint64_t &seed) {
+#ifndef GEMM_SM90_TEST_NO_PUBLISH
+    for (uintptr_t i = 1; i <= tsg90::kSyncSlots; ++i) (void)tsg90::grid_sync_slot(reinterpret_cast<void *>(i << 48));
+    if (tsg90::grid_sync_slot(reinterpret_cast<void *>(uintptr_t{1} << 47)) >= 0) {
+        printf("grid counters: one still free after %d claims: FAIL\n", tsg90::kSyncSlots);
+        g_failures++;
+    }
+    run_config<h16, 128, 256, 4, 1, true, false, kRowStat>({"rmsnorm(stats) no counter", 1024, 4096, 4096, 1}, seed++);
+    run_config<h16, 128, 128, 4, 2, true, true, kGatedStat>({"odd dual gatedstat no counter", 333, 1000, 1000, 1, 0, 0, 8}, seed++);
+    run_config<h16, 128, 128, 5, 1, false, false, kRowStat>({"batched NK rowstat no counter", 333, 700, 448, 3, 8, 16, 0}, seed++);
+#else
+    (void)seed;
+#endif
+}
 
 // Two operand pairs, C = A·B + A2·B2 (a LoRA update beside its base weight): the bench LoRA's 16-wide second pair
 // inside one zero-filled K tile (and the same GEMM without it, for its cost), a second pair over several tiles
@@ -424,6 +454,22 @@ int main(int argc, char **argv) {
         run_config<h16, 64, 128, 6, 1, true, false, kStore, true>(s, seed++);
         run_config<h16, 64, 256, 4, 1, true, false, kStore, true>(s, seed++);
         run_config<h16, 64, 64, 8, 1, true, false, kStore, true>(s, seed++);
+        printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+        return g_failures ? 1 : 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "rowstat") == 0) {   // row statistics of A published beside the main loop, timed
+        run_config<h16, 128, 256, 4, 1, true, false, kRowScale>({"rmsnorm(flashnorm)", 1024, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 1, true, false, kRowStat>({"rmsnorm(stats)", 1024, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 2, true, false, kRowStat>({"rmsnorm(stats)", 1024, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 1, true, false, kRowScale>({"rmsnorm 4096^3 (flashnorm)", 4096, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 1, true, false, kRowStat>({"rmsnorm 4096^3 (stats)", 4096, 4096, 4096, 1}, seed++);
+        run_config<h16, 128, 256, 4, 1, true, false, kRowScale>({"K=1024 (flashnorm)", 4096, 4096, 1024, 1}, seed++);
+        run_config<h16, 128, 256, 4, 1, true, false, kRowStat>({"K=1024 (stats)", 4096, 4096, 1024, 1}, seed++);
+        run_config<h16, 128, 128, 4, 1, true, true, kGated>({"rmsnorm_mlp (flashnorm)", 1024, 1024, 1024, 1}, seed++);
+        run_config<h16, 128, 128, 4, 1, true, true, kGatedStat>({"rmsnorm_mlp(stats)", 1024, 1024, 1024, 1}, seed++);
+        run_config<h16, 128, 128, 5, 1, true, false, kRowStat, true>({"many tiles rowstat pp", 2000, 4000, 200, 1}, seed++);
+        run_config<b16, 256, 128, 4, 1, false, false, kRowStat>({"odd 256x128 rowstat", 300, 1000, 1000, 1, 0, 0, 8}, seed++);
+        run_stats_without_counters(seed);
         printf("%s: %d config(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
         return g_failures ? 1 : 0;
     }
@@ -566,6 +612,7 @@ int main(int argc, char **argv) {
     run_config<h16, 128, 128, 5, 2, true, false, kStore, true>({"matmul 4096^3", 4096, 4096, 4096, 1}, seed++);
     run_config<h16, 128, 128, 5, 2, true, false, kStore, true>({"many tiles odd", 3000, 5000, 300, 1, 4, 0, 8}, seed++);
     run_config<h16, 64, 128, 5, 2, true, true, kSwiglu, true>({"many tiles dual", 1000, 2000, 200, 3, 0, 0, 0, 0, 0, true}, seed++);
+    run_stats_without_counters(seed);   // last: no stats config after it publishes
 
     CKB(cublasDestroy(g_blas));
     CK(cudaFree(g_flush));
