@@ -559,3 +559,15 @@ Test(emit, a_softmax_declares_its_online_stage_and_a_layernorm_none) {
     cr_expect_null(strstr(h, "kOnline = 0"));
     free(h);
 }
+
+/* A GEMM folding row statistics of A (prologue fusion) tells the wgmma kernel where its grid publishes the rows'
+ * values: a workspace temporary of 4 bytes a row (rmsnorm·W: 1024 rows), live while the GEMM runs. */
+Test(emit, a_gemm_with_row_statistics_names_the_buffer_its_grid_publishes_them_to) {
+    char *h = emit_best("bench/graphs/rmsnorm.yaml", "templates");
+    cr_expect_not_null(strstr(h, "static constexpr int kRowStats = 1, kRowOuts = 1;"));
+    const char *set = strstr(h, "p.row_stats[0] = K0_b");
+    cr_expect_not_null(set, "the statistics' buffer is passed");
+    cr_expect_null(set ? strstr(set + 1, "p.row_stats[1] =") : NULL, "one value a row");
+    cr_expect_not_null(strstr(h, "bytes += (((size_t)(int64_t)4096 + 255) & ~(size_t)255);"), "1024 rows × 4 bytes in the workspace");
+    free(h);
+}
