@@ -749,12 +749,24 @@ template <class E, int S> __device__ __forceinline__ void row_start(float (&s)[S
 #pragma unroll
     for (int j = 0; j < S; ++j) s[j] = E::row_max(j) ? -INFINITY : 0.f;
 }
+template <class E> __device__ __forceinline__ float row_merge(int j, float a, float b) {
+    return E::row_max(j) ? fmaxf(a, b) : a + b;
+}
 template <class E, int S> __device__ __forceinline__ void row_fold(const E &ep, float (&s)[S], float a) {
 #pragma unroll
-    for (int j = 0; j < S; ++j) {
-        const float t = ep.row_term(j, a);
-        s[j] = E::row_max(j) ? fmaxf(s[j], t) : s[j] + t;
-    }
+    for (int j = 0; j < S; ++j) s[j] = row_merge<E>(j, s[j], ep.row_term(j, a));
+}
+// A 16-byte chunk of A (8 elements), all folded in.
+template <typename T, class E, int S> __device__ __forceinline__ void row_fold8(const E &ep, float (&s)[S], const uint4 &w) {
+    const T *e = reinterpret_cast<const T *>(&w);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+}
+// Partial result s of reduction j merged over each group of WIDTH lanes (a power of two ≤ 32) by shuffles.
+template <class E, int WIDTH> __device__ __forceinline__ float row_merge_lanes(int j, float s) {
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o /= 2) s = row_merge<E>(j, s, __shfl_xor_sync(0xffffffffu, s, o));
+    return s;
 }
 // The finished values of one row → rs[0..O).
 template <class E, int S> __device__ __forceinline__ void row_store(const E &ep, const float (&s)[S], float *rs) {
@@ -1078,13 +1090,12 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
         for (int i = 0; i < ROWS; ++i) {
             const uint4 w = *reinterpret_cast<const uint4 *>(chunk_at(row(t, i), ch));
-            const T *e = reinterpret_cast<const T *>(&w);
             float s[S];
             row_start<E>(s);
             if (k + 8 <= K) {
-#pragma unroll
-                for (int q = 0; q < 8; ++q) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+                row_fold8<T>(ep, s, w);
             } else {
+                const T *e = reinterpret_cast<const T *>(&w);
 #pragma unroll
                 for (int q = 0; q < 8; ++q)
                     if (k + q < K) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
@@ -1092,7 +1103,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 float &pj = part[(i * S + j) * THREADS + t];
-                pj = E::row_max(j) ? fmaxf(pj, s[j]) : pj + s[j];
+                pj = row_merge<E>(j, pj, s[j]);
             }
         }
     }
@@ -1104,13 +1115,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 float &pj = part[(i * S + j) * THREADS + t];
-                float s = pj;
-#pragma unroll
-                for (int o = 4; o > 0; o /= 2) {
-                    const float v = __shfl_xor_sync(0xffffffffu, s, o);
-                    s = E::row_max(j) ? fmaxf(s, v) : s + v;
-                }
-                pj = s;
+                pj = row_merge_lanes<E, 8>(j, pj);
             }
     }
     __device__ __forceinline__ void finish(const E &ep, int t, float *rs) { merge(t), store(ep, t, rs); }
@@ -1122,8 +1127,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 float &pj = part[(i * S + j) * THREADS + t];
-                const float v = tst::cluster_load(part, r, (i * S + j) * THREADS + t);
-                pj = E::row_max(j) ? fmaxf(pj, v) : pj + v;
+                pj = row_merge<E>(j, pj, tst::cluster_load(part, r, (i * S + j) * THREADS + t));
             }
     }
     // Finishes each row and writes its O values to rs[row·O + o] (tile rows; the caller syncs before the
@@ -2495,25 +2499,15 @@ __device__ __forceinline__ void publish_rows(const tsg::GemmParams<T, Epilogue> 
         const uint4 *v = reinterpret_cast<const uint4 *>(row);
         float s[S];
         tsg::row_start<Epilogue>(s);
-        auto fold8 = [&](const uint4 &w) {
-            const T *e = reinterpret_cast<const T *>(&w);
-#pragma unroll
-            for (int q = 0; q < 8; ++q) tsg::row_fold(p.ep, s, tst::elem<T>::to_float(e[q]));
-        };
         int c = lane;
         for (; c + 96 < chunks; c += 128) {
             const uint4 w0 = __ldg(v + c), w1 = __ldg(v + c + 32), w2 = __ldg(v + c + 64), w3 = __ldg(v + c + 96);
-            fold8(w0), fold8(w1), fold8(w2), fold8(w3);
+            tsg::row_fold8<T>(p.ep, s, w0), tsg::row_fold8<T>(p.ep, s, w1), tsg::row_fold8<T>(p.ep, s, w2), tsg::row_fold8<T>(p.ep, s, w3);
         }
-        for (; c < chunks; c += 32) fold8(__ldg(v + c));
+        for (; c < chunks; c += 32) tsg::row_fold8<T>(p.ep, s, __ldg(v + c));
         for (int k = 8 * chunks + lane; k < p.K; k += 32) tsg::row_fold(p.ep, s, tst::elem<T>::to_float(row[k]));
 #pragma unroll
-        for (int j = 0; j < S; ++j)
-#pragma unroll
-            for (int o = 16; o > 0; o /= 2) {
-                const float w = __shfl_xor_sync(0xffffffffu, s[j], o);
-                s[j] = Epilogue::row_max(j) ? fmaxf(s[j], w) : s[j] + w;
-            }
+        for (int j = 0; j < S; ++j) s[j] = tsg::row_merge_lanes<Epilogue, 32>(j, s[j]);
         if (lane == 0) {
             float out[O];
             p.ep.row_finish(s, out);
@@ -2546,21 +2540,19 @@ template <typename T, class Epilogue> __device__ __forceinline__ void publish_ro
     }
 }
 
-// A consumer warpgroup before its first epilogue: every CTA has published (thread t == 0 spins, then the group
-// meets: the values are read after the barrier).
-__device__ __forceinline__ void wait_published(int slot, int t, int bar_id) {
-    if (t == 0) {
+// A consumer warpgroup before its first epilogue: thread t == 0 waits until every CTA has published; the
+// caller's barrier that follows lets the group read the values.
+__device__ __forceinline__ void wait_published(int slot, int t) {
+    if (t != 0) return;
 #if TSOPT_TSG90_WATCHDOG
-        const long long t0 = clock64();
+    const long long t0 = clock64();
 #endif
-        while (load_acquire(&g_grid_sync[slot][0]) < gridDim.x) {
-            __nanosleep(256);
+    while (load_acquire(&g_grid_sync[slot][0]) < gridDim.x) {
+        __nanosleep(256);
 #if TSOPT_TSG90_WATCHDOG
-            if (clock64() - t0 > (1ll << 33)) __trap();
+        if (clock64() - t0 > (1ll << 33)) __trap();
 #endif
-        }
     }
-    named_barrier_sync(bar_id, 128);
 }
 
 // A consumer warpgroup's rows' finished values (WG_ROWS × O) → rs, for the tile of batch b from row row0.
@@ -2755,8 +2747,8 @@ __global__ void __launch_bounds__(TSOPT_TST_SM90A_THREADS(384), 1)
                 row_parts_tile<C, BN>(p, acc, b, m0 + a_row0, n0, wq, lane);
             } else {
                 if constexpr (STATS) {   // this warpgroup's rows (the previous tile's epilogue is done reading them)
-                    if (first && stats_slot >= 0) wait_published(stats_slot, t, 2 + cw);
-                    named_barrier_sync(2 + cw, 128);
+                    if (first && stats_slot >= 0) wait_published(stats_slot, t);
+                    named_barrier_sync(2 + cw, 128);   // (also: every CTA has published, for a first epilogue)
                     load_row_stats<C::WG_ROWS>(p, b, m0 + a_row0, t, rs + cw * C::WG_ROWS * RO);
                     named_barrier_sync(2 + cw, 128);
                 }

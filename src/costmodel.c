@@ -479,8 +479,10 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             double terms = 0, s = 0, copies = published ? 1 : ceil(N / (skinny ? k->cfg.sk_tile_n : k->cfg.tile_n));
             for (int j = 0; j < k->nstage; j++) terms += 1, expr_ops(&k->stage[j], &terms, &s);
             fma += terms * M * K * batch * copies, sfu += s * M * K * batch * copies;
-            if (published) publish = M * K * 2 * (k->batch_axis >= 0 && ts_access_stride(&k->acc[k->a], k->batch_axis).n ? batch : 1);
-            bytes += publish;
+            if (published) { /* A read again, once over the grid (a broadcast A: its one copy) */
+                publish = M * K * 2 * (k->batch_axis >= 0 && ts_access_stride(&k->acc[k->a], k->batch_axis).n ? batch : 1);
+                bytes += publish;
+            }
             if (!skinny && !published) rowstat_stages = ceil(K / 64) * tile_waves;
         }
         break;

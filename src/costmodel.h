@@ -56,7 +56,7 @@
  *                        memory tiles adds per K-tile of 64 and wave of output tiles: measured as a fixed
  *                        cost per stage, not a share of the MMA work (bench/NOTES.md run 49, the persistent
  *                        kernel: 0.09-0.27 us per stage over three kernels from 1024×1024×1024 dual to
- *                        1024×4096×4096; 0.30-0.41 before, runs 43-44). Since run 158 the wgmma kernel publishes
+ *                        1024×4096×4096; 0.30-0.41 before, runs 43-44). Since run 159 the wgmma kernel publishes
  *                        them instead (below); this stays for the mma.sync kernels' fold, unmeasured there
  *   rowstat_publish_efficiency  the share of dram_bytes_per_s at which the wgmma GEMM's producer warps read A's rows
  *                        again to publish their statistics beside the main loops (gemm_sm90.cuh); only what

@@ -196,12 +196,24 @@ template <class E, int S> __device__ __forceinline__ void row_start(float (&s)[S
 #pragma unroll
     for (int j = 0; j < S; ++j) s[j] = E::row_max(j) ? -INFINITY : 0.f;
 }
+template <class E> __device__ __forceinline__ float row_merge(int j, float a, float b) {
+    return E::row_max(j) ? fmaxf(a, b) : a + b;
+}
 template <class E, int S> __device__ __forceinline__ void row_fold(const E &ep, float (&s)[S], float a) {
 #pragma unroll
-    for (int j = 0; j < S; ++j) {
-        const float t = ep.row_term(j, a);
-        s[j] = E::row_max(j) ? fmaxf(s[j], t) : s[j] + t;
-    }
+    for (int j = 0; j < S; ++j) s[j] = row_merge<E>(j, s[j], ep.row_term(j, a));
+}
+// A 16-byte chunk of A (8 elements), all folded in.
+template <typename T, class E, int S> __device__ __forceinline__ void row_fold8(const E &ep, float (&s)[S], const uint4 &w) {
+    const T *e = reinterpret_cast<const T *>(&w);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+}
+// Partial result s of reduction j merged over each group of WIDTH lanes (a power of two ≤ 32) by shuffles.
+template <class E, int WIDTH> __device__ __forceinline__ float row_merge_lanes(int j, float s) {
+#pragma unroll
+    for (int o = WIDTH / 2; o > 0; o /= 2) s = row_merge<E>(j, s, __shfl_xor_sync(0xffffffffu, s, o));
+    return s;
 }
 // The finished values of one row → rs[0..O).
 template <class E, int S> __device__ __forceinline__ void row_store(const E &ep, const float (&s)[S], float *rs) {
@@ -525,13 +537,12 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
         for (int i = 0; i < ROWS; ++i) {
             const uint4 w = *reinterpret_cast<const uint4 *>(chunk_at(row(t, i), ch));
-            const T *e = reinterpret_cast<const T *>(&w);
             float s[S];
             row_start<E>(s);
             if (k + 8 <= K) {
-#pragma unroll
-                for (int q = 0; q < 8; ++q) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
+                row_fold8<T>(ep, s, w);
             } else {
+                const T *e = reinterpret_cast<const T *>(&w);
 #pragma unroll
                 for (int q = 0; q < 8; ++q)
                     if (k + q < K) row_fold(ep, s, tst::elem<T>::to_float(e[q]));
@@ -539,7 +550,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 float &pj = part[(i * S + j) * THREADS + t];
-                pj = E::row_max(j) ? fmaxf(pj, s[j]) : pj + s[j];
+                pj = row_merge<E>(j, pj, s[j]);
             }
         }
     }
@@ -551,13 +562,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 float &pj = part[(i * S + j) * THREADS + t];
-                float s = pj;
-#pragma unroll
-                for (int o = 4; o > 0; o /= 2) {
-                    const float v = __shfl_xor_sync(0xffffffffu, s, o);
-                    s = E::row_max(j) ? fmaxf(s, v) : s + v;
-                }
-                pj = s;
+                pj = row_merge_lanes<E, 8>(j, pj);
             }
     }
     __device__ __forceinline__ void finish(const E &ep, int t, float *rs) { merge(t), store(ep, t, rs); }
@@ -569,8 +574,7 @@ template <class E, int BM, int THREADS> struct RowFold {
 #pragma unroll
             for (int j = 0; j < S; ++j) {
                 float &pj = part[(i * S + j) * THREADS + t];
-                const float v = tst::cluster_load(part, r, (i * S + j) * THREADS + t);
-                pj = E::row_max(j) ? fmaxf(pj, v) : pj + v;
+                pj = row_merge<E>(j, pj, tst::cluster_load(part, r, (i * S + j) * THREADS + t));
             }
     }
     // Finishes each row and writes its O values to rs[row·O + o] (tile rows; the caller syncs before the
