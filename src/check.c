@@ -1567,6 +1567,7 @@ int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
     add_inout_outputs(&c);
     warn_unused_inputs(&c);
     record_named(&c);
+    if (!d->nerrors) ts_graph_merge_reduced_axes(g);  /* hlir.h: two axes reduced one after the other, merged */
     if (!d->nerrors) ts_graph_split_after_merges(g); /* hlir.h: after a merging reshape, work in its source axes */
     rc = d->nerrors ? -1 : 0;
 done:

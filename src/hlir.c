@@ -250,8 +250,10 @@ void ts_graph_split_after_merges(ts_graph *g) {
         ts_op_kind kind = ts_op_kind_of(e->op);
         if (kind != TS_KIND_UNARY && kind != TS_KIND_BINARY && kind != TS_KIND_TERNARY) continue;
         int dim = -1, n = 0, s0 = -1;
-        for (int s = 0; s < e->nsrc && s0 < 0; s++)
-            if (merged_reshape(g, &e->src[s], &dim, &n)) s0 = s;
+        for (int s = 0; s < e->nsrc && s0 < 0; s++) /* a computed node (inputs are read merged on purpose:
+                                                       ts_graph_merge_reduced_axes) */
+            if (ts_op_kind_of(g->nodes[e->src[s].node].op) != TS_KIND_SOURCE && merged_reshape(g, &e->src[s], &dim, &n))
+                s0 = s;
         if (s0 < 0 || e->ndim - 1 + n > TS_MAX_DIMS) continue;
         const ts_node *like = &g->nodes[e->src[s0].node];
         bool ok = true;
@@ -264,6 +266,218 @@ void ts_graph_split_after_merges(ts_graph *g) {
         memmove(e->axis + dim + n, e->axis + dim + 1, sizeof(int32_t) * (size_t)(e->ndim - dim - 1));
         memcpy(e->axis + dim, axes, sizeof(int32_t) * (size_t)n);
         e->ndim += n - 1;
+    }
+}
+
+/* ---- two axes reduced one after the other, merged ------------------------------------------------ */
+
+/* How many operands and outputs read each node. */
+static int *reader_counts(const ts_graph *g) {
+    int *n = ts_xcalloc((size_t)g->nnodes + 1, sizeof *n);
+    for (int i = 0; i < g->nnodes; i++)
+        for (int s = 0; s < g->nodes[i].nsrc; s++) n[g->nodes[i].src[s].node]++;
+    for (int i = 0; i < g->noutputs; i++) n[g->outputs[i].ref.node]++;
+    return n;
+}
+
+static bool plain_ref(const ts_graph *g, const ts_ref *r) {
+    ts_view v = ts_view_of_node(g, r->node);
+    return ts_view_equal(&v, &r->view);
+}
+
+static int node_dim(const ts_node *n, int32_t axis) {
+    for (int d = 0; d < n->ndim; d++)
+        if (n->axis[d] == axis) return d;
+    return -1;
+}
+
+/* A scaling that commutes with the reduction `op`: m = x · c with c a constant (≥ 0 under a maximum); the
+ * index of x among m's operands, or -1. */
+static int scaled_operand(const ts_graph *g, const ts_node *m, ts_op op) {
+    if (m->op != TS_OP_MUL) return -1;
+    for (int k = 0; k < 2; k++) {
+        const ts_node *c = &g->nodes[m->src[1 - k].node];
+        if (c->op == TS_OP_CONSTANT && (op == TS_OP_REDUCE_SUM || c->value >= 0)) return k;
+    }
+    return -1;
+}
+
+/* A reduction over one axis of a reduction over its neighbour: `end` reduces (sum or max) the result of
+ * `first`, which reduces the same way over the next axis of x's view (the two adjacent there, their strides
+ * nesting), maybe through scalings by constants (a mean's 1/n) from `first` to `last`; nothing else reads
+ * `first` or the scalings. Then Σ_a Σ_b x = Σ_(a,b) x over the two merged (the same for max). */
+typedef struct {
+    int32_t first, last, end;
+    int32_t outer, inner; /* the two axes, in x's view's order */
+} reduce_chain;
+
+static bool static_axis(const ts_graph *g, int32_t a) {
+    int32_t r = ts_axis_root(g, a);
+    return !g->axes[a].dynamic && !g->axes[r].dynamic;
+}
+
+/* The fewest values a merged reduction may leave: each is a row of the row kernel that computes it, and a
+ * kernel of fewer rows than about the GPU's SMs leaves most idle unless a cluster caches each row (a
+ * Frobenius norm merged down to 16 rows of 4M elements ran as 16 blocks): below this the chain stays split,
+ * its first reduction over many rows. */
+enum { kMinMergedRows = 64 };
+
+static bool find_chain(const ts_graph *g, const int *readers, int32_t end, reduce_chain *c) {
+    const ts_node *e = &g->nodes[end];
+    if ((e->op != TS_OP_REDUCE_SUM && e->op != TS_OP_REDUCE_MAX) || !plain_ref(g, &e->src[0])) return false;
+    if (ts_node_numel(g, e) < kMinMergedRows) return false;
+    int32_t cur = e->src[0].node;
+    const int32_t last = cur;
+    for (int k; (k = scaled_operand(g, &g->nodes[cur], e->op)) >= 0; cur = g->nodes[cur].src[k].node)
+        if (readers[cur] != 1 || !plain_ref(g, &g->nodes[cur].src[k])) return false;
+    const ts_node *first = &g->nodes[cur];
+    if (first->op != e->op || readers[cur] != 1 || first->reduce_axis == e->reduce_axis) return false;
+    const ts_view *v = &first->src[0].view;
+    int da = ts_view_find(v, e->reduce_axis), db = ts_view_find(v, first->reduce_axis);
+    if (da < 0 || db < 0 || (da - db != 1 && db - da != 1)) return false;
+    int lo = da < db ? da : db;
+    ts_view t = *v;
+    if (!ts_view_merge(&t, lo, 2, v->axis[lo])) return false;
+    *c = (reduce_chain){.first = cur, .last = last, .end = end, .outer = v->axis[lo], .inner = v->axis[lo + 1]};
+    return static_axis(g, c->outer) && static_axis(g, c->inner);
+}
+
+/* Whether dims/view positions of outer and inner (-1: absent) allow the merge: both absent, or inner right
+ * after outer. */
+static bool adjacent_or_absent(int po, int pi) { return (po < 0 && pi < 0) || (po >= 0 && pi == po + 1); }
+
+/* Whether every node but the chains' own (role 1: first and its scalings; 2: end) can take outer and inner
+ * merged: each has both, inner right after outer, or neither; no reduction, iota or update over either; and
+ * every operand view that sees them sees them adjacent with nesting strides. */
+static bool merge_allowed(const ts_graph *g, const char *role, int32_t outer, int32_t inner) {
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const ts_node *n = &g->nodes[i];
+        ts_op_kind kind = ts_op_kind_of(n->op);
+        if (role[i]) continue;
+        if (kind == TS_KIND_SOURCE) {
+            if (n->op == TS_OP_IOTA && (n->reduce_axis == outer || n->reduce_axis == inner)) return false;
+            continue;
+        }
+        if (!adjacent_or_absent(node_dim(n, outer), node_dim(n, inner))) return false;
+        if (kind == TS_KIND_UPDATE && (node_dim(n, outer) >= 0 || n->reduce_axis == outer || n->reduce_axis == inner))
+            return false;
+        if (kind != TS_KIND_UNARY && kind != TS_KIND_BINARY && kind != TS_KIND_TERNARY &&
+            (n->reduce_axis == outer || n->reduce_axis == inner))
+            return false;
+        for (int s = 0; s < n->nsrc; s++) {
+            const ts_view *v = &n->src[s].view;
+            int po = ts_view_find(v, outer), pi = ts_view_find(v, inner);
+            if (!adjacent_or_absent(po, pi)) return false;
+            ts_view t = *v;
+            if (po >= 0 && !ts_view_merge(&t, po, 2, outer)) return false;
+        }
+    }
+    return true;
+}
+
+static void remove_dim(ts_node *n, int d) {
+    memmove(n->axis + d, n->axis + d + 1, sizeof(int32_t) * (size_t)(n->ndim - d - 1));
+    n->ndim--;
+}
+
+/* Views of v at axis (outer, inner) merged into `m`, where v sees both. */
+static void merge_view_axes(ts_view *v, int32_t outer, int32_t inner, int32_t m) {
+    int po = ts_view_find(v, outer);
+    if (po >= 0 && ts_view_find(v, inner) == po + 1) TS_ASSERT(ts_view_merge(v, po, 2, m));
+}
+
+/* Chain c over the merged axis m: `first` reduces m of x's merged view, its scalings follow without the axis
+ * it had kept, and every reader of `end` reads `last` instead (the same dims and value); `end`, read by no one,
+ * becomes a constant. */
+static void collapse_chain(ts_graph *g, const reduce_chain *c, int32_t m) {
+    ts_node *first = &g->nodes[c->first];
+    const int32_t kept = first->reduce_axis == c->inner ? c->outer : c->inner;
+    merge_view_axes(&first->src[0].view, c->outer, c->inner, m);
+    first->reduce_axis = m;
+    remove_dim(first, node_dim(first, kept));
+    int32_t prev = c->first;
+    for (int32_t i = c->first + 1; i <= c->last; i++) { /* the scalings: each reads the one before it */
+        ts_node *s = &g->nodes[i];
+        int k = s->nsrc == 2 && s->src[0].node == prev ? 0 : s->nsrc == 2 && s->src[1].node == prev ? 1 : -1;
+        if (k < 0) continue;
+        ts_view *cv = &s->src[1 - k].view;
+        int d = ts_view_find(cv, kept);
+        if (d >= 0) view_remove(cv, d); /* the constant's broadcast dim */
+        remove_dim(s, node_dim(s, kept));
+        s->src[k].view = ts_view_of_node(g, prev);
+        prev = i;
+    }
+    TS_ASSERT(prev == c->last);
+    for (int32_t i = 0; i < g->nnodes; i++)
+        for (int s = 0; s < g->nodes[i].nsrc; s++)
+            if (g->nodes[i].src[s].node == c->end) g->nodes[i].src[s].node = c->last;
+    for (int i = 0; i < g->noutputs; i++)
+        if (g->outputs[i].ref.node == c->end) g->outputs[i].ref.node = c->last;
+    for (int i = 0; i < g->nnamed; i++)
+        if (g->named[i].ref.node == c->end) g->named[i].ref.node = c->last;
+    ts_node *e = &g->nodes[c->end];
+    *e = (ts_node){.op = TS_OP_CONSTANT, .dtype = e->dtype, .origin = e->origin, .reduce_axis = -1, .at_axis = -1,
+                   .rows_axis = -1, .input = -1};
+}
+
+/* A new axis for outer and inner merged, named after both. */
+static int32_t merged_axis(ts_graph *g, int32_t outer, int32_t inner) {
+    char *name = ts_strfmt("%s_%s", g->axes[outer].name, g->axes[inner].name);
+    for (int k = 2; ts_graph_find_axis(g, name) >= 0; k++) {
+        free(name);
+        name = ts_strfmt("%s_%s_%d", g->axes[outer].name, g->axes[inner].name, k);
+    }
+    int64_t size = g->axes[outer].size * g->axes[inner].size;
+    int32_t m = ts_graph_add_axis(g, name, size, false, size);
+    free(name);
+    return m;
+}
+
+/* Merges the axes of one reduction chain's pair everywhere, if every node allows it; whether it did. */
+static bool merge_one_pair(ts_graph *g) {
+    int *readers = reader_counts(g);
+    char *role = ts_xcalloc((size_t)g->nnodes + 1, 1);
+    reduce_chain *chains = ts_xmalloc(sizeof *chains * ((size_t)g->nnodes + 1));
+    bool merged = false;
+    for (int32_t i = 0; i < g->nnodes && !merged; i++) {
+        reduce_chain c;
+        if (!find_chain(g, readers, i, &c)) continue;
+        int nc = 0; /* every chain over the same pair */
+        memset(role, 0, (size_t)g->nnodes + 1);
+        for (int32_t j = i; j < g->nnodes; j++) {
+            reduce_chain d;
+            if (!find_chain(g, readers, j, &d) || d.outer != c.outer || d.inner != c.inner) continue;
+            chains[nc++] = d;
+            for (int32_t k = d.last, x; k != d.first; k = g->nodes[k].src[x].node) { /* the scalings, back */
+                role[k] = 1;
+                x = scaled_operand(g, &g->nodes[k], g->nodes[d.end].op);
+            }
+            role[d.first] = 1;
+            role[d.end] = 2;
+        }
+        if (!merge_allowed(g, role, c.outer, c.inner)) continue;
+        const int32_t m = merged_axis(g, c.outer, c.inner);
+        for (int k = 0; k < nc; k++) collapse_chain(g, &chains[k], m);
+        for (int32_t j = 0; j < g->nnodes; j++) {
+            ts_node *n = &g->nodes[j];
+            if (role[j] || ts_op_kind_of(n->op) == TS_KIND_SOURCE) continue;
+            int d = node_dim(n, c.outer);
+            if (d >= 0) {
+                n->axis[d] = m;
+                remove_dim(n, d + 1);
+            }
+            for (int s = 0; s < n->nsrc; s++) merge_view_axes(&n->src[s].view, c.outer, c.inner, m);
+        }
+        merged = true;
+    }
+    free(chains);
+    free(role);
+    free(readers);
+    return merged;
+}
+
+void ts_graph_merge_reduced_axes(ts_graph *g) {
+    for (int round = 0; round < TS_MAX_DIMS && merge_one_pair(g); round++) {
     }
 }
 

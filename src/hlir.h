@@ -158,6 +158,15 @@ int64_t ts_view_offset(const ts_view *v, const int64_t *idx);
  * values do not change; the work after a reduction then shares that reduction's axes, so that one row
  * kernel can compute the reduction and everything after it (a group norm's gain, bias and SiLU). */
 void ts_graph_split_after_merges(ts_graph *g);
+/* Merges two axes that the graph reduces one after the other (an instance norm's mean over h then w, a
+ * global average pool, a Frobenius norm): where a reduction (sum or max) over one axis reads, directly or
+ * through scalings by constants (a mean's 1/n), only a reduction of the same kind over the next axis of one
+ * view, and every other node either has both axes, adjacent, or neither, the graph is rewritten over one new
+ * axis for the pair (named outer_inner): each such chain becomes one reduction over it, every node and
+ * operand view takes it (views of inputs merge their nesting strides; outputs keep theirs), so that one row
+ * kernel can compute the statistics and the work that reads them. Repeated while a pair merges (a norm over
+ * three axes merges twice). The values are the graph's, up to the roundings of the dropped intermediates. */
+void ts_graph_merge_reduced_axes(ts_graph *g);
 
 /* ---- statistics (for `tsopt check`) ----------------------------------------------------------- */
 typedef struct {

@@ -314,3 +314,59 @@ Test(interp, group_norm_gain_and_silu_after_the_reshape_run_in_its_source_axes) 
     ts_free_buffers(out, 1);
     free_checked(&c);
 }
+
+/* An instance norm written as means over w then h (as PyTorch's exporter writes a reduction over two dims):
+ * hlir.h's ts_graph_merge_reduced_axes rewrites the graph over one axis h_w — each chain of two reductions one
+ * reduction, every node over [b, c, h_w], the output still [b, c, h, w] — and the values are the graph's. */
+static const char *instance_norm_yaml(int c) {
+    static char buf[1024];
+    snprintf(buf, sizeof buf,
+             "axes: {b: 1, c: %d, h: 2, w: 3}\ninputs:\n  X: {dtype: fp32, shape: [b, c, h, w]}\nops:\n"
+             "  - {name: S1, op: mean, args: [X], axis: w}\n  - {name: Mu, op: mean, args: [S1], axis: h}\n"
+             "  - {name: D, op: sub, args: [X, Mu]}\n  - {name: D2, op: mul, args: [D, D]}\n"
+             "  - {name: V1, op: mean, args: [D2], axis: w}\n  - {name: V, op: mean, args: [V1], axis: h}\n"
+             "  - {name: Ve, op: add, args: [V, 1e-5]}\n  - {name: R, op: rsqrt, args: [Ve]}\n"
+             "  - {name: Y, op: mul, args: [D, R]}\noutputs: [Y]\n",
+             c);
+    return buf;
+}
+
+static int reductions_over(const ts_graph *g, const char *axis) {
+    int n = 0, a = ts_graph_find_axis(g, axis);
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == TS_OP_REDUCE_SUM && g->nodes[i].reduce_axis == a) n++;
+    return a < 0 ? 0 : n;
+}
+
+Test(interp, an_instance_norm_over_two_axes_reduces_them_merged) {
+    enum { C = 64, HW = 6 };
+    double x[C * HW];
+    for (int i = 0; i < C * HW; i++) x[i] = sin(0.37 * i) * (1 + i % 7) + 0.1 * (i / HW);
+    double *in[] = {x};
+    checked c;
+    double **out = run1(&c, instance_norm_yaml(C), in);
+    for (int ch = 0; ch < C; ch++) {
+        double mu = 0, var = 0;
+        for (int k = 0; k < HW; k++) mu += x[ch * HW + k] / HW;
+        for (int k = 0; k < HW; k++) var += (x[ch * HW + k] - mu) * (x[ch * HW + k] - mu) / HW;
+        for (int k = 0; k < HW; k++)
+            cr_assert(fabs(out[0][ch * HW + k] - (x[ch * HW + k] - mu) / sqrt(var + 1e-5)) <= 1e-9);
+    }
+    cr_assert_eq(reductions_over(&c.g, "h_w"), 2, "the mean and the variance each one reduction over h_w");
+    cr_assert_eq(reductions_over(&c.g, "w") + reductions_over(&c.g, "h"), 0);
+    const ts_output *o = &c.g.outputs[0];
+    cr_assert_eq(c.g.nodes[o->ref.node].ndim, 3, "Y is computed over [b, c, h_w]");
+    cr_assert_eq(o->ref.view.ndim, 4, "and written as [b, c, h, w]");
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
+/* Merged, the reductions would leave fewer values (rows of a row kernel) than hlir.c's kMinMergedRows: the
+ * chain stays as written, its first reduction over many rows. */
+Test(interp, a_norm_over_two_axes_of_few_channels_keeps_its_reductions_apart) {
+    checked c;
+    check_ok(&c, instance_norm_yaml(8));
+    cr_assert_eq(ts_graph_find_axis(&c.g, "h_w"), -1);
+    cr_assert_eq(reductions_over(&c.g, "w"), 2);
+    free_checked(&c);
+}

@@ -1594,6 +1594,31 @@ Test(search, a_group_norm_with_gain_and_silu_after_a_gemm_is_one_row_kernel_afte
     free_compiled(&cg);
 }
 
+/* An instance norm over [h, w] written as chains of means (hlir.h, ts_graph_merge_reduced_axes): one row kernel
+ * over h_w computes both statistics and writes Y (five kernels before: a row kernel and a reduction for each
+ * statistic, then a map); a global average pool before a projection: one row kernel, then the GEMM. */
+Test(search, an_instance_norm_over_two_axes_is_one_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 16, c: 64, h: 128, w: 128}\ninputs:\n  X: {dtype: fp16, shape: [b, c, h, w]}\n"
+                      "ops:\n  - {name: S1, op: mean, args: [X], axis: w}\n  - {name: Mu, op: mean, args: [S1], axis: h}\n"
+                      "  - {name: D, op: sub, args: [X, Mu]}\n  - {name: D2, op: mul, args: [D, D]}\n"
+                      "  - {name: V1, op: mean, args: [D2], axis: w}\n  - {name: V, op: mean, args: [V1], axis: h}\n"
+                      "  - {name: Ve, op: add, args: [V, 1e-5]}\n  - {name: R, op: rsqrt, args: [Ve]}\n"
+                      "  - {name: Y, op: mul, args: [D, R]}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "row [b,c,h_w] over h_w");
+    free(best);
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: g\naxes: {b: 64, c: 512, h: 28, w: 28, n: 1000}\ninputs:\n  X: {dtype: fp16, shape: [b, c, h, w]}\n"
+                      "  W: {dtype: fp16, shape: [c, n]}\nops:\n  - {name: S1, op: mean, args: [X], axis: w}\n"
+                      "  - {name: P, op: mean, args: [S1], axis: h}\n  - {name: Y, op: matmul, args: [P, W], over: c}\n"
+                      "outputs: [Y]\n");
+    best = best_plan(&cg);
+    cr_expect_str_eq(best, "row [b,c] over h_w; gemm [b,n] over c");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* ---- maps over transposed operands ------------------------------------------------------------------ */
 
 /* Y[r, c] = A[c, r] + B[r, c], with `sizes` giving r and c. */
