@@ -997,8 +997,7 @@ static int lower_slice(ctx *c, op_call *o) {
 static int inout_operand(ctx *c, op_call *o, int arg) {
     const ts_ref *r = &o->args[arg].ref;
     const ts_node *n = &c->g->nodes[r->node];
-    ts_view whole = ts_view_of_node(c->g, r->node);
-    bool plain = n->op == TS_OP_INPUT && ts_view_equal(&whole, &r->view);
+    bool plain = n->op == TS_OP_INPUT && ts_ref_is_whole(c->g, r);
     if (!plain || !c->g->inputs[n->input].inout) {
         ERR(c, o->arg_nodes[arg], "declare the cache under inputs: with inout: true, and append to it unchanged",
             "append writes into '%s' in place, which must be an input declared inout", ts_yaml_str(o->arg_nodes[arg]));

@@ -211,6 +211,19 @@ void ts_view_slice(ts_view *v, int dim, int32_t axis, int64_t start, int64_t ste
     v->axis[dim] = axis;
 }
 
+bool ts_ref_is_whole(const ts_graph *g, const ts_ref *r) {
+    ts_view whole = ts_view_of_node(g, r->node);
+    return ts_view_equal(&whole, &r->view);
+}
+
+int *ts_graph_reader_counts(const ts_graph *g) {
+    int *n = ts_xcalloc((size_t)g->nnodes + 1, sizeof *n);
+    for (int i = 0; i < g->nnodes; i++)
+        for (int s = 0; s < g->nodes[i].nsrc; s++) n[g->nodes[i].src[s].node]++;
+    for (int i = 0; i < g->noutputs; i++) n[g->outputs[i].ref.node]++;
+    return n;
+}
+
 int64_t ts_view_offset(const ts_view *v, const int64_t *idx) {
     int64_t off = v->offset;
     for (int i = 0; i < v->ndim; i++) off += idx[i] * v->stride[i];
@@ -271,20 +284,6 @@ void ts_graph_split_after_merges(ts_graph *g) {
 
 /* ---- two axes reduced one after the other, merged ------------------------------------------------ */
 
-/* How many operands and outputs read each node. */
-static int *reader_counts(const ts_graph *g) {
-    int *n = ts_xcalloc((size_t)g->nnodes + 1, sizeof *n);
-    for (int i = 0; i < g->nnodes; i++)
-        for (int s = 0; s < g->nodes[i].nsrc; s++) n[g->nodes[i].src[s].node]++;
-    for (int i = 0; i < g->noutputs; i++) n[g->outputs[i].ref.node]++;
-    return n;
-}
-
-static bool plain_ref(const ts_graph *g, const ts_ref *r) {
-    ts_view v = ts_view_of_node(g, r->node);
-    return ts_view_equal(&v, &r->view);
-}
-
 static int node_dim(const ts_node *n, int32_t axis) {
     for (int d = 0; d < n->ndim; d++)
         if (n->axis[d] == axis) return d;
@@ -324,12 +323,12 @@ enum { kMinMergedRows = 64 };
 
 static bool find_chain(const ts_graph *g, const int *readers, int32_t end, reduce_chain *c) {
     const ts_node *e = &g->nodes[end];
-    if ((e->op != TS_OP_REDUCE_SUM && e->op != TS_OP_REDUCE_MAX) || !plain_ref(g, &e->src[0])) return false;
+    if ((e->op != TS_OP_REDUCE_SUM && e->op != TS_OP_REDUCE_MAX) || !ts_ref_is_whole(g, &e->src[0])) return false;
     if (ts_node_numel(g, e) < kMinMergedRows) return false;
     int32_t cur = e->src[0].node;
     const int32_t last = cur;
     for (int k; (k = scaled_operand(g, &g->nodes[cur], e->op)) >= 0; cur = g->nodes[cur].src[k].node)
-        if (readers[cur] != 1 || !plain_ref(g, &g->nodes[cur].src[k])) return false;
+        if (readers[cur] != 1 || !ts_ref_is_whole(g, &g->nodes[cur].src[k])) return false;
     const ts_node *first = &g->nodes[cur];
     if (first->op != e->op || readers[cur] != 1 || first->reduce_axis == e->reduce_axis) return false;
     const ts_view *v = &first->src[0].view;
@@ -435,7 +434,7 @@ static int32_t merged_axis(ts_graph *g, int32_t outer, int32_t inner) {
 
 /* Merges the axes of one reduction chain's pair everywhere, if every node allows it; whether it did. */
 static bool merge_one_pair(ts_graph *g) {
-    int *readers = reader_counts(g);
+    int *readers = ts_graph_reader_counts(g);
     char *role = ts_xcalloc((size_t)g->nnodes + 1, 1);
     reduce_chain *chains = ts_xmalloc(sizeof *chains * ((size_t)g->nnodes + 1));
     bool merged = false;

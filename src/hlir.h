@@ -148,6 +148,10 @@ bool ts_view_merge(ts_view *v, int dim, int n, int32_t axis);
 void ts_view_slice(ts_view *v, int dim, int32_t axis, int64_t start, int64_t step, int64_t size);
 /* The element offset of multi-index idx[0..v->ndim). */
 int64_t ts_view_offset(const ts_view *v, const int64_t *idx);
+/* Whether r sees its node whole, un-re-indexed: the node's contiguous view (ts_view_of_node). */
+bool ts_ref_is_whole(const ts_graph *g, const ts_ref *r);
+/* How many node operands and graph outputs read each node: an array of g->nnodes counts (the caller frees it). */
+int *ts_graph_reader_counts(const ts_graph *g);
 
 /* ---- normalisation ------------------------------------------------------------------------------ */
 /* Runs elementwise nodes after a merging reshape in the reshape's source axes: a node one of whose operands

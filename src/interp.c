@@ -59,17 +59,13 @@ static bool is_elementwise(ts_op op) {
 
 /* inlined[i]: node i is elementwise, used once, by a reduction that sees it whole, and not an output. */
 static bool *plan_inlining(const ts_graph *g) {
-    int *uses = ts_xcalloc((size_t)g->nnodes + 1, sizeof *uses);
+    int *uses = ts_graph_reader_counts(g); /* an output counts as a reader: an output is never inlined */
     bool *inl = ts_xcalloc((size_t)g->nnodes + 1, sizeof *inl);
-    for (int i = 0; i < g->nnodes; i++)
-        for (int s = 0; s < g->nodes[i].nsrc; s++) uses[g->nodes[i].src[s].node]++;
-    for (int i = 0; i < g->noutputs; i++) uses[g->outputs[i].ref.node] += 2;
     for (int i = 0; i < g->nnodes; i++) {
         const ts_node *n = &g->nodes[i];
         if (ts_op_kind_of(n->op) != TS_KIND_REDUCE) continue;
         int32_t p = n->src[0].node;
-        ts_view whole = ts_view_of_node(g, p);
-        if (is_elementwise(g->nodes[p].op) && uses[p] == 1 && ts_view_equal(&n->src[0].view, &whole)) inl[p] = true;
+        if (is_elementwise(g->nodes[p].op) && uses[p] == 1 && ts_ref_is_whole(g, &n->src[0])) inl[p] = true;
     }
     free(uses);
     return inl;
