@@ -981,7 +981,9 @@ cudaError_t launch_map(const MapParams<T, Fn> &p, int sm_count, cudaStream_t str
 //     __device__ int head(const Base &b) const;  // the positions before the row's first aligned span, which the
 //                                     //   row's first thread takes apart (row_head)
 //     static constexpr int64_t kLen;  // optional: every row's length, where it is static (launch_row then
-//   };                                //   compiles only the launch such rows take; p.len must equal it)
+//                                     //   compiles only the launch such rows take; p.len must equal it)
+//     static constexpr int kCache16;  // optional: 1 (2) where every cached operand is fp16 (bf16) and load()
+//   };                                //   returns it as loaded: cached rows keep two values to a register
 //   (kOnline's merge: part_sum rescaled from part_max to new_max, so that a pass over an uncached row folds
 //   both stages: an online softmax)
 
@@ -1065,7 +1067,10 @@ template <int TPR> __device__ __forceinline__ float group_reduce(float part, int
 // (bench/NOTES.md run 152, `row_test long`, H100) against one: residual + RMSNorm over 8192 and 16384 7-8%
 // faster, LayerNorm over 32768 10%; four spilled beside an output pass (LayerNorm +20%, the two-operand residual
 // 2x slower) but made log-sum-exp over 32000 6% faster.
-template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);  // spans a thread may cache
+// Spans a thread may cache: counted as floats also where kCache16 packs them (run 161, H100: the same launch shapes
+// with half the registers up to 12% faster; twice the spans a thread — 128 threads of 4 spans for a residual + RMSNorm
+// over 4096 rather than 256 of 2 — spilled and ran 1.6x slower).
+template <class Fn> constexpr int kCacheSpans = kCacheFloats / (Fn::kIn * Fn::kVec);
 template <class Fn> constexpr int kPassDepth = kCacheSpans<Fn> >= 4 && Fn::kPerRow ? 4 : kCacheSpans<Fn> >= 2 ? 2 : 1;
 
 // A row's head: the positions before its first span aligned for vector moves (Fn::head, where the functor
@@ -1109,7 +1114,51 @@ __device__ __forceinline__ void head_span(const RowParams<Fn> &p, const typename
     }
 }
 
-template <class Fn, int ITEMS> using RowCache = float[ITEMS > 0 ? ITEMS : 1][Fn::kIn][Fn::kVec];
+// Fn::kCache16 where the functor declares it (1 fp16, 2 bf16: every cached operand that type), else 0 (floats).
+template <class Fn, class = void> struct Cache16Of { static constexpr int value = 0; };
+template <class Fn> struct Cache16Of<Fn, std::void_t<decltype(Fn::kCache16)>> { static constexpr int value = Fn::kCache16; };
+
+// A cached span of the kIn operands: floats, or where the functor declares kCache16 their 16-bit values two to a
+// register — exact, since load() returned them as loaded from 16-bit memory, and half the registers (the row
+// kernel of a residual + RMSNorm no longer spills).
+template <class Fn, int KIND = Cache16Of<Fn>::value> struct CachedSpan {
+    float v[Fn::kIn][Fn::kVec];
+    __device__ __forceinline__ void put(const float (&x)[Fn::kIn][Fn::kVec]) {
+#pragma unroll
+        for (int o = 0; o < Fn::kIn; o++)
+#pragma unroll
+            for (int i = 0; i < Fn::kVec; i++) v[o][i] = x[o][i];
+    }
+    __device__ __forceinline__ void get(float (&x)[Fn::kIn][Fn::kVec]) const {
+#pragma unroll
+        for (int o = 0; o < Fn::kIn; o++)
+#pragma unroll
+            for (int i = 0; i < Fn::kVec; i++) x[o][i] = v[o][i];
+    }
+};
+template <class Fn, int KIND> struct CachedSpan16 {
+    using T = std::conditional_t<KIND == 1, __half, __nv_bfloat16>;
+    static_assert(Fn::kVec % 2 == 0, "16-bit values are cached in pairs");
+    typename tst::elem<T>::pair v[Fn::kIn][Fn::kVec / 2];
+    __device__ __forceinline__ void put(const float (&x)[Fn::kIn][Fn::kVec]) {
+#pragma unroll
+        for (int o = 0; o < Fn::kIn; o++)
+#pragma unroll
+            for (int i = 0; i < Fn::kVec / 2; i++) v[o][i] = tst::elem<T>::pack(x[o][2 * i], x[o][2 * i + 1]);
+    }
+    __device__ __forceinline__ void get(float (&x)[Fn::kIn][Fn::kVec]) const {
+#pragma unroll
+        for (int o = 0; o < Fn::kIn; o++)
+#pragma unroll
+            for (int i = 0; i < Fn::kVec / 2; i++) {
+                x[o][2 * i] = tst::elem<T>::to_float(v[o][i].x);
+                x[o][2 * i + 1] = tst::elem<T>::to_float(v[o][i].y);
+            }
+    }
+};
+template <class Fn> struct CachedSpan<Fn, 1> : CachedSpan16<Fn, 1> {};
+template <class Fn> struct CachedSpan<Fn, 2> : CachedSpan16<Fn, 2> {};
+template <class Fn, int ITEMS> using RowCache = CachedSpan<Fn>[ITEMS > 0 ? ITEMS : 1];
 
 // Step 1 (cached rows): this thread's spans of the block's share of the row into registers.
 template <class Fn, int TPR, int ITEMS, int CL>
@@ -1118,7 +1167,9 @@ __device__ __forceinline__ void load_row(const RowParams<Fn> &p, const typename 
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const int k0 = (int)sh.begin + (i * TPR + lane) * Fn::kVec;
-        p.fn.load(b, k0, tsv::span_len<Fn::kVec>(k0, sh.end), x[i]);
+        float v[Fn::kIn][Fn::kVec];
+        p.fn.load(b, k0, tsv::span_len<Fn::kVec>(k0, sh.end), v);
+        x[i].put(v);
     }
 }
 
@@ -1203,7 +1254,9 @@ __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const int k0 = (int)sh.begin + (i * TPR + lane) * VEC;
-            part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, sh.end), x[i], acc, part);
+            float v[Fn::kIn][VEC];
+            x[i].get(v);
+            part = fold_span(p.fn, j, b, k0, tsv::span_len<VEC>(k0, sh.end), v, acc, part);
         }
     } else {
         span_pass<kPassDepth<Fn>>(p, b, sh.begin + (int64_t)lane * VEC, sh.end, (int64_t)TPR * VEC, fold);
@@ -1222,7 +1275,9 @@ __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename
 #pragma unroll
         for (int i = 0; i < ITEMS; i++) {
             const int k0 = (int)sh.begin + (i * TPR + lane) * VEC;
-            p.fn.store(b, k0, tsv::span_len<VEC>(k0, sh.end), x[i], acc);
+            float v[Fn::kIn][VEC];
+            x[i].get(v);
+            p.fn.store(b, k0, tsv::span_len<VEC>(k0, sh.end), v, acc);
         }
     } else {
         span_pass<kPassDepth<Fn>>(p, b, sh.begin + (int64_t)lane * VEC, sh.end, (int64_t)TPR * VEC, store);
@@ -1289,7 +1344,10 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
             acc[j] = cluster_combine<CL>(Fn::combine(j), group_reduce<TPR>(part, Fn::combine(j), slots[j]), &cta_part[j]);
         }
         if constexpr (Fn::kPerRow) {
-            if (live && lane == 0 && rank == 0) p.fn.store(b, 0, 1, x[0], acc);
+            if (live && lane == 0 && rank == 0) {
+                const float unused[Fn::kIn][Fn::kVec] = {};
+                p.fn.store(b, 0, 1, unused, acc);
+            }
         } else if (live) {
             if constexpr (Fn::kPerRowOuts)
                 if (lane == 0 && rank == 0) p.fn.store_per_row(b, acc);
@@ -5689,6 +5747,7 @@ struct K0 {
         }
         tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
+    static constexpr int kCache16 = 1; /* its fp16 operands cached two to a register */
     static constexpr int kOnline = -1;
 };
 
@@ -6195,6 +6254,7 @@ struct K7 {
         }
         tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
+    static constexpr int kCache16 = 1; /* its fp16 operands cached two to a register */
     static constexpr int kOnline = -1;
 };
 

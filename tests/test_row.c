@@ -176,6 +176,46 @@ Test(row, a_run_time_stride_along_the_row_is_read_from_its_field) {
     fixture_free(&f);
 }
 
+static void softmax_of_fn(fixture *f, bool direct);
+
+/* The header of f's plan with its cached operands X and R (buffers 0 and 1) of dtypes dx and dr. */
+static char *header_with_cached_dtypes(ts_dtype dx, ts_dtype dr) {
+    fixture f;
+    fixture_load(&f);
+    f.p.buf[f.p.k[0].acc[0].buf].dtype = dx;
+    f.p.buf[f.p.k[0].acc[1].buf].dtype = dr;
+    char *err = NULL, *got = emit(&f, "tests/golden/templates", &err);
+    cr_assert_not_null(got, "%s", err);
+    fixture_free(&f);
+    return got;
+}
+
+Test(row, cached_16_bit_operands_are_kept_two_to_a_register_where_all_share_a_type_and_keep_their_loaded_value) {
+    const struct {
+        ts_dtype x, r;
+        const char *want; /* NULL: no kCache16 line */
+    } cases[] = {{TS_FP16, TS_FP16, "static constexpr int kCache16 = 1; /* its fp16 operands"},
+                 {TS_BF16, TS_BF16, "static constexpr int kCache16 = 2; /* its bf16 operands"},
+                 {TS_FP16, TS_BF16, NULL},
+                 {TS_FP32, TS_FP16, NULL}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = header_with_cached_dtypes(cases[i].x, cases[i].r);
+        if (cases[i].want) cr_assert_not_null(strstr(got, cases[i].want), "case %zu", i);
+        else cr_assert_null(strstr(got, "kCache16"), "case %zu: mixed or fp32 operands stay floats", i);
+        free(got);
+    }
+    /* a prologue (work every reader does as X is loaded) changes the cached values: floats */
+    fixture f;
+    fixture_load(&f);
+    softmax_of_fn(&f, false);
+    char *err = NULL, *got = emit(&f, "tests/golden/templates", &err);
+    cr_assert_not_null(got, "%s", err);
+    cr_assert_not_null(strstr(got, "/* its prologue, once an element */"));
+    cr_assert_null(strstr(got, "kCache16"));
+    free(got);
+    fixture_free(&f);
+}
+
 /* Emits f's plan after `change` and returns the emitter's error. */
 static char *refusal(void (*change)(ts_kernel *)) {
     fixture f;

@@ -12,7 +12,8 @@
 // build/gpu/row_test sweep for the launch shapes compared on the bandwidth-bound cases only, `long` for rows
 // longer than a block caches (launch_row, its `split` and the passes side by side), `cluster` for the rows
 // clusters split, at sizes compute-sanitizer finishes, `map` for the elementwise maps alone (bench/gpu/map_ab.sh
-// puts builds side by side).
+// puts builds side by side), `short` for many short rows (a global average pool's per-row mean, norms over 512-1024)
+// under several launch shapes.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,6 +45,12 @@ constexpr double kPeakBytesPerS = 4.3e12;  // H200 DRAM, read + write
 #define ROW_TEST_PAIRS 0
 #endif
 constexpr bool kTestPairs = ROW_TEST_PAIRS;
+// The row functors declare kCache16 = 1 (their fp16 operands cached two to a register, row.cuh CachedSpan) as the
+// emitter writes them where every cached operand is fp16; -DROW_TEST_PACK=0 builds them caching floats (run 161's A/B).
+#ifndef ROW_TEST_PACK
+#define ROW_TEST_PACK 1
+#endif
+constexpr int kTestCache16 = ROW_TEST_PACK;
 constexpr float kEps = 1e-5f;
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -62,7 +69,24 @@ struct OneOperandRows {
         tsv::load_span<kVec, kTestPairs>(v[0], x + b.off, 1, k0, n);
     }
     static constexpr bool kHead = kTestPairs;
+    static constexpr int kCache16 = kTestCache16;
     __device__ int head(const Base &b) const { return tsv::span_head<kVec>(x + b.off, 1); }
+};
+
+// y[row] = mean of the row (kPerRow): a global average pool over a merged [h, w]
+struct MeanRows : OneOperandRows {
+    static constexpr int kStages = 1;
+    static constexpr bool kPerRow = true, kPerRowOuts = false;
+    __half *y;  // [rows]
+    float inv_len;
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
+    __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) s[i] = v[0][i];
+    }
+    __device__ void store(const Base &b, int64_t, int, const float (&)[kIn][kVec], const float *acc) const {
+        y[b.off / ld] = __float2half(acc[0] * inv_len);
+    }
 };
 
 // y = x · rsqrt(mean(x²) + eps) · g
@@ -182,6 +206,7 @@ struct ResidualRmsNorm {
         tsv::load_span<kVec, kTestPairs>(v[1], r + b.off, 1, k0, n);
     }
     static constexpr bool kHead = kTestPairs;
+    static constexpr int kCache16 = kTestCache16;
     __device__ int head(const Base &b) const { return tsv::span_head<kVec>(x + b.off, 1); }
     __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
 #pragma unroll
@@ -371,7 +396,8 @@ template <int TPR, int ITEMS, int MINB> struct LaunchShape {
 };
 using SweptShapes = std::tuple<LaunchShape<0, 0, 0>, LaunchShape<128, 4, 1>, LaunchShape<256, 2, 3>, LaunchShape<256, 2, 4>,
                                LaunchShape<128, 0, 4>, LaunchShape<32, 4, 1>, LaunchShape<32, 4, 4>, LaunchShape<64, 2, 4>,
-                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>, LaunchShape<-1, 0, 0>, LaunchShape<-2, 0, 0>>;
+                               LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>, LaunchShape<-1, 0, 0>, LaunchShape<-2, 0, 0>,
+                               LaunchShape<32, 2, 4>>;  // `short`: rows of 33-64 spans without idle spans
 constexpr size_t kShapes = std::tuple_size_v<SweptShapes>;
 static size_t g_shape = 0;  // the shape `launch` uses: an index into SweptShapes
 
@@ -452,6 +478,21 @@ static void softmax_case(int64_t rows, int64_t len, int shift, int sms) {
     }
     double err = score(y.fetch(), want, 1e-6, 4e-3);
     record("softmax", rows, len, shift, 2.0 * rows * len * 2, time_us([&] { return launch(fn, rows, len, sms); }), err);
+}
+
+static void mean_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true), y(rows, 0, false);
+    MeanRows fn{{x.d, len}, y.d, 1.f / (float)len};
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        double sum = 0;
+        for (int64_t k = 0; k < len; k++) sum += x.h[r * len + k];
+        want[r] = sum / len;
+    }
+    double err = score(y.fetch(), want, 2e-3, 4e-3);
+    record("mean (per row)", rows, len, shift, 2.0 * rows * len + 2.0 * rows, time_us([&] { return launch(fn, rows, len, sms); }), err);
 }
 
 static void lse_case(int64_t rows, int64_t len, int shift, int sms) {
@@ -612,13 +653,13 @@ static void column_sweep(int sms) {
     }
 }
 
-static void sweep(int sms) {
-    const struct {
-        void (*run)(int64_t, int64_t, int, int);
-        int64_t rows, len;
-    } cases[] = {{residual_case, 4096, 4096},  {residual_case, 8192, 4096}, {rmsnorm_case, 8192, 4096},
-                 {softmax_case, 8192, 4096},   {layernorm_case, 8192, 4096}, {layernorm_case, 4096, 1024},
-                 {rmsnorm_case, 16384, 1024},  {residual_case, 16384, 1024}};
+struct SweepCase {
+    void (*run)(int64_t, int64_t, int, int);
+    int64_t rows, len;
+};
+
+// Each case under every launch shape that caches its rows (at most 4x over) or passes over them, launch_row's first.
+static void sweep_cases(const std::vector<SweepCase> &cases, int sms) {
     const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
     for (const auto &c : cases)
         for (size_t v = 0; v < kShapes; v++) {
@@ -637,6 +678,23 @@ static void sweep(int sms) {
         }
     g_shape = 0;
     g_label.clear();
+}
+
+static void sweep(int sms) {
+    sweep_cases({{residual_case, 4096, 4096}, {residual_case, 8192, 4096}, {rmsnorm_case, 8192, 4096},
+                 {softmax_case, 8192, 4096}, {layernorm_case, 8192, 4096}, {layernorm_case, 4096, 1024},
+                 {rmsnorm_case, 16384, 1024}, {residual_case, 16384, 1024}},
+                sms);
+}
+
+// `row_test short`: rows a warp or less caches, many of them (a global average pool over 28x28 and 14x14, norms
+// over 512 and 784), where a block lives for one load's latency, and the bandwidth cases beside them (run 161: a
+// pipelined persistent form and 8 blocks an SM were no faster there; bench/NOTES.md).
+static void short_sweep(int sms) {
+    sweep_cases({{mean_case, 32768, 784}, {mean_case, 65536, 196}, {rmsnorm_case, 16384, 512},
+                 {residual_case, 16384, 512}, {layernorm_case, 32768, 784}, {softmax_case, 16384, 1024},
+                 {residual_case, 4096, 4096}, {rmsnorm_case, 8192, 4096}},
+                sms);
 }
 
 // `row_test long`: rows longer than a 256-thread block caches — launch_row's choice (a 512- or 1024-thread
@@ -720,7 +778,8 @@ int main(int argc, char **argv) {
     const bool long_only = argc > 1 && std::string(argv[1]) == "long";
     const bool cluster_only = argc > 1 && std::string(argv[1]) == "cluster";
     const bool map_only = argc > 1 && std::string(argv[1]) == "map";
-    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only ||
+    const bool short_only = argc > 1 && std::string(argv[1]) == "short";
+    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only || short_only ||
                             (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
@@ -755,6 +814,7 @@ int main(int argc, char **argv) {
     else if (long_only) long_sweep(sms);
     else if (cluster_only) cluster_cases(sms);
     else if (map_only) map_cases(sms);
+    else if (short_only) short_sweep(sms);
     else if (sweep_only) sweep(sms);
     if (!sweep_only) cluster_cases(sms);
     for (const auto &s : shapes) {
@@ -763,6 +823,7 @@ int main(int argc, char **argv) {
         layernorm_case(s.rows, s.len, s.shift, sms);
         softmax_case(s.rows, s.len, s.shift, sms);
         lse_case(s.rows, s.len, s.shift, sms);
+        mean_case(s.rows, s.len, s.shift, sms);
         residual_case(s.rows, s.len, s.shift, sms);
         map_case(s.rows, s.len, s.shift, sms);
     }

@@ -233,6 +233,7 @@ struct K0 {
         }
         tsv::store_span<kVec>(q0 + b.out[0], (int64_t)1, k0, n, y0);
     }
+    static constexpr int kCache16 = 1; /* its fp16 operands cached two to a register */
     static constexpr int kOnline = -1;
 };
 
