@@ -1335,7 +1335,7 @@ static void emit_row_head(emitter *e, const ts_kernel *k, const int *cache) {
 
 /* A ROW functor's kCache16 (row.cuh): where every cached operand keeps its loaded value (no prologue) and every one
  * is fp16 (1), or every one bf16 (2), the row's cache holds them two to a register — exact, and half the registers
- * (bench/NOTES.md run 161: 2-12% faster at the same launch shapes, H100). */
+ * (bench/NOTES.md run 161, H100: at the same launch shapes up to 12% faster, level on two cases, 4% slower on one). */
 static void emit_row_cache16(emitter *e, const ts_kernel *k, const ts_row_hoisted *h, const int *cache) {
     int kind = 0;
     for (int s = 0; s < k->nacc; s++) {
