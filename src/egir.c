@@ -65,9 +65,17 @@ static bool guard_constant(void *ctx, const ts_egraph *eg, const ts_rule_arg *a,
     return is_operand(&a[0]) && arg_data(&a[0])->is_const;
 }
 
+/* (shrinks ?c): a known constant of magnitude at most 1: a value scaled by it stays as far within a 16-bit type's
+ * range as it was (a rule moving it onto an operand stored in fp16 cannot overflow where the graph does not). */
+static bool guard_shrinks(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
+    (void)ctx, (void)eg, (void)n;
+    return is_operand(&a[0]) && arg_data(&a[0])->is_const && fabs(arg_data(&a[0])->value) <= 1;
+}
+
 static const ts_rule_guard egir_guards[] = {
     {"lacks", 2, guard_lacks},       {"has", 2, guard_has},           {"distinct", 2, guard_distinct},
     {"positive", 1, guard_positive}, {"constant", 1, guard_constant}, {"same-axes", 2, guard_same_axes},
+    {"shrinks", 1, guard_shrinks},
 };
 
 ts_rule_env ts_egir_rule_env(void) {

@@ -1619,6 +1619,17 @@ Test(search, an_instance_norm_over_two_axes_is_one_row_kernel) {
     free_compiled(&cg);
 }
 
+/* Compiles `yaml` (freeing it) and expects its best plan to be `want`; `what` names the case in a failure. */
+static void expect_best_plan_of(char *yaml, const char *want, const char *what) {
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, want, "%s", what);
+    free(best);
+    free_compiled(&cg);
+    free(yaml);
+}
+
 /* (A·B)·C over [m, k]·[k, n]·[n, p] at the given sizes. */
 static char *matrix_chain_at(const char *sizes) {
     return ts_strfmt("graph: chain\naxes: {%s}\ninputs:\n  A: {dtype: fp16, shape: [m, k]}\n  B: {dtype: fp16, shape: [k, n]}\n"
@@ -1635,16 +1646,8 @@ Test(search, a_chain_of_contractions_is_reassociated_where_that_is_cheaper) {
         const char *sizes, *want;
     } cases[] = {{"m: 4096, k: 64, n: 4096, p: 64", "gemm [k,p] over n; gemm [m,p] over k"},
                  {"m: 4096, k: 4096, n: 64, p: 4096", "gemm [m,n] over k; gemm [m,p] over n"}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *yaml = matrix_chain_at(cases[i].sizes);
-        compiled_graph cg;
-        compile_yaml(&cg, yaml);
-        char *best = best_plan(&cg);
-        cr_expect_str_eq(best, cases[i].want, "sizes %s", cases[i].sizes);
-        free(best);
-        free_compiled(&cg);
-        free(yaml);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_best_plan_of(matrix_chain_at(cases[i].sizes), cases[i].want, cases[i].sizes);
 }
 
 /* rules/algebra.rules sum-broadcast and scale-into-contraction: a mean over tokens after a linear layer with a bias
@@ -1652,15 +1655,29 @@ Test(search, a_chain_of_contractions_is_reassociated_where_that_is_cheaper) {
  * and the pool stores the mean (the 1/512 moved onto the contraction's operand), in fp16 and in range — not the sum,
  * cast by a map of its own. */
 Test(search, a_broadcast_summed_over_an_axis_is_scaled_by_its_size) {
-    compiled_graph cg;
-    compile_yaml(&cg, "graph: g\naxes: {b: 32, t: 512, d: 1024, n: 1024}\ninputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n"
-                      "  W: {dtype: fp16, shape: [d, n]}\n  bias: {dtype: fp16, shape: [n]}\nops:\n"
-                      "  - {name: H, op: matmul, args: [X, W], over: d}\n  - {name: Hb, op: add, args: [H, bias]}\n"
-                      "  - {name: P, op: mean, args: [Hb], axis: t}\noutputs: [P]\n");
-    char *best = best_plan(&cg);
-    cr_expect_str_eq(best, "row-columns [b,d] over t; gemm [b,n] over d");
-    free(best);
-    free_compiled(&cg);
+    expect_best_plan_of(ts_strdup("graph: g\naxes: {b: 32, t: 512, d: 1024, n: 1024}\ninputs:\n"
+                                  "  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                                  "  bias: {dtype: fp16, shape: [n]}\nops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                                  "  - {name: Hb, op: add, args: [H, bias]}\n  - {name: P, op: mean, args: [Hb], axis: t}\n"
+                                  "outputs: [P]\n"),
+                        "row-columns [b,d] over t; gemm [b,n] over d", "the mean over tokens");
+}
+
+/* scale-into-contraction moves only a scale of magnitude ≤ 1 onto the operand (guard `shrinks`): 0.25·Σ_t (X·W + b)
+ * pools 0.25·X in one kernel; 4·Σ_t (X·W + b) keeps the 4 after the GEMM (the pool's sum cast by a map). */
+Test(search, only_a_shrinking_scale_moves_onto_a_contractions_operand) {
+    const struct {
+        const char *by, *want;
+    } cases[] = {{"0.25", "row-columns [b,d] over t; gemm [b,n] over d"},
+                 {"4.0", "row-columns [b,d] over t; map [b,d]; gemm [b,n] over d"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_best_plan_of(ts_strfmt("graph: g\naxes: {b: 32, t: 512, d: 1024, n: 1024}\ninputs:\n"
+                               "  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                               "  bias: {dtype: fp16, shape: [n]}\nops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                               "  - {name: Hb, op: add, args: [H, bias]}\n  - {name: S, op: reduce_sum, args: [Hb], axis: t}\n"
+                               "  - {name: P, op: scale, args: [S], by: %s}\noutputs: [P]\n",
+                               cases[i].by),
+                            cases[i].want, cases[i].by);
 }
 
 /* ---- maps over transposed operands ------------------------------------------------------------------ */
