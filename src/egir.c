@@ -53,23 +53,33 @@ static bool guard_same_axes(void *ctx, const ts_egraph *eg, const ts_rule_arg *a
     return is_operand(&a[0]) && is_operand(&a[1]) && arg_data(&a[0])->axes == arg_data(&a[1])->axes;
 }
 
+/* Whether guard argument a is an operand the analysis knows to be a constant; *value gets it. */
+static bool known_constant(const ts_rule_arg *a, double *value) {
+    if (!is_operand(a) || !arg_data(a)->is_const) return false;
+    *value = arg_data(a)->value;
+    return true;
+}
+
 /* (positive ?c): a known constant > 0. */
 static bool guard_positive(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return is_operand(&a[0]) && arg_data(&a[0])->is_const && arg_data(&a[0])->value > 0;
+    double v;
+    return known_constant(&a[0], &v) && v > 0;
 }
 
 /* (constant ?c): a known constant. */
 static bool guard_constant(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return is_operand(&a[0]) && arg_data(&a[0])->is_const;
+    double v;
+    return known_constant(&a[0], &v);
 }
 
 /* (shrinks ?c): a known constant of magnitude at most 1: a value scaled by it stays as far within a 16-bit type's
  * range as it was (a rule moving it onto an operand stored in fp16 cannot overflow where the graph does not). */
 static bool guard_shrinks(void *ctx, const ts_egraph *eg, const ts_rule_arg *a, int n) {
     (void)ctx, (void)eg, (void)n;
-    return is_operand(&a[0]) && arg_data(&a[0])->is_const && fabs(arg_data(&a[0])->value) <= 1;
+    double v;
+    return known_constant(&a[0], &v) && fabs(v) <= 1;
 }
 
 static const ts_rule_guard egir_guards[] = {
