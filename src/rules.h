@@ -77,10 +77,15 @@ typedef struct {
 /* A guard predicate: true when the rule may fire for these arguments. Must not change the e-graph. */
 typedef bool (*ts_rule_guard_fn)(void *ctx, const ts_egraph *eg, const ts_rule_arg *args, int nargs);
 
+/* A guard that admits rounding: the relative L2 error within which the rule's two sides agree for these
+ * arguments (e.g. a few units of a 16-bit type's rounding), for verify-rules; exact rules have none. */
+typedef double (*ts_rule_tolerance_fn)(const ts_rule_arg *args, int nargs);
+
 typedef struct {
     const char *name; /* as written after 'if', e.g. "const-along" */
     int arity;        /* number of arguments it takes */
     ts_rule_guard_fn fn;
+    ts_rule_tolerance_fn tolerance; /* NULL: the rule is an identity */
 } ts_rule_guard;
 
 /* What rule files may name: extra ops and guards (tables borrowed; they must outlive the ts_rules). */

@@ -136,22 +136,39 @@ static void draw_trial(verifier *v) {
     }
 }
 
+/* The arguments of guard `cond` in this trial. */
+static void guard_args(const verifier *v, const ts_rule_cond *cond, ts_rule_arg *args) {
+    for (int a = 0; a < cond->nargs; a++) {
+        const ts_rule_garg *g = &cond->arg[a];
+        bool param = !g->is_var || v->r->var[g->value].is_param;
+        args[a] = (ts_rule_arg){.is_param = param};
+        if (!g->is_var) args[a].value = g->value;
+        else if (param) args[a].value = v->param[g->value];
+        else args[a].cls = (uint32_t)g->value, args[a].data = &v->data[g->value];
+    }
+}
+
 static bool guards_hold(const verifier *v) {
     for (int c = 0; c < v->r->nconds; c++) {
-        const ts_rule_cond *cond = &v->r->cond[c];
         ts_rule_arg args[TS_RULE_MAX_GUARD_ARGS];
-        for (int a = 0; a < cond->nargs; a++) {
-            const ts_rule_garg *g = &cond->arg[a];
-            bool param = !g->is_var || v->r->var[g->value].is_param;
-            args[a] = (ts_rule_arg){.is_param = param};
-            if (!g->is_var) args[a].value = g->value;
-            else if (param) args[a].value = v->param[g->value];
-            else args[a].cls = (uint32_t)g->value, args[a].data = &v->data[g->value];
-        }
-        const ts_rule_guard *guard = &v->rs->env.guards[cond->guard];
-        if (!guard->fn(v->rs->env.ctx, NULL, args, cond->nargs)) return false;
+        guard_args(v, &v->r->cond[c], args);
+        const ts_rule_guard *guard = &v->rs->env.guards[v->r->cond[c].guard];
+        if (!guard->fn(v->rs->env.ctx, NULL, args, v->r->cond[c].nargs)) return false;
     }
     return true;
+}
+
+/* The error this trial may show: `exact` (float64 noise), or what a guard that admits rounding allows. */
+static double trial_tolerance(const verifier *v, double exact) {
+    double tol = exact;
+    for (int c = 0; c < v->r->nconds; c++) {
+        const ts_rule_guard *guard = &v->rs->env.guards[v->r->cond[c].guard];
+        if (!guard->tolerance) continue;
+        ts_rule_arg args[TS_RULE_MAX_GUARD_ARGS];
+        guard_args(v, &v->r->cond[c], args);
+        tol = fmax(tol, guard->tolerance(args, v->r->cond[c].nargs));
+    }
+    return tol;
 }
 
 /* ---- evaluating both sides --------------------------------------------------------------------- */
@@ -343,7 +360,7 @@ ts_verify_result ts_verify_rule(const ts_rules *rs, int ri, const ts_verify_opts
             double e = run_trial(&v, &detail);
             res.trials++;
             if (e > res.error || isnan(e)) res.error = e;
-            if (!(e <= o.tolerance)) {
+            if (!(e <= trial_tolerance(&v, o.tolerance))) {
                 res.status = TS_VERIFY_FAILED;
                 res.detail = detail;
                 ts_graph_free(&v.g);

@@ -6,7 +6,8 @@
  * input over a random subset of those axes (or, sometimes, to a random scalar constant, so that guards
  * such as (positive ?c) can hold), binds param variables that name axes to axes of the pool, and skips
  * the trial when a guard fails. A rule passes when the two sides agree on every trial within a relative
- * L2 tolerance (NaN where, and only where, the other side is NaN). A failure comes with a counterexample. */
+ * L2 tolerance (NaN where, and only where, the other side is NaN) — the guard's own where a guard admits rounding
+ * (`(rounding ?t)`: eight units of ?t's rounding). A failure comes with a counterexample. */
 #ifndef TS_VERIFY_H
 #define TS_VERIFY_H
 
@@ -18,7 +19,7 @@
 typedef struct {
     int trials;       /* trials that must pass per rule (default 40) */
     uint64_t seed;    /* default 1 */
-    double tolerance; /* relative L2 (default 1e-9) */
+    double tolerance; /* relative L2 (default 1e-9); a guard that admits rounding may allow more */
 } ts_verify_opts;
 
 typedef enum { TS_VERIFY_PASSED, TS_VERIFY_FAILED, TS_VERIFY_UNSATISFIABLE, TS_VERIFY_SKIPPED } ts_verify_status;

@@ -36,7 +36,7 @@ static bool record_args(void *ctx, const ts_egraph *eg, const ts_rule_arg *args,
     return true;
 }
 
-static const ts_rule_guard guards[] = {{"const-along", 2, const_along}, {"record", 3, record_args}};
+static const ts_rule_guard guards[] = {{"const-along", 2, const_along, NULL}, {"record", 3, record_args, NULL}};
 static const ts_rule_env env = {&ops, guards, 2, &record_calls};
 
 /* The varying-axes analysis: t{m} varies along m, a..c along everything, reduce_sum{k} removes k. */
@@ -557,7 +557,7 @@ static bool distinct(void *ctx, const ts_egraph *eg, const ts_rule_arg *args, in
     return args[0].cls != args[1].cls;
 }
 
-static const ts_rule_guard mp_guards[] = {{"distinct", 2, distinct}};
+static const ts_rule_guard mp_guards[] = {{"distinct", 2, distinct, NULL}};
 static const ts_rule_env mp_env = {&mp_ops, mp_guards, 1, NULL};
 
 static const char *shared_operand =

@@ -20,7 +20,7 @@ static bool never(void *ctx, const ts_egraph *eg, const ts_rule_arg *args, int n
     return false;
 }
 
-static const ts_rule_guard guards[] = {{"never", 1, never}};
+static const ts_rule_guard guards[] = {{"never", 1, never, NULL}};
 static const ts_rule_env env = {&ops, guards, 1, NULL};
 
 static const char *algebra =
@@ -353,7 +353,7 @@ static bool distinct(void *ctx, const ts_egraph *eg, const ts_rule_arg *args, in
     return args[0].cls != args[1].cls;
 }
 
-static const ts_rule_guard mp_guards[] = {{"distinct", 2, distinct}};
+static const ts_rule_guard mp_guards[] = {{"distinct", 2, distinct, NULL}};
 
 Test(runner, multi_pattern_rule_fuses_two_contractions_sharing_an_operand) {
     ts_rules rs;

@@ -1680,6 +1680,27 @@ Test(search, only_a_shrinking_scale_moves_onto_a_contractions_operand) {
                             cases[i].want, cases[i].by);
 }
 
+/* rules/fusion.rules softmax-rounded-weighted-sum: attention whose softmax runs in fp32 (an fp32 ALiBi bias added to
+ * the scores) and is rounded to the 16-bit type of V before P·V is one attention kernel, as when the graph never
+ * widens — not a score GEMM, a softmax row kernel and a second GEMM. */
+Test(search, a_softmax_rounded_before_it_weights_v_is_one_attention_kernel) {
+    const char *types[] = {"fp16", "bf16"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        expect_best_plan_of(
+            ts_strfmt("graph: alibi\naxes: {h: 16, t_q: 2048, t_kv: 2048, d_h: 128}\ninputs:\n"
+                      "  Q: {dtype: %s, shape: [h, t_q, d_h]}\n  K: {dtype: %s, shape: [h, t_kv, d_h]}\n"
+                      "  V: {dtype: %s, shape: [h, t_kv, d_h]}\n  slope: {dtype: fp32, shape: [h]}\nops:\n"
+                      "  - {name: S, op: matmul, args: [Q, K], over: d_h}\n  - {name: S2, op: cast, args: [S], dtype: fp32}\n"
+                      "  - {name: i, op: iota, axis: t_q}\n  - {name: j, op: iota, axis: t_kv}\n"
+                      "  - {name: i2, op: expand, args: [i], shape: [t_q, t_kv]}\n  - {name: ji, op: sub, args: [j, i2]}\n"
+                      "  - {name: ji3, op: expand, args: [ji], shape: [h, t_q, t_kv]}\n"
+                      "  - {name: bias, op: mul, args: [ji3, slope]}\n  - {name: S3, op: add, args: [S2, bias]}\n"
+                      "  - {name: P, op: softmax, args: [S3], axis: t_kv}\n  - {name: Pt, op: cast, args: [P], dtype: %s}\n"
+                      "  - {name: O, op: matmul, args: [Pt, V], over: t_kv}\noutputs: [O]\n",
+                      types[i], types[i], types[i], types[i]),
+            "attention [h,t_q,d_h] over t_kv", types[i]);
+}
+
 /* ---- maps over transposed operands ------------------------------------------------------------------ */
 
 /* Y[r, c] = A[c, r] + B[r, c], with `sizes` giving r and c. */
