@@ -1,7 +1,7 @@
 /* search.c — extraction as search, guided by the cost model (see search.h): seeds from hand-weighted
  * presets and the graph as written, then first-improvement local search over e-node choices and kernel
- * boundaries, every candidate lowered (plan.c) and predicted (costmodel.c); the K best distinct plans are
- * kept. */
+ * boundaries (one at a time, or all below a class at once), every candidate lowered (plan.c) and predicted
+ * (costmodel.c); the K best distinct plans are kept. */
 #include "search.h"
 
 #include <math.h>
@@ -197,7 +197,7 @@ typedef struct {
     int npool;
     ts_search_stats st;
     /* scratch for the cycle check and the reachable classes */
-    uint8_t *mark;
+    uint8_t *mark, *seen;
     uint32_t *order;
     int norder;
 } search;
@@ -381,12 +381,6 @@ static bool cuttable(const ts_enode *n) {
            n->op == TS_OP_CONTRACT || n->op == TS_OP_CONTRACT_ADD || n->op == TS_OP_TILE_SUM || n->op == TS_OP_TILE_MAX;
 }
 
-static bool is_output_class(const search *s, uint32_t cls) {
-    for (int o = 0; o < s->x->g->noutputs; o++)
-        if (ts_eg_find(s->x->eg, s->x->output_class[o]) == cls) return true;
-    return false;
-}
-
 typedef struct {
     extraction cur;
     double cost;
@@ -438,9 +432,56 @@ static bool try_shift_cut(search *s, climb *c, uint32_t cls) {
     return false;
 }
 
+/* The classes below cls in the current term (its operands, theirs, ...), each once, into below[]; their count.
+ * s->seen must be all zero on entry and is left so. */
+static int classes_below(search *s, const extraction *e, uint32_t cls, uint32_t *below) {
+    int n = 0, top = 0;
+    uint32_t *stack = ts_xmalloc(sizeof *stack * (s->bound + 1));
+    stack[top++] = cls;
+    while (top > 0) {
+        const ts_enode *node = e->best[stack[--top]];
+        for (int k = 0; k < ts_op_arity((ts_op)node->op); k++) {
+            uint32_t kid = ts_eg_find(s->x->eg, node->kid[k]);
+            if (s->seen[kid]) continue;
+            s->seen[kid] = 1;
+            below[n++] = kid;
+            stack[top++] = kid;
+        }
+    }
+    for (int i = 0; i < n; i++) s->seen[below[i]] = 0;
+    free(stack);
+    return n;
+}
+
+/* Makes cls a kernel's root that computes everything below it (a boundary at cls, and no boundary or ROW lowering
+ * left below it). One toggle at a time cannot make this move when several values
+ * below were given kernels of their own: a log-sum-exp and a target logit each cut off into a row kernel, which
+ * a loss's per-token value computes in one row kernel of three stages only once both cuts and the ROW marks of
+ * the maximum and the sum are gone together. Returns whether it was kept. */
+static bool try_absorb(search *s, climb *c, uint32_t cls) {
+    uint32_t *below = ts_xmalloc(sizeof *below * (s->bound + 1));
+    int n = classes_below(s, &c->cur, cls, below);
+    uint8_t *saved = ts_xmalloc((size_t)n + 1), own = c->cur.mark[cls];
+    bool any = false;
+    for (int i = 0; i < n; i++) saved[i] = c->cur.mark[below[i]], any |= saved[i] != 0;
+    bool kept = false;
+    if (any) {
+        for (int i = 0; i < n; i++) c->cur.mark[below[i]] = 0;
+        if (cuttable(c->cur.best[cls])) c->cur.mark[cls] |= TS_MARK_CUT;
+        kept = try_move(s, c);
+        if (!kept) {
+            for (int i = 0; i < n; i++) c->cur.mark[below[i]] = saved[i];
+            c->cur.mark[cls] = own;
+        }
+    }
+    free(saved);
+    free(below);
+    return kept;
+}
+
 /* One pass over the classes the current term reaches, in post-order: every other e-node of each class,
- * then a boundary toggled there, then (a reduction) the other lowering of it. Returns whether anything
- * improved. */
+ * then a boundary toggled there (or moved up to it), then everything below it taken into its kernel, then (a
+ * reduction) the other lowering of it. Returns whether anything improved. */
 static bool climb_pass(search *s, climb *c) {
     if (!well_formed(s, &c->cur)) return false;
     int n = s->norder;
@@ -456,10 +497,12 @@ static bool climb_pass(search *s, climb *c) {
             if (try_move(s, c)) improved = true;
             else c->cur.best[cls] = was;
         }
-        if (cuttable(c->cur.best[cls]) && !is_output_class(s, cls) && s->st.evals < s->max_evals) {
+        if (cuttable(c->cur.best[cls]) && s->st.evals < s->max_evals) { /* an output too: its kernel then computes it
+                                                                         first and its users load it */
             improved |= try_mark(s, c, cls, TS_MARK_CUT);
             improved |= try_shift_cut(s, c, cls); /* when the cut alone did not pay */
         }
+        if (s->st.evals < s->max_evals) improved |= try_absorb(s, c, cls);
         if (row_markable(c->cur.best[cls]) && s->st.evals < s->max_evals) improved |= try_mark(s, c, cls, TS_MARK_ROW);
     }
     free(classes);
@@ -508,6 +551,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     s.sig = ts_xcalloc((size_t)s.keep + 1, sizeof *s.sig);
     s.shape = ts_xcalloc((size_t)s.keep + 1, sizeof *s.shape);
     s.mark = ts_xmalloc(s.bound + 1);
+    s.seen = ts_xcalloc(s.bound + 1, 1);
     s.order = ts_xmalloc(sizeof *s.order * (s.bound + 1));
     *plans = ts_xcalloc((size_t)s.keep + 1, sizeof **plans);
     *n = 0;
@@ -543,6 +587,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     free(s.sig);
     free(s.shape);
     free(s.mark);
+    free(s.seen);
     free(s.order);
     return rc;
 }

@@ -363,14 +363,16 @@ Test(inplace, a_prefill_chunk_rotates_and_appends_its_keys_in_one_kernel_at_the_
         const char *name = x.c.g.axes[dyn.axis[d]].name;
         sizes[d] = !strcmp(name, "b") ? 2 : !strcmp(name, "n") ? 3 : 7;
     }
-    int32_t two = ts_graph_find_axis(&x.c.g, "two"), n = ts_graph_find_axis(&x.c.g, "n");
+    int32_t two = ts_graph_find_axis(&x.c.g, "two"), n = ts_graph_find_axis(&x.c.g, "n"),
+            s_axis = ts_graph_find_axis(&x.c.g, "s");
     int into_k = -1, counts = 0;
     for (int i = 0; i < p->nk; i++) {
         const ts_kernel *k = &p->k[i];
         const ts_buffer *B = &p->buf[k->out.buf];
         if (B->kind == TS_BUF_INPUT && !strcmp(x.c.g.inputs[B->index].name, "K_cache")) into_k = i;
-        /* a lone sum to a scalar: a REDUCE kernel or a one-row ROW kernel (the search's pick, run 114) */
-        counts += (k->kind == TS_KERNEL_REDUCE || (k->kind == TS_KERNEL_ROW && k->per_row)) && k->out.ndim == 0;
+        /* a sum of ones over s or n: a REDUCE kernel, or a ROW kernel (the search's pick, run 114; or with the
+         * positions s - n + i it gives, broadcast back over n) */
+        counts += (k->kind == TS_KERNEL_REDUCE || k->kind == TS_KERNEL_ROW) && (k->red_axis == n || k->red_axis == s_axis);
     }
     cr_assert_geq(into_k, 0);
     const ts_kernel *k = &p->k[into_k];
