@@ -1102,8 +1102,12 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     int nfree = __builtin_popcountll(M);
     bool broadcast_b = !batch && (nfree == 2 || nfree == 3) && only_axis(N) >= 0;
+    /* one batch axis and two free axes of A that B is broadcast along ([b, h, t, k]·[h, k, n] per head, an einsum's
+     * output projection): a GEMM batched over the shared axis whose rows run over both free axes, merged (A and the
+     * result laid out [batch, outer, inner, ·] so that they nest) */
+    bool merged_rows = only_axis(batch) >= 0 && nfree == 2 && only_axis(N) >= 0 && dual < 0 && !two_k;
     if (two_k && (broadcast_b || __builtin_popcountll(batch) > 1)) return false; /* one plain (batched) GEMM */
-    int32_t m = broadcast_b ? (int32_t)__builtin_ctzll(M) : only_axis(M), n = only_axis(N);
+    int32_t m = broadcast_b || merged_rows ? (int32_t)__builtin_ctzll(M) : only_axis(M), n = only_axis(N);
     /* two batch axes (Q·Kᵀ over a batch of sequences and their heads) are one batch index when they nest */
     bool two_batches = __builtin_popcountll(batch) == 2 && dual < 0;
     int32_t bt = batch ? (two_batches ? (int32_t)__builtin_ctzll(batch) : only_axis(batch)) : -1, bo = -1;
@@ -1117,9 +1121,15 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         ts_access a0 = materialize(b, opa);
         split_by_layout(&a0, batch, &bo, &bt);
     }
-    int32_t outer = -1, inner = -1; /* broadcast_b, two free axes: A's in its layout's order */
+    int32_t outer = -1, inner = -1; /* broadcast_b or merged_rows, two free axes: A's in its layout's order */
     int32_t a_order[3] = {-1, -1, -1}; /* broadcast_b, three free axes: the result's order when A's nests */
-    if (broadcast_b && nfree == 2) {
+    if (merged_rows) {
+        ts_access a0 = materialize(b, opa);
+        split_by_layout(&a0, M, &outer, &inner);
+        m = inner;
+        const ts_graph *g = b->x->g;
+        if ((double)g->axes[outer].size * (double)g->axes[inner].size > INT32_MAX) return false; /* M: 32 bits */
+    } else if (broadcast_b && nfree == 2) {
         ts_access a0 = materialize(b, opa);
         split_by_layout(&a0, M, &outer, &inner);
         /* the GEMM's rows run along the larger of the two (typical sizes): a batch of one-token sequences is
@@ -1142,7 +1152,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
      * be copied to [n, k] on every call). Decided only now: every check that can refuse the region has passed,
      * so the operands are materialised anyway. */
     bool swapped = false;
-    if (dual < 0 && (!broadcast_b || nfree == 2) && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
+    if (dual < 0 && (!broadcast_b || nfree == 2) && !merged_rows && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
         (unit_along(b, opb, kax) || own_reads_m_major(b, opb, n)) && (unit_along(b, opa, kax) || unit_along(b, opa, m))) {
         int t = opa;
         opa = opb, opb = t;
@@ -1150,7 +1160,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         m = n, n = tm;
         swapped = true, broadcast_b = false; /* A is the one shared by the batch now: stride 0 along bt */
     }
-    if (!swapped && dual < 0 && !broadcast_b && !unit_along(b, opa, kax) && unit_along(b, opb, kax)) {
+    if (!swapped && dual < 0 && !broadcast_b && !merged_rows && !unit_along(b, opa, kax) && unit_along(b, opb, kax)) {
         int t = opa;
         opa = opb, opb = t;
         int32_t tm = m;
@@ -1163,17 +1173,19 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int na = 0, nb = 0;
     if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
     if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
+    if (merged_rows) aorder[na++] = outer;
     aorder[na++] = m, aorder[na++] = kax;
     /* A with unit stride along m (Aᵀ stored) is read as it is — by the 2-byte templates (A_KM: imm-trans-a,
      * ldmatrix.trans) where the GEMM has more rows than a skinny one (whose narrow tiles need A k-contiguous), by
      * cuBLASLt (its op T) for fp32 when allowed — else through a k-contiguous copy */
     /* (the own templates also under a weight broadcast over a batch of A's: a pointwise convolution over
      * channel-first activations, A = X[b] [c, t] read M-major) */
-    bool a_transposed = bo < 0 && dual < 0 && !two_k && !unit_along(b, opa, kax) &&
+    bool a_transposed = bo < 0 && dual < 0 && !two_k && !merged_rows && !unit_along(b, opa, kax) &&
                         (own_reads_m_major(b, opa, m) ? !broadcast_b || nfree == 2
                                                       : b->library_gemms && !broadcast_b && unit_along(b, opa, m));
     ts_access a = a_transposed ? typed_operand(b, opa) : unit_stride(b, opa, kax, aorder, na);
-    if (bo >= 0 && !axes_nest(b, &a, bo, bt)) a = contiguous_as(b, opa, aorder, na);
+    if ((bo >= 0 && !axes_nest(b, &a, bo, bt)) || (merged_rows && !axes_nest(b, &a, outer, inner)))
+        a = contiguous_as(b, opa, aorder, na);
     ts_access bacc = typed_operand(b, opb);
     if (bo >= 0 && !broadcast_b && !axes_nest(b, &bacc, bo, bt)) { /* [outer, inner, k, n]: nests */
         border[nb++] = kax, border[nb++] = n;
@@ -1223,10 +1235,11 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int *memo = fresh_memo(b);
     region_expr(b, &tmp, &tmp.expr, &r, memo, root);
     free(memo);
-    bool unmerged = false; /* a merged batch: epilogue operands index it by the inner axis's stride alone */
-    for (int s = 0; bo >= 0 && s < tmp.nacc; s++) {
-        bool has_o = find_dim(&tmp.acc[s], bo) >= 0, has_i = find_dim(&tmp.acc[s], bt) >= 0;
-        unmerged |= has_o != has_i || (has_o && !axes_nest(b, &tmp.acc[s], bo, bt));
+    bool unmerged = false; /* a merged batch or rows: epilogue operands index them by the inner axis's stride alone */
+    for (int s = 0; (bo >= 0 || merged_rows) && s < tmp.nacc; s++) {
+        const int32_t x = bo >= 0 ? bo : outer, y = bo >= 0 ? bt : inner;
+        bool has_o = find_dim(&tmp.acc[s], x) >= 0, has_i = find_dim(&tmp.acc[s], y) >= 0;
+        unmerged |= has_o != has_i || (has_o && !axes_nest(b, &tmp.acc[s], x, y));
     }
     if (unmerged || b->has_mat[c0] || (c1 >= 0 && b->has_mat[c1])) {
         /* an epilogue operand needed the contraction itself (rmsnorm of a residual): it is in a buffer
@@ -1248,11 +1261,16 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         if (bo >= 0) out[no++] = bo;
         out[no++] = bt;
     }
+    if (merged_rows) out[no++] = outer;
     if (!broadcast_b || (nfree == 3 && a_order[0] < 0)) out[no++] = m;
     out[no++] = n;
-    if (bo < 0 && a_order[0] < 0) reader_order(b, root, n, out, no);
+    if (bo < 0 && a_order[0] < 0 && !merged_rows) reader_order(b, root, n, out, no);
     new_output(b, root, out, no, dtype_of(b, root), k);
     if (broadcast_b && nfree == 2) merge_rows(b, k, outer, inner);
+    if (merged_rows) {
+        TS_ASSERT(rows_nest(b, k, outer, inner));
+        k->m_outer = outer; /* the batch stays */
+    }
     return true;
 }
 

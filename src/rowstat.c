@@ -94,7 +94,7 @@ static bool moves_only_along(const ts_access *a, const int32_t *axes, int n) {
 /* Whether the reduction's rows are the GEMM's: its outputs are indexed by the GEMM's batch and row axes only,
  * and by every one of them along which A moves, so that the value a row's epilogue reads is that row's. */
 static bool same_rows(const ts_kernel *gk, const row_reduction *rr) {
-    if (gk->batch_outer >= 0) return false;
+    if (gk->batch_outer >= 0 || (gk->batch_axis >= 0 && gk->m_outer >= 0)) return false;
     const ts_access *a = &gk->acc[gk->a];
     /* the second row-like axis: the batch's, or the rows merged outside m (never both) */
     const int32_t second = gk->batch_axis >= 0 ? gk->batch_axis : gk->m_outer;
@@ -427,6 +427,7 @@ static bool row_parts_fusable(const ts_plan *p, const ts_graph *g, int gi, int r
 
 static bool row_parts_gemm(const ts_plan *p, const ts_kernel *gk) {
     return gk->kind == TS_KERNEL_GEMM && gk->b1 < 0 && !gk->nstage && !gk->nrowstat && !gk->row_parts &&
+           !(gk->batch_axis >= 0 && gk->m_outer >= 0) && /* rows merged beside a batch: not the row kernels' */
            !ts_gemm_fp32(p, gk) && p->buf[gk->out.buf].kind == TS_BUF_TEMP;
 }
 
