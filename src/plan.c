@@ -808,6 +808,34 @@ static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space,
     return true;
 }
 
+/* Whether the elementwise region rooted at i reads, among values within `space`, one that spans all of it (*full)
+ * — and nothing outside it (the return). */
+static bool reads_within_space(const builder *b, int i, bool root, uint64_t space, bool *full) {
+    const tnode *t = &b->t[i];
+    if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root)) {
+        *full |= t->axes == space;
+        return !(t->axes & ~space);
+    }
+    for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
+        if (!reads_within_space(b, (int)t->e.kid[c], false, space, full)) return false;
+    return true;
+}
+
+/* Whether stage c of a per-row ROW kernel over `space` along k reads whole rows (reads_whole_rows), or reads one
+ * tensor that spans the space weighted by smaller ones within it (Σ_e h[e, n, t]·g[t, e], a gated sum over
+ * experts; Σ_j t[o, j, b]·x[b, j]): each element of the space is read once either way — only a product of operands
+ * that are all smaller than the space (a GEMM's) would do more work than reading them. */
+static bool stage_reads_rows(const builder *b, int c, uint64_t space, int32_t k) {
+    const tnode *t = &b->t[c];
+    bool whole = true, within = true, full = false;
+    for (int a = 0; a < ts_op_arity((ts_op)t->e.op); a++) {
+        const int kid = (int)t->e.kid[a];
+        whole &= reads_whole_rows(b, kid, reduce_root(b, kid), space, k);
+        within &= reads_within_space(b, kid, reduce_root(b, kid), space, &full);
+    }
+    return whole || (within && full);
+}
+
 /* Whether reduction c is a sum or max whose operand reads whole rows of one tensor along its axis (not a
  * contraction, nor a sum of products broadcast as a GEMM's). */
 static bool reduces_whole_rows(const builder *b, int c) {
@@ -834,12 +862,8 @@ static bool try_row(builder *b, int root, bool per_row, int min_stages) {
         ns = row_stages(b, root, k, b->t[root].axes | (1ull << k), stage);
     }
     if (ns <= 0 || ns < min_stages) return false;
-    for (int j = 0; per_row && j < ns; j++) { /* Σ x·x of one row, never a product broadcast as a GEMM's */
-        const tnode *t = &b->t[stage[j]];
-        for (int a = 0; a < ts_op_arity((ts_op)t->e.op); a++)
-            if (!reads_whole_rows(b, (int)t->e.kid[a], reduce_root(b, (int)t->e.kid[a]), b->t[root].axes | (1ull << k), k))
-                return false;
-    }
+    for (int j = 0; per_row && j < ns; j++) /* Σ x·x of one row, never a product broadcast as a GEMM's */
+        if (!stage_reads_rows(b, stage[j], b->t[root].axes | (1ull << k), k)) return false;
     if (!per_row) ns = row_siblings(b, root, k, b->t[root].axes | (1ull << k), stage, ns);
     int extra[TS_KERNEL_MAX_OUTS - 1], rowout[TS_KERNEL_MAX_OUTS - 1], nx, nr;
     if (!row_extra_outputs(b, root, k, per_row, stage, ns, extra, &nx, rowout, &nr)) return false;
