@@ -45,6 +45,11 @@ int main() {
     expect(short_row_lanes<Probe<100>>() == 16, "13 spans: 16 lanes");
     expect(short_row_lanes<Probe<4096>>() == 0, "a 4096-wide row takes none of them");
     expect(!tsw::row_spans_in<Probe<4096>>(0, 32) && tsw::row_spans_in<Probe<4096>>(256, 1024), "512 spans");
+    /* launch_row_columns: rows of one or two spans down many columns take a thread (or two) a column */
+    expect(tsw::short_column_cols<Probe<8>>(1 << 20, 8, 132) == tsw::kColumnThreads, "8 experts, 1M columns: a thread a column");
+    expect(tsw::short_column_cols<Probe<12>>(3 << 20, 12, 132) == tsw::kColumnThreads / 2, "12 heads: 2 spans, 2 threads a column");
+    expect(tsw::short_column_cols<Probe<8>>(4096, 8, 132) == 0, "too few columns for every SM: the ladder");
+    expect(tsw::short_column_cols<Probe<4096>>(1 << 20, 4096, 132) == 0, "a 4096-long column: the ladder");
     int any = 0;
     for (int64_t h = 1; h <= 32; h *= 2) any += tsw::row_spans_in<AnyLength>(h / 2, h);
     expect(any == 6, "no kLen: every case compiled");
