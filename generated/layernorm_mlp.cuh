@@ -1259,9 +1259,27 @@ inline int row_columns_cluster(int64_t g, int64_t len, int split, int vec, int s
 // Rows along a strided axis: 32 neighbouring rows a block where that gives every SM two blocks; else 16 (on
 // sm_90+ with the positions split over a cluster: row_columns_cluster), else (before Hopper) 16 or 8 rows,
 // so that more threads share each row.
+// Columns a block takes where each row is one or two spans (a sum over 8 experts or 12 heads down millions of
+// columns): as many as it has threads (one span) or half as many (two), each thread folding its column's positions
+// itself, where the columns give every SM a CTA; else 0 (the ladder below). SPLIT threads a column there would leave
+// all but one or two idle: 8 positions × 1M columns took 0.225 ms on an H100 with 16 threads a column, against
+// 0.012 predicted at the DRAM rate (bench/NOTES.md run 163).
+template <class Fn> constexpr int short_column_cols(int64_t rows, int64_t len, int sm_count) {
+    const int64_t spans = (len + Fn::kVec - 1) / Fn::kVec, sms = sm_count > 0 ? sm_count : 1;
+    const int cols = spans == 1 ? kColumnThreads : spans == 2 ? kColumnThreads / 2 : 0;
+    return cols > 0 && rows >= (int64_t)cols * sms ? cols : 0;
+}
+
 template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
+    if constexpr (LenOf<Fn>::value == 0 || LenOf<Fn>::value <= 2 * Fn::kVec) { /* compiled only where rows may be short */
+        switch (short_column_cols<Fn>(p.rows, p.len, sm_count)) {
+        case kColumnThreads: return launch_row_columns_as<Fn, kColumnThreads, 1>(p, stream);
+        case kColumnThreads / 2: return launch_row_columns_as<Fn, kColumnThreads / 2, 1>(p, stream);
+        default: break;
+        }
+    }
     const int64_t blocks = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
     if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32, 1>(p, stream);
     tst::DeviceFacts f;
