@@ -1256,26 +1256,47 @@ inline int row_columns_cluster(int64_t g, int64_t len, int split, int vec, int s
 // Rows along a strided axis: 32 neighbouring rows a block where that gives every SM two blocks; else 16 (on
 // sm_90+ with the positions split over a cluster: row_columns_cluster), else (before Hopper) 16 or 8 rows,
 // so that more threads share each row.
-// Columns a block takes where each row is one or two spans (a sum over 8 experts or 12 heads down millions of
-// columns): as many as it has threads (one span) or half as many (two), each thread folding its column's positions
-// itself, where the columns give every SM a CTA; else 0 (the ladder below). SPLIT threads a column there would leave
-// all but one or two idle: 8 positions × 1M columns took 0.225 ms on an H100 with 16 threads a column, against
-// 0.012 predicted at the DRAM rate (bench/NOTES.md run 163).
+// Threads a column takes where its rows are short: the fewest (1, 2, 4 or 8) that cover a row's spans, or 0 for
+// rows of more than 8 spans (the ladder below, 16 or 32 threads a column).
+constexpr int short_column_split(int64_t spans) {
+    return spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : spans <= 8 ? 8 : 0;
+}
+
+// Columns a block takes where each row is at most 8 spans (a sum over 8 experts or 12 heads down millions of
+// columns): kColumnThreads / short_column_split, each column's threads folding its positions, where the columns give
+// every SM a CTA; else 0 (the ladder below). The ladder's 16 threads a column there would leave all but one or two
+// idle: 8 positions × 1M columns took 0.225 ms on an H100 with 16 threads a column, against 0.012 predicted at the
+// DRAM rate (bench/NOTES.md run 163).
 template <class Fn> constexpr int short_column_cols(int64_t rows, int64_t len, int sm_count) {
-    const int64_t spans = (len + Fn::kVec - 1) / Fn::kVec, sms = sm_count > 0 ? sm_count : 1;
-    const int cols = spans == 1 ? kColumnThreads : spans == 2 ? kColumnThreads / 2 : 0;
-    return cols > 0 && rows >= (int64_t)cols * sms ? cols : 0;
+    const int split = short_column_split((len + Fn::kVec - 1) / Fn::kVec);
+    const int64_t sms = sm_count > 0 ? sm_count : 1;
+    return split > 0 && rows >= (int64_t)(kColumnThreads / split) * sms ? kColumnThreads / split : 0;
+}
+
+// Whether launch_row_columns compiles the short-row launch of `split` threads a column: where the rows' static
+// length takes it, or any where the length is a run-time size.
+template <class Fn> constexpr bool short_columns_compiled(int split) {
+    constexpr int64_t len = LenOf<Fn>::value;
+    return len == 0 || short_column_split((len + Fn::kVec - 1) / Fn::kVec) == split;
 }
 
 template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
-    if constexpr (LenOf<Fn>::value == 0 || LenOf<Fn>::value <= 2 * Fn::kVec) { /* compiled only where rows may be short */
-        switch (short_column_cols<Fn>(p.rows, p.len, sm_count)) {
-        case kColumnThreads: return launch_row_columns_as<Fn, kColumnThreads, 1>(p, stream);
-        case kColumnThreads / 2: return launch_row_columns_as<Fn, kColumnThreads / 2, 1>(p, stream);
-        default: break;
-        }
+    switch (short_column_cols<Fn>(p.rows, p.len, sm_count)) {
+    case kColumnThreads:
+        if constexpr (short_columns_compiled<Fn>(1)) return launch_row_columns_as<Fn, kColumnThreads, 1>(p, stream);
+        break;
+    case kColumnThreads / 2:
+        if constexpr (short_columns_compiled<Fn>(2)) return launch_row_columns_as<Fn, kColumnThreads / 2, 1>(p, stream);
+        break;
+    case kColumnThreads / 4:
+        if constexpr (short_columns_compiled<Fn>(4)) return launch_row_columns_as<Fn, kColumnThreads / 4, 1>(p, stream);
+        break;
+    case kColumnThreads / 8:
+        if constexpr (short_columns_compiled<Fn>(8)) return launch_row_columns_as<Fn, kColumnThreads / 8, 1>(p, stream);
+        break;
+    default: break;
     }
     const int64_t blocks = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
     if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32, 1>(p, stream);

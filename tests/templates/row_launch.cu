@@ -48,6 +48,11 @@ int main() {
     /* launch_row_columns: rows of one or two spans down many columns take a thread (or two) a column */
     expect(tsw::short_column_cols<Probe<8>>(1 << 20, 8, 132) == tsw::kColumnThreads, "8 experts, 1M columns: a thread a column");
     expect(tsw::short_column_cols<Probe<12>>(3 << 20, 12, 132) == tsw::kColumnThreads / 2, "12 heads: 2 spans, 2 threads a column");
+    expect(tsw::short_column_cols<Probe<32>>(1 << 20, 32, 132) == tsw::kColumnThreads / 4, "32 positions: 4 threads a column");
+    expect(tsw::short_column_cols<Probe<64>>(1 << 20, 64, 132) == tsw::kColumnThreads / 8, "64 positions: 8 threads a column");
+    expect(tsw::short_column_cols<Probe<72>>(1 << 20, 72, 132) == 0, "9 spans: the ladder");
+    expect(tsw::short_columns_compiled<Probe<8>>(1) && !tsw::short_columns_compiled<Probe<8>>(2), "8 positions: only the 1-thread launch");
+    expect(tsw::short_columns_compiled<AnyLength>(8), "no kLen: every short launch compiled");
     expect(tsw::short_column_cols<Probe<8>>(4096, 8, 132) == 0, "too few columns for every SM: the ladder");
     expect(tsw::short_column_cols<Probe<4096>>(1 << 20, 4096, 132) == 0, "a 4096-long column: the ladder");
     int any = 0;
