@@ -1124,6 +1124,14 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         uint64_t tm = M;
         M = N, N = tm;
     }
+    /* no shared axis and two free axes each side (X[b, t, d]·W[two, d, f]: a fused gate/up weight sliced after its
+     * product): B's outer free axis is the batch, A broadcast along it (batch stride 0), A's two free axes the rows */
+    if (!batch && dual < 0 && !two_k && nfree_a == 2 && nfree_b == 2) {
+        ts_access b0 = materialize(b, opb);
+        int32_t outer_n, inner_n;
+        split_by_layout(&b0, N, &outer_n, &inner_n);
+        batch = 1ull << outer_n, N &= ~batch;
+    }
     int nfree = __builtin_popcountll(M);
     bool broadcast_b = !batch && (nfree == 2 || nfree == 3) && only_axis(N) >= 0;
     /* one batch axis and two free axes of A that B is broadcast along ([b, h, t, k]·[h, k, n] per head, an einsum's
@@ -1196,7 +1204,9 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int32_t aorder[4], border[4];
     int na = 0, nb = 0;
     if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
-    if (bt >= 0) aorder[na++] = bt, border[nb++] = bt;
+    const bool a_broadcast = merged_rows && !((b->t[opa].axes >> bt) & 1); /* A read by every batch (stride 0) */
+    if (bt >= 0 && !a_broadcast) aorder[na++] = bt;
+    if (bt >= 0) border[nb++] = bt;
     if (merged_rows) aorder[na++] = outer;
     aorder[na++] = m, aorder[na++] = kax;
     /* A with unit stride along m (Aᵀ stored) is read as it is — by the 2-byte templates (A_KM: imm-trans-a,

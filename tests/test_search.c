@@ -1792,6 +1792,36 @@ Test(search, a_sum_weighted_by_a_smaller_tensor_is_a_row_kernel) {
     }
 }
 
+/* A fused gate/up weight, X[b, t, d]·W[two, d, f], sliced after the product: two free axes each side, B's not nesting.
+ * One GEMM batched over `two` with X broadcast along it (batch stride 0) and its rows over b and t merged — not a
+ * reduction on CUDA cores (190 ms predicted before, 0.29 now). */
+Test(search, a_weight_with_two_free_axes_is_a_gemm_batched_over_its_outer_one) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strdup("graph: g\naxes: {b: 4, t: 512, d: 2048, f: 5632, two: 2, one: 1}\ninputs:\n"
+                                "  X: {dtype: bf16, shape: [b, t, d]}\n  W: {dtype: bf16, shape: [two, d, f]}\nops:\n"
+                                "  - {name: H, op: matmul, args: [X, W], over: d}\n"
+                                "  - {name: G, op: slice, args: [H], axis: two, start: 0, as: one}\n"
+                                "  - {name: U, op: slice, args: [H], axis: two, start: 1, as: one}\n"
+                                "  - {name: A, op: silu, args: [G]}\n  - {name: Y, op: mul, args: [A, U]}\noutputs: [Y]\n"));
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    const ts_kernel *gemm = NULL;
+    for (int i = 0; i < p->nk; i++) {
+        cr_expect_neq(p->k[i].kind, TS_KERNEL_REDUCE, "no contraction on CUDA cores: %s", best);
+        if (p->k[i].kind == TS_KERNEL_GEMM) gemm = &p->k[i];
+    }
+    cr_assert_not_null(gemm, "%s", best);
+    const ts_graph *g = &cg.c.g;
+    cr_expect_eq(gemm->batch_axis, ts_graph_find_axis(g, "two"), "%s", best);
+    cr_expect(gemm->m_outer == ts_graph_find_axis(g, "b") && gemm->m_axis == ts_graph_find_axis(g, "t"), "%s", best);
+    int64_t sizes[TS_SYM_MAX_DYN] = {0};
+    const ts_sym a_batch = ts_access_stride(&gemm->acc[gemm->a], gemm->batch_axis);
+    cr_expect_eq(ts_sym_eval(&a_batch, sizes), 0, "X broadcast: %s", best);
+    cr_expect_lt(p->predicted_s, 1e-3, "%s", best);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* ---- maps over transposed operands ------------------------------------------------------------------ */
 
 /* Y[r, c] = A[c, r] + B[r, c], with `sizes` giving r and c. */
