@@ -1722,6 +1722,18 @@ Test(search, a_rows_reductions_feeding_a_mean_are_one_row_kernel) {
             "row [t] over v; row [] over t", outputs[i]);
 }
 
+/* The (last) GEMM of plan p, asserting there is one and no REDUCE kernel (no contraction on CUDA cores); `best` is p
+ * described, for the messages. */
+static const ts_kernel *gemm_not_reduce(const ts_plan *p, const char *best) {
+    const ts_kernel *gemm = NULL;
+    for (int i = 0; i < p->nk; i++) {
+        cr_expect_neq(p->k[i].kind, TS_KERNEL_REDUCE, "no contraction on CUDA cores: %s", best);
+        if (p->k[i].kind == TS_KERNEL_GEMM) gemm = &p->k[i];
+    }
+    cr_assert_not_null(gemm, "%s", best);
+    return gemm;
+}
+
 /* An einsum's per-head output projection, Σ_{d_h} O[b, h, t, d_h]·Wo[h, d_h, d] then Σ_h: one batched GEMM over the
  * heads whose rows run over b and t merged (O laid out [h, b, t, d_h] so that they nest, the result likewise), not a
  * reduction over d_h on CUDA cores (9.8 ms predicted before, 0.073 now). */
@@ -1733,12 +1745,7 @@ Test(search, a_per_head_projection_is_a_gemm_batched_over_heads_with_rows_over_b
                                 "  - {name: A, op: reduce_sum, args: [Oh], axis: h}\noutputs: [A]\n"));
     const ts_plan *p = &cg.out.plans[0];
     char *best = best_plan(&cg);
-    const ts_kernel *gemm = NULL;
-    for (int i = 0; i < p->nk; i++) {
-        cr_expect_neq(p->k[i].kind, TS_KERNEL_REDUCE, "no contraction on CUDA cores: %s", best);
-        if (p->k[i].kind == TS_KERNEL_GEMM) gemm = &p->k[i];
-    }
-    cr_assert_not_null(gemm, "%s", best);
+    const ts_kernel *gemm = gemm_not_reduce(p, best);
     const ts_graph *g = &cg.c.g;
     const int32_t b = ts_graph_find_axis(g, "b"), h = ts_graph_find_axis(g, "h"), t = ts_graph_find_axis(g, "t");
     cr_expect_eq(gemm->batch_axis, h, "%s", best);
@@ -1805,12 +1812,7 @@ Test(search, a_weight_with_two_free_axes_is_a_gemm_batched_over_its_outer_one) {
                                 "  - {name: A, op: silu, args: [G]}\n  - {name: Y, op: mul, args: [A, U]}\noutputs: [Y]\n"));
     const ts_plan *p = &cg.out.plans[0];
     char *best = best_plan(&cg);
-    const ts_kernel *gemm = NULL;
-    for (int i = 0; i < p->nk; i++) {
-        cr_expect_neq(p->k[i].kind, TS_KERNEL_REDUCE, "no contraction on CUDA cores: %s", best);
-        if (p->k[i].kind == TS_KERNEL_GEMM) gemm = &p->k[i];
-    }
-    cr_assert_not_null(gemm, "%s", best);
+    const ts_kernel *gemm = gemm_not_reduce(p, best);
     const ts_graph *g = &cg.c.g;
     cr_expect_eq(gemm->batch_axis, ts_graph_find_axis(g, "two"), "%s", best);
     cr_expect(gemm->m_outer == ts_graph_find_axis(g, "b") && gemm->m_axis == ts_graph_find_axis(g, "t"), "%s", best);
