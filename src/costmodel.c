@@ -401,7 +401,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
              * here; sm_90+, as the calibrated GPU is). SMs without a CTA and the idle lanes of a block whose
              * group has fewer rows do not stream (run 40: 3 columns of 100,000 in one 8-column block, 116 us
              * for 600 KB; run 113: in a cluster of eight 16-column CTAs, 34 us) */
-            const double len = size_of(g, k->red_axis), spans = ceil(len / ts_kernel_span_vec(p, k));
+            const int vec = ts_kernel_span_vec(p, k);
+            const double len = size_of(g, k->red_axis), spans = ceil(len / vec);
             /* rows of at most 8 spans down columns enough for every SM: 1, 2, 4 or 8 threads a column (the fewest
              * that cover its spans), the rest of the block's threads further columns (row.cuh short_column_cols) */
             const double split_short = spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : spans <= 8 ? 8 : 0;
@@ -411,7 +412,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                 wave = fmin(1, groups / (2.0 * m->sms)) * rows / (groups * short_cols);
             } else {
                 const double cols = rows >= 64.0 * m->sms ? 32 : 16, groups = ceil(rows / cols);
-                const double cl = cols == 32 ? 1 : columns_cluster(groups, len, ts_kernel_span_vec(p, k), m->sms);
+                const double cl = cols == 32 ? 1 : columns_cluster(groups, len, vec, m->sms);
                 /* less a last group's idle lanes, and the threads of a column past its spans (a CTA's share of them:
                  * run 163, 16 threads a column over rows of one span, 19-24x the time of a full block) */
                 const double split = COLUMN_THREADS / cols, busy = fmin(1, spans / (cl * split));

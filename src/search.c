@@ -196,9 +196,9 @@ typedef struct {
     uint64_t *sig, *shape; /* per pool entry: plan_signature, shape_signature */
     int npool;
     ts_search_stats st;
-    /* scratch for the cycle check and the reachable classes */
+    /* scratch for the cycle check and the reachable classes; for try_absorb, the classes below one and a stack */
     uint8_t *mark, *seen;
-    uint32_t *order;
+    uint32_t *order, *below, *stack;
     int norder;
 } search;
 
@@ -432,11 +432,11 @@ static bool try_shift_cut(search *s, climb *c, uint32_t cls) {
     return false;
 }
 
-/* The classes below cls in the current term (its operands, theirs, ...), each once, into below[]; their count.
+/* The classes below cls in the current term (its operands, theirs, ...), each once, into s->below; their count.
  * s->seen must be all zero on entry and is left so. */
-static int classes_below(search *s, const extraction *e, uint32_t cls, uint32_t *below) {
+static int classes_below(search *s, const extraction *e, uint32_t cls) {
     int n = 0, top = 0;
-    uint32_t *stack = ts_xmalloc(sizeof *stack * (s->bound + 1));
+    uint32_t *stack = s->stack, *below = s->below;
     stack[top++] = cls;
     while (top > 0) {
         const ts_enode *node = e->best[stack[--top]];
@@ -449,7 +449,6 @@ static int classes_below(search *s, const extraction *e, uint32_t cls, uint32_t 
         }
     }
     for (int i = 0; i < n; i++) s->seen[below[i]] = 0;
-    free(stack);
     return n;
 }
 
@@ -459,8 +458,8 @@ static int classes_below(search *s, const extraction *e, uint32_t cls, uint32_t 
  * a loss's per-token value computes in one row kernel of three stages only once both cuts and the ROW marks of
  * the maximum and the sum are gone together. Returns whether it was kept. */
 static bool try_absorb(search *s, climb *c, uint32_t cls) {
-    uint32_t *below = ts_xmalloc(sizeof *below * (s->bound + 1));
-    int n = classes_below(s, &c->cur, cls, below);
+    const int n = classes_below(s, &c->cur, cls);
+    const uint32_t *below = s->below;
     uint8_t *saved = ts_xmalloc((size_t)n + 1), own = c->cur.mark[cls];
     bool any = false;
     for (int i = 0; i < n; i++) saved[i] = c->cur.mark[below[i]], any |= saved[i] != 0;
@@ -475,7 +474,6 @@ static bool try_absorb(search *s, climb *c, uint32_t cls) {
         }
     }
     free(saved);
-    free(below);
     return kept;
 }
 
@@ -552,6 +550,8 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     s.shape = ts_xcalloc((size_t)s.keep + 1, sizeof *s.shape);
     s.mark = ts_xmalloc(s.bound + 1);
     s.seen = ts_xcalloc(s.bound + 1, 1);
+    s.below = ts_xmalloc(sizeof *s.below * (s.bound + 1));
+    s.stack = ts_xmalloc(sizeof *s.stack * (s.bound + 1));
     s.order = ts_xmalloc(sizeof *s.order * (s.bound + 1));
     *plans = ts_xcalloc((size_t)s.keep + 1, sizeof **plans);
     *n = 0;
@@ -588,6 +588,8 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     free(s.shape);
     free(s.mark);
     free(s.seen);
+    free(s.below);
+    free(s.stack);
     free(s.order);
     return rc;
 }
