@@ -53,7 +53,7 @@ class Backend:
         return self.xp.vectorize(math.erf, otypes=[a.dtype])(a)  # numpy has no erf; math.erf is exact
 
     def transpose(self, a, perm):
-        return a.permute(*perm) if self.torch else a.transpose(perm)
+        return a.permute(tuple(perm)) if self.torch else a.transpose(perm)  # a tuple: also () for a scalar
 
     def amax(self, a, axis):
         return a.amax(dim=axis) if self.torch else a.max(axis=axis)
