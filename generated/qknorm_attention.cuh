@@ -712,7 +712,8 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // 1024-thread block); each thread owns spans of kVec consecutive positions. Rows that fit (ITEMS spans per
 // thread) are cached in registers, so later stages and the outputs never re-read memory; longer rows take
 // one pass per stage and one for the outputs, re-reading through L2 (ITEMS = 0; a maximum and the sum of
-// exponentials after it in one pass where the functor declares kOnline: an online softmax), or, with launch_row's
+// exponentials after it in one pass where the functor declares kOnline: an online softmax; stages that read no
+// other's result in the first pass: kJoinFirst), or, with launch_row's
 // `split` (a configuration tune times), each over a cluster of up to 8 blocks that cache its shares (sm_90+).
 // Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
 // always take such clusters, so that every SM streams. Operands and outputs move through span.cuh:
@@ -742,6 +743,8 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //     static constexpr int kOnline;   // optional (-1: none): stage j = kOnline a maximum whose next stage
 //     __device__ float merge(float part_sum, float part_max, float new_max) const;  // is a sum of exponentials
 //                                     //   of the difference (below)
+//     static constexpr unsigned kJoinFirst;  // optional: bit j for a stage j > 0 that reads no other stage's
+//                                     //   result: an uncached row's first pass folds it (no pass of its own)
 //     static constexpr bool kHead;    // optional: rows can start off 16 bytes (rows of an odd length); then
 //     __device__ int head(const Base &b) const;  // the positions before the row's first aligned span, which the
 //                                     //   row's first thread takes apart (row_head)
@@ -778,17 +781,27 @@ template <class Fn> struct RowParams {
 __device__ __forceinline__ float identity(int combine) { return combine == kMax ? -INFINITY : 0.f; }
 __device__ __forceinline__ float combine2(int combine, float a, float b) { return combine == kMax ? fmaxf(a, b) : a + b; }
 
-// Row `row`'s indices along the other axes, and its Base.
-template <class Fn> __device__ __forceinline__ void bind_row(const RowParams<Fn> &p, int64_t row, typename Fn::Base &b) {
-    int64_t idx[kMaxDims];
+// A row's index along each of the other axes, innermost first, by divisions in Index (unrolled: constant indices
+// keep the parameters in place); the outermost axis takes what is left.
+template <class Index>
+__device__ __forceinline__ void row_indices(const int64_t (&rsize)[kMaxDims], int nrowdim, Index row, int64_t (&idx)[kMaxDims]) {
 #pragma unroll
-    for (int d = kMaxDims - 1; d > 0; d--) {  // unrolled: constant indices keep the parameters in place
-        if (d >= p.nrowdim) continue;
-        const int64_t q = row / p.rsize[d];
-        idx[d] = row - q * p.rsize[d];
+    for (int d = kMaxDims - 1; d > 0; d--) {
+        if (d >= nrowdim) continue;
+        const Index size = (Index)rsize[d], q = row / size;
+        idx[d] = (int64_t)(row - q * size);
         row = q;
     }
-    idx[0] = row;  // the outermost axis takes what is left: no division
+    idx[0] = (int64_t)row;
+}
+
+// Row `row`'s indices along the other axes, and its Base. Where the rows number at most 2^32, the indices come
+// from 32-bit divisions: a 64-bit one is a software routine several times as long, which a column kernel pays at
+// every column it folds a few positions of (run 165: 3-10%).
+template <class Fn> __device__ __forceinline__ void bind_row(const RowParams<Fn> &p, int64_t row, typename Fn::Base &b) {
+    int64_t idx[kMaxDims];
+    if (p.rows <= (int64_t)UINT32_MAX) row_indices<uint32_t>(p.rsize, p.nrowdim, (uint32_t)row, idx);
+    else row_indices<int64_t>(p.rsize, p.nrowdim, row, idx);
     p.fn.bind(idx, b);
 }
 
@@ -973,15 +986,17 @@ template <class Fn> struct OnlineStage<Fn, std::void_t<decltype(Fn::kOnline)>> {
 // Stages j (a maximum) and j + 1 (a sum of exponentials of the difference) in one pass over an uncached row:
 // this thread's running maximum m and its sum s, rescaled by Fn::merge whenever the maximum grows (an online
 // softmax). Spans while the maximum is -inf add nothing: their terms vanish against any later finite maximum.
-template <class Fn, int TPR, int CL>
+template <class Fn, int TPR, int CL, class Join>
 __device__ __forceinline__ void online_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
-                                            const RowShare<Fn, CL> &sh, const float *acc, float &m, float &s) {
+                                            const RowShare<Fn, CL> &sh, const float *acc, float &m, float &s,
+                                            Join &&join) {
     constexpr int VEC = Fn::kVec;
     float now[Fn::kStages];  // the earlier stages' results, stage j's the running maximum
 #pragma unroll
     for (int i = 0; i < Fn::kStages; i++) now[i] = i < j ? acc[i] : 0.f;
     m = -INFINITY, s = 0.f;
     const auto use = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+        join(k0, n, v);
         float y[VEC];
         p.fn.stage(j, b, k0, n, v, now, y);
         float top = m;
@@ -1000,20 +1015,52 @@ __device__ __forceinline__ void online_part(const RowParams<Fn> &p, int j, const
     span_pass<kPassDepth<Fn>>(p, b, sh.begin + (int64_t)lane * VEC, sh.end, (int64_t)TPR * VEC, use);
 }
 
+// Fn::kJoinFirst where the functor declares it, else 0: a bit a stage that reads no other stage's result and
+// that a pass over an uncached row folds into its first pass (stage 0's, or the online pair's at 0), such as a
+// cross-entropy's target logit beside the log-sum-exp (rowstat.h ts_row_first_pass_joins).
+template <class Fn, class = void> struct JoinFirstOf { static constexpr unsigned value = 0; };
+template <class Fn> struct JoinFirstOf<Fn, std::void_t<decltype(Fn::kJoinFirst)>> {
+    static constexpr unsigned value = Fn::kJoinFirst;
+};
+
 // Passes an uncached row takes over the cached operands: one a stage (a maximum and the sum of exponentials
-// after it one: kOnline) and one for the outputs unless they are per row. Where that is one, caching the row
-// saves nothing: launch_row gives it passes rather than a wider block (run 153: log-sum-exp over 32000, passes
-// 74 us, a 1024-thread block caching the row 85 us).
+// after it one: kOnline; a stage joined to the first pass none: kJoinFirst) and one for the outputs unless they
+// are per row. Where that is one, caching the row saves nothing: launch_row gives it passes rather than a wider
+// block (run 153: log-sum-exp over 32000, passes 74 us, a 1024-thread block caching the row 85 us; run 164: a
+// cross-entropy's three stages over 32000 bf16 in a 1024-thread block caching the row, 139 us for 131 MB).
 template <class Fn>
-constexpr int kUncachedPasses = Fn::kStages - (OnlineStage<Fn>::value >= 0 ? 1 : 0) + (Fn::kPerRow ? 0 : 1);
+constexpr int kUncachedPasses = Fn::kStages - (OnlineStage<Fn>::value >= 0 ? 1 : 0) -
+                                __builtin_popcount(JoinFirstOf<Fn>::value) + (Fn::kPerRow ? 0 : 1);
+
+// The part of each stage that joins the first pass over an uncached row (JOIN: the stages' bits), folded at
+// every span that pass reads.
+template <class Fn, unsigned JOIN> struct JoinedParts {
+    float part[Fn::kStages];
+    __device__ __forceinline__ JoinedParts() {
+#pragma unroll
+        for (int j = 0; j < Fn::kStages; j++) part[j] = identity(Fn::combine(j));
+    }
+    __device__ __forceinline__ void fold(const Fn &fn, const typename Fn::Base &b, int64_t k0, int n,
+                                         const float (&v)[Fn::kIn][Fn::kVec], const float *acc) {
+#pragma unroll
+        for (int j = 0; j < Fn::kStages; j++)
+            if constexpr (JOIN != 0)
+                if (JOIN >> j & 1u) part[j] = fold_span(fn, j, b, k0, n, v, acc, part[j]);
+    }
+};
 
 // Step 2: this thread's share of stage j over the row (acc[0..j) are the earlier stages' results).
-template <class Fn, int TPR, int ITEMS, int CL>
+// join(k0, n, v): what else the pass computes at each span (the stages joined to an uncached row's first pass).
+template <class Fn, int TPR, int ITEMS, int CL, class Join>
 __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
-                                            const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
+                                            const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc,
+                                            Join &&join) {
     constexpr int VEC = Fn::kVec;
     float part = identity(Fn::combine(j));
-    const auto fold = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { part = fold_span(p.fn, j, b, k0, n, v, acc, part); };
+    const auto fold = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+        join(k0, n, v);
+        part = fold_span(p.fn, j, b, k0, n, v, acc, part);
+    };
     head_span(p, b, lane == 0 ? sh.head : 0, fold);
     if constexpr (ITEMS > 0) {
 #pragma unroll
@@ -1089,23 +1136,39 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
         if (live) bind_row(p, row, b);
         const RowShare<Fn, CL> share(p.len, rank, live ? row_head(p.fn, b, p.len) : 0);
         if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS, CL>(p, b, lane, share, x);
-        float acc[NS];
+        float acc[NS] = {};
+        // stages reading no other's result, folded into an uncached row's first pass (kJoinFirst)
+        constexpr unsigned JOIN = ITEMS == 0 ? JoinFirstOf<Fn>::value : 0u;
+        static_assert((JOIN & 1u) == 0 && JOIN < (1u << NS), "kJoinFirst: stages after the first");
+        JoinedParts<Fn, JOIN> joined;
+        const auto join = [&](int64_t k0, int n, const float (&v)[Fn::kIn][Fn::kVec]) { joined.fold(p.fn, b, k0, n, v, acc); };
+        const auto alone = [](int64_t, int, const float (&)[Fn::kIn][Fn::kVec]) {};
 #pragma unroll
         for (int j = 0; j < NS; j++) {
             if constexpr (ITEMS == 0 && OnlineStage<Fn>::value >= 0) {  // stage j + 1 folded into j's pass
                 constexpr int J = OnlineStage<Fn>::value;
                 static_assert(J + 1 < NS, "kOnline: a maximum followed by a sum");
+                static_assert((JOIN >> J & 3u) == 0, "kJoinFirst: not the online pair");
                 if (j == J + 1) continue;
                 if (j == J) {
                     float m = -INFINITY, s = 0.f;
-                    if (live) online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s);
+                    if (live) {
+                        if constexpr (J == 0) online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s, join);
+                        else online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s, alone);
+                    }
                     acc[J] = group_reduce<TPR>(m, kMax, slots[J]);
                     s = s != 0.f ? p.fn.merge(s, m, acc[J]) : 0.f;
                     acc[J + 1] = group_reduce<TPR>(s, kSum, slots[J + 1]);
                     continue;
                 }
             }
-            const float part = live ? stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc) : identity(Fn::combine(j));
+            if (JOIN >> j & 1u) {  // folded in the first pass: only its group reduction is left
+                acc[j] = group_reduce<TPR>(live ? joined.part[j] : identity(Fn::combine(j)), Fn::combine(j), slots[j]);
+                continue;
+            }
+            const float part = !live ? identity(Fn::combine(j))
+                               : j == 0 ? stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc, join)
+                                        : stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc, alone);
             acc[j] = cluster_combine<CL>(Fn::combine(j), group_reduce<TPR>(part, Fn::combine(j), slots[j]), &cta_part[j]);
         }
         if constexpr (Fn::kPerRow) {
@@ -1262,22 +1325,34 @@ constexpr int short_column_split(int64_t spans) {
     return spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : spans <= 8 ? 8 : 0;
 }
 
-// Columns a block takes where each row is at most 8 spans (a sum over 8 experts or 12 heads down millions of
-// columns): kColumnThreads / short_column_split, each column's threads folding its positions, where the columns give
-// every SM a CTA; else 0 (the ladder below). The ladder's 16 threads a column there would leave all but one or two
-// idle: 8 positions × 1M columns took 0.225 ms on an H100 with 16 threads a column, against 0.012 predicted at the
-// DRAM rate (bench/NOTES.md run 163).
+// Rows of at most this many spans take one thread a column wherever the columns give every SM a CTA of
+// kColumnThreads of them. Up to 32 spans it was the fastest launch of the kernel alone (run 165), but rows of 32
+// spans (a bilinear layer's 256 positions down 262144 columns of a GEMM's output) made their graph 45 us slower
+// than the ladder there, the kernels' own times summing to 80 us less than the graph's: left to the ladder until
+// that is understood.
+inline constexpr int64_t kShortColumnSpans = 8;
+
+// Columns a block takes where each row is short (a sum over 8 experts or 12 heads down millions of columns):
+// kColumnThreads, a thread a column folding all its positions, where a row is at most kShortColumnSpans spans and
+// the columns give every SM such a CTA; else, for rows of at most 8 spans, kColumnThreads / short_column_split
+// where those columns give every SM a CTA; else 0 (the ladder below). One thread a column was the fastest launch of
+// every shape timed (run 165, H100, row_test colshort: 12 × 3.1M columns 79 us against 103 at two threads a
+// column, an einsum's sum over heads 0.177 → 0.152 ms; 256 × 262144 70 against 107 on the ladder's 32 columns a
+// block): a column's fixed work (its indices, the combine of its threads' parts, its store) is paid once. The ladder's 16 threads a column there would leave
+// all but one or two idle: 8 positions × 1M columns took 0.225 ms on an H100 with 16 threads a column, against
+// 0.012 predicted at the DRAM rate (bench/NOTES.md run 163).
 template <class Fn> constexpr int short_column_cols(int64_t rows, int64_t len, int sm_count) {
-    const int split = short_column_split((len + Fn::kVec - 1) / Fn::kVec);
-    const int64_t sms = sm_count > 0 ? sm_count : 1;
+    const int64_t spans = (len + Fn::kVec - 1) / Fn::kVec, sms = sm_count > 0 ? sm_count : 1;
+    if (spans <= kShortColumnSpans && rows >= (int64_t)kColumnThreads * sms) return kColumnThreads;
+    const int split = short_column_split(spans);
     return split > 0 && rows >= (int64_t)(kColumnThreads / split) * sms ? kColumnThreads / split : 0;
 }
 
 // Whether launch_row_columns compiles the short-row launch of `split` threads a column: where the rows' static
 // length takes it, or any where the length is a run-time size.
 template <class Fn> constexpr bool short_columns_compiled(int split) {
-    constexpr int64_t len = LenOf<Fn>::value;
-    return len == 0 || short_column_split((len + Fn::kVec - 1) / Fn::kVec) == split;
+    constexpr int64_t len = LenOf<Fn>::value, spans = (len + Fn::kVec - 1) / Fn::kVec;
+    return len == 0 || short_column_split(spans) == split || (split == 1 && spans <= kShortColumnSpans);
 }
 
 template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {

@@ -322,7 +322,7 @@ static double epilogue_load_chunks(const ts_kernel *k) {
 }
 
 /* Threads of a block of a ROW kernel down columns (row.cuh kColumnThreads). */
-enum { COLUMN_THREADS = 512 };
+enum { COLUMN_THREADS = 512, SHORT_COLUMN_SPANS = 8 }; /* row.cuh kColumnThreads, kShortColumnSpans */
 
 /* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
  * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's
@@ -357,7 +357,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, publish = 0, scores_of = 0, fn_ops = 0,
-           row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0;
+           row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0, column_folds = 0, column_positions = 0;
     bool skinny = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
@@ -403,13 +403,18 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
              * for 600 KB; run 113: in a cluster of eight 16-column CTAs, 34 us) */
             const int vec = ts_kernel_span_vec(p, k);
             const double len = size_of(g, k->red_axis), spans = ceil(len / vec);
-            /* rows of at most 8 spans down columns enough for every SM: 1, 2, 4 or 8 threads a column (the fewest
-             * that cover its spans), the rest of the block's threads further columns (row.cuh short_column_cols) */
+            /* short rows down columns enough for every SM (row.cuh short_column_cols): a thread a column for rows
+             * of at most 8 spans where 512 columns a CTA fill the SMs, else for rows of at most 8 spans 1, 2, 4 or 8
+             * threads a column (the fewest that cover its spans), the rest of the block's threads further columns.
+             * Each column's fixed work and each position's scalar load are paid besides the bytes (run 165). */
             const double split_short = spans <= 1 ? 1 : spans <= 2 ? 2 : spans <= 4 ? 4 : spans <= 8 ? 8 : 0;
-            const double short_cols = split_short > 0 ? COLUMN_THREADS / split_short : 0;
+            const double short_cols = spans <= SHORT_COLUMN_SPANS && rows >= COLUMN_THREADS * m->sms ? COLUMN_THREADS
+                                      : split_short > 0                                          ? COLUMN_THREADS / split_short
+                                                                                                 : 0;
             if (short_cols > 0 && rows >= short_cols * m->sms) {
                 const double groups = ceil(rows / short_cols);
                 wave = fmin(1, groups / (2.0 * m->sms)) * rows / (groups * short_cols);
+                column_folds = rows, column_positions = rows * len;
             } else {
                 const double cols = rows >= 64.0 * m->sms ? 32 : 16, groups = ceil(rows / cols);
                 const double cl = cols == 32 ? 1 : columns_cluster(groups, len, vec, m->sms);
@@ -555,6 +560,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .columns = k->kind == TS_KERNEL_ROW && k->columns,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads,
+                          .column_folds = column_folds, .column_positions = column_positions,
                           .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs,
                           .extra_launches = k->kind == TS_KERNEL_GEMM && k->row_parts ? 1 : 0};
     ts_row_hoisted_free(&hoisted);
@@ -603,6 +609,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
                                  : eff;
     t = fmax(t, bytes / (m->dram_bytes_per_s * bw_eff));
     t = fmax(t, w->reduce_pairs / m->reduce_pairs_per_s);
+    t = fmax(t, (w->column_folds * m->column_fold_s + w->column_positions * m->column_position_s) / m->sms);
     const double main_loop = t;
     double epilogue = epilogue_time(m, w);
     if (w->pingpong) /* each tile's epilogue beside the next tile's main loop, partly hidden; one pipeline fill */

@@ -68,6 +68,12 @@
  *                        stage, between two of the row's reductions): 6.5e-8 from two same-call pairs on the
  *                        H200 (bench/NOTES.md run 83: LayerNorm over 4096 rows of X + b + R with two such
  *                        stages against the same norm with none, +4.9 and +3.1 us)
+ *   column_fold_s, column_position_s  the time a ROW kernel down short columns (row.cuh short_column_cols: a thread
+ *                        or a few a column, a scalar load a position) spends an SM per column (its indices, the
+ *                        combine and store) and per position: its floor beside the bytes. 1.65e-9 and 1.3e-10: run
+ *                        165 (H100, row_test colshort, a thread a column): 12.5 us per million columns and 1.0 us per
+ *                        million positions over the 132 SMs fit seven shapes from 2 × 4.2M to 256 × 262144 columns
+ *                        within 20% (the same SM count and clock as the H200)
  *   gemm_pingpong_efficiency  the share of gemm_efficiency's tensor rate the wgmma GEMM's ping-pong form
  *                        (config.h: a 128×128 tile a consumer warpgroup) reaches, its per-tile costs folded
  *                        in (it pays gemm_wave_overhead_s once, not per wave): 0.79-0.84 over four store-epilogue
@@ -147,6 +153,8 @@
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(rowstat_publish_efficiency, NULL, 0.12)                                                          \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
+    X(column_fold_s, NULL, 1.65e-9)                                                                    \
+    X(column_position_s, NULL, 1.3e-10)                                                                \
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(gemm_tile64_ratio, NULL, 1.0)                                                                    \
@@ -230,6 +238,10 @@ typedef struct {
     bool key64;             /* attention (not the decode form) in 64-key K/V tiles, at attention_key64_ratio (× the
                                whole-tiles ratio where that applies) */
     bool tile64;            /* single-B GEMM (not skinny) in 128×64 wgmma tiles, at gemm_tile64_ratio */
+    double column_folds;    /* ROW down short columns (row.cuh short_column_cols): its columns, each folded by its
+                               own thread(s), at column_fold_s an SM each ... */
+    double column_positions; /* ... and their positions (columns × row length), at column_position_s an SM each;
+                               together a floor beside the bytes */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
                                does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
     bool unchunked;         /* GEMM with an operand whose offset or row stride is odd: the mma.sync kernel's
@@ -266,7 +278,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
 /* The predicted time of a kernel with this work:
  *   launch_s + max(tensor / (tensor rate · eff · wave), FMA / (FMA rate · eff'), SFU / SFU rate,
  *                  (bytes − strided + strided / strided_efficiency) / (DRAM rate · eff''),
- *                  reduce_pairs / reduce_pairs_per_s)
+ *                  reduce_pairs / reduce_pairs_per_s,
+ *                  (column_folds · column_fold_s + column_positions · column_position_s) / SMs)
  *            + E + score_sfu_ops / sfu_ops_per_s
  *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s

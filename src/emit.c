@@ -1308,6 +1308,8 @@ static void emit_row_online(emitter *e, const ts_kernel *k, const index_map *m) 
     ts_expr merge;
     const int j = ts_row_online_stage(k, &merge);
     fprintf(e->f, "    static constexpr int kOnline = %d;\n", j);
+    const unsigned joins = ts_row_first_pass_joins(k);
+    if (joins) fprintf(e->f, "    static constexpr unsigned kJoinFirst = %uu; /* stages read in the first pass */\n", joins);
     if (j >= 0) {
         const char *names[2 + 2 * TS_ROW_MAX_STAGES];
         for (int i = 0; i < 2 + 2 * TS_ROW_MAX_STAGES; i++) names[i] = "0.f";

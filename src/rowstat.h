@@ -43,9 +43,15 @@ bool ts_plan_with_row_parts(const ts_plan *p, const ts_graph *g, ts_plan *out);
  * maximum; the caller frees merge->node), or -1 (and an empty *merge) when no stage pair folds. */
 int ts_row_online_stage(const ts_kernel *k, ts_expr *merge);
 
+/* The stages of ROW kernel k that a pass over a row it does not cache folds into its first pass (templates/row.cuh
+ * kJoinFirst, bit j for stage j): those after the first pass's own stage (stage 0, or the online pair at 0) that
+ * read no other stage's result and are not the online pair, such as a cross-entropy's target logit beside its
+ * log-sum-exp. */
+unsigned ts_row_first_pass_joins(const ts_kernel *k);
+
 /* Passes over its cached operands a ROW kernel takes for a row it does not cache (templates/row.cuh
- * kUncachedPasses): one a stage (a folded pair one: ts_row_online_stage) and one for the outputs unless they
- * are per row. */
+ * kUncachedPasses): one a stage (a folded pair one: ts_row_online_stage; a joined stage none:
+ * ts_row_first_pass_joins) and one for the outputs unless they are per row. */
 int ts_row_uncached_passes(const ts_kernel *k);
 
 /* A ROW kernel's expressions with the elementwise work that every reader of a cached operand applies to it first

@@ -560,6 +560,25 @@ Test(emit, a_softmax_declares_its_online_stage_and_a_layernorm_none) {
     free(h);
 }
 
+/* A cross-entropy's target logit (Σ over the vocabulary of the logit where the position is the target) reads
+ * neither the maximum nor the sum of exponentials: the functor declares it joined to an uncached row's first pass
+ * (row.cuh kJoinFirst), so that its 32000-long rows take one pass (rowstat.h ts_row_uncached_passes) and no wide
+ * block caching them (run 164: 139 us for 131 MB); a softmax's sum, which reads the maximum, joins nothing. */
+Test(emit, a_cross_entropy_reads_its_target_logit_in_the_log_sum_exp_pass) {
+    char *h = emit_best("bench/probes/cross_entropy_loss.yaml", "templates");
+    const char *fn = strstr(h, "static constexpr int64_t kLen = 32000;");
+    cr_assert_not_null(fn, "the row kernel over the vocabulary");
+    const char *end = strstr(fn, "kLen = 2048;");
+    const char *online = strstr(fn, "static constexpr int kOnline = 0;");
+    const char *join = strstr(fn, "static constexpr unsigned kJoinFirst = 4u;");
+    cr_expect(online && (!end || online < end), "the maximum and the sum of exponentials in one pass");
+    cr_expect(join && (!end || join < end), "stage 2 (the target logit) in that pass too");
+    free(h);
+    h = emit_best("bench/probes/softmax_vocab.yaml", "templates");
+    cr_expect_null(strstr(h, "u; /* stages read in the first pass */"));
+    free(h);
+}
+
 /* A GEMM folding row statistics of A (prologue fusion) tells the wgmma kernel where its grid publishes the rows'
  * values: a workspace temporary of 4 bytes a row (rmsnorm·W: 1024 rows), live while the GEMM runs. */
 Test(emit, a_gemm_with_row_statistics_names_the_buffer_its_grid_publishes_them_to) {

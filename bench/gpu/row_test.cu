@@ -188,6 +188,31 @@ struct LogSumExp : OneOperandRows, ExpSumMerge {
     }
 };
 
+// A row's cross-entropy against a target position (kPerRow): max + ln Σ e^(x − max) − x[target]; stage 0 max x,
+// stage 1 Σ 2^(c(x − acc0)), stage 2 Σ x where the position is the row's target (it reads neither earlier
+// stage: JOIN folds it into an uncached row's first pass, row.cuh kJoinFirst).
+template <bool JOIN> struct CrossEntropyRows : OneOperandRows, ExpSumMerge {
+    static constexpr int kStages = 3;
+    static constexpr bool kPerRow = true, kPerRowOuts = false;
+    static constexpr unsigned kJoinFirst = JOIN ? 4u : 0u;
+    const int *target;  // [rows]
+    float *y;           // [rows]
+    struct Base : OneOperandRows::Base {
+        int target;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * ld, b.target = target[idx[0]]; }
+    __device__ static constexpr int combine(int j) { return j == 0 ? tsw::kMax : tsw::kSum; }
+    __device__ void stage(int j, const Base &b, int64_t k0, int, const float (&v)[kIn][kVec], const float *acc,
+                          float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++)
+            s[i] = j == 0 ? v[0][i] : j == 1 ? exp2f(kLog2e * (v[0][i] - acc[0])) : k0 + i == b.target ? v[0][i] : 0.f;
+    }
+    __device__ void store(const Base &b, int64_t, int, const float (&)[kIn][kVec], const float *acc) const {
+        y[b.off / ld] = acc[0] + logf(acc[1]) - acc[2];
+    }
+};
+
 // h = x + r; y = h · rsqrt(mean(h²) + eps) · g (both written)
 struct ResidualRmsNorm {
     static constexpr int kVec = 8, kIn = 2, kStages = 1;
@@ -257,6 +282,32 @@ template <bool PER_ROW> struct ColumnNorm {
             for (int i = 0; i < kVec; i++) o[i] = (v[0][i] - acc[0] * inv_len) * r * gv[i] + bv[i];
             tsv::store_span<kVec, kTestPairs>(y + b.off, ld, k0, n, o);
         }
+    }
+};
+
+// Σ over a short strided axis of x [n, c0, c1, c2] plus a bias over c2, per column (c0, c1, c2): an einsum's sum
+// over heads after a per-head projection (n 12) or over experts (n 8), its columns three axes as the emitter binds
+// them (two divisions a column).
+struct ShortColumnSum {
+    static constexpr int kVec = 8, kIn = 1, kStages = 1;
+    static constexpr bool kPerRow = true, kPerRowOuts = false;
+    const __half *x, *bias;
+    __half *y;
+    int64_t ld, s0, s1;  // ld: the stride along n (every column); s0, s1: c0's and c1's
+    struct Base {
+        int64_t off, c2;
+    };
+    __device__ void bind(const int64_t *idx, Base &b) const { b.off = idx[0] * s0 + idx[1] * s1 + idx[2], b.c2 = idx[2]; }
+    __device__ static constexpr int combine(int) { return tsw::kSum; }
+    __device__ void load(const Base &b, int64_t k0, int n, float (&v)[kIn][kVec]) const {
+        tsv::load_span<kVec>(v[0], x + b.off, ld, k0, n);
+    }
+    __device__ void stage(int, const Base &, int64_t, int, const float (&v)[kIn][kVec], const float *, float (&s)[kVec]) const {
+#pragma unroll
+        for (int i = 0; i < kVec; i++) s[i] = v[0][i];
+    }
+    __device__ void store(const Base &b, int64_t, int, const float (&)[kIn][kVec], const float *acc) const {
+        y[b.off] = __float2half(acc[0] + __half2float(bias[b.c2]));
     }
 };
 
@@ -495,6 +546,19 @@ static void mean_case(int64_t rows, int64_t len, int shift, int sms) {
     record("mean (per row)", rows, len, shift, 2.0 * rows * len + 2.0 * rows, time_us([&] { return launch(fn, rows, len, sms); }), err);
 }
 
+// Row r's log-sum-exp in float64, and a device vector of floats fetched.
+static double log_sum_exp(const std::vector<float> &x, int64_t r, int64_t len) {
+    double m = -INFINITY, s = 0;
+    for (int64_t k = 0; k < len; k++) m = std::max(m, (double)x[r * len + k]);
+    for (int64_t k = 0; k < len; k++) s += std::exp(x[r * len + k] - m);
+    return m + std::log(s);
+}
+static std::vector<float> fetch_floats(const float *d, int64_t n) {
+    std::vector<float> got((size_t)n);
+    CK(cudaMemcpy(got.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return got;
+}
+
 static void lse_case(int64_t rows, int64_t len, int shift, int sms) {
     Tensor x(rows * len, shift, true);
     float *y = nullptr;
@@ -503,18 +567,34 @@ static void lse_case(int64_t rows, int64_t len, int shift, int sms) {
     LogSumExp fn{{x.d, len}, {}, y};
     CK(launch(fn, rows, len, sms));
     CK(cudaDeviceSynchronize());
-    std::vector<float> got((size_t)rows);
-    CK(cudaMemcpy(got.data(), y, rows * sizeof(float), cudaMemcpyDeviceToHost));
     std::vector<double> want((size_t)rows);
-    for (int64_t r = 0; r < rows; r++) {
-        double m = -INFINITY, s = 0;
-        for (int64_t k = 0; k < len; k++) m = std::max(m, (double)x.h[r * len + k]);
-        for (int64_t k = 0; k < len; k++) s += std::exp(x.h[r * len + k] - m);
-        want[r] = m + std::log(s);
-    }
-    double err = score(got, want, 1e-4, 1e-5);
+    for (int64_t r = 0; r < rows; r++) want[r] = log_sum_exp(x.h, r, len);
+    double err = score(fetch_floats(y, rows), want, 1e-4, 1e-5);
     record("logsumexp (per row)", rows, len, shift, 2.0 * rows * len + 4.0 * rows,
            time_us([&] { return launch(fn, rows, len, sms); }), err);
+    CK(cudaFree(y));
+}
+
+template <bool JOIN> static void xent_case(int64_t rows, int64_t len, int shift, int sms) {
+    Tensor x(rows * len, shift, true);
+    std::vector<int> target((size_t)rows);
+    for (int64_t r = 0; r < rows; r++) target[r] = (int)((r * 7919 + 13) % len);
+    int *t = nullptr;
+    float *y = nullptr;
+    CK(cudaMalloc(&t, rows * sizeof(int)));
+    CK(cudaMemcpy(t, target.data(), rows * sizeof(int), cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&y, rows * sizeof(float)));
+    CK(cudaMemset(y, 0xff, rows * sizeof(float)));  // NaN
+    CrossEntropyRows<JOIN> fn{};
+    fn.x = x.d, fn.ld = len, fn.target = t, fn.y = y;
+    CK(launch(fn, rows, len, sms));
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)rows);
+    for (int64_t r = 0; r < rows; r++) want[r] = log_sum_exp(x.h, r, len) - x.h[r * len + target[r]];
+    double err = score(fetch_floats(y, rows), want, 1e-4, 1e-5);
+    record(JOIN ? "cross-entropy (joined)" : "cross-entropy (a pass a stage)", rows, len, shift,
+           2.0 * rows * len + 8.0 * rows, time_us([&] { return launch(fn, rows, len, sms); }), err);
+    CK(cudaFree(t));
     CK(cudaFree(y));
 }
 
@@ -613,6 +693,49 @@ static void column_case(int64_t n, int64_t f, int shift, int sms, ColumnLaunch<P
            PER_ROW ? 2.0 * n * f + f * 2 : 2.0 * n * f * 2 + f * 4, time_us(run), err);
 }
 
+// `row_test colshort`: sums over n ≤ 256 positions down c0·c1·c2 columns (three row axes), through
+// launch_row_columns and through each block shape (COLS columns a block, 512 / COLS threads a column).
+using ShortColumnLaunch = cudaError_t (*)(const tsw::RowParams<ShortColumnSum> &, cudaStream_t);
+static void short_column_case(int64_t n, int64_t c0, int64_t c1, int64_t c2, int sms, ShortColumnLaunch launch,
+                              const char *label) {
+    const int64_t f = c0 * c1 * c2;
+    Tensor x(n * f, 0, true), bias(c2, 0, true), y(f, 0, false);
+    ShortColumnSum fn{x.d, bias.d, y.d, f, c1 * c2, c2};
+    tsw::RowParams<ShortColumnSum> p{};
+    p.nrowdim = 3;
+    p.rsize[0] = c0, p.rsize[1] = c1, p.rsize[2] = c2;
+    p.rows = f;
+    p.len = n;
+    p.fn = fn;
+    auto run = [&] { return launch ? launch(p, 0) : tsw::launch_row_columns(p, sms, 0); };
+    CK(run());
+    CK(cudaDeviceSynchronize());
+    std::vector<double> want((size_t)f);
+    for (int64_t c = 0; c < f; c++) {
+        double sum = bias.h[c % c2];
+        for (int64_t k = 0; k < n; k++) sum += x.h[k * f + c];
+        want[c] = sum;
+    }
+    double err = score(y.fetch(), want, 2e-2, 4e-3);
+    record((std::string("short column sums") + label).c_str(), n, f, 0, 2.0 * n * f + 2.0 * f + 2.0 * c2, time_us(run), err);
+}
+static void short_column_sweep(int sms) {
+    const int64_t shapes[][4] = {{12, 8, 512, 768}, {8, 4, 1024, 256}, {16, 4, 1024, 256}, {4, 16, 1024, 256},
+                                 {2, 16, 1024, 256}, {32, 2, 1024, 256}, {256, 64, 1, 4096}};
+    const struct {
+        ShortColumnLaunch launch;
+        const char *label;
+    } launches[] = {{nullptr, " [launch_row_columns]"},
+                    {tsw::launch_row_columns_as<ShortColumnSum, 512, 1>, " [512 cols]"},
+                    {tsw::launch_row_columns_as<ShortColumnSum, 256, 1>, " [256 cols]"},
+                    {tsw::launch_row_columns_as<ShortColumnSum, 128, 1>, " [128 cols]"},
+                    {tsw::launch_row_columns_as<ShortColumnSum, 64, 1>, " [64 cols]"},
+                    {tsw::launch_row_columns_as<ShortColumnSum, 32, 1>, " [32 cols]"},
+                    {tsw::launch_row_columns_as<ShortColumnSum, 512, 1, 4>, " [512 cols d4]"}};
+    for (const auto &sh : shapes)
+        for (const auto &l : launches) short_column_case(sh[0], sh[1], sh[2], sh[3], sms, l.launch, l.label);
+}
+
 static void copy_case(int64_t rows, int64_t len, int sms) {
     (void)sms;
     Tensor x(rows * len, 0, true), y(rows * len, 0, false);
@@ -707,6 +830,8 @@ static void long_sweep(int sms) {
         int64_t rows, len;
     } cases[] = {{residual_case, 4096, 4096},   // cached a block a row by launch_row: its passes beside it
                  {softmax_case, 2048, 32000},   {lse_case, 2048, 32000},       {lse_case, 16, 128256},
+                 {xent_case<true>, 2048, 32000}, {xent_case<false>, 2048, 32000}, {xent_case<true>, 4096, 128256},
+                 {xent_case<true>, 37, 20011},  {xent_case<false>, 37, 20011},
                  {residual_case, 4096, 8192},   {residual_case, 2048, 16384},  {layernorm_case, 1024, 32768},
                  {rmsnorm_case, 4096, 16384},   {layernorm_case, 2048, 16384}, {softmax_case, 2048, 16384},
                  {rmsnorm_case, 512, 65536},    {softmax_case, 512, 128256},
@@ -779,7 +904,8 @@ int main(int argc, char **argv) {
     const bool cluster_only = argc > 1 && std::string(argv[1]) == "cluster";
     const bool map_only = argc > 1 && std::string(argv[1]) == "map";
     const bool short_only = argc > 1 && std::string(argv[1]) == "short";
-    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only || short_only ||
+    const bool colshort_only = argc > 1 && std::string(argv[1]) == "colshort";
+    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only || short_only || colshort_only ||
                             (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
@@ -815,6 +941,7 @@ int main(int argc, char **argv) {
     else if (cluster_only) cluster_cases(sms);
     else if (map_only) map_cases(sms);
     else if (short_only) short_sweep(sms);
+    else if (colshort_only) short_column_sweep(sms);
     else if (sweep_only) sweep(sms);
     if (!sweep_only) cluster_cases(sms);
     for (const auto &s : shapes) {

@@ -45,13 +45,21 @@ int main() {
     expect(short_row_lanes<Probe<100>>() == 16, "13 spans: 16 lanes");
     expect(short_row_lanes<Probe<4096>>() == 0, "a 4096-wide row takes none of them");
     expect(!tsw::row_spans_in<Probe<4096>>(0, 32) && tsw::row_spans_in<Probe<4096>>(256, 1024), "512 spans");
-    /* launch_row_columns: rows of one or two spans down many columns take a thread (or two) a column */
+    /* launch_row_columns: rows of at most 8 spans down enough columns for a 512-column CTA an SM take a thread a
+       column (run 165); fewer columns: the fewest threads that cover a row's spans */
     expect(tsw::short_column_cols<Probe<8>>(1 << 20, 8, 132) == tsw::kColumnThreads, "8 experts, 1M columns: a thread a column");
-    expect(tsw::short_column_cols<Probe<12>>(3 << 20, 12, 132) == tsw::kColumnThreads / 2, "12 heads: 2 spans, 2 threads a column");
-    expect(tsw::short_column_cols<Probe<32>>(1 << 20, 32, 132) == tsw::kColumnThreads / 4, "32 positions: 4 threads a column");
-    expect(tsw::short_column_cols<Probe<64>>(1 << 20, 64, 132) == tsw::kColumnThreads / 8, "64 positions: 8 threads a column");
+    expect(tsw::short_column_cols<Probe<12>>(3 << 20, 12, 132) == tsw::kColumnThreads, "12 heads, 3M columns: a thread a column");
+    expect(tsw::short_column_cols<Probe<64>>(1 << 20, 64, 132) == tsw::kColumnThreads, "64 positions: a thread a column");
     expect(tsw::short_column_cols<Probe<72>>(1 << 20, 72, 132) == 0, "9 spans: the ladder");
+    expect(tsw::short_column_cols<Probe<256>>(1 << 18, 256, 132) == 0, "32 spans: the ladder (run 165)");
+    expect(tsw::short_column_cols<Probe<12>>(40000, 12, 132) == tsw::kColumnThreads / 2,
+           "12 heads, 40000 columns (too few for 512 an SM): 2 spans, 2 threads a column");
+    expect(tsw::short_column_cols<Probe<64>>(40000, 64, 132) == tsw::kColumnThreads / 8, "8 spans, 40000 columns: 8 threads a column");
+    expect(tsw::short_column_cols<Probe<64>>(4096, 64, 132) == 0, "8 spans, 4096 columns: the ladder");
     expect(tsw::short_columns_compiled<Probe<8>>(1) && !tsw::short_columns_compiled<Probe<8>>(2), "8 positions: only the 1-thread launch");
+    expect(tsw::short_columns_compiled<Probe<12>>(1) && tsw::short_columns_compiled<Probe<12>>(2) &&
+           !tsw::short_columns_compiled<Probe<12>>(4), "12 positions: the 1- and 2-thread launches");
+    expect(!tsw::short_columns_compiled<Probe<256>>(1), "256 positions: no short launch");
     expect(tsw::short_columns_compiled<AnyLength>(8), "no kLen: every short launch compiled");
     expect(tsw::short_column_cols<Probe<8>>(4096, 8, 132) == 0, "too few columns for every SM: the ladder");
     expect(tsw::short_column_cols<Probe<4096>>(1 << 20, 4096, 132) == 0, "a 4096-long column: the ladder");
