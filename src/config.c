@@ -257,6 +257,12 @@ double ts_config_row_lane_share(const ts_graph *g, const ts_plan *p, const ts_ke
     return (double)spans / (double)lanes;
 }
 
+bool ts_config_row_long(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
+    if (k->kind != TS_KERNEL_ROW || k->columns || row_count(g, k) < sms) return false;
+    const int64_t block = row_cluster_block_len(p, k);
+    return block == 0 || g->axes[k->red_axis].size > block;
+}
+
 /* ROW kernel k's variant over rows longer than a block caches (up to a cluster's worth), at least as many as
  * SMs: row_split toggled — split over clusters, or passes through L2 (fewer rows are split either way, the
  * variant's code would run the same). */

@@ -358,7 +358,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, publish = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0, column_folds = 0, column_positions = 0;
-    bool skinny = false;
+    bool skinny = false, long_rows = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
     const int loader = k->kind != TS_KERNEL_GEMM || tf32x3 ? 16 : library ? library_alignment_bytes(k)
@@ -440,6 +440,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                 bytes += cached * (ts_row_uncached_passes(k) - 1);
             }
             wave = ts_config_row_sm_share(g, p, k, m->sms) * ts_config_row_lane_share(g, p, k);
+            long_rows = ts_config_row_long(g, p, k, m->sms);
         }
         break;
     }
@@ -557,7 +558,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .tile64 = k->kind == TS_KERNEL_GEMM && !skinny && !library && !tf32x3 && loader == 16 && k->b1 < 0 &&
                                     k->cfg.tile_n == 64,
                           .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
-                          .columns = k->kind == TS_KERNEL_ROW && k->columns,
+                          .columns = k->kind == TS_KERNEL_ROW && k->columns, .long_rows = long_rows,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads,
                           .column_folds = column_folds, .column_positions = column_positions,
@@ -604,6 +605,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     t = fmax(t, w->simt_gemm_flops / (m->fma_flops_per_s * m->cublas_fp32_efficiency * w->wave_efficiency));
     double bytes = w->bytes - w->strided_bytes + w->strided_bytes / m->strided_efficiency;
     double bw_eff = w->skinny    ? m->skinny_gemm_efficiency * w->wave_efficiency
+                    : w->long_rows ? eff * w->wave_efficiency * m->row_long_efficiency
                     : w->columns || w->kind == TS_KERNEL_REDUCE || w->kind == TS_KERNEL_ROW ? eff * w->wave_efficiency
                     : matrix     ? 1
                                  : eff;

@@ -68,6 +68,11 @@
  *                        stage, between two of the row's reductions): 6.5e-8 from two same-call pairs on the
  *                        H200 (bench/NOTES.md run 83: LayerNorm over 4096 rows of X + b + R with two such
  *                        stages against the same norm with none, +4.9 and +3.1 us)
+ *   row_long_efficiency  the share of the ROW rate (row_efficiency × DRAM) that row kernels over rows longer than
+ *                        a 256-thread block caches reach (a 512- or 1024-thread block a row, one or two an SM, or a
+ *                        pass per stage through L2): 0.72 from eleven such kernels on H100s (bench/NOTES.md runs 152,
+ *                        153, 165: measured / predicted 1.39-1.99, geometric mean 1.63) divided by the H100's slower
+ *                        DRAM (3.35 against 3.91 TB/s); no H200 measurement yet
  *   column_fold_s, column_position_s  the time a ROW kernel down short columns (row.cuh short_column_cols: a thread
  *                        or a few a column, a scalar load a position) spends an SM per column (its indices, the
  *                        combine and store) and per position: its floor beside the bytes. 1.65e-9 and 1.3e-10: run
@@ -154,6 +159,7 @@
     X(rowstat_publish_efficiency, NULL, 0.12)                                                          \
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
     X(column_fold_s, NULL, 1.65e-9)                                                                    \
+    X(row_long_efficiency, NULL, 1.0)                                                                  \
     X(column_position_s, NULL, 1.3e-10)                                                                \
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
@@ -248,6 +254,8 @@ typedef struct {
                                element-wise loader (no TMA), its tensor work at gemm_elementwise_efficiency */
     bool paired;            /* GEMM with an operand whose offset or row stride is even but not a multiple of 8 elements
                                (16 bytes): the mma.sync kernel's 4-byte loader, at gemm_paired_efficiency */
+    bool long_rows;         /* ROW along rows longer than a 256-thread block caches (config.h ts_config_row_long),
+                               as many as the SMs or more: its bytes at row_long_efficiency of the ROW rate */
     bool columns;           /* ROW down columns (plan.h): bytes counts its operands once per pass (each stage,
                                then the outputs' pass unless per_row) and moves at columns_efficiency, scaled
                                by wave_efficiency: the share of two blocks an SM its rows fill */
@@ -296,7 +304,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight); a ROW kernel
  * down columns and a REDUCE kernel: eff'' = eff · wave, wave the share of two blocks an SM their launch fills;
- * any other ROW kernel: eff · wave, wave the share of the SMs its rows' clusters fill (1 unless fewer rows than
+ * any other ROW kernel: eff · wave (× row_long_efficiency over rows longer than a 256-thread block caches), wave
+ * the share of the SMs its rows' clusters fill (1 unless fewer rows than
  * SMs need a block each: ts_config_row_cluster); its bytes count the cached operands again for each pass a row
  * too long for a block's registers takes. */
 double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w);

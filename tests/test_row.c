@@ -269,6 +269,7 @@ Test(row, cost_model_counts_each_output_once_and_each_stage_per_element) {
     cr_assert_float_eq(w.fma_flops, (15 + 3 + 4) * out, 0);
     cr_assert_float_eq(w.sfu_ops, 2 * out, 0); /* sqrt, recip: one MUFU op each */
     cr_assert_float_eq(ts_costmodel_efficiency(&f.cm, TS_KERNEL_ROW), f.cm.row_efficiency, 0);
+    cr_assert(!w.long_rows, "rows of 1024 a 256-thread block caches");
     double t = f.cm.launch_s + w.bytes / (f.cm.dram_bytes_per_s * f.cm.row_efficiency);
     cr_assert_float_eq(f.p.k[0].predicted_s, t, 1e-12 * t, "DRAM-bound at row_efficiency");
     fixture_free(&f);
@@ -290,6 +291,11 @@ Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters
     ts_kernel_work w;
     ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
     cr_assert_float_eq(w.bytes, 2 * (2.0 * 512 * 8192 * 2) + 8192 * 2, 1e-6 * w.bytes, "X, R, H and Y once, g once");
+    /* longer than a 256-thread block caches: at row_long_efficiency of the ROW rate (H100s, runs 152-165) */
+    cr_assert(w.long_rows);
+    const double t = f.cm.launch_s + w.bytes / (f.cm.dram_bytes_per_s * f.cm.row_efficiency * f.cm.row_long_efficiency);
+    cr_assert_float_eq(ts_costmodel_time(&f.cm, &w), t, 1e-9 * t);
+    cr_assert_lt(f.cm.row_long_efficiency, 1);
     fixture_free(&f);
 
     fixture_load_sized(&f, 512, 32768);
