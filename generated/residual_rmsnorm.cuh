@@ -1322,8 +1322,8 @@ constexpr int short_column_split(int64_t spans) {
 // Rows of at most this many spans take one thread a column wherever the columns give every SM a CTA of
 // kColumnThreads of them. Up to 32 spans it was the fastest launch of the kernel alone (run 165), but rows of 32
 // spans (a bilinear layer's 256 positions down 262144 columns of a GEMM's output) made their graph 45 us slower
-// than the ladder there, the kernels' own times summing to 80 us less than the graph's: left to the ladder until
-// that is understood.
+// than the ladder there, ~67 us over its kernels' own times and launches: left to the ladder until that is
+// understood (bench/NOTES.md run 165).
 inline constexpr int64_t kShortColumnSpans = 8;
 
 // Columns a block takes where each row is short (a sum over 8 experts or 12 heads down millions of columns):
@@ -1332,9 +1332,9 @@ inline constexpr int64_t kShortColumnSpans = 8;
 // where those columns give every SM a CTA; else 0 (the ladder below). One thread a column was the fastest launch of
 // every shape timed (run 165, H100, row_test colshort: 12 × 3.1M columns 79 us against 103 at two threads a
 // column, an einsum's sum over heads 0.177 → 0.152 ms; 256 × 262144 70 against 107 on the ladder's 32 columns a
-// block): a column's fixed work (its indices, the combine of its threads' parts, its store) is paid once. The ladder's 16 threads a column there would leave
-// all but one or two idle: 8 positions × 1M columns took 0.225 ms on an H100 with 16 threads a column, against
-// 0.012 predicted at the DRAM rate (bench/NOTES.md run 163).
+// block): a column's fixed work (its indices, the combine of its threads' parts, its store) is paid once. The
+// ladder's 16 threads a column there would leave all but one or two idle: 8 positions × 1M columns took 0.225 ms
+// on an H100 with 16 threads a column, against 0.012 predicted at the DRAM rate (bench/NOTES.md run 163).
 template <class Fn> constexpr int short_column_cols(int64_t rows, int64_t len, int sm_count) {
     const int64_t spans = (len + Fn::kVec - 1) / Fn::kVec, sms = sm_count > 0 ? sm_count : 1;
     if (spans <= kShortColumnSpans && rows >= (int64_t)kColumnThreads * sms) return kColumnThreads;
