@@ -91,7 +91,9 @@ static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *
 }
 
 /* Best node per class by a bottom-up fixed point (cycles never win: their cost stays infinite). */
-static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
+/* The cheapest term under preset c, per class its node (NULL where none is finite); no_pick (optional): classes
+ * whose pick nodes are left out. */
+static const ts_enode **choose_nodes_but(const ts_egir *x, const cost_preset *c, const uint8_t *no_pick) {
     uint32_t bound = ts_eg_id_bound(x->eg);
     double *cost = ts_xmalloc(sizeof *cost * (bound + 1));
     const ts_enode **best = ts_xcalloc(bound + 1, sizeof *best);
@@ -102,6 +104,7 @@ static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
             if (!ts_eg_is_root(x->eg, cls)) continue;
             for (uint32_t i = 0; i < ts_eg_class_size(x->eg, cls); i++) {
                 const ts_enode *n = ts_eg_class_node(x->eg, cls, i);
+                if (no_pick && no_pick[cls] && n->op == TS_OP_PICK) continue;
                 double total = node_cost(x, c, n);
                 for (int k = 0; k < ts_op_arity((ts_op)n->op); k++)
                     total += cost[ts_eg_find(x->eg, n->kid[k])];
@@ -112,6 +115,8 @@ static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) {
     free(cost);
     return best;
 }
+
+static const ts_enode **choose_nodes(const ts_egir *x, const cost_preset *c) { return choose_nodes_but(x, c, NULL); }
 
 
 /* ---- the seed as written ----------------------------------------------------------------------- */
@@ -517,6 +522,39 @@ static void climb_from(search *s, const extraction *seed, const char *name) {
     extraction_free(&c.cur);
 }
 
+/* A preset's tree cost counts each pick of a dual contraction as paying for the dual once, so it may take
+ * pick{i}(dual(A, B0, B1)) for a lone contraction A·B_i whose class also holds it plain: a dual GEMM of which the
+ * term reads one half (a tanh-GELU MLP's down projection as P·(0.5·Wd) beside an unread P·Wd: two GEMMs and a scaled
+ * copy of the weight), from which no single move leads back. Classes whose pick reads a dual the term reads
+ * through that pick alone are extracted again without their picks, until every dual the term reaches is read
+ * through both. */
+static void drop_lone_picks(search *s, const cost_preset *c, extraction *e) {
+    const ts_egir *x = s->x;
+    uint8_t *no_pick = ts_xcalloc(s->bound + 1, 1), *read = ts_xcalloc(s->bound + 1, 1);
+    for (int round = 0; round < 8 && well_formed(s, e); round++) {
+        memset(read, 0, s->bound + 1);
+        for (int i = 0; i < s->norder; i++) { /* the halves of each dual the term reads */
+            const ts_enode *n = e->best[s->order[i]];
+            if (n->op == TS_OP_PICK && n->param[0] >= 0 && n->param[0] < 8)
+                read[ts_eg_find(x->eg, n->kid[0])] |= (uint8_t)(1u << n->param[0]);
+        }
+        bool lone = false;
+        for (int i = 0; i < s->norder; i++) {
+            uint32_t cls = s->order[i];
+            const ts_enode *n = e->best[cls];
+            if (n->op != TS_OP_PICK || no_pick[cls] || __builtin_popcount(read[ts_eg_find(x->eg, n->kid[0])]) != 1) continue;
+            for (uint32_t j = 0; j < ts_eg_class_size(x->eg, cls) && !no_pick[cls]; j++)
+                if (ts_eg_class_node(x->eg, cls, j)->op != TS_OP_PICK) no_pick[cls] = 1, lone = true;
+        }
+        if (!lone) break;
+        const ts_enode **best = choose_nodes_but(x, c, no_pick);
+        free(e->best);
+        e->best = best;
+    }
+    free(no_pick);
+    free(read);
+}
+
 /* ---- the search -------------------------------------------------------------------------------- */
 
 ts_search_opts ts_search_default_opts(void) { return (ts_search_opts){.keep = 8, .max_evals = 0}; }
@@ -568,6 +606,7 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
         }
         if ((seeds[nseeds].best = as_written(x, unsaturated, &presets[0]))) names[nseeds++] = "as-written";
         for (int i = 0; i < nseeds; i++) seeds[i].mark = ts_xcalloc(s.bound + 1, 1);
+        for (int i = 0; i < NPRESETS; i++) drop_lone_picks(&s, &presets[i], &seeds[i]);
         s.max_evals = opts->max_evals > 0 ? opts->max_evals : default_budget(well_formed(&s, &seeds[0]) ? s.norder : 1);
         for (int i = 0; i < nseeds; i++) { /* each seed gets its share of what the earlier ones left */
             int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;

@@ -1013,6 +1013,35 @@ Test(search, a_layernorm_mlp_is_a_row_kernel_and_two_gemms_not_four) {
     free_compiled(&cg);
 }
 
+/* A Gemma-style MLP: RMSNorm with a (1 + g) gain, a tanh-GELU gate times the up projection, the down projection and
+ * the residual. The GELU's 0.5·x·(1 + tanh(...)) lets the e-graph write the down projection as one half of a dual
+ * contraction, P·(0.5·Wd) beside an unread P·Wd, which the fused seed's tree cost preferred (two GEMMs over f and a
+ * scaled copy of Wd), and from which no single move of the climb leads back: the best plan had separate gate and up
+ * GEMMs (0.427 ms predicted). Seeds are extracted again without the picks of duals read through one pick alone
+ * (search.c drop_lone_picks): the row kernel, one dual GEMM with the GELU product in its epilogue, one GEMM. */
+static const char gemma_mlp[] = "graph: g\naxes: {t: 2048, d: 2304, f: 9216}\n"
+                                "inputs:\n  X: {dtype: bf16, shape: [t, d]}\n  g: {dtype: bf16, shape: [d]}\n"
+                                "  Wg: {dtype: bf16, shape: [d, f]}\n  Wu: {dtype: bf16, shape: [d, f]}\n"
+                                "  Wd: {dtype: bf16, shape: [f, d]}\n"
+                                "ops:\n  - {name: X2, op: mul, args: [X, X]}\n  - {name: ms, op: mean, args: [X2], axis: d}\n"
+                                "  - {name: mse, op: add, args: [ms, 1e-6]}\n  - {name: r, op: rsqrt, args: [mse]}\n"
+                                "  - {name: Xn, op: mul, args: [X, r]}\n  - {name: g1, op: add, args: [g, 1.0]}\n"
+                                "  - {name: Xg, op: mul, args: [Xn, g1]}\n"
+                                "  - {name: G, op: matmul, args: [Xg, Wg], over: d}\n  - {name: U, op: matmul, args: [Xg, Wu], over: d}\n"
+                                "  - {name: A, op: gelu, args: [G], approximate: tanh}\n  - {name: M, op: mul, args: [A, U]}\n"
+                                "  - {name: Y, op: matmul, args: [M, Wd], over: f}\n  - {name: O, op: add, args: [X, Y]}\n"
+                                "outputs: [O]\n";
+
+Test(search, a_tanh_gelu_gated_mlp_is_a_row_kernel_a_dual_gemm_and_a_gemm) {
+    compiled_graph cg;
+    compile_yaml(&cg, gemma_mlp);
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "row [t,d] over d; dual-gemm [t,f] over d; gemm [t,d] over f");
+    cr_expect_lt(cg.out.plans[0].predicted_s, 0.415e-3, "below the separate GEMMs' 0.427 ms");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* ---- two contractions added: one GEMM over both K ------------------------------------------------ */
 
 /* A low-rank adapter on a linear layer (weights stored [out, in]), its update scaled: Y = X·Wᵀ + s·(X·Aᵀ)·Bᵀ.
