@@ -482,6 +482,38 @@ static bool try_absorb(search *s, climb *c, uint32_t cls) {
     return kept;
 }
 
+/* Lowers the reduction at cls as a ROW kernel of its own: the ROW mark there, and a boundary at every reduction
+ * its region reaches (below cls, up to the boundaries already there), so that the kernel's one stage reads
+ * those reductions' results as loaded values. One toggle at a time cannot make this move when the region holds
+ * other reductions along its axis, which a ROW stage cannot read: a softmax-weighted sum over a sequence,
+ * Σ_t softmax(s)[b, t]·x[b, t, d], whose maximum and sum over t fold into the weighted sum's region (a REDUCE
+ * kernel reading x down t, strided) unless both are cut off and the sum is marked together; it then runs down
+ * the columns of x, coalesced. Returns whether it was kept. */
+static bool try_row_alone(search *s, climb *c, uint32_t cls) {
+    if (c->cur.mark[cls] & TS_MARK_ROW) return false;
+    int n = 0, top = 0;
+    uint32_t *stack = s->stack, *cut = s->below;
+    stack[top++] = cls;
+    while (top > 0) { /* the region below cls: its classes up to the boundaries; the reductions among them */
+        const ts_enode *node = c->cur.best[stack[--top]];
+        for (int k = 0; k < ts_op_arity((ts_op)node->op); k++) {
+            uint32_t kid = ts_eg_find(s->x->eg, node->kid[k]);
+            if (s->seen[kid] || (c->cur.mark[kid] & TS_MARK_CUT)) continue;
+            s->seen[kid] = 1;
+            if (row_markable(c->cur.best[kid]) && cuttable(c->cur.best[kid])) cut[n++] = kid;
+            stack[top++] = kid;
+        }
+    }
+    memset(s->seen, 0, s->bound + 1);
+    if (n == 0) return false; /* the plain toggle covers it */
+    for (int i = 0; i < n; i++) c->cur.mark[cut[i]] |= TS_MARK_CUT;
+    c->cur.mark[cls] |= TS_MARK_ROW;
+    if (try_move(s, c)) return true;
+    for (int i = 0; i < n; i++) c->cur.mark[cut[i]] &= (uint8_t)~TS_MARK_CUT;
+    c->cur.mark[cls] &= (uint8_t)~TS_MARK_ROW;
+    return false;
+}
+
 /* One pass over the classes the current term reaches, in post-order: every other e-node of each class,
  * then a boundary toggled there (or moved up to it), then everything below it taken into its kernel, then (a
  * reduction) the other lowering of it. Returns whether anything improved. */
@@ -520,6 +552,30 @@ static void climb_from(search *s, const extraction *seed, const char *name) {
         while (s->st.evals < s->max_evals && climb_pass(s, &c)) {
         }
     extraction_free(&c.cur);
+}
+
+/* A further seed from `seed`: each of its reductions as a ROW kernel of its own (try_row_alone) where that
+ * improves the prediction, in post-order; false (*out untouched) where none does. The climb's moves, in
+ * post-order, may fold a reduction's operands' reductions into its region before its own turn comes (a softmax
+ * into the sum it weights), after which no ROW kernel is left to choose; starting from the seed itself changed
+ * where other climbs end (a sum after a linear layer lost its GEMV form), so this is a seed of its own. */
+static bool rows_alone_seed(search *s, const extraction *seed, extraction *out) {
+    climb c = {extraction_copy(s, seed), INFINITY, "rows alone", 0};
+    c.cost = evaluate(s, &c.cur, "rows alone");
+    if (isfinite(c.cost) && well_formed(s, &c.cur)) {
+        int n = s->norder;
+        uint32_t *classes = ts_xmalloc(sizeof *classes * (size_t)(n + 1));
+        memcpy(classes, s->order, sizeof *classes * (size_t)n);
+        for (int i = 0; i < n && s->st.evals < s->max_evals; i++)
+            if (row_markable(c.cur.best[classes[i]])) try_row_alone(s, &c, classes[i]);
+        free(classes);
+    }
+    if (c.moves > 0) {
+        *out = c.cur;
+        return true;
+    }
+    extraction_free(&c.cur);
+    return false;
 }
 
 /* A preset's tree cost counts each pick of a dual contraction as paying for the dual once, so it may take
@@ -597,8 +653,8 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
     if (rc == 0) {
         *n = 1;
         enum { NPRESETS = (int)(sizeof presets / sizeof *presets) };
-        extraction seeds[NPRESETS + 1];
-        const char *names[NPRESETS + 1];
+        extraction seeds[2 * (NPRESETS + 1)];
+        const char *names[2 * (NPRESETS + 1)];
         int nseeds = 0;
         for (int i = 0; i < NPRESETS; i++, nseeds++) {
             seeds[i].best = choose_nodes(x, &presets[i]);
@@ -609,6 +665,16 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
         for (int i = 0; i < NPRESETS; i++) drop_lone_picks(&s, &presets[i], &seeds[i]);
         s.max_evals = opts->max_evals > 0 ? opts->max_evals : default_budget(well_formed(&s, &seeds[0]) ? s.norder : 1);
         for (int i = 0; i < nseeds; i++) { /* each seed gets its share of what the earlier ones left */
+            int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
+            s.max_evals = share;
+            climb_from(&s, &seeds[i], names[i]);
+            s.max_evals = all;
+        }
+        /* then, with what the climbs left, the seeds' rows-alone forms (none where the budget is spent) */
+        const int first = nseeds;
+        for (int i = 0; i < first && s.st.evals < s.max_evals; i++)
+            if (rows_alone_seed(&s, &seeds[i], &seeds[nseeds])) names[nseeds++] = names[i];
+        for (int i = first; i < nseeds; i++) {
             int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
             s.max_evals = share;
             climb_from(&s, &seeds[i], names[i]);

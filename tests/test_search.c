@@ -1042,6 +1042,24 @@ Test(search, a_tanh_gelu_gated_mlp_is_a_row_kernel_a_dual_gemm_and_a_gemm) {
     free_compiled(&cg);
 }
 
+/* Attention pooling: scores s = X·w per position, a softmax over the sequence, then y[b, d] = Σ_t p[b, t]·X[b, t, d].
+ * The climb folded the softmax's maximum and sum into the weighted sum's region before that sum's own ROW toggle came
+ * (a REDUCE kernel reading X down t, strided: 1.56 ms predicted); the seed with each reduction a ROW kernel of its
+ * own (search.c rows_alone_seed) keeps them cut, and the weighted sum runs down the columns of X (0.135 ms). */
+Test(search, a_softmax_weighted_sum_over_a_sequence_runs_down_the_columns_of_its_values) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 64, t: 1024, d: 1024}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  w: {dtype: fp16, shape: [d]}\n"
+                      "ops:\n  - {name: s, op: matmul, args: [X, w], over: d}\n"
+                      "  - {name: p, op: softmax, args: [s], axis: t}\n"
+                      "  - {name: y, op: matmul, args: [p, X], over: t}\noutputs: [y]\n");
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "row [b,t] over d; row [b,t] over t; row-columns [b,d] over t");
+    cr_expect_lt(cg.out.plans[0].predicted_s, 0.2e-3, "X read twice at the DRAM rate, not down t");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* ---- two contractions added: one GEMM over both K ------------------------------------------------ */
 
 /* A low-rank adapter on a linear layer (weights stored [out, in]), its update scaled: Y = X·Wᵀ + s·(X·Aᵀ)·Bᵀ.
