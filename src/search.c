@@ -90,9 +90,8 @@ static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *
     }
 }
 
-/* Best node per class by a bottom-up fixed point (cycles never win: their cost stays infinite). */
-/* The cheapest term under preset c, per class its node (NULL where none is finite); no_pick (optional): classes
- * whose pick nodes are left out. */
+/* Best node per class under preset c by a bottom-up fixed point (cycles never win: their cost stays infinite; NULL
+ * where no node is finite); no_pick (optional): classes whose pick nodes are left out. */
 static const ts_enode **choose_nodes_but(const ts_egir *x, const cost_preset *c, const uint8_t *no_pick) {
     uint32_t bound = ts_eg_id_bound(x->eg);
     double *cost = ts_xmalloc(sizeof *cost * (bound + 1));
@@ -554,6 +553,16 @@ static void climb_from(search *s, const extraction *seed, const char *name) {
     extraction_free(&c.cur);
 }
 
+/* Climbs from seeds [from, to) in turn, each with its share of the budget the earlier ones left. */
+static void climb_seeds(search *s, const extraction *seeds, const char *const *names, int from, int to) {
+    for (int i = from; i < to; i++) {
+        int share = s->st.evals + (s->max_evals - s->st.evals) / (to - i), all = s->max_evals;
+        s->max_evals = share;
+        climb_from(s, &seeds[i], names[i]);
+        s->max_evals = all;
+    }
+}
+
 /* A further seed from `seed`: each of its reductions as a ROW kernel of its own (try_row_alone) where that
  * improves the prediction, in post-order; false (*out untouched) where none does. The climb's moves, in
  * post-order, may fold a reduction's operands' reductions into its region before its own turn comes (a softmax
@@ -664,22 +673,12 @@ int ts_search_plans(const ts_egir *x, const ts_egir *unsaturated, const ts_egir_
         for (int i = 0; i < nseeds; i++) seeds[i].mark = ts_xcalloc(s.bound + 1, 1);
         for (int i = 0; i < NPRESETS; i++) drop_lone_picks(&s, &presets[i], &seeds[i]);
         s.max_evals = opts->max_evals > 0 ? opts->max_evals : default_budget(well_formed(&s, &seeds[0]) ? s.norder : 1);
-        for (int i = 0; i < nseeds; i++) { /* each seed gets its share of what the earlier ones left */
-            int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
-            s.max_evals = share;
-            climb_from(&s, &seeds[i], names[i]);
-            s.max_evals = all;
-        }
+        climb_seeds(&s, seeds, names, 0, nseeds);
         /* then, with what the climbs left, the seeds' rows-alone forms (none where the budget is spent) */
         const int first = nseeds;
         for (int i = 0; i < first && s.st.evals < s.max_evals; i++)
             if (rows_alone_seed(&s, &seeds[i], &seeds[nseeds])) names[nseeds++] = names[i];
-        for (int i = first; i < nseeds; i++) {
-            int share = s.st.evals + (s.max_evals - s.st.evals) / (nseeds - i), all = s.max_evals;
-            s.max_evals = share;
-            climb_from(&s, &seeds[i], names[i]);
-            s.max_evals = all;
-        }
+        climb_seeds(&s, seeds, names, first, nseeds);
         s.st.classes = well_formed(&s, &seeds[0]) ? s.norder : 0;
         for (int i = 0; i < nseeds; i++) extraction_free(&seeds[i]);
         for (int i = 0; i < s.npool; i++) (*plans)[(*n)++] = s.pool[i];
