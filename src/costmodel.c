@@ -321,8 +321,9 @@ static double epilogue_load_chunks(const ts_kernel *k) {
     return ceil((double)k->cfg.tile_n / cc);
 }
 
-/* Threads of a block of a ROW kernel down columns (row.cuh kColumnThreads). */
-enum { COLUMN_THREADS = 512, SHORT_COLUMN_SPANS = 8 }; /* row.cuh kColumnThreads, kShortColumnSpans */
+/* Threads of a block of a ROW kernel down columns, and the longest rows (in spans) it gives a thread a column
+ * (row.cuh kColumnThreads, kShortColumnSpans). */
+enum { COLUMN_THREADS = 512, SHORT_COLUMN_SPANS = 8 };
 
 /* The CTAs a group of rows of a ROW kernel down columns is split over (row.cuh row_columns_cluster, the same
  * rule): the fewest of 1, 2, 4, 8 whose CTAs give 90% of two an SM, each of the 32 threads along a group's

@@ -437,8 +437,9 @@ static bool try_shift_cut(search *s, climb *c, uint32_t cls) {
 }
 
 /* The classes below cls in the current term (its operands, theirs, ...), each once, into s->below; their count.
+ * region: only those in cls's kernel region (not past a class marked as a boundary, nor those classes).
  * s->seen must be all zero on entry and is left so. */
-static int classes_below(search *s, const extraction *e, uint32_t cls) {
+static int classes_below(search *s, const extraction *e, uint32_t cls, bool region) {
     int n = 0, top = 0;
     uint32_t *stack = s->stack, *below = s->below;
     stack[top++] = cls;
@@ -446,7 +447,7 @@ static int classes_below(search *s, const extraction *e, uint32_t cls) {
         const ts_enode *node = e->best[stack[--top]];
         for (int k = 0; k < ts_op_arity((ts_op)node->op); k++) {
             uint32_t kid = ts_eg_find(s->x->eg, node->kid[k]);
-            if (s->seen[kid]) continue;
+            if (s->seen[kid] || (region && (e->mark[kid] & TS_MARK_CUT))) continue;
             s->seen[kid] = 1;
             below[n++] = kid;
             stack[top++] = kid;
@@ -462,7 +463,7 @@ static int classes_below(search *s, const extraction *e, uint32_t cls) {
  * a loss's per-token value computes in one row kernel of three stages only once both cuts and the ROW marks of
  * the maximum and the sum are gone together. Returns whether it was kept. */
 static bool try_absorb(search *s, climb *c, uint32_t cls) {
-    const int n = classes_below(s, &c->cur, cls);
+    const int n = classes_below(s, &c->cur, cls, false);
     const uint32_t *below = s->below;
     uint8_t *saved = ts_xmalloc((size_t)n + 1), own = c->cur.mark[cls];
     bool any = false;
@@ -490,20 +491,11 @@ static bool try_absorb(search *s, climb *c, uint32_t cls) {
  * the columns of x, coalesced. Returns whether it was kept. */
 static bool try_row_alone(search *s, climb *c, uint32_t cls) {
     if (c->cur.mark[cls] & TS_MARK_ROW) return false;
-    int n = 0, top = 0;
-    uint32_t *stack = s->stack, *cut = s->below;
-    stack[top++] = cls;
-    while (top > 0) { /* the region below cls: its classes up to the boundaries; the reductions among them */
-        const ts_enode *node = c->cur.best[stack[--top]];
-        for (int k = 0; k < ts_op_arity((ts_op)node->op); k++) {
-            uint32_t kid = ts_eg_find(s->x->eg, node->kid[k]);
-            if (s->seen[kid] || (c->cur.mark[kid] & TS_MARK_CUT)) continue;
-            s->seen[kid] = 1;
-            if (row_markable(c->cur.best[kid]) && cuttable(c->cur.best[kid])) cut[n++] = kid;
-            stack[top++] = kid;
-        }
-    }
-    memset(s->seen, 0, s->bound + 1);
+    const int below = classes_below(s, &c->cur, cls, true);
+    uint32_t *cut = s->below; /* the reductions among them, kept in place */
+    int n = 0;
+    for (int i = 0; i < below; i++)
+        if (row_markable(c->cur.best[cut[i]]) && cuttable(c->cur.best[cut[i]])) cut[n++] = cut[i];
     if (n == 0) return false; /* the plain toggle covers it */
     for (int i = 0; i < n; i++) c->cur.mark[cut[i]] |= TS_MARK_CUT;
     c->cur.mark[cls] |= TS_MARK_ROW;
