@@ -4,7 +4,8 @@
 # with TSOPT_CACHE=<cache>), as one xz archive. The libraries and tsopt are stripped; float64 reference files
 # over REF_MB are left out (tune recomputes a missing reference on the GPU machine: the decoder layer's is 1 GB).
 # It checks the archive plus the tracked tree against the device's transfer limit (64 MiB).
-# Usage (here):   CACHE=build/tc-all TAR=build/carry.tar.xz [EXTRA="build/gpu/gemm_sm90_test"] bash bench/gpu/carry.sh
+# Usage (here):   CACHE=build/tc-all TAR=build/carry.tar.xz [EXTRA="build/gpu/gemm_sm90_test"] [LOGS="OUT/tune/*.build.log"] bash bench/gpu/carry.sh
+# LOGS: pack only the libraries and references those `tune --build-only` logs name (a shared cache holds many graphs').
 # Then (device):  run with carry [TAR] and the command
 #                 tar xJf TAR && rm -rf build/tune-cache && mv CACHE build/tune-cache && OUT=$OUT/a bash bench/h200.sh
 set -euo pipefail
@@ -20,7 +21,16 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build" "$stage/$(dirname "$cache")"
 cp build/tsopt "$stage/build/tsopt" && strip "$stage/build/tsopt"
-cp -a "$cache" "$stage/$cache"
+if [ -n "${LOGS:-}" ]; then
+  mkdir -p "$stage/$cache"
+  # shellcheck disable=SC2086  # LOGS is a list of globs
+  for h in $(grep -ho "$cache/[0-9a-f]\{16\}/\|reference [0-9a-f]\{16\}" $LOGS | grep -o "[0-9a-f]\{16\}" | sort -u); do
+    [ -d "$cache/$h" ] && cp -a "$cache/$h" "$stage/$cache/"
+    [ -f "$cache/ref-$h.bin" ] && cp -a "$cache/ref-$h.bin" "$stage/$cache/"
+  done
+else
+  cp -a "$cache" "$stage/$cache"
+fi
 rm -rf "$stage/$cache"/*.tmp.*                                   # builds that were interrupted
 dropped=$(find "$stage/$cache" -maxdepth 1 -name 'ref-*.bin' -size +"${ref_mb}M" | wc -l)
 find "$stage/$cache" -maxdepth 1 -name 'ref-*.bin' -size +"${ref_mb}M" -delete
