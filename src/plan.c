@@ -751,7 +751,7 @@ static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, con
     bool *in = ts_xcalloc((size_t)b->nt + 1, sizeof *in), ok = true;
     mark_region(b, root, true, in);
     const uint64_t whole = b->t[root].axes, row = k >= 0 ? whole & ~(1ull << k) : 0;
-    int sib[TS_KERNEL_MAX_OUTS - 1], nsib = per_row || k < 0 ? 0 : row_per_row_siblings(b, in, row, stage, ns, sib, TS_KERNEL_MAX_OUTS - 1);
+    int sib[TS_KERNEL_MAX_OUTS - 1], nsib = k < 0 ? 0 : row_per_row_siblings(b, in, row, stage, ns, sib, TS_KERNEL_MAX_OUTS - 1);
     *nx = *nr = 0;
     for (int i = root - 1; i >= 0 && ok; i--) {
         const tnode *t = &b->t[i];
@@ -761,16 +761,19 @@ static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, con
         else if (span) extra[(*nx)++] = i;
         else rowout[(*nr)++] = i;
     }
+    /* A per-row kernel's outputs all span the row's other axes: what it writes once per row is written as its root
+     * is (extra), not beside per-position outputs (rowout). */
+    int *per_row_outs = per_row ? extra : rowout, *nper = per_row ? nx : nr;
     int taken = 0; /* siblings the outputs have room for; the others are left to kernels of their own */
-    while (taken < nsib && *nx + *nr < TS_KERNEL_MAX_OUTS - 1) rowout[(*nr)++] = sib[taken++];
+    while (taken < nsib && *nx + *nr < TS_KERNEL_MAX_OUTS - 1) per_row_outs[(*nper)++] = sib[taken++];
     nsib = taken;
     for (int j = 0; j < ns && ok; j++) { /* a stage needed elsewhere too (the root's readers read the output) */
         const int c = stage[j];
         if (c == root || !needed_outside_row(b, root, stage, ns, sib, nsib, c)) continue;
         bool read_elsewhere = refs_in_row(b, root, stage, ns, sib, nsib, c) < b->t[c].uses;
-        if (per_row || b->has_mat[c]) ok = !read_elsewhere; /* a returned one is computed by its own kernel */
+        if (b->has_mat[c]) ok = !read_elsewhere; /* a returned one is computed by its own kernel */
         else if (*nx + *nr == TS_KERNEL_MAX_OUTS - 1) ok = false;
-        else rowout[(*nr)++] = c;
+        else per_row_outs[(*nper)++] = c;
     }
     free(in);
     return ok;
