@@ -965,6 +965,9 @@ int main(int argc, char **argv) {
         {37, 4099, 1},    // odd sizes, misaligned
         {1, 1000, 0},     // a single position per column
         {100000, 3, 0},   // long and few columns: most threads of a block idle
+        {4100, 2050, 1},  // odd sizes, misaligned, over a cluster: each CTA's chunk cached (ColumnCache)
+        {1024, 65536, 0}, // a softmax-like channel axis: 1024 positions down 65536 columns, cached without a cluster
+        {16384, 1024, 0}, // too long for 8 CTAs' registers: a pass a stage
     };
     for (const auto &c : columns) {
         if (sweep_only) break;
