@@ -102,6 +102,7 @@ typedef struct {
     CUdeviceptr *din, *dout, *tin, *tout, flush, ws;
     size_t ws_bytes;
     char arch[16];                /* the compile target: "90a" */
+    bool other_kinds;             /* a candidate beside the top plans: the best of other kernel kinds (TUNE_DIVERSE) */
 } tuner;
 
 static const char *flags_text(const tuner *t) {
@@ -143,6 +144,11 @@ enum { TUNE_LIBRARY_VARIANTS = 1 };
  * 10-50% on every timed kernel kind but one (a contraction computed as a reduce kernel, predicted 2.3 ms and
  * measured 91.5 ms: timing it cost seconds of GPU time a tune and could not have won). */
 #define TUNE_HOPELESS 10.0
+/* With --top 2 or more, one more candidate: the best plan with other kinds of kernels than the top ones, when one
+ * is predicted within this many times the best. The model is surest between near twins; an error between kernel
+ * kinds (an attention kernel with a score mask at head dim 256 against its score GEMM, softmax and P·V) is what
+ * only timing both can catch. */
+#define TUNE_DIVERSE 1.15
 
 static void free_variant(ts_plan *q) {
     if (!q) return;
@@ -251,8 +257,39 @@ static void add_config_variants(tuner *t) {
     if (lib) add_candidate(t, t->o->nplans + 1 + added, lib, lib);
 }
 
+/* Plan p's kernels of each kind that take a tenth of its predicted time or more, added into n (sign +1) or taken
+ * from it (-1): what a plan computes its graph with, its small kernels (a bias's sum, a weight's copy) left out. */
+static void count_main_kernels(const ts_plan *p, int sign, int *n) {
+    for (int i = 0; i < p->nk; i++) n[p->k[i].kind] += sign * (p->k[i].predicted_s >= 0.1 * p->predicted_s);
+}
+
+/* Whether plans a and b run the same main kernels (near twins: another tiling, order of axes or small kernel), not
+ * two ways of computing the graph (one attention kernel against a score GEMM, a softmax row kernel and P·V). */
+static bool same_kernel_kinds(const ts_plan *a, const ts_plan *b) {
+    int n[TS_NKINDS] = {0};
+    count_main_kernels(a, 1, n);
+    count_main_kernels(b, -1, n);
+    for (int k = 0; k < TS_NKINDS; k++)
+        if (n[k] != 0) return false;
+    return true;
+}
+
+/* The best-ranked plan from index `from` on, predicted within TUNE_DIVERSE times the best, whose kernel kinds
+ * differ from every candidate's so far; -1 when there is none. */
+static int first_other_kinds(const tuner *t, int from) {
+    const ts_tune_opts *o = t->o;
+    for (int i = from; i < o->nplans && o->plans[i].predicted_s <= TUNE_DIVERSE * o->plans[0].predicted_s; i++) {
+        bool seen = false;
+        for (int j = 0; j < t->n && !seen; j++) seen = same_kernel_kinds(&o->plans[i], t->c[j].plan);
+        if (!seen) return i;
+    }
+    return -1;
+}
+
 /* The top K plans as headers (those predicted within TUNE_HOPELESS times the best; the plans come best
- * predicted first), duplicates (the same header text) dropped, then configuration variants of the best. */
+ * predicted first), duplicates (the same header text) dropped; with K ≥ 2 also the best plan that computes the
+ * graph with other kinds of kernels than those, where one is predicted within TUNE_DIVERSE of the best; then
+ * configuration variants of the best. */
 static void make_candidates(tuner *t) {
     const ts_tune_opts *o = t->o;
     t->c = ts_xcalloc((size_t)o->nplans + 1 + TUNE_CONFIG_VARIANTS + TUNE_LIBRARY_VARIANTS, sizeof *t->c);
@@ -260,6 +297,8 @@ static void make_candidates(tuner *t) {
         if (i > 0 && o->plans[i].predicted_s > TUNE_HOPELESS * o->plans[0].predicted_s) break;
         add_candidate(t, i + 1, &o->plans[i], NULL);
     }
+    const int other = o->top >= 2 && t->n > 0 ? first_other_kinds(t, 0) : -1;
+    t->other_kinds = other >= 0 && add_candidate(t, other + 1, &o->plans[other], NULL);
     add_config_variants(t);
 }
 
@@ -1476,8 +1515,10 @@ static int on_gpu(tuner *t) {
     char *how = validation_text(t);
     int variants = 0;
     for (int i = 0; i < t->n; i++) variants += t->c[i].owned != NULL;
-    char vtext[64] = "";
-    if (variants) snprintf(vtext, sizeof vtext, " and %d configuration%s of the best", variants, variants == 1 ? "" : "s");
+    char vtext[112] = "";
+    const int len = snprintf(vtext, sizeof vtext, "%s", t->other_kinds ? ", the best of other kernel kinds" : "");
+    if (variants)
+        snprintf(vtext + len, sizeof vtext - (size_t)len, " and %d configuration%s of the best", variants, variants == 1 ? "" : "s");
     printf("graph %s on %s: %d candidate%s (top %d by prediction%s), validated %s%s, timed as the median of %d runs "
            "(L2 flushed)\n",
            o->g->name, t->gpu_name, t->n, t->n == 1 ? "" : "s", o->top, vtext, strcmp(how, "in full") ? "at " : "", how,

@@ -341,6 +341,29 @@ Test(tune, plans_predicted_over_ten_times_the_best_are_not_candidates) {
     remove_dir(dir);
 }
 
+/* With --top 2 one more candidate: the best plan computing the graph with other main kernels, when one is predicted
+ * within 15% of the best. An additive score mask at head dim 256: the top two are the score GEMM, softmax row kernel
+ * and P·V GEMM in two tilings; the one attention kernel, ranked 4th at +8%, is timed too. With --top 1, none. */
+Test(tune, the_best_plan_of_other_kernel_kinds_is_a_candidate_too) {
+    char *dir = scratch("diverse");
+    char *args = ts_strfmt("tune --build-only --top 2 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
+                           "bench/probes/attention_mask_d256.yaml",
+                           dir);
+    tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
+    cr_expect_eq(r.code, 0, "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "\n1    fused/14 "), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "\n2    fused/39 "), "%s", r.out);
+    cr_expect_not_null(strstr(r.out, "\n4    fused/3 "), "the attention kernel's plan: %s", r.out);
+    free(r.out), free(args);
+    args = ts_strfmt("tune --build-only --top 1 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
+                     "bench/probes/attention_mask_d256.yaml",
+                     dir);
+    r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
+    cr_expect_null(strstr(r.out, "\n4    fused/3 "), "%s", r.out);
+    free(r.out), free(args);
+    remove_dir(dir);
+}
+
 Test(tune, bad_options_are_usage_errors) {
     tsopt_result r = run_tsopt("tune --reps 0 bench/graphs/matmul.yaml");
     cr_expect_eq(r.code, 2, "%s", r.out);
