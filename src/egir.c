@@ -259,13 +259,74 @@ static uint32_t add_view(ts_egir *x, uint32_t kid, const ts_graph *g, const ts_r
             }
             tv->view.ndim--;
         }
-    ts_enode n = {.op = TS_OP_VIEW, .kid = {kid}, .param = {x->nviews++}};
+    int64_t id = x->nviews; /* an equal view of the same node's layout is the same e-node: the same value */
+    for (int64_t i = 0; i < x->nviews && id == x->nviews; i++)
+        if (x->views[i].src_ndim == tv->src_ndim && ts_view_equal(&x->views[i].view, &tv->view) &&
+            memcmp(x->views[i].src_axis, tv->src_axis, sizeof(int32_t) * (size_t)tv->src_ndim) == 0)
+            id = i;
+    if (id == x->nviews) x->nviews++;
+    ts_enode n = {.op = TS_OP_VIEW, .kid = {kid}, .param = {id}};
     return ts_eg_add(x->eg, &n);
+}
+
+/* Where view v shows node `id` sliced along one of its axes and otherwise whole (every other axis at its
+ * stride; dims that broadcast aside): that axis (*a), the slice's axis in v (*as), start and step; false for
+ * any other view. */
+static bool slice_of_node(const ts_graph *g, int32_t id, const ts_view *v, int32_t *a, int32_t *as, int64_t *start,
+                          int64_t *step) {
+    const ts_view whole = ts_view_of_node(g, id);
+    int found = 0, slice_dim = -1;
+    for (int d = 0; d < v->ndim; d++) {
+        const int p = ts_view_find(&whole, v->axis[d]);
+        if (p >= 0) {
+            if (v->size[d] != whole.size[p] || (v->stride[d] != whole.stride[p] && whole.size[p] != 1)) return false;
+            found++;
+        } else if (v->stride[d] != 0) {
+            if (slice_dim >= 0) return false;
+            slice_dim = d;
+        }
+    }
+    if (slice_dim < 0 || found != whole.ndim - 1) return false;
+    int pa = -1; /* the one axis of the node that v does not show whole */
+    for (int p = 0; p < whole.ndim; p++)
+        if (ts_view_find(v, whole.axis[p]) < 0) pa = p;
+    const int64_t st = whole.stride[pa], s = v->stride[slice_dim];
+    if (pa < 0 || st <= 0 || s <= 0 || s % st != 0 || v->offset % st != 0) return false;
+    *a = whole.axis[pa], *as = v->axis[slice_dim], *step = s / st, *start = v->offset / st;
+    return *start >= 0 && *start + (v->size[slice_dim] - 1) * *step < whole.size[pa] && v->size[slice_dim] < whole.size[pa];
+}
+
+/* A slice of a contraction's result is the contraction of its operands' slices: where ref r shows a sum over k of
+ * a product sliced along one of its other axes (a fused gate/up projection's two halves), the class of r also
+ * gets Σ_k of the product of the operands sliced alike — so that each half is a contraction of its own, which the
+ * rules can pair into one dual contraction reading X once (shared-operand) and the search may choose instead of
+ * writing the whole product and slicing it. */
+static void add_sliced_contraction(ts_egir *x, const ts_ref *r, uint32_t view_class) {
+    const ts_graph *g = x->g;
+    const ts_node *sum = &g->nodes[r->node];
+    if (sum->op != TS_OP_REDUCE_SUM || !is_plain_view(g, sum->src[0].node, &sum->src[0].view)) return;
+    const ts_node *prod = &g->nodes[sum->src[0].node];
+    int32_t a, as;
+    int64_t start, step;
+    if (prod->op != TS_OP_MUL || !slice_of_node(g, r->node, &r->view, &a, &as, &start, &step)) return;
+    ts_enode m = {.op = TS_OP_MUL};
+    for (int s = 0; s < 2; s++) {
+        ts_ref o = prod->src[s];
+        const int d = ts_view_find(&o.view, a);
+        if (d < 0) return;
+        ts_view_slice(&o.view, d, as, start, step, g->axes[as].size);
+        m.kid[s] = is_plain_view(g, o.node, &o.view) ? x->node_class[o.node] : add_view(x, x->node_class[o.node], g, &o);
+    }
+    ts_enode red = {.op = TS_OP_REDUCE_SUM, .kid = {ts_eg_add(x->eg, &m)}, .param = {sum->reduce_axis}};
+    ts_eg_union(x->eg, view_class, ts_eg_add(x->eg, &red));
 }
 
 static uint32_t ref_class(ts_egir *x, const ts_ref *r) {
     uint32_t kid = x->node_class[r->node];
-    return is_plain_view(x->g, r->node, &r->view) ? kid : add_view(x, kid, x->g, r);
+    if (is_plain_view(x->g, r->node, &r->view)) return kid;
+    const uint32_t v = add_view(x, kid, x->g, r);
+    add_sliced_contraction(x, r, v);
+    return v;
 }
 
 static uint32_t add_hlir_node(ts_egir *x, const ts_node *n) {

@@ -66,10 +66,10 @@ static double node_cost(const ts_egir *x, const cost_preset *c, const ts_enode *
     ts_op op = (ts_op)n->op;
     uint64_t space = 0;
     for (int k = 0; k < ts_op_arity(op); k++) space |= cdata(x, ts_eg_find(x->eg, n->kid[k]))->axes;
-    /* param[0] of view{v} and pick{i} is no axis, yet it is counted as one, as before; the guard keeps a
-     * deep stack's view ids past 63 from shifting out of range */
-    bool param_bit = (ts_op_kind_of(op) == TS_KIND_REDUCE || ts_op_kind_of(op) == TS_KIND_FUSED) &&
-                     n->param[0] >= 0 && n->param[0] < 64;
+    /* param[0] is the reduced axis of a reduction or a fused op; of view{v} and pick{i} it is no axis (counted as
+     * one it made a view's cost depend on its number: two halves of one weight cost apart) */
+    bool param_bit = (ts_op_kind_of(op) == TS_KIND_REDUCE || ts_op_kind_of(op) == TS_KIND_FUSED) && op != TS_OP_VIEW &&
+                     op != TS_OP_PICK && n->param[0] >= 0 && n->param[0] < 64;
     double work = axes_numel(x->g, space | (param_bit ? 1ull << n->param[0] : 0));
     switch (op) {
     case TS_OP_INPUT:
