@@ -197,8 +197,6 @@ static int row_cache_spans(const ts_plan *p, const ts_kernel *k) {
     return ROW_CACHE_FLOATS / (row_cached_operands(k) * ts_kernel_span_vec(p, k));
 }
 
-int ts_config_row_cache_spans(const ts_plan *p, const ts_kernel *k) { return row_cache_spans(p, k); }
-
 /* Spans a thread of launch_row caches: the largest power of two up to `most` that the registers hold (0 or 1
  * where they hold fewer than two). */
 static int row_items(const ts_plan *p, const ts_kernel *k, int most) {

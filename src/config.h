@@ -36,9 +36,6 @@ double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kern
 /* ... and the share of a row's lanes that hold a span of it: launch_row gives rows of up to 32 spans a power of
  * two of lanes, one span each, so that 9 spans leave 7 of 16 lanes idle (bench/NOTES.md run 155); 1 otherwise. */
 double ts_config_row_lane_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k);
-/* ... and, down columns, the spans of a row a thread may cache (row.cuh kCacheSpans: 32 floats a thread over its
- * cached operands; 0 where one span does not fit). */
-int ts_config_row_cache_spans(const ts_plan *p, const ts_kernel *k);
 /* ... and whether its rows are longer than a 256-thread block caches while they number at least the SMs: a
  * 512- or 1024-thread block each, or passes through L2, or (row_split) a cluster each. */
 bool ts_config_row_long(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);

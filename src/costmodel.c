@@ -335,18 +335,6 @@ static double columns_cluster(double groups, double len, int vec, double sms) {
     return cl;
 }
 
-/* The cluster of the cached form of a ROW kernel down columns (row.cuh column_cache_cluster, the same rule): rows
- * that take two passes or more, in groups of 16 columns (32 threads a column), over columns_cluster's CTAs doubled
- * until a thread's spans of its CTA's chunk fit the `items` it caches; 0 where 8 CTAs leave no room, or where the
- * rows have fewer spans than a column's 32 threads. */
-static double column_cache_cluster(double groups, double len, int vec, int items, double sms) {
-    const double split = 32;
-    if (items < 1 || ceil(len / vec) < split) return 0;
-    double cl = columns_cluster(groups, len, vec, sms);
-    while (cl < 8 && ceil(ceil(len / cl / vec) / split) > items) cl *= 2;
-    return ceil(ceil(len / cl / vec) / split) <= items ? cl : 0;
-}
-
 /* The stages of ROW kernel k that read an operand it does not cache (ts_row_operand_cached): each re-reads it
  * between two of the row's reductions (run 83). */
 static int uncached_stages(const ts_kernel *k) {
@@ -405,10 +393,10 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         for (int i = 0; i < k->nacc; i++) expr_ops(&hoisted.prologue[i], &f, &s); /* once an element as it is loaded */
         fma += f * space, sfu += s * space;
         const double rows = k->per_row ? out : out / size_of(g, k->red_axis);
-        if (k->columns) { /* down columns: a pass over the operands per stage and for the outputs, unless cached */
+        if (k->columns) { /* down columns: nothing cached, a pass over the operands per stage and for the outputs */
             double in = 0;
             for (int i = 0; i < k->nacc; i++) in += ts_access_bytes(g, p, &k->acc[i]);
-            const int passes = k->nstage + (k->per_row ? 0 : 1);
+            bytes += in * (k->nstage + (k->per_row ? 0 : 1) - 1);
             /* launch_row_columns (row.cuh) wants two CTAs an SM: 32 rows a block where that fills them, else
              * 16 with the positions split over a cluster of up to 8 CTAs (row_columns_cluster, mirrored
              * here; sm_90+, as the calibrated GPU is). SMs without a CTA and the idle lanes of a block whose
@@ -424,18 +412,11 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             const double short_cols = spans <= SHORT_COLUMN_SPANS && rows >= COLUMN_THREADS * m->sms ? COLUMN_THREADS
                                       : split_short > 0                                          ? COLUMN_THREADS / split_short
                                                                                                  : 0;
-            const double cache_cl = passes >= 2 ? column_cache_cluster(ceil(rows / 16), len, vec, ts_config_row_cache_spans(p, k), m->sms) : 0;
             if (short_cols > 0 && rows >= short_cols * m->sms) {
                 const double groups = ceil(rows / short_cols);
                 wave = fmin(1, groups / (2.0 * m->sms)) * rows / (groups * short_cols);
                 column_folds = rows, column_positions = rows * len;
-                bytes += in * (passes - 1);
-            } else if (cache_cl > 0) { /* a thread's spans cached in registers (row.cuh ColumnCache): one pass; one
-                                        * CTA an SM (its registers), 16 columns a CTA, 32 threads a column */
-                const double groups = ceil(rows / 16), busy = fmin(1, ceil(len / vec) / (cache_cl * 32));
-                wave = fmin(1, groups * cache_cl / m->sms) * rows / (groups * 16) * busy;
             } else {
-                bytes += in * (passes - 1);
                 const double cols = rows >= 64.0 * m->sms ? 32 : 16, groups = ceil(rows / cols);
                 const double cl = cols == 32 ? 1 : columns_cluster(groups, len, vec, m->sms);
                 /* less a last group's idle lanes, and the threads of a column past its spans (a CTA's share of them:

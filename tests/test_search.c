@@ -582,14 +582,6 @@ Test(search, statistics_down_columns_are_a_row_columns_kernel) {
     const ts_kernel *k = &cg.out.plans[0].k[1];
     cr_assert(k->columns && !k->per_row);
     cr_assert_eq(k->nstage, 2, "the mean, then the centred sum of squares");
-    /* two stages and the output, over 4096 positions a column: each thread's 4 spans of 8 cached over a cluster of 4
-     * 16-column CTAs (row.cuh ColumnCache), so H is read once — not once a stage and once for the output — one
-     * CTA an SM (128 groups · 4 CTAs ≥ 132 SMs) */
-    ts_kernel_work w;
-    ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], k, &w);
-    cr_assert(w.columns);
-    cr_assert_float_eq(w.bytes, 2.0 * 4096 * 2048 * 2 + 2048 * 2, 1e-6 * w.bytes, "H read once, Y written once, g once");
-    cr_assert_float_eq(w.wave_efficiency, 1, 1e-12);
     free(best);
     free_compiled(&cg);
     compile_yaml(&cg, "graph: g\naxes: {m: 8192, d: 4096}\ninputs:\n  X: {dtype: fp16, shape: [m, d]}\n"
@@ -604,7 +596,7 @@ Test(search, statistics_down_columns_are_a_row_columns_kernel) {
      * model scales the bandwidth by the share of two CTAs an SM the launch fills and of the lanes live */
     compile_yaml(&cg, "graph: g\naxes: {m: 100000, d: 3}\ninputs:\n  X: {dtype: fp16, shape: [m, d]}\n"
                       "ops:\n  - {name: Y, op: reduce_sum, args: [X], axis: m}\noutputs: [Y]\n");
-
+    ts_kernel_work w;
     ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &cg.out.plans[0].k[0], &w);
     cr_assert(w.columns);
     cr_assert_float_eq(w.wave_efficiency, 8.0 / (2 * cg.cm.sms) * 3 / 16, 1e-12, "a cluster of 8, 3 of 16 lanes live");

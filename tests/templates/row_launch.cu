@@ -18,12 +18,6 @@ struct AnyLength {
     static constexpr bool kPerRow = true, kPerRowOuts = false;
 };
 
-template <int64_t LEN, int STAGES, bool PER_ROW> struct ColumnProbe {  // a column functor's face (kLen 0: none)
-    static constexpr int kVec = 8, kIn = 1, kStages = STAGES;
-    static constexpr bool kPerRow = PER_ROW, kPerRowOuts = false;
-    static constexpr int64_t kLen = LEN;
-};
-
 static int failures = 0;
 static void expect(bool ok, const char *what) {
     if (!ok) printf("FAILED: %s\n", what), failures++;
@@ -69,20 +63,6 @@ int main() {
     expect(tsw::short_columns_compiled<AnyLength>(8), "no kLen: every short launch compiled");
     expect(tsw::short_column_cols<Probe<8>>(4096, 8, 132) == 0, "too few columns for every SM: the ladder");
     expect(tsw::short_column_cols<Probe<4096>>(1 << 20, 4096, 132) == 0, "a 4096-long column: the ladder");
-    /* launch_row_columns: rows down columns that take two passes or more cache a thread's spans (at most 4 of 8
-       positions, 32 threads a column) over the fewest CTAs of a cluster that give them room, at least as many as
-       the uncached form takes; rows that no cluster of 8 gives room take passes */
-    using ColumnNorm = ColumnProbe<0, 2, false>;
-    expect(tsw::column_cache_wanted<ColumnNorm>() && !tsw::column_cache_wanted<ColumnProbe<0, 1, true>>(),
-           "a column LayerNorm caches; a lone column sum takes one pass anyway");
-    expect(tsw::column_cache_cluster(64, 4096, 8, 4, 132) == 4, "gemm_batchnorm's 1024 columns of 4096: 4 CTAs, 4 spans a thread");
-    expect(tsw::column_cache_cluster(256, 8192, 8, 4, 132) == 8, "4096 columns of 8192: 8 CTAs for room");
-    expect(tsw::column_cache_cluster(8192, 1024, 8, 4, 132) == 1, "a softmax over 1024 channels of 131072 columns: no cluster");
-    expect(tsw::column_cache_cluster(64, 16384, 8, 4, 132) == 0, "16384 positions: no room in 8 CTAs, passes");
-    expect(tsw::column_cache_cluster(196608, 100, 8, 4, 132) == 0, "100 positions: fewer spans than a column's 32 threads, uncached");
-    expect(tsw::column_cache_compiled<ColumnProbe<4096, 2, false>>(4) && !tsw::column_cache_compiled<ColumnProbe<4096, 2, false>>(2),
-           "4096 positions declared: only the clusters that give room compiled");
-    expect(tsw::column_cache_compiled<ColumnNorm>(1), "no kLen: every cached launch compiled");
     int any = 0;
     for (int64_t h = 1; h <= 32; h *= 2) any += tsw::row_spans_in<AnyLength>(h / 2, h);
     expect(any == 6, "no kLen: every case compiled");
@@ -95,6 +75,6 @@ int main() {
     q.rows = 1, q.len = 24;
     expect(tsw::row_params_ok(q), "any length without kLen");
     if (failures) return 1;
-    printf("row_launch: launch_row's cases by declared row length, launch_row_columns' cached form: ok\n");
+    printf("row_launch: launch_row's cases by declared row length: ok\n");
     return 0;
 }
