@@ -1249,36 +1249,9 @@ __device__ __forceinline__ float column_combine(int combine, float (&part_of)[SP
     return a;
 }
 
-// A thread's spans of one row cached in registers (row_columns_kernel with ITEMS > 0): the ITEMS spans first,
-// first + step, ... below end, loaded at once (every load in flight before the first is used), then read by
-// every stage and the outputs — one pass over DRAM instead of one a stage and one for the outputs.
-template <class Fn, int ITEMS> struct ColumnCache {
-    float x[ITEMS][Fn::kIn][Fn::kVec];
-    int n[ITEMS];  // valid positions of each span (0 past the row's end)
-    __device__ __forceinline__ void load(const RowParams<Fn> &p, const typename Fn::Base &b, int64_t first,
-                                         int64_t end, int64_t step) {
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {
-            n[i] = tsv::span_len<Fn::kVec>(first + i * step, end);
-            if (n[i] == Fn::kVec) p.fn.load(b, first + i * step, Fn::kVec, x[i]);
-            else if (n[i] > 0) p.fn.load(b, first + i * step, n[i], x[i]);
-        }
-    }
-    template <class Use> __device__ __forceinline__ void each(int64_t first, int64_t step, Use &&use) const {
-#pragma unroll
-        for (int i = 0; i < ITEMS; i++) {  // whole spans with n a constant, as span_pass hands them
-            if (n[i] == Fn::kVec) use(first + i * step, Fn::kVec, x[i]);
-            else if (n[i] > 0) use(first + i * step, n[i], x[i]);
-        }
-    }
-};
-
-// chunk: positions a CTA of the cluster takes (the whole row when CL = 1). ITEMS > 0: a thread's spans of the
-// chunk (at most ITEMS) cached in registers (ColumnCache) and every stage and the outputs read from there;
-// 0: a pass over the positions a stage (re-read through L2).
-template <class Fn, int COLS, int CL, int DEPTH, int ITEMS = 0>
-__global__ void __launch_bounds__(kColumnThreads, ITEMS > 0 ? 1 : 2) row_columns_kernel(const RowParams<Fn> p,
-                                                                                       const int64_t chunk) {
+// chunk: positions a CTA of the cluster takes (the whole row when CL = 1).
+template <class Fn, int COLS, int CL, int DEPTH>
+__global__ void __launch_bounds__(kColumnThreads, 2) row_columns_kernel(const RowParams<Fn> p, const int64_t chunk) {
     constexpr int NS = Fn::kStages, SPLIT = kColumnThreads / COLS, VEC = Fn::kVec;
     constexpr int64_t STEP = (int64_t)SPLIT * VEC;  // positions between a thread's spans
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
@@ -1297,20 +1270,12 @@ __global__ void __launch_bounds__(kColumnThreads, ITEMS > 0 ? 1 : 2) row_columns
         const bool live = row < p.rows;
         typename Fn::Base b;
         if (live) bind_row(p, row, b);
-        ColumnCache<Fn, (ITEMS > 0 ? ITEMS : 1)> cache;
-        if constexpr (ITEMS > 0)
-            if (live) cache.load(p, b, first, end, STEP);
-        // every span of this thread's share of the row, from the cache or a pass over memory
-        const auto spans = [&](auto &&use) {
-            if constexpr (ITEMS > 0) cache.each(first, STEP, use);
-            else span_pass<DEPTH>(p, b, first, end, STEP, use);
-        };
         float acc[NS];
 #pragma unroll
         for (int j = 0; j < NS; j++) {
             float part = identity(Fn::combine(j));
             if (live)
-                spans([&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+                span_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
                     part = fold_span(p.fn, j, b, k0, n, v, acc, part);
                 });
             part_of[split][col] = part;
@@ -1324,21 +1289,21 @@ __global__ void __launch_bounds__(kColumnThreads, ITEMS > 0 ? 1 : 2) row_columns
         } else if (live) {
             if constexpr (Fn::kPerRowOuts)
                 if (split == 0 && rank == 0) p.fn.store_per_row(b, acc);
-            spans([&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { p.fn.store(b, k0, n, v, acc); });
+            span_pass<DEPTH>(p, b, first, end, STEP, [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) {
+                p.fn.store(b, k0, n, v, acc);
+            });
         }
         if constexpr (CL > 1) tst::cluster_sync();  // no CTA leaves (or reuses cta_part) while others read it
     }
 }
 
-template <class Fn, int COLS, int CL, int DEPTH = 2, int ITEMS = 0>
-cudaError_t launch_row_columns_as(const RowParams<Fn> &p, cudaStream_t stream) {
+template <class Fn, int COLS, int CL, int DEPTH = 2> cudaError_t launch_row_columns_as(const RowParams<Fn> &p, cudaStream_t stream) {
     constexpr int64_t kMaxGroups = ((int64_t)1 << 30) / CL;  // the kernel strides over the groups past it
     const int64_t groups = (p.rows + COLS - 1) / COLS;
     int64_t chunk = (p.len + CL - 1) / CL;
     chunk = (chunk + Fn::kVec - 1) / Fn::kVec * Fn::kVec;
     const unsigned grid = (unsigned)((groups < kMaxGroups ? groups : kMaxGroups) * CL);
-    return tst::launch(row_columns_kernel<Fn, COLS, CL, DEPTH, ITEMS>, dim3(grid), dim3(kColumnThreads), 0, stream, CL, p,
-                       chunk);
+    return tst::launch(row_columns_kernel<Fn, COLS, CL, DEPTH>, dim3(grid), dim3(kColumnThreads), 0, stream, CL, p, chunk);
 }
 
 // The cluster size for g groups of rows of len positions (SPLIT threads along each, kVec positions a span):
@@ -1390,52 +1355,6 @@ template <class Fn> constexpr bool short_columns_compiled(int split) {
     return len == 0 || short_column_split(spans) == split || (split == 1 && spans <= kShortColumnSpans);
 }
 
-// Rows down columns that take more than one pass (stages, then the outputs) cache a thread's spans in registers
-// where a cluster of at most 8 CTAs of kColumnCacheCols columns (32 threads a column) leaves each thread at most
-// kCacheSpans<Fn> spans (32 floats): one pass over memory (BatchNorm's statistics and output down a GEMM's
-// columns, a softmax over a middle axis), where the uncached form reads the columns once a stage and once more
-// for the outputs. The cost model (src/costmodel.c, ROW down columns) mirrors this choice.
-constexpr int kColumnCacheCols = 16;
-constexpr int64_t column_cache_spans(int64_t len, int cl, int vec) {  // a thread's spans of a CTA's chunk
-    const int64_t chunk = ((len + cl - 1) / cl + vec - 1) / vec;
-    return (chunk + kColumnThreads / kColumnCacheCols - 1) / (kColumnThreads / kColumnCacheCols);
-}
-template <class Fn> constexpr bool column_cache_wanted() { return kCacheSpans<Fn> >= 1 && Fn::kStages + (Fn::kPerRow ? 0 : 1) >= 2; }
-// The cluster size of the cached form for rows of len positions in g groups of kColumnCacheCols: launch_row_columns'
-// (row_columns_cluster), doubled until a thread's spans fit `items`; 0 where 8 CTAs do not give them room, or for
-// rows shorter than a span for each of a column's 32 threads (the uncached forms give them fewer threads a column).
-inline int column_cache_cluster(int64_t g, int64_t len, int vec, int items, int sm_count) {
-    constexpr int split = kColumnThreads / kColumnCacheCols;
-    if ((len + vec - 1) / vec < split) return 0;
-    int cl = row_columns_cluster(g, len, split, vec, sm_count);
-    while (cl < kColumnMaxCluster && column_cache_spans(len, cl, vec) > items) cl *= 2;
-    return column_cache_spans(len, cl, vec) <= items ? cl : 0;
-}
-// Whether launch_row_columns compiles the cached form at cluster size cl: a row length known to fit it there, or
-// any where the length is a run-time size.
-template <class Fn> constexpr bool column_cache_compiled(int cl) {
-    constexpr int64_t len = LenOf<Fn>::value;
-    if constexpr (!column_cache_wanted<Fn>()) return false;
-    else return len == 0 || ((len + Fn::kVec - 1) / Fn::kVec >= kColumnThreads / kColumnCacheCols &&
-                             column_cache_spans(len, cl, Fn::kVec) <= kCacheSpans<Fn>);
-}
-// The cached form at cluster size cl where compiled (*launched false, nothing launched, where not).
-template <class Fn> cudaError_t launch_row_columns_cached(const RowParams<Fn> &p, int cl, cudaStream_t stream, bool *launched) {
-    constexpr int C = kColumnCacheCols, I = kCacheSpans<Fn> >= 1 ? kCacheSpans<Fn> : 1;
-    *launched = true;
-    if (cl == 1) {
-        if constexpr (column_cache_compiled<Fn>(1)) return launch_row_columns_as<Fn, C, 1, 2, I>(p, stream);
-    } else if (cl == 2) {
-        if constexpr (column_cache_compiled<Fn>(2)) return launch_row_columns_as<Fn, C, 2, 2, I>(p, stream);
-    } else if (cl == 4) {
-        if constexpr (column_cache_compiled<Fn>(4)) return launch_row_columns_as<Fn, C, 4, 2, I>(p, stream);
-    } else if (cl == 8) {
-        if constexpr (column_cache_compiled<Fn>(8)) return launch_row_columns_as<Fn, C, 8, 2, I>(p, stream);
-    }
-    *launched = false;
-    return cudaSuccess;
-}
-
 template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (p.rows == 0) return cudaSuccess;
     if (!row_params_ok(p)) return cudaErrorInvalidValue;
@@ -1454,18 +1373,11 @@ template <class Fn> cudaError_t launch_row_columns(const RowParams<Fn> &p, int s
         break;
     default: break;
     }
+    const int64_t blocks = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
+    if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32, 1>(p, stream);
     tst::DeviceFacts f;
     cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
-    if constexpr (column_cache_wanted<Fn>()) {
-        const int cl = column_cache_cluster((p.rows + kColumnCacheCols - 1) / kColumnCacheCols, p.len, Fn::kVec,
-                                            kCacheSpans<Fn>, sm_count);
-        bool launched = false;
-        if (cl == 1 || (cl > 1 && f.cc_major >= 9)) e = launch_row_columns_cached(p, cl, stream, &launched);
-        if (launched) return e;
-    }
-    const int64_t blocks = 2 * (int64_t)(sm_count > 0 ? sm_count : 1);
-    if (p.rows >= 32 * blocks) return launch_row_columns_as<Fn, 32, 1>(p, stream);
     if (f.cc_major >= 9) {
         switch (row_columns_cluster((p.rows + 15) / 16, p.len, kColumnThreads / 16, Fn::kVec, sm_count)) {
         case 1: return launch_row_columns_as<Fn, 16, 1>(p, stream);

@@ -248,17 +248,21 @@ static double score_fn_ops_per_score(const ts_kernel *k, double tkv, double d) {
 }
 
 /* Tensors a score expression loads once per score: distinct operand slots among its live nodes that vary
- * along the keys (a mask, a bias). A load that is the same for every key of a row — a per-row position, a
- * per-head slope, a scalar — comes from L1 and costs next to nothing against the row's keys (run 65: a
- * prefill chunk's attention reading one scalar, counted per score, was predicted 158 µs and ran 84). */
-static double score_tensor_loads(const ts_kernel *k) {
+ * along the keys (a mask, a bias), or (keys false) that are the same for every key of a query row but vary along
+ * the queries (a per-row scale: run 166, score_row_loads_per_s). A load the same for every score of a head — a
+ * per-head slope, a scalar — comes from L1 and costs next to nothing against the row's keys (run 65: a prefill
+ * chunk's attention reading one scalar, counted per score, was predicted 158 µs and ran 84). */
+static double score_loads_along(const ts_kernel *k, bool keys) {
     const ts_expr *e = &k->expr;
     bool *live = ts_xmalloc(sizeof *live * (size_t)(e->n + 1));
     ts_expr_live(e, true, live);
     double n = 0;
     for (int i = 0; i < e->n; i++) {
         if (!live[i] || e->node[i].kind != TS_X_LOAD) continue;
-        if (ts_sym_equal(ts_access_stride(&k->acc[e->node[i].slot], k->red_axis), ts_sym_const(0))) continue;
+        const ts_access *a = &k->acc[e->node[i].slot];
+        const bool along_keys = !ts_sym_equal(ts_access_stride(a, k->red_axis), ts_sym_const(0));
+        const bool along_queries = !ts_sym_equal(ts_access_stride(a, k->m_axis), ts_sym_const(0));
+        if (keys ? !along_keys : along_keys || !along_queries) continue;
         bool seen = false;
         for (int j = 0; j < i && !seen; j++)
             seen = live[j] && e->node[j].kind == TS_X_LOAD && e->node[j].slot == e->node[i].slot;
@@ -357,7 +361,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                        ts_kernel_work *w) {
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
-           epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, tile_waves = 0, rowstat_stages = 0, publish = 0, scores_of = 0, fn_ops = 0,
+           epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, score_row_loads = 0, tile_waves = 0, rowstat_stages = 0, publish = 0, scores_of = 0, fn_ops = 0,
            row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0, column_folds = 0, column_positions = 0;
     bool skinny = false, long_rows = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
@@ -529,7 +533,8 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
         score_ops(&k->expr, &f, &s);
         fma += f * scores, sfu += (1 + s) * scores; /* the score, then one exp2 of the online softmax */
         score_sfu = s * scores;
-        score_loads = score_tensor_loads(k) * scores;
+        score_loads = score_loads_along(k, true) * scores;
+        score_row_loads = score_loads_along(k, false) * scores;
         scores_of = scores;
         fn_ops = decode ? 0 : scores * score_fn_ops_per_score(k, tkv, d);
         if (decode) { /* few rows a head: the cache streams through split CTAs */
@@ -552,7 +557,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     *w = (ts_kernel_work){.kind = k->kind, .tensor_flops = tensor, .fma_flops = fma, .sfu_ops = sfu,
                           .bytes = bytes, .strided_bytes = strided_b, .wave_efficiency = wave, .epilogue_slots = epilogue,
                           .epilogue_sfu_ops = epilogue_sfu,
-                          .score_sfu_ops = score_sfu, .score_loads = score_loads, .tile_waves = tile_waves, .skinny = skinny,
+                          .score_sfu_ops = score_sfu, .score_loads = score_loads, .score_row_loads = score_row_loads, .tile_waves = tile_waves, .skinny = skinny,
                           .pingpong = k->kind == TS_KERNEL_GEMM && !skinny && !library && loader == 16 && k->cfg.pingpong,
                           .scores = scores_of, .score_fn_ops = fn_ops, .whole_tiles = k->kind == TS_KERNEL_ATTENTION && !skinny && !k->causal,
                           .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
@@ -624,6 +629,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
         t += epilogue + w->tile_waves * m->gemm_wave_overhead_s;
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
+    if (w->score_row_loads > 0) t += w->score_row_loads / m->score_row_loads_per_s;
     t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
     if (w->rowstat_publish_bytes > 0) /* the first epilogue waits for the grid's published rows past its main loop */
         t += fmax(0, w->rowstat_publish_bytes / (m->dram_bytes_per_s * m->rowstat_publish_efficiency) - main_loop / fmax(w->tile_waves, 1));

@@ -52,6 +52,11 @@
  *                        warps' softmax, between their two GEMMs of a tile, so their time adds. 1.09e12 from
  *                        run 103's masked bench kernel with the functors' pair form (two keys' elements in
  *                        one load); 9e11 from runs 39–40's four kernels loading one element a score
+ *   score_row_loads_per_s  loads a second of score operands that are the same for every key of a query row
+ *                        but vary along the queries (a per-row scale of the scores: QK-norm's Q norm folded into
+ *                        the attention): the functor loads them at every score, from L1, in the same place as
+ *                        the loads above. 4.7e12 from run 166 (H100: the per-row score scale made a causal
+ *                        16 × 4096² head-dim-128 kernel 28.6 us slower than the plain one, 1.34e8 scores)
  *   rowstat_stage_s      the time a wgmma GEMM folding row statistics of A (rowstat.h) from its shared-
  *                        memory tiles adds per K-tile of 64 and wave of output tiles: measured as a fixed
  *                        cost per stage, not a share of the MMA work (bench/NOTES.md run 49, the persistent
@@ -154,6 +159,7 @@
     X(gemm_elementwise_efficiency, NULL, 0.098)                                                        \
     X(gemm_paired_efficiency, NULL, 0.205)                                                             \
     X(score_loads_per_s, NULL, 1.09e12)                                                                \
+    X(score_row_loads_per_s, NULL, 4.7e12)                                                             \
     X(columns_efficiency, NULL, 0.35)                                                                  \
     X(rowstat_stage_s, NULL, 1.7e-7)                                                                   \
     X(rowstat_publish_efficiency, NULL, 0.12)                                                          \
@@ -221,6 +227,8 @@ typedef struct {
                                where the plain softmax's one exp2 a score is already in the fitted efficiency */
     double score_loads;     /* attention: elements of score tensors loaded, one per tensor the score reads per
                                score computed, at score_loads_per_s, added */
+    double score_row_loads; /* attention: loads of per-query-row score operands, one per such tensor per score,
+                               at score_row_loads_per_s, added */
     double tile_waves;      /* GEMM in its wgmma tile form: waves of output tiles over the SMs, each paying
                                gemm_wave_overhead_s (0 for other kernels and the skinny form) */
     bool skinny;            /* GEMM in its skinny form, or attention in its decode form (config.h): its bytes
@@ -289,7 +297,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *                  reduce_pairs / reduce_pairs_per_s,
  *                  (column_folds · column_fold_s + column_positions · column_position_s) / SMs)
  *            + E + score_sfu_ops / sfu_ops_per_s
- *            + score_loads / score_loads_per_s + tile_waves · gemm_wave_overhead_s
+ *            + score_loads / score_loads_per_s + score_row_loads / score_row_loads_per_s
+ *            + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
  *            + max(0, rowstat_publish_bytes / (DRAM rate · rowstat_publish_efficiency) − main loop / tile_waves)
  *            + epilogue_chunks · epilogue_chunk_load_s
