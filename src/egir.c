@@ -290,8 +290,9 @@ static bool slice_of_node(const ts_graph *g, int32_t id, const ts_view *v, int32
     int pa = -1; /* the one axis of the node that v does not show whole */
     for (int p = 0; p < whole.ndim; p++)
         if (ts_view_find(v, whole.axis[p]) < 0) pa = p;
+    if (pa < 0) return false;
     const int64_t st = whole.stride[pa], s = v->stride[slice_dim];
-    if (pa < 0 || st <= 0 || s <= 0 || s % st != 0 || v->offset % st != 0) return false;
+    if (st <= 0 || s <= 0 || s % st != 0 || v->offset % st != 0) return false;
     *a = whole.axis[pa], *as = v->axis[slice_dim], *step = s / st, *start = v->offset / st;
     return *start >= 0 && *start + (v->size[slice_dim] - 1) * *step < whole.size[pa] && v->size[slice_dim] < whole.size[pa];
 }

@@ -309,6 +309,27 @@ Test(search, a_fused_gate_up_projection_chunked_in_two_is_one_dual_gemm) {
     }
 }
 
+/* A score operand the same for every key of a query row is loaded at every score (score_row_loads_per_s, run 166):
+ * bench/graphs/qknorm_attention.yaml keeps Q and K normalised by row kernels and a plain attention kernel (0.1648 ms
+ * on an H100), not Q's norm as a per-row scale of the scores (0.1888 ms there; 0.1603 predicted without the term,
+ * which chose it). */
+Test(search, a_per_row_score_operand_is_priced_per_score) {
+    const char *path = "bench/graphs/qknorm_attention.yaml";
+    ts_diags d;
+    ts_diags_init(&d, path, NULL, 0);
+    size_t len = 0;
+    char *yaml = ts_read_text_file(path, &len, &d);
+    cr_assert_not_null(yaml);
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    free(yaml);
+    ts_diags_free(&d);
+    char *best = best_plan(&cg);
+    cr_assert_str_eq(best, "row [h,t_q,d_h] over d_h; row [h,t_kv,d_h] over d_h; attention [h,t_q,d_h] over t_kv");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* An elementwise value the graph returns that another returned value is computed from — an LSTM cell's new
  * cell state inside its new hidden state — is written by the same MAP kernel as an extra output, not
  * recomputed by a second one (bench/heldout/lstm.yaml: GEMM, then one map, not two). */
