@@ -269,6 +269,12 @@ static uint32_t add_view(ts_egir *x, uint32_t kid, const ts_graph *g, const ts_r
     return ts_eg_add(x->eg, &n);
 }
 
+/* The class of node r->node seen through r's view: the node's own where the view only permutes or broadcasts it. */
+static uint32_t view_class(ts_egir *x, const ts_ref *r) {
+    const uint32_t kid = x->node_class[r->node];
+    return is_plain_view(x->g, r->node, &r->view) ? kid : add_view(x, kid, x->g, r);
+}
+
 /* Where view v shows node `id` sliced along one of its axes and otherwise whole (every other axis at its
  * stride; dims that broadcast aside): that axis (*a), the slice's axis in v (*as), start and step; false for
  * any other view. */
@@ -298,11 +304,11 @@ static bool slice_of_node(const ts_graph *g, int32_t id, const ts_view *v, int32
 }
 
 /* A slice of a contraction's result is the contraction of its operands' slices: where ref r shows a sum over k of
- * a product sliced along one of its other axes (a fused gate/up projection's two halves), the class of r also
+ * a product sliced along one of its other axes (a fused gate/up projection's two halves), its class `sliced` also
  * gets Σ_k of the product of the operands sliced alike — so that each half is a contraction of its own, which the
  * rules can pair into one dual contraction reading X once (shared-operand) and the search may choose instead of
  * writing the whole product and slicing it. */
-static void add_sliced_contraction(ts_egir *x, const ts_ref *r, uint32_t view_class) {
+static void add_sliced_contraction(ts_egir *x, const ts_ref *r, uint32_t sliced) {
     const ts_graph *g = x->g;
     const ts_node *sum = &g->nodes[r->node];
     if (sum->op != TS_OP_REDUCE_SUM || !is_plain_view(g, sum->src[0].node, &sum->src[0].view)) return;
@@ -316,17 +322,15 @@ static void add_sliced_contraction(ts_egir *x, const ts_ref *r, uint32_t view_cl
         const int d = ts_view_find(&o.view, a);
         if (d < 0) return;
         ts_view_slice(&o.view, d, as, start, step, g->axes[as].size);
-        m.kid[s] = is_plain_view(g, o.node, &o.view) ? x->node_class[o.node] : add_view(x, x->node_class[o.node], g, &o);
+        m.kid[s] = view_class(x, &o);
     }
     ts_enode red = {.op = TS_OP_REDUCE_SUM, .kid = {ts_eg_add(x->eg, &m)}, .param = {sum->reduce_axis}};
-    ts_eg_union(x->eg, view_class, ts_eg_add(x->eg, &red));
+    ts_eg_union(x->eg, sliced, ts_eg_add(x->eg, &red));
 }
 
 static uint32_t ref_class(ts_egir *x, const ts_ref *r) {
-    uint32_t kid = x->node_class[r->node];
-    if (is_plain_view(x->g, r->node, &r->view)) return kid;
-    const uint32_t v = add_view(x, kid, x->g, r);
-    add_sliced_contraction(x, r, v);
+    const uint32_t v = view_class(x, r);
+    if (v != x->node_class[r->node]) add_sliced_contraction(x, r, v);
     return v;
 }
 

@@ -1308,7 +1308,7 @@ static void emit_row_online(emitter *e, const ts_kernel *k, const index_map *m) 
     ts_expr merge;
     const int j = ts_row_online_stage(k, &merge);
     fprintf(e->f, "    static constexpr int kOnline = %d;\n", j);
-    const unsigned joins = ts_row_first_pass_joins(k);
+    const unsigned joins = ts_row_first_pass_joins(k, j);
     if (joins) fprintf(e->f, "    static constexpr unsigned kJoinFirst = %uu; /* stages read in the first pass */\n", joins);
     if (j >= 0) {
         const char *names[2 + 2 * TS_ROW_MAX_STAGES];

@@ -498,8 +498,7 @@ int ts_row_online_stage(const ts_kernel *k, ts_expr *merge) {
     return -1;
 }
 
-/* ts_row_first_pass_joins for kernel k whose online stage is `online` (-1: none). */
-static unsigned first_pass_joins(const ts_kernel *k, int online) {
+unsigned ts_row_first_pass_joins(const ts_kernel *k, int online) {
     unsigned joins = 0;
     for (int j = online == 0 ? 2 : 1; j < k->nstage; j++)
         if (j != online && j != online + 1 && acc_read(&k->stage[j]) == -1) joins |= 1u << j;
@@ -514,11 +513,9 @@ static int online_stage(const ts_kernel *k) {
     return online;
 }
 
-unsigned ts_row_first_pass_joins(const ts_kernel *k) { return first_pass_joins(k, online_stage(k)); }
-
 int ts_row_uncached_passes(const ts_kernel *k) {
     const int online = online_stage(k);
-    return k->nstage - (online >= 0) - __builtin_popcount(first_pass_joins(k, online)) + (k->per_row ? 0 : 1);
+    return k->nstage - (online >= 0) - __builtin_popcount(ts_row_first_pass_joins(k, online)) + (k->per_row ? 0 : 1);
 }
 
 /* ---- prologues of cached operands -------------------------------------------------------------- */

@@ -46,8 +46,8 @@ int ts_row_online_stage(const ts_kernel *k, ts_expr *merge);
 /* The stages of ROW kernel k that a pass over a row it does not cache folds into its first pass (templates/row.cuh
  * kJoinFirst, bit j for stage j): those after the first pass's own stage (stage 0, or the online pair at 0) that
  * read no other stage's result and are not the online pair, such as a cross-entropy's target logit beside its
- * log-sum-exp. */
-unsigned ts_row_first_pass_joins(const ts_kernel *k);
+ * log-sum-exp. `online`: k's online stage (ts_row_online_stage; -1 for none). */
+unsigned ts_row_first_pass_joins(const ts_kernel *k, int online);
 
 /* Passes over its cached operands a ROW kernel takes for a row it does not cache (templates/row.cuh
  * kUncachedPasses): one a stage (a folded pair one: ts_row_online_stage; a joined stage none:
