@@ -359,6 +359,7 @@ int ts_egir_init(ts_egir *x, ts_graph *g, char **err) {
     }
     x->g = g;
     if (ts_graph_find_axis(g, "_pair") < 0) ts_graph_add_axis(g, "_pair", 2, false, 0); /* for dual */
+    if (ts_graph_find_axis(g, "_one") < 0) ts_graph_add_axis(g, "_one", 1, false, 0);   /* a vector's GEMM rows (plan.c) */
     x->an = (ts_eg_analysis){.size = sizeof(ts_egir_data), .ctx = x, .make = make_data, .merge = merge_data,
                              .modify = modify_class};
     x->eg = ts_eg_new(&egir_ops, &x->an);

@@ -1121,6 +1121,24 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
      * merge into one batch index when they nest), the weight broadcast (batch stride 0). The operand with
      * the several free axes is A. */
     int nfree_a = __builtin_popcountll(A & ~B & ~K), nfree_b = __builtin_popcountll(B & ~A & ~K);
+    /* a vector against a matrix (x[k]·W[k, n]: a decode step written without its token axis; X[b, t, d]·w[d]; the
+     * softmax-weighted sum p[b, t]·X[b, t, d] of attention pooling): the vector is A, its rows the size-1 axis
+     * "_one" it does not span (stride 0), so that the GEMM runs in its skinny form, streaming the matrix at the
+     * DRAM rate, where a row or column kernel reads it at 50-70% (bench/NOTES.md run 168) — unless the search marks
+     * the contraction TS_MARK_ROW (small products, where a GEMM's launch and fill cost more than the row kernel), or K
+     * is shorter than one 64-wide K-slice (a sum over 8 experts: most of each tile's loads and MMAs would be empty) */
+    const int32_t one = ts_graph_find_axis(b->x->g, "_one");
+    bool vector_a = false;
+    if (one >= 0 && !c->as_row && b->x->g->axes[kax].size >= 64 && !fp32 && dual < 0 && !two_k && (nfree_a == 0) != (nfree_b == 0) && nfree_a + nfree_b <= 2) {
+        if (nfree_b == 0) {
+            int t = opa;
+            opa = opb, opb = t;
+            uint64_t tm = M;
+            M = N, N = tm;
+            nfree_b = nfree_a, nfree_a = 0;
+        }
+        vector_a = true, M = 1ull << one;
+    }
     if (!batch && dual < 0 && (nfree_b == 2 || nfree_b == 3) && nfree_a == 1) {
         int t = opa;
         opa = opb, opb = t;
@@ -1129,7 +1147,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     }
     /* no shared axis and two free axes each side (X[b, t, d]·W[two, d, f]: a fused gate/up weight sliced after its
      * product): B's outer free axis is the batch, A broadcast along it (batch stride 0), A's two free axes the rows */
-    if (!batch && dual < 0 && !two_k && nfree_a == 2 && nfree_b == 2) {
+    if (!batch && dual < 0 && !two_k && (nfree_a == 2 || vector_a) && nfree_b == 2) {
         ts_access b0 = materialize(b, opb);
         int32_t outer_n, inner_n;
         split_by_layout(&b0, N, &outer_n, &inner_n);
@@ -1187,7 +1205,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
      * be copied to [n, k] on every call). Decided only now: every check that can refuse the region has passed,
      * so the operands are materialised anyway. */
     bool swapped = false;
-    if (dual < 0 && (!broadcast_b || nfree == 2) && !merged_rows && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
+    if (dual < 0 && !vector_a && (!broadcast_b || nfree == 2) && !merged_rows && bo < 0 && !two_k && rows_read_last(b, root, bt, m, n) &&
         (unit_along(b, opb, kax) || own_reads_m_major(b, opb, n)) && (unit_along(b, opa, kax) || unit_along(b, opa, m))) {
         int t = opa;
         opa = opb, opb = t;
@@ -1208,10 +1226,11 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int na = 0, nb = 0;
     if (bo >= 0) aorder[na++] = bo, border[nb++] = bo;
     const bool a_broadcast = merged_rows && !((b->t[opa].axes >> bt) & 1); /* A read by every batch (stride 0) */
-    if (bt >= 0 && !a_broadcast) aorder[na++] = bt;
+    if (bt >= 0 && !a_broadcast && ((b->t[opa].axes >> bt) & 1)) aorder[na++] = bt;
     if (bt >= 0) border[nb++] = bt;
     if (merged_rows) aorder[na++] = outer;
-    aorder[na++] = m, aorder[na++] = kax;
+    if (!vector_a) aorder[na++] = m;
+    aorder[na++] = kax;
     /* A with unit stride along m (Aᵀ stored) is read as it is — by the 2-byte templates (A_KM: imm-trans-a,
      * ldmatrix.trans) where the GEMM has more rows than a skinny one (whose narrow tiles need A k-contiguous), by
      * cuBLASLt (its op T) for fp32 when allowed — else through a k-contiguous copy */
@@ -1299,7 +1318,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
         out[no++] = bt;
     }
     if (merged_rows) out[no++] = outer;
-    if (!broadcast_b || (nfree == 3 && a_order[0] < 0)) out[no++] = m;
+    if (!vector_a && (!broadcast_b || (nfree == 3 && a_order[0] < 0))) out[no++] = m;
     out[no++] = n;
     if (bo < 0 && a_order[0] < 0 && !merged_rows) reader_order(b, root, n, out, no);
     new_output(b, root, out, no, dtype_of(b, root), k);

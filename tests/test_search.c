@@ -1117,8 +1117,9 @@ Test(search, a_tanh_gelu_gated_mlp_is_a_row_kernel_a_dual_gemm_and_a_gemm) {
 /* Attention pooling: scores s = X·w per position, a softmax over the sequence, then y[b, d] = Σ_t p[b, t]·X[b, t, d].
  * The climb folded the softmax's maximum and sum into the weighted sum's region before that sum's own ROW toggle came
  * (a REDUCE kernel reading X down t, strided: 1.56 ms predicted); the seed with each reduction a ROW kernel of its
- * own (search.c rows_alone_seed) keeps them cut, and the weighted sum runs down the columns of X (0.135 ms). */
-Test(search, a_softmax_weighted_sum_over_a_sequence_runs_down_the_columns_of_its_values) {
+ * own (search.c rows_alone_seed) keeps them cut. Both products then have a vector operand (w; p[b] per batch): skinny
+ * GEMMs over the rows "_one" (0.081 ms; as a row kernel and one down the columns of X, 0.135). */
+Test(search, a_softmax_weighted_sum_over_a_sequence_runs_as_two_vector_gemms) {
     compiled_graph cg;
     compile_yaml(&cg, "graph: g\naxes: {b: 64, t: 1024, d: 1024}\n"
                       "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  w: {dtype: fp16, shape: [d]}\n"
@@ -1126,8 +1127,11 @@ Test(search, a_softmax_weighted_sum_over_a_sequence_runs_down_the_columns_of_its
                       "  - {name: p, op: softmax, args: [s], axis: t}\n"
                       "  - {name: y, op: matmul, args: [p, X], over: t}\noutputs: [y]\n");
     char *best = best_plan(&cg);
-    cr_expect_str_eq(best, "row [b,t] over d; row [b,t] over t; row-columns [b,d] over t");
-    cr_expect_lt(cg.out.plans[0].predicted_s, 0.2e-3, "X read twice at the DRAM rate, not down t");
+    cr_expect_str_eq(best, "gemm [b,t] over d; row [b,t] over t; gemm [b,d] over t");
+    const ts_plan *p = &cg.out.plans[0];
+    for (int k = 0; k < p->nk; k++)
+        cr_expect(p->k[k].kind != TS_KERNEL_GEMM || ts_config_gemm_skinny(&cg.c.g, &p->k[k]), "%s", best);
+    cr_expect_lt(p->predicted_s, 0.1e-3, "X read twice at the skinny GEMM's DRAM rate, not down t");
     free(best);
     free_compiled(&cg);
 }
@@ -1946,6 +1950,37 @@ Test(search, a_weight_with_two_free_axes_sliced_after_the_product_is_a_gemm_a_ha
     cr_expect_lt(p->predicted_s, 0.2e-3, "%s", best);
     free(best);
     free_compiled(&cg);
+}
+
+/* A vector against a matrix is a GEMM whose rows are the size-1 axis "_one" (plan.c try_gemm), run in its skinny
+ * form: the matrix streamed once at the skinny GEMM's DRAM rate, not read by a row or column kernel (at 50-70% of
+ * it). `shapes`: x's and W's shapes over d: 4096, n: 14336 (b: 64, t: 1024 for X). */
+static void expect_vector_gemm(const char *xs, const char *ws, int64_t batch, const char *n_axis) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strfmt("graph: g\naxes: {d: 4096, n: 14336, b: 64, t: 1024}\ninputs:\n"
+                                "  x: {dtype: fp16, shape: %s}\n  W: {dtype: fp16, shape: %s}\nops:\n"
+                                "  - {name: Y, op: matmul, args: [x, W], over: d}\noutputs: [Y]\n", xs, ws));
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    const ts_graph *g = &cg.c.g;
+    cr_assert_eq(p->nk, 1, "%s", best);
+    const ts_kernel *k = &p->k[0];
+    cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s: %s", xs, best);
+    cr_expect_eq(k->m_axis, ts_graph_find_axis(g, "_one"), "%s", best);
+    cr_expect_eq(k->n_axis, ts_graph_find_axis(g, n_axis), "%s", best);
+    cr_expect(ts_config_gemm_skinny(g, k), "%s", best);
+    cr_expect_eq(ts_gemm_batch(g, k), batch, "%s", best);
+    cr_expect_eq(p->buf[k->acc[k->a].buf].kind, TS_BUF_INPUT, "the vector read in place: %s", best);
+    cr_expect_eq(p->buf[k->acc[k->b0].buf].kind, TS_BUF_INPUT, "the matrix read in place: %s", best);
+    free(best);
+    free_compiled(&cg);
+}
+
+Test(search, a_vector_against_a_matrix_is_a_skinny_gemm) {
+    expect_vector_gemm("[d]", "[d, n]", 1, "n"); /* x·W, W stored [k, n] */
+    expect_vector_gemm("[d]", "[n, d]", 1, "n"); /* PyTorch's [out, in] weight */
+    expect_vector_gemm("[d, n]", "[d]", 1, "n"); /* the vector on the right: W·x */
+    expect_vector_gemm("[b, t, d]", "[d]", 64, "t"); /* a score per position: batched over b, the vector shared */
 }
 
 /* ---- maps over transposed operands ------------------------------------------------------------------ */
