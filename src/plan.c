@@ -798,14 +798,25 @@ static int row_siblings(builder *b, int root, int32_t k, uint64_t space, int *st
     return ns;
 }
 
+/* The axes of mask m less those of static size 1, which index nothing ([k, 1]: a vector written as a matrix). */
+static uint64_t sized_axes(const builder *b, uint64_t m) {
+    for (uint64_t r = m; r; r &= r - 1) {
+        const ts_axis *ax = &b->x->g->axes[__builtin_ctzll(r)];
+        if (!ax->dynamic && ax->size == 1) m &= ~(r & -r);
+    }
+    return m;
+}
+
 /* Whether every value the elementwise region rooted at i reads along axis k spans all of `space` — a row
  * of one tensor, not a product of operands broadcast along different axes (Σ_d x[m,d]·w[d,n] as rows over
  * (m, n) would recompute a GEMM on CUDA cores) — or is one vector along k alone, the same for every row (a
  * bias or a gain: Σ_o σ(h[b,o] + bias[o])). Stages of per-row ROW kernels must read such values. */
 static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space, int32_t k) {
     const tnode *t = &b->t[i];
-    if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root))
-        return !((t->axes >> k) & 1) || t->axes == space || t->axes == (1ull << k);
+    if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root)) {
+        const uint64_t ax = sized_axes(b, t->axes);
+        return !((t->axes >> k) & 1) || ax == sized_axes(b, space) || ax == (1ull << k);
+    }
     for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
         if (!reads_whole_rows(b, (int)t->e.kid[c], false, space, k)) return false;
     return true;
@@ -816,7 +827,7 @@ static bool reads_whole_rows(const builder *b, int i, bool root, uint64_t space,
 static bool reads_within_space(const builder *b, int i, bool root, uint64_t space, bool *full) {
     const tnode *t = &b->t[i];
     if (!is_elementwise((ts_op)t->e.op) || !inlined(b, i, root)) {
-        *full |= t->axes == space;
+        *full |= sized_axes(b, t->axes) == sized_axes(b, space);
         return !(t->axes & ~space);
     }
     for (int c = 0; c < ts_op_arity((ts_op)t->e.op); c++)
@@ -1097,6 +1108,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     int32_t kax;
     int opa, opb, opb1 = -1;
     bool two_k = c->e.op == TS_OP_CONTRACT_ADD;
+    if (c->as_row && c->e.op == TS_OP_CONTRACT) return false; /* the search asks for a ROW kernel: a dot a row */
     if (two_k) { /* x + Σ_r c·d with x = Σ_k a·b: (a, b) is the first pair, (c, d) the second */
         if (!base_contraction_inlinable(b, c)) return false;
         const tnode *x = &b->t[c->e.kid[2]];
@@ -1129,7 +1141,7 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
      * is shorter than one 64-wide K-slice (a sum over 8 experts: most of each tile's loads and MMAs would be empty) */
     const int32_t one = ts_graph_find_axis(b->x->g, "_one");
     bool vector_a = false;
-    if (one >= 0 && !c->as_row && b->x->g->axes[kax].size >= 64 && !fp32 && dual < 0 && !two_k && (nfree_a == 0) != (nfree_b == 0) && nfree_a + nfree_b <= 2) {
+    if (one >= 0 && b->x->g->axes[kax].size >= 64 && !fp32 && dual < 0 && !two_k && (nfree_a == 0) != (nfree_b == 0) && nfree_a + nfree_b <= 2) {
         if (nfree_b == 0) {
             int t = opa;
             opa = opb, opb = t;

@@ -1983,6 +1983,21 @@ Test(search, a_vector_against_a_matrix_is_a_skinny_gemm) {
     expect_vector_gemm("[b, t, d]", "[d]", 64, "t"); /* a score per position: batched over b, the vector shared */
 }
 
+/* A vector written as a one-column matrix (KernelBench's A[256, 131072]·B[131072, 1]): the size-1 axis indexes nothing,
+ * so B is a vector along k that every row of A reads, and the product a ROW kernel over A's rows (a REDUCE kernel with
+ * a block an output before: 0.0812 ms predicted). */
+Test(search, a_one_column_matrix_is_a_vector_to_the_row_kernel) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strdup("graph: g\naxes: {m: 256, k: 131072, one: 1}\ninputs:\n"
+                                "  A: {dtype: fp16, shape: [m, k]}\n  B: {dtype: fp16, shape: [k, one]}\nops:\n"
+                                "  - {name: C, op: matmul, args: [A, B], over: k}\noutputs: [C]\n"));
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "row [m,one] over k");
+    cr_expect_lt(cg.out.plans[0].predicted_s, 0.04e-3, "%s", best);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* ---- maps over transposed operands ------------------------------------------------------------------ */
 
 /* Y[r, c] = A[c, r] + B[r, c], with `sizes` giving r and c. */
