@@ -1141,7 +1141,8 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
      * is shorter than one 64-wide K-slice (a sum over 8 experts: most of each tile's loads and MMAs would be empty) */
     const int32_t one = ts_graph_find_axis(b->x->g, "_one");
     bool vector_a = false;
-    if (one >= 0 && b->x->g->axes[kax].size >= 64 && !fp32 && dual < 0 && !two_k && (nfree_a == 0) != (nfree_b == 0) && nfree_a + nfree_b <= 2) {
+    if (one >= 0 && b->x->g->axes[kax].size >= 64 && !fp32 && (dual < 0 || nfree_a == 0) && !two_k &&
+        (nfree_a == 0) != (nfree_b == 0) && nfree_a + nfree_b <= 2) { /* a dual's vector is its A already */
         if (nfree_b == 0) {
             int t = opa;
             opa = opb, opb = t;

@@ -1983,6 +1983,24 @@ Test(search, a_vector_against_a_matrix_is_a_skinny_gemm) {
     expect_vector_gemm("[b, t, d]", "[d]", 64, "t"); /* a score per position: batched over b, the vector shared */
 }
 
+/* A decode MLP written with vectors plans as the one with a size-1 token axis: the gate and up products one dual GEMM
+ * (the vector the A of both), the down projection a skinny GEMM. */
+Test(search, a_vector_mlp_pairs_its_gate_and_up_products) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strdup("graph: g\naxes: {d: 4096, f: 14336}\ninputs:\n  x: {dtype: bf16, shape: [d]}\n"
+                                "  g: {dtype: bf16, shape: [d]}\n  Wg: {dtype: bf16, shape: [f, d]}\n"
+                                "  Wu: {dtype: bf16, shape: [f, d]}\n  Wd: {dtype: bf16, shape: [d, f]}\nops:\n"
+                                "  - {name: xn, op: rmsnorm, args: [x, g], axis: d}\n"
+                                "  - {name: G, op: matmul, args: [xn, Wg], over: d}\n"
+                                "  - {name: U, op: matmul, args: [xn, Wu], over: d}\n  - {name: A, op: silu, args: [G]}\n"
+                                "  - {name: H, op: mul, args: [A, U]}\n  - {name: Y, op: matmul, args: [H, Wd], over: f}\n"
+                                "  - {name: R, op: add, args: [Y, x]}\noutputs: [R]\n"));
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "row [d] over d; dual-gemm [f] over d; gemm [d] over f");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* A vector written as a one-column matrix (KernelBench's A[256, 131072]·B[131072, 1]): the size-1 axis indexes nothing,
  * so B is a vector along k that every row of A reads, and the product a ROW kernel over A's rows (a REDUCE kernel with
  * a block an output before: 0.0812 ms predicted). */
