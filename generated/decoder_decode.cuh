@@ -1356,7 +1356,8 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
     static_assert(BLOCK % TPR == 0 && BLOCK <= kWideThreads && (TPR % 32 == 0 || 32 % TPR == 0),
                   "a row's group is whole warps of one block, or an aligned part of one warp");
-    static_assert(CL == 1 || (TPR == kThreads && ITEMS > 0 && CL <= 8), "a cluster splits cached rows, a block a share");
+    static_assert(CL == 1 || (CL <= 8 && (ITEMS > 0 ? TPR == kThreads : TPR == BLOCK)),
+                  "a cluster splits a row, a block a share (cached by 256 threads, or passes by a whole block)");
     __shared__ float slots[NS][BLOCK / 32];
     __shared__ float cta_part[NS];  // CL > 1: this block's result of each stage, read by the cluster
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
@@ -1391,14 +1392,17 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
                         if constexpr (J == 0) online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s, join);
                         else online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s, alone);
                     }
-                    acc[J] = group_reduce<TPR>(m, kMax, slots[J]);
+                    acc[J] = cluster_combine<CL>(kMax, group_reduce<TPR>(m, kMax, slots[J]), &cta_part[J]);
                     s = s != 0.f ? p.fn.merge(s, m, acc[J]) : 0.f;
-                    acc[J + 1] = group_reduce<TPR>(s, kSum, slots[J + 1]);
+                    acc[J + 1] = cluster_combine<CL>(kSum, group_reduce<TPR>(s, kSum, slots[J + 1]), &cta_part[J + 1]);
                     continue;
                 }
             }
             if (JOIN >> j & 1u) {  // folded in the first pass: only its group reduction is left
-                acc[j] = group_reduce<TPR>(live ? joined.part[j] : identity(Fn::combine(j)), Fn::combine(j), slots[j]);
+                acc[j] = cluster_combine<CL>(Fn::combine(j),
+                                             group_reduce<TPR>(live ? joined.part[j] : identity(Fn::combine(j)),
+                                                               Fn::combine(j), slots[j]),
+                                             &cta_part[j]);
                 continue;
             }
             const float part = !live ? identity(Fn::combine(j))
@@ -1675,6 +1679,40 @@ template <class Fn> cudaError_t launch_row_clusters(const RowParams<Fn> &p, int 
     return cudaSuccess;
 }
 
+// Fewer rows than SMs, each longer than a cluster caches (a LayerNorm over [c, h, w] of a small batch: 16 rows of
+// 4M; a sum of one long vector): each row over a cluster of CL 1024-thread blocks, each taking its share of the
+// row in passes (a pass a stage, one for the outputs), the blocks' partials of each stage combined through
+// distributed shared memory — rows × CL SMs stream, where a 256-thread block a row left all but `rows` SMs idle.
+// CL: the fewest, 2 to 8, that give every SM a block (8 for fewer than SMs / 8 rows); 1 where rows fill the SMs.
+inline int row_pass_cluster(int64_t rows, int sm_count) {
+    int cl = 1;
+    while (cl < 8 && rows * cl < sm_count) cl *= 2;
+    return cl;
+}
+
+template <class Fn, int CL> cudaError_t launch_row_pass_cluster_as(const RowParams<Fn> &p, cudaStream_t stream) {
+    constexpr int64_t kMaxRows = ((int64_t)1 << 30) / CL;  // the kernel strides over the rows past it
+    const unsigned grid = (unsigned)((p.rows < kMaxRows ? p.rows : kMaxRows) * CL);
+    return tst::launch(row_kernel<Fn, kWideThreads, 0, 1, CL>, dim3(grid), dim3(kWideThreads), 0, stream, CL, p);
+}
+
+// launch_row's passes over uncached rows: over clusters (row_pass_cluster) on sm_90+ where rows are fewer than SMs,
+// else a 256-thread block a row.
+template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
+    const int cl = row_pass_cluster(p.rows, sm_count);
+    if (cl > 1) {
+        tst::DeviceFacts f;
+        const cudaError_t e = tst::device_facts(&f);
+        if (e != cudaSuccess) return e;
+        if (f.cc_major >= 9) {
+            if (cl == 2) return launch_row_pass_cluster_as<Fn, 2>(p, stream);
+            if (cl == 4) return launch_row_pass_cluster_as<Fn, 4>(p, stream);
+            return launch_row_pass_cluster_as<Fn, 8>(p, stream);
+        }
+    }
+    return launch_row_as<Fn, 256, 0>(p, stream);
+}
+
 // The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,
 // 4 where that fits), so that no thread idles; 1 to 16 lanes (a lane a span) or a warp for short rows; rows a 256-thread
 // block cannot cache a block of 512 or 1024 threads of their own (the same registers a thread, fewer blocks
@@ -1721,7 +1759,7 @@ template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count,
         TSOPT_TSW_ROW_CASE(512 * I, kWideThreads * I, kWideThreads, I)
     }
 #undef TSOPT_TSW_ROW_CASE
-    if constexpr (row_spans_in<Fn>(cached, kNoSpans)) return launch_row_as<Fn, 256, 0>(p, stream);
+    if constexpr (row_spans_in<Fn>(cached, kNoSpans)) return launch_row_passes(p, sm_count, stream);
     return cudaErrorInvalidValue;  // unreachable: the cases above take every length (row_params_ok checks kLen)
 }
 

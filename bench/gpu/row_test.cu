@@ -932,7 +932,10 @@ int main(int argc, char **argv) {
         {64, 40000, 0},    // rows too long for a block: a cluster of 8 caches them (sm_90+)
         {300, 32000, 0},   // a vocabulary: a cluster of 4 (sm_90+)
         {37, 20011, 1},    // odd, misaligned: a cluster of 4 with partial shares
-        {16, 80000, 0},    // too long for 8 blocks: a pass per stage through L2
+        {16, 80000, 0},    // too long for 8 blocks: a pass per stage, each row over a cluster of 8 (sm_90+)
+        {16, 1048576, 0},  // a LayerNorm over [c, h, w] of a small batch: passes over clusters of 8 (sm_90+)
+        {1, 4194304, 0},   // one long row (a whole tensor's sum): 8 blocks
+        {100, 200003, 1},  // odd, misaligned: clusters of 2 with partial shares, passes
         {4096, 16384, 0},  // long rows: a 512-thread block a row caches one operand, 1024 threads two
         {300, 12007, 1},   // odd, misaligned: 512 or 1024 threads a row, partial spans
     };
