@@ -620,13 +620,14 @@ static bool another_core_needs(const builder *b, const int *cores, int nc, int c
 /* ---- ROW --------------------------------------------------------------------------------------- */
 
 /* Whether term node c can be a stage of a ROW kernel over `axes` along axis k: a sum, max or row dot
- * product over k (not cut off by the search) whose result varies only along the row's other axes. */
-static bool row_stage(const builder *b, int c, uint64_t axes, int32_t k) {
+ * product over k (not cut off by the search, unless `own`: a leaf of the kernel's own region, whose boundary
+ * is the kernel's output) whose result varies only along the row's other axes. */
+static bool row_stage(const builder *b, int c, bool own, uint64_t axes, int32_t k) {
     const tnode *t = &b->t[c];
     ts_op op = (ts_op)t->e.op;
     bool kind = op == TS_OP_REDUCE_SUM || op == TS_OP_REDUCE_MAX || op == TS_OP_TILE_SUM || op == TS_OP_TILE_MAX ||
                 op == TS_OP_CONTRACT;
-    if (!kind || t->cut || (int32_t)t->e.param[0] != k || (t->axes & ~axes & ~(1ull << k))) return false;
+    if (!kind || (t->cut && !own) || (int32_t)t->e.param[0] != k || (t->axes & ~axes & ~(1ull << k))) return false;
     for (int a = 0; a < ts_op_arity(op); a++) /* operands within the row space */
         if (b->t[t->e.kid[a]].axes & ~axes) return false;
     return true;
@@ -647,9 +648,10 @@ static void sort_stages(int *stage, int n) {
 static int row_stages(builder *b, int root, int32_t k, uint64_t axes, int *stage) {
     int n = 0, cores[16], nc = 0;
     region_cores(b, root, cores, &nc, true);
+    const int nc0 = nc; /* the root's own: a boundary there is the kernel's output */
     for (int q = 0; q < nc; q++) { /* cores grows as stages contribute their operands' leaves */
         int c = cores[q];
-        if (!row_stage(b, c, axes, k)) continue;
+        if (!row_stage(b, c, q < nc0, axes, k)) continue;
         bool dup = false;
         for (int j = 0; j < n; j++) dup |= stage[j] == c;
         if (dup) continue;
@@ -786,7 +788,7 @@ static bool row_extra_outputs(builder *b, int root, int32_t k, bool per_row, con
 static int row_siblings(builder *b, int root, int32_t k, uint64_t space, int *stage, int ns) {
     for (int c = 0; c < b->nt && ns < TS_ROW_MAX_STAGES; c++) {
         const tnode *t = &b->t[c];
-        if (!t->output || b->has_mat[c] || t->axes != (space & ~(1ull << k)) || !row_stage(b, c, space, k)) continue;
+        if (!t->output || b->has_mat[c] || t->axes != (space & ~(1ull << k)) || !row_stage(b, c, false, space, k)) continue;
         bool dup = false;
         for (int j = 0; j < ns; j++) dup |= stage[j] == c;
         bool *seen = ts_xcalloc((size_t)b->nt + 1, sizeof *seen);

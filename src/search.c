@@ -505,6 +505,25 @@ static bool try_row_alone(search *s, climb *c, uint32_t cls) {
     return false;
 }
 
+/* Class cls's node just became alt, which did not pay alone: alt a reduction over a reduction (Σ_j Σ_k x swapped to
+ * Σ_k Σ_j x: a sum of a [b·c·h, w] tensor's rows first, where a column kernel summed down b·c·h), with the reductions
+ * among alt and its operands ROW-marked too — the inner sum is a REDUCE kernel until marked, so neither change pays
+ * without the other. Returns whether it was kept. */
+static bool try_node_with_rows(search *s, climb *c, uint32_t cls, const ts_enode *alt) {
+    if (!row_markable(alt)) return false;
+    uint32_t marked[4];
+    int n = 0;
+    for (int k = -1; k < ts_op_arity((ts_op)alt->op) && n < 4; k++) {
+        const uint32_t at = k < 0 ? cls : ts_eg_find(s->x->eg, alt->kid[k]);
+        if (c->cur.best[at] && row_markable(c->cur.best[at]) && !(c->cur.mark[at] & TS_MARK_ROW)) marked[n++] = at;
+    }
+    if (n < 2) return false; /* one mark alone: the plain toggle's move */
+    for (int i = 0; i < n; i++) c->cur.mark[marked[i]] |= TS_MARK_ROW;
+    if (try_move(s, c)) return true;
+    for (int i = 0; i < n; i++) c->cur.mark[marked[i]] &= (uint8_t)~TS_MARK_ROW;
+    return false;
+}
+
 /* One pass over the classes the current term reaches, in post-order: every other e-node of each class,
  * then a boundary toggled there (or moved up to it), then everything below it taken into its kernel, then (a
  * reduction) the other lowering of it. Returns whether anything improved. */
@@ -520,7 +539,7 @@ static bool climb_pass(search *s, climb *c) {
             const ts_enode *alt = ts_eg_class_node(s->x->eg, cls, j), *was = c->cur.best[cls];
             if (alt == was || swapped(s, alt, was)) continue;
             c->cur.best[cls] = alt;
-            if (try_move(s, c)) improved = true;
+            if (try_move(s, c) || try_node_with_rows(s, c, cls, alt)) improved = true;
             else c->cur.best[cls] = was;
         }
         if (cuttable(c->cur.best[cls]) && s->st.evals < s->max_evals) { /* an output too: its kernel then computes it

@@ -2001,6 +2001,29 @@ Test(search, a_vector_mlp_pairs_its_gate_and_up_products) {
     free_compiled(&cg);
 }
 
+/* A Frobenius norm as torch.export writes it (x / ‖x‖ with the sum over every axis, outermost first): the sums over
+ * b, c and h merge into one over a strided axis, which a column kernel reads down 256 columns (0.407 ms predicted).
+ * The search swaps the two sums and marks both ROW in one move (search.c try_node_with_rows): each contiguous row
+ * of w summed first, then one row of the 262144 partial sums (a row kernel whose own region holds the cut sum). */
+Test(search, a_sum_over_every_axis_reads_the_contiguous_rows_first) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strdup("graph: g\naxes: {b: 16, c: 64, h: 256, w: 256}\ninputs:\n"
+                                "  x: {dtype: fp32, shape: [b, c, h, w]}\nops:\n  - {name: x2, op: mul, args: [x, x]}\n"
+                                "  - {name: s1, op: reduce_sum, args: [x2], axis: b}\n"
+                                "  - {name: s2, op: reduce_sum, args: [s1], axis: c}\n"
+                                "  - {name: s3, op: reduce_sum, args: [s2], axis: h}\n"
+                                "  - {name: s4, op: reduce_sum, args: [s3], axis: w}\n  - {name: n, op: sqrt, args: [s4]}\n"
+                                "  - {name: y, op: div, args: [x, n]}\noutputs: [y]\n"));
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_assert_gt(p->nk, 0);
+    cr_expect(p->k[0].kind == TS_KERNEL_ROW && !p->k[0].columns &&
+                  p->k[0].red_axis == ts_graph_find_axis(&cg.c.g, "w"), "%s", best);
+    cr_expect_lt(p->predicted_s, 0.3e-3, "%s", best);
+    free(best);
+    free_compiled(&cg);
+}
+
 /* A vector written as a one-column matrix (KernelBench's A[256, 131072]·B[131072, 1]): the size-1 axis indexes nothing,
  * so B is a vector along k that every row of A reads, and the product a ROW kernel over A's rows (a REDUCE kernel with
  * a block an output before: 0.0812 ms predicted). */
