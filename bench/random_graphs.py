@@ -23,8 +23,8 @@ time and the chosen plan's kernels. Last, a summary, and every graph that needs 
   reduce     the matrix product left to a reduce kernel with 2^22 or more (output, position) pairs (reduce.cuh
              has no tiles: such kernels ran 21-40x slower than a DRAM-byte estimate, bench/NOTES.md run 135; a
              GEMM is the expected plan; a matrix-vector product after an algebraic rewrite is not counted)
-  extra      more GEMM kernels than the graph has matmuls (a contraction distributed over a sum: the 4-GEMM
-             LayerNorm MLP of issue 10)
+  extra      more GEMM kernels than the graph has matmuls and sums of a product with a vector (a contraction
+             distributed over a sum: the 4-GEMM LayerNorm MLP of issue 10)
 Exit status 1 when any graph failed. The generated graphs and logs stay in --keep (default: a temporary folder,
 removed).
 """
@@ -308,7 +308,9 @@ def main():
                 slow.append(f"r{n} ({desc}): {took:.1f} s")
             if family in ("linear", "bmm") and reduce_pairs(kernels, axes) >= 1 << 22:
                 reduce.append(f"r{n} ({desc}): {kernels}")
-            if len(re.findall(r"\bgemm\S* \[", kernels)) > text.count("op: matmul"):  # gemm, dual-gemm, gemm+rowstats
+            # a sum of a product with a vector is a contraction too (a GEMV over the size-1 rows _one, plan.c)
+            vector_sums = 1 if "args: [S, v]" in text and "op: reduce_sum" in text else 0
+            if len(re.findall(r"\bgemm\S* \[", kernels)) > text.count("op: matmul") + vector_sums:  # gemm, dual-gemm, +rowstats
                 extra.append(f"r{n} ({desc}): {kernels}")
     finally:
         if not args.keep:

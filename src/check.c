@@ -262,8 +262,8 @@ static int parse_shape(ctx *c, yaml_node_t *n, int32_t *axes, int *ndim) {
                     c->g->axes[a].name);
                 return -1;
             }
-        if (__builtin_mul_overflow(numel, c->g->axes[a].size, &numel)) {
-            ERR(c, n, NULL, "shape has more than 2^63 elements");
+        if (__builtin_mul_overflow(numel, c->g->axes[a].size, &numel) || numel > (int64_t)1 << TS_MAX_ELEMENTS_LOG2) {
+            ERR(c, n, NULL, "shape has more than 2^%d elements", TS_MAX_ELEMENTS_LOG2);
             return -1;
         }
         axes[i] = (int32_t)a;
@@ -1419,17 +1419,17 @@ static int parse_ops(ctx *c, yaml_node_t *ops) {
     return bad || c->d->nerrors ? -1 : 0;
 }
 
-/* Elementwise nodes may not exceed 2^63 elements: re-check every node's count with overflow checks. */
+/* No node may exceed 2^TS_MAX_ELEMENTS_LOG2 elements: re-check every node's count with overflow checks. */
 static int check_sizes(ctx *c) {
     for (int i = 0; i < c->g->nnodes; i++) {
         const ts_node *n = &c->g->nodes[i];
         int64_t e = 1;
         for (int d = 0; d < n->ndim; d++)
-            if (__builtin_mul_overflow(e, c->g->axes[n->axis[d]].size, &e)) {
+            if (__builtin_mul_overflow(e, c->g->axes[n->axis[d]].size, &e) || e > (int64_t)1 << TS_MAX_ELEMENTS_LOG2) {
                 int32_t t = n->origin;
                 yaml_node_t *where = t >= 0 ? c->tensors[t].where : NULL;
-                ERR(c, where, "reduce the axis sizes", "'%s' would have more than 2^63 elements",
-                    t >= 0 ? c->tensors[t].name : "a tensor");
+                ERR(c, where, "reduce the axis sizes", "'%s' would have more than 2^%d elements",
+                    t >= 0 ? c->tensors[t].name : "a tensor", TS_MAX_ELEMENTS_LOG2);
                 return -1;
             }
     }
