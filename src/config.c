@@ -53,6 +53,22 @@ static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_ke
     return small_static_gemm(g, k, c) && g->axes[k->n_axis].size < NARROW_N;
 }
 
+/* The skinny form's tiles (mma.sync, tile_m rows × 64 columns; 64 K a stage within `budget` bytes of shared
+ * memory) and its split-K: clusters of up to `most_split` CTAs a tile while the CTAs do not yet fill the SMs and
+ * each keeps at least min_kt K-slices. */
+static void set_skinny_tiles(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c, int tile_m, int budget,
+                             int most_split, int min_kt) {
+    c->sk_tile_m = tile_m, c->sk_tile_n = 64;
+    int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
+    c->sk_stages = budget / stage_bytes;
+    if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
+    if (c->sk_stages < 2) c->sk_stages = 2;
+    int64_t ctas = gemm_tiles(g, k, c->sk_tile_m, c->sk_tile_n), kt = ts_gemm_k_slices(g, k);
+    c->sk_split = 1;
+    while (c->sk_split < most_split && ctas * c->sk_split < SKINNY_MIN_CTAS && kt / (2 * c->sk_split) >= min_kt)
+        c->sk_split *= 2;
+}
+
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
     if (ts_gemm_a_km(k)) return; /* its 16-64-row tiles are too narrow for an M-major A (gemm.cuh A_KM: BM % 64) */
     const bool dynamic = ts_gemm_rows_dynamic(g, k);
@@ -60,16 +76,28 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
     bool narrow = narrow_small_gemm(g, k, c);
     if (!dynamic && m > SKINNY_MAX_M && !narrow) return;
     c->skinny_m = narrow && m > SKINNY_MAX_M ? (int)m : SKINNY_MAX_M, c->skinny_only = !dynamic;
-    c->sk_tile_m = m <= 16 ? 16 : m <= 32 ? 32 : 64, c->sk_tile_n = 64;
-    int nb = k->b1 >= 0 ? 2 : 1, stage_bytes = (c->sk_tile_m * 64 + nb * 64 * c->sk_tile_n) * 2;
-    c->sk_stages = (narrow && m > SKINNY_MAX_M ? NARROW_SMEM_BUDGET : SKINNY_SMEM_BUDGET) / stage_bytes;
-    if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
-    if (c->sk_stages < 2) c->sk_stages = 2;
-    int64_t ctas = gemm_tiles(g, k, c->sk_tile_m, c->sk_tile_n), kt = ts_gemm_k_slices(g, k);
-    c->sk_split = 1;
-    while (c->sk_split < SKINNY_MAX_SPLIT && ctas * c->sk_split < SKINNY_MIN_CTAS &&
-           kt / (2 * c->sk_split) >= SKINNY_MIN_SPLIT_KT)
-        c->sk_split *= 2;
+    set_skinny_tiles(g, k, c, m <= 16 ? 16 : m <= 32 ? 32 : 64,
+                     narrow && m > SKINNY_MAX_M ? NARROW_SMEM_BUDGET : SKINNY_SMEM_BUDGET, SKINNY_MAX_SPLIT,
+                     SKINNY_MIN_SPLIT_KT);
+}
+
+/* A deep small GEMM: few output tiles over a long K (KernelBench's 256×256 over K = 524288): its 128×256 wgmma
+ * tiles put 2 CTAs on the GPU, the small GEMMs' 128×64 ones 8. A configuration variant (the cost model chooses,
+ * tune times it): the mma.sync small-tile form, 64×64 tiles, with split-K over clusters of up to 8 CTAs (gemm.cuh
+ * SPLIT), each CTA keeping DEEP_MIN_KT K-slices at least: 16 tiles × 8 = 128 CTAs. Static sizes, more rows than a
+ * skinny GEMM's, fewer than DEEP_MAX_TILES tiles of 128×64. */
+enum { DEEP_MIN_KT = 64, DEEP_MAX_SPLIT = 8, DEEP_MAX_TILES = SKINNY_MIN_CTAS / 4 };
+
+static int deep_variant(const ts_graph *g, const ts_kernel *k, ts_kernel_config *out, int max) {
+    if (max < 1 || ts_gemm_a_km(k) || k->cfg.skinny_m > 0 || ts_gemm_rows(g, k) <= SKINNY_MAX_M ||
+        !small_static_gemm(g, k, &k->cfg) || gemm_tiles(g, k, 128, 64) >= DEEP_MAX_TILES ||
+        ts_gemm_k_slices(g, k) < 2 * DEEP_MIN_KT)
+        return 0;
+    ts_kernel_config c = k->cfg;
+    c.skinny_m = (int)ts_gemm_rows(g, k), c.skinny_only = true, c.library = false;
+    set_skinny_tiles(g, k, &c, 64, NARROW_SMEM_BUDGET, DEEP_MAX_SPLIT, DEEP_MIN_KT);
+    out[0] = c;
+    return 1;
 }
 
 /* Whether kernel k runs its skinny form at the graph's current sizes (the cost model's question). */
@@ -318,6 +346,7 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
         if (k->row_parts && (c.cluster_m > 1 || c.pingpong)) continue;
         if (!same) out[n++] = c;
     }
+    if (!dual && !k->two_k && !k->row_parts) n += deep_variant(g, k, out + n, max - 1 - n);
     return n + library_variant(g, p, k, allow_library, out + n, max - n);
 }
 
