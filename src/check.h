@@ -10,9 +10,9 @@
 #define TS_MAX_OPS 100000 /* ops in one graph file (and inputs, and outputs) */
 #define TS_MAX_AXES 4096  /* axes in one graph file */
 #define TS_MAX_DEPTH 10000 /* primitive ops on the longest path: the planner recurses along paths */
-/* Elements a tensor may hold: 2^48 (no GPU holds more), so that its bytes, strides and offsets times any
- * small factor the later stages apply (a 16-byte vector, a scratch row) stay far inside int64. */
-#define TS_MAX_ELEMENTS_LOG2 48
+/* Elements a tensor (or an op's product space) may hold: 2^56, so that its bytes, strides and offsets times the
+ * small factors the later stages apply (a float64 reference, a 16-byte vector) stay inside int64. */
+#define TS_MAX_ELEMENTS_LOG2 56
 
 /* Sizes that override the file's axis sizes (`--dims m=8,d=16`). */
 typedef struct {

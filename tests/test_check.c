@@ -148,20 +148,20 @@ Test(check, size_too_large_to_parse) {
 
 Test(check, element_count_overflow_in_an_input) {
     assert_error("axes:\n  a: 4294967296\n  b: 4294967296\ninputs:\n  X: {dtype: fp16, shape: [a, b]}\n",
-                 "g.yaml:5:27: error: shape has more than 2^48 elements");
+                 "g.yaml:5:27: error: shape has more than 2^56 elements");
 }
 
 /* Within int64 as elements, but not as bytes times the later stages' factors (fuzz_compile, README item 10). */
 Test(check, element_count_beyond_any_gpu) {
     assert_error("axes:\n  m: 4\n  d: 866666666666666666\ninputs:\n  X: {dtype: fp32, shape: [m, d]}\n",
-                 "g.yaml:5:27: error: shape has more than 2^48 elements");
+                 "g.yaml:5:27: error: shape has more than 2^56 elements");
 }
 
 Test(check, element_count_overflow_inside_a_contraction) {
     assert_error("axes:\n  a: 2147483648\n  b: 2147483648\n  k: 4\n"
                  "inputs:\n  X: {dtype: fp16, shape: [a, k]}\n  W: {dtype: fp16, shape: [k, b]}\n" OPS
                  "  - {name: Y, op: matmul, args: [X, W], over: k}\noutputs: [Y]\n",
-                 "g.yaml:9:12: error: 'Y' would have more than 2^48 elements");
+                 "g.yaml:9:12: error: 'Y' would have more than 2^56 elements");
 }
 
 Test(check, output_never_produced) {

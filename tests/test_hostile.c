@@ -313,17 +313,17 @@ Test(hostile, eval_over_the_budget_is_refused_with_a_message) {
 
 Test(hostile, eval_refuses_huge_inputs_and_outputs_before_allocating_them) {
     char *dir = scratch();
-    /* 2^60 input elements: allocating them would fail (or, under ASan, abort) before the budget check */
+    /* 2^50 input elements: allocating them would fail (or, under ASan, abort) before the budget check */
     char *in = write_file(dir, "in.yaml",
-                          "axes: {a: 1048576, b: 1048576, c: 1048576}\ninputs:\n  X: {dtype: fp32, shape: [a, b, c]}\n"
+                          "axes: {a: 65536, b: 131072, c: 131072}\ninputs:\n  X: {dtype: fp32, shape: [a, b, c]}\n"
                           "ops:\n  - {name: Y, op: reduce_sum, args: [X], axis: a}\noutputs: [Y]\n");
     char *args = ts_strfmt("eval %s", in);
-    EXPECT(args, 3, "in.yaml: error: the inputs alone need 8589934592.00 GiB of float64 buffers, over the "
+    EXPECT(args, 3, "in.yaml: error: the inputs alone need 8388608.00 GiB of float64 buffers, over the "
                     "interpreter's budget of 8.00 GiB; evaluate at smaller sizes with --dims");
     free(args);
-    /* one stored element, an output view of 2^60: the gathered output counts against the budget */
+    /* one stored element, an output view of 2^50: the gathered output counts against the budget */
     char *out = write_file(dir, "out.yaml",
-                           "axes: {a: 1048576, b: 1048576, c: 1048576}\n"
+                           "axes: {a: 65536, b: 131072, c: 131072}\n"
                            "ops:\n  - {name: z, op: constant, value: 0}\n"
                            "  - {name: Y, op: expand, args: [z], shape: [a, b, c]}\noutputs: [Y]\n");
     args = ts_strfmt("eval %s", out);

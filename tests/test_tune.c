@@ -307,22 +307,22 @@ Test(tune, validation_shrinks_the_axes_that_carry_the_work, .timeout = 120) {
  * GPU machine; tune proper refuses with the sizes instead of allocating. Nothing is allocated either way. */
 Test(tune, a_reference_too_large_for_memory_is_left_or_refused_before_allocating, .timeout = 120) {
     char *dir = scratch("hugeref");
-    char *args = ts_strfmt("tune --build-only --top 1 --dims m=1048576,d=1048576,n=1048576 --nvcc tests/tune/fake_nvcc.sh "
+    char *args = ts_strfmt("tune --build-only --top 1 --dims m=262144,d=262144,n=262144 --nvcc tests/tune/fake_nvcc.sh "
                            "--cache %s/cache bench/graphs/matmul.yaml",
                            dir);
     tsopt_result r = run_tsopt_env("TSOPT_LIBCUDA=/nonexistent/libcuda.so.1", args);
     cr_expect_eq(r.code, 0, "%s", r.out);
-    cr_expect_not_null(strstr(r.out, "the float64 reference is left to the GPU machine: its inputs take 17592.2 GB"),
+    cr_expect_not_null(strstr(r.out, "the float64 reference is left to the GPU machine: its inputs take 1099.5 GB"),
                        "%s", r.out);
     cr_expect_not_null(strstr(r.out, "not made here"), "%s", r.out);
     free(r.out), free(args);
     char *env = ts_strfmt("TSOPT_LIBCUDA=%s TSOPT_LIBCUPTI=%s", mock(), mock());
-    args = ts_strfmt("tune --top 1 --dims m=1048576,d=1048576,n=1048576 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
+    args = ts_strfmt("tune --top 1 --dims m=262144,d=262144,n=262144 --nvcc tests/tune/fake_nvcc.sh --cache %s/cache "
                      "-o %s/out bench/graphs/matmul.yaml",
                      dir, dir);
     r = run_tsopt_env(env, args);
     cr_expect_eq(r.code, 1, "%s", r.out);
-    cr_expect_not_null(strstr(r.out, "cannot compute the reference: the float64 validation inputs take 17592.2 GB"),
+    cr_expect_not_null(strstr(r.out, "cannot compute the reference: the float64 validation inputs take 1099.5 GB"),
                        "%s", r.out);
     free(r.out), free(args), free(env);
     remove_dir(dir);
