@@ -136,6 +136,10 @@ static bool operands_ok(const ts_graph *g, const ts_plan *p, const ts_kernel *k,
         *why = "cuBLASLt's path here takes operands of one type and an output of that type or fp32";
         return false;
     }
+    if (ts_access_stride(&k->acc[k->a], k->m_axis).n == 0) { /* a vector's rows "_one" (plan.c): stride 0 */
+        *why = "a vector's product (rows of stride 0) is not cuBLASLt's layout";
+        return false;
+    }
     const int32_t out_axes[] = {k->m_axis, k->n_axis, k->batch_axis, k->batch_outer, k->m_outer};
     if (!matrix_ok(g, k, &k->acc[k->a], k->m_axis, k->red_axis) || !matrix_ok(g, k, &k->acc[k->b0], k->red_axis, k->n_axis) ||
         !spans_only(&k->out, out_axes, 5) || !unit_along(&k->out, k->n_axis) || !batch_nests(g, k, &k->out)) {
