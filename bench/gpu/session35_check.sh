@@ -6,7 +6,8 @@
 # decoder_prefill re-validated.
 # Usage (here, no GPU): PREPARE=1 [OLD_REV=<rev with the old templates>] bash bench/gpu/session35_check.sh
 #   — fills build/tc-all, builds build/ab/row_test_{new,old} and packs build/carry.tar.xz (bench/gpu/carry.sh);
-# then (device, carry build/carry.tar.xz and build/pg): bash bench/gpu/session35_check.sh
+# then (device, carry build/carry.tar.xz and build/pg): bash bench/gpu/session35_check.sh  (MINI=1: row_test and five
+# probes' candidates only, for a short call)
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 probes="attention_pooling vector_matmul linear_vector_silu lm_head_vector_softmax token_gate_scores vector_swiglu_mlp
@@ -32,6 +33,13 @@ mkdir -p "$OUT"
 tar xJf build/carry.tar.xz && rm -rf build/tune-cache && mv build/tc-all build/tune-cache || exit 1
 rt() { timeout "$2" "build/ab/row_test_$1" > "$OUT/row_$1.log" 2>&1; echo "row_test $1 rc=$?"; grep -E "1048576|4194304|200003|cases valid|FAILED" "$OUT/row_$1.log" | tail -30; }
 rt new 120
+if [ "${MINI:-0}" = 1 ]; then  # a short call: the candidates of five probes validated and timed, no anchors
+  for g in attention_pooling vector_matmul layernorm_chw_f32 matmul_large_k frobenius_norm_f32; do
+    timeout 45 build/tsopt tune --top 2 --cache build/tune-cache --record "$OUT/$g.json" "build/pg/$g.yaml" > "$OUT/$g.log" 2>&1
+    echo "== $g rc=$?"; sed -n '/^rank/,$p' "$OUT/$g.log" | head -6
+  done
+  exit 0
+fi
 GRAPHS_DIR=build/pg OUT=$OUT/a TOP=4 SWEEP=0 BENCH_AUTOTUNE=0 BUDGET_S=${BUDGET_S:-220} bash bench/h200.sh > "$OUT/a.log" 2>&1
 echo "h200.sh rc=$?"
 grep -E "^graph .* on |^rank|^[0-9]+ +[a-z]|chosen" "$OUT/a.log" | head -80; tail -30 "$OUT/a.log"
