@@ -1444,14 +1444,17 @@ template <class Fn> cudaError_t launch_row_clusters(const RowParams<Fn> &p, int 
     return cudaSuccess;
 }
 
-// Fewer rows than SMs, each longer than a cluster caches (a LayerNorm over [c, h, w] of a small batch: 16 rows of
-// 4M; a sum of one long vector): each row over a cluster of CL 1024-thread blocks, each taking its share of the
-// row in passes (a pass a stage, one for the outputs), the blocks' partials of each stage combined through
+// At most half as many rows as SMs, each longer than a cluster caches (a LayerNorm over [c, h, w] of a small batch:
+// 16 rows of 4M; a sum of one long vector): each row over a cluster of CL 1024-thread blocks, each taking its share
+// of the row in passes (a pass a stage, one for the outputs), the blocks' partials of each stage combined through
 // distributed shared memory — rows × CL SMs stream, where a 256-thread block a row left all but `rows` SMs idle.
-// CL: the fewest, 2 to 8, that give every SM a block (8 for fewer than SMs / 8 rows); 1 where rows fill the SMs.
+// CL: the largest, 2 to 8, whose rows × CL blocks still fit one wave; 1 from SMs / 2 rows on, where a second block a
+// row only adds a second, partial wave. Measured (bench/NOTES.md run 168, row_test, H100): 16 rows of 1M 6.9-9.9x
+// faster, one row of 4M 20-25x; 100 rows of 200003 (clusters of 2 in 1.5 waves) from 0.70x (residual + RMSNorm) to
+// 1.9x (a row's mean), so such rows keep a block each.
 inline int row_pass_cluster(int64_t rows, int sm_count) {
     int cl = 1;
-    while (cl < 8 && rows * cl < sm_count) cl *= 2;
+    while (cl < 8 && rows * cl * 2 <= sm_count) cl *= 2;
     return cl;
 }
 
@@ -1461,8 +1464,8 @@ template <class Fn, int CL> cudaError_t launch_row_pass_cluster_as(const RowPara
     return tst::launch(row_kernel<Fn, kWideThreads, 0, 1, CL>, dim3(grid), dim3(kWideThreads), 0, stream, CL, p);
 }
 
-// launch_row's passes over uncached rows: over clusters (row_pass_cluster) on sm_90+ where rows are fewer than SMs,
-// else a 256-thread block a row.
+// launch_row's passes over uncached rows: over clusters (row_pass_cluster) on sm_90+ where rows are at most half
+// the SMs, else a 256-thread block a row.
 template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     const int cl = row_pass_cluster(p.rows, sm_count);
     if (cl > 1) {

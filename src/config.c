@@ -270,16 +270,16 @@ int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *
     return cl > 1 && len <= cl * block ? cl : 1;
 }
 
-/* row.cuh row_pass_cluster: rows fewer than the SMs that neither a block nor a cluster caches (launch_row_passes)
- * are each split over a cluster of 1024-thread blocks taking their shares in passes: the fewest blocks a row, 2 to
- * 8, that give every SM a block; 1 otherwise. */
+/* row.cuh row_pass_cluster: at most half as many rows as SMs that neither a block nor a cluster caches
+ * (launch_row_passes) are each split over a cluster of 1024-thread blocks taking their shares in passes: the most
+ * blocks a row, 2 to 8, whose rows × blocks fit one wave; 1 otherwise. */
 int ts_config_row_pass_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
     if (k->kind != TS_KERNEL_ROW || k->columns || g->axes[k->red_axis].size <= ts_config_row_block_len(p, k) ||
         ts_config_row_cluster(g, p, k, sms) > 1)
         return 1;
     const double rows = row_count(g, k);
     int cl = 1;
-    while (cl < ROW_MAX_CLUSTER && rows * cl < sms) cl *= 2;
+    while (cl < ROW_MAX_CLUSTER && rows * cl * 2 <= sms) cl *= 2;
     return cl;
 }
 

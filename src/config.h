@@ -32,8 +32,8 @@ int64_t ts_config_row_block_len(const ts_plan *p, const ts_kernel *k);
 int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 /* ... and the share of the SMs its launch streams through: 1 unless fewer rows than SMs each take a block
  * (or a cluster of blocks that still leaves SMs idle). */
-/* row.cuh row_pass_cluster: blocks a row of ROW kernel k takes in passes (fewer rows than SMs, longer than a block or
- * a cluster caches), 2 to 8; 1 otherwise. */
+/* row.cuh row_pass_cluster: blocks a row of ROW kernel k takes in passes (at most half as many rows as SMs, longer
+ * than a block or a cluster caches), 2 to 8; 1 otherwise. */
 int ts_config_row_pass_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 /* ... and the share of a row's lanes that hold a span of it: launch_row gives rows of up to 32 spans a power of

@@ -1138,9 +1138,10 @@ static bool try_gemm(builder *b, int root, int c0, int c1) {
     /* a vector against a matrix (x[k]·W[k, n]: a decode step written without its token axis; X[b, t, d]·w[d]; the
      * softmax-weighted sum p[b, t]·X[b, t, d] of attention pooling): the vector is A, its rows the size-1 axis
      * "_one" it does not span (stride 0), so that the GEMM runs in its skinny form, streaming the matrix at the
-     * DRAM rate, where a row or column kernel reads it at 50-70% (bench/NOTES.md run 168) — unless the search marks
-     * the contraction TS_MARK_ROW (small products, where a GEMM's launch and fill cost more than the row kernel), or K
-     * is shorter than one 64-wide K-slice (a sum over 8 experts: most of each tile's loads and MMAs would be empty) */
+     * DRAM rate, where a row or column kernel reads it at 50-70% (bench/NOTES.md run 168: 1.39x on x[4096]·W) —
+     * unless the search marks the contraction TS_MARK_ROW (declined above: small products, where a GEMM's launch and
+     * fill cost more than the row kernel), or K is shorter than one 64-wide K-slice (a sum over 8 experts: most of
+     * each tile's loads and MMAs would be empty) */
     const int32_t one = ts_graph_find_axis(b->x->g, "_one");
     bool vector_a = false;
     if (one >= 0 && b->x->g->axes[kax].size >= 64 && !fp32 && (dual < 0 || nfree_a == 0) && !two_k &&
