@@ -14,9 +14,9 @@
 // other's result in the first pass: kJoinFirst), or, with launch_row's
 // `split` (a configuration tune times), each over a cluster of up to 8 blocks that cache its shares (sm_90+).
 // Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
-// always take such clusters, so that every SM streams; those too long for a cluster's registers take clusters of
-// 1024-thread blocks, each its share of the row in passes (launch_row_passes). Operands and outputs move through span.cuh:
-// 16-byte vectors where the row axis has unit stride and the row is aligned (a row starting off 16 bytes, as
+// always take such clusters, so that every SM streams; those too long for a cluster's registers (at most half as
+// many as SMs) take clusters of 1024-thread blocks, each its share of the row in passes (launch_row_passes).
+// Operands and outputs move through span.cuh: 16-byte vectors where the row axis has unit stride and the row is aligned (a row starting off 16 bytes, as
 // rows of an odd length do, has its head before the first aligned position taken apart: kHead), scalars
 // otherwise. Positions
 // inside a row are 32-bit where the cached path runs. Any sizes. Namespace tsw; depends on tile.cuh and
@@ -787,8 +787,8 @@ template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm
 // The smallest group whose threads cache the row within kCacheFloats registers each (ITEMS spans a thread,
 // 4 where that fits), so that no thread idles; 1 to 16 lanes (a lane a span) or a warp for short rows; rows a 256-thread
 // block cannot cache a block of 512 or 1024 threads of their own (the same registers a thread, fewer blocks
-// an SM); rows longer than that several passes (over clusters where fewer than SMs: launch_row_passes). Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most
-// 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
+// an SM); rows longer than that several passes (over clusters where at most half as many as SMs:
+// launch_row_passes). Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
 // RMSNorm over 4096, RMSNorm over 1024). Fewer rows than SMs, each a block's, or with `split` rows longer
 // than the widest block caches: split over a cluster (row_cluster). Returns the launch error.
 template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool split = false) {
