@@ -717,11 +717,10 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
 // always take such clusters, so that every SM streams; those too long for a cluster's registers (at most half as
 // many as SMs) take clusters of 1024-thread blocks, each its share of the row in passes (launch_row_passes).
-// Operands and outputs move through span.cuh: 16-byte vectors where the row axis has unit stride and the row is aligned (a row starting off 16 bytes, as
-// rows of an odd length do, has its head before the first aligned position taken apart: kHead), scalars
-// otherwise. Positions
-// inside a row are 32-bit where the cached path runs. Any sizes. Namespace tsw; depends on tile.cuh and
-// span.cuh.
+// Operands and outputs move through span.cuh: 16-byte vectors where the row axis has unit stride and the row is
+// aligned (a row starting off 16 bytes, as rows of an odd length do, has its head before the first aligned position
+// taken apart: kHead), scalars otherwise. Positions inside a row are 32-bit where the cached path runs. Any sizes.
+// Namespace tsw; depends on tile.cuh and span.cuh.
 //
 // Functor interface (the emitter generates it; kIn ≥ 1 cached operands, kStages ≤ 4):
 //   struct Fn {
@@ -1403,11 +1402,21 @@ cudaError_t launch_row_as(const RowParams<Fn> &p, cudaStream_t stream) {
                        1, p);
 }
 
-// A row a cluster of CL blocks, each caching ITEMS spans a thread of its share.
-template <class Fn, int CL, int ITEMS> cudaError_t launch_row_cluster_as(const RowParams<Fn> &p, cudaStream_t stream) {
+// A row a cluster of CL blocks of TPR threads, each taking its share: caching ITEMS spans a thread of it, or in
+// passes (ITEMS 0).
+template <class Fn, int TPR, int ITEMS, int MINB, int CL>
+cudaError_t launch_row_cluster_as(const RowParams<Fn> &p, cudaStream_t stream) {
     constexpr int64_t kMaxRows = ((int64_t)1 << 30) / CL;  // the kernel strides over the rows past it
     const unsigned grid = (unsigned)((p.rows < kMaxRows ? p.rows : kMaxRows) * CL);
-    return tst::launch(row_kernel<Fn, kThreads, ITEMS, kMinBlocks, CL>, dim3(grid), dim3(kThreads), 0, stream, CL, p);
+    return tst::launch(row_kernel<Fn, TPR, ITEMS, MINB, CL>, dim3(grid), dim3(TPR), 0, stream, CL, p);
+}
+
+// launch_row_cluster_as for a cluster size cl known at run time (2, 4 or 8).
+template <class Fn, int TPR, int ITEMS, int MINB>
+cudaError_t launch_row_cluster_of(const RowParams<Fn> &p, int cl, cudaStream_t stream) {
+    if (cl == 2) return launch_row_cluster_as<Fn, TPR, ITEMS, MINB, 2>(p, stream);
+    if (cl == 4) return launch_row_cluster_as<Fn, TPR, ITEMS, MINB, 4>(p, stream);
+    return launch_row_cluster_as<Fn, TPR, ITEMS, MINB, 8>(p, stream);
 }
 
 // The cluster of blocks a row takes on sm_90+ when each row needs a whole block and there are fewer rows
@@ -1437,9 +1446,7 @@ template <class Fn> cudaError_t launch_row_clusters(const RowParams<Fn> &p, int 
         const cudaError_t e = cl > 1 ? tst::device_facts(&f) : cudaSuccess;
         if (e != cudaSuccess || cl == 1 || f.cc_major < 9) return e;
         *launched = true;
-        if (cl == 2) return launch_row_cluster_as<Fn, 2, IC>(p, stream);
-        if (cl == 4) return launch_row_cluster_as<Fn, 4, IC>(p, stream);
-        return launch_row_cluster_as<Fn, 8, IC>(p, stream);
+        return launch_row_cluster_of<Fn, kThreads, IC, kMinBlocks>(p, cl, stream);
     }
     return cudaSuccess;
 }
@@ -1458,12 +1465,6 @@ inline int row_pass_cluster(int64_t rows, int sm_count) {
     return cl;
 }
 
-template <class Fn, int CL> cudaError_t launch_row_pass_cluster_as(const RowParams<Fn> &p, cudaStream_t stream) {
-    constexpr int64_t kMaxRows = ((int64_t)1 << 30) / CL;  // the kernel strides over the rows past it
-    const unsigned grid = (unsigned)((p.rows < kMaxRows ? p.rows : kMaxRows) * CL);
-    return tst::launch(row_kernel<Fn, kWideThreads, 0, 1, CL>, dim3(grid), dim3(kWideThreads), 0, stream, CL, p);
-}
-
 // launch_row's passes over uncached rows: over clusters (row_pass_cluster) on sm_90+ where rows are at most half
 // the SMs, else a 256-thread block a row.
 template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
@@ -1472,11 +1473,7 @@ template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm
         tst::DeviceFacts f;
         const cudaError_t e = tst::device_facts(&f);
         if (e != cudaSuccess) return e;
-        if (f.cc_major >= 9) {
-            if (cl == 2) return launch_row_pass_cluster_as<Fn, 2>(p, stream);
-            if (cl == 4) return launch_row_pass_cluster_as<Fn, 4>(p, stream);
-            return launch_row_pass_cluster_as<Fn, 8>(p, stream);
-        }
+        if (f.cc_major >= 9) return launch_row_cluster_of<Fn, kWideThreads, 0, 1>(p, cl, stream);
     }
     return launch_row_as<Fn, 256, 0>(p, stream);
 }
@@ -1485,8 +1482,9 @@ template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm
 // 4 where that fits), so that no thread idles; 1 to 16 lanes (a lane a span) or a warp for short rows; rows a 256-thread
 // block cannot cache a block of 512 or 1024 threads of their own (the same registers a thread, fewer blocks
 // an SM); rows longer than that several passes (over clusters where at most half as many as SMs:
-// launch_row_passes). Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most 32 floats a thread and registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual +
-// RMSNorm over 4096, RMSNorm over 1024). Fewer rows than SMs, each a block's, or with `split` rows longer
+// launch_row_passes). Measured (bench/NOTES.md run 34, row_test sweep): a cache of at most 32 floats a thread and
+// registers for 4 blocks an SM beat 64 floats at fewer blocks by 9-16% (residual + RMSNorm over 4096, RMSNorm over
+// 1024). Fewer rows than SMs, each a block's, or with `split` rows longer
 // than the widest block caches: split over a cluster (row_cluster). Returns the launch error.
 template <class Fn> cudaError_t launch_row(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool split = false) {
     if (p.rows == 0) return cudaSuccess;
