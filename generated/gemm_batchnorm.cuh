@@ -2161,6 +2161,39 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
     return ready;
 }
 
+// Split-K (SPLIT > 1): the K tiles [kt0, kt0 + kt) of cluster rank `split` among KT_ALL — contiguous shares.
+template <int SPLIT> __device__ __forceinline__ void split_k_share(int KT_ALL, int split, int &kt0, int &kt) {
+    const int share = (KT_ALL + SPLIT - 1) / SPLIT;
+    kt0 = min(split * share, KT_ALL), kt = min(share, KT_ALL - kt0);
+}
+
+// Split-K's merge, after the main loop (the cp.async stages drained): ranks 1.. of the cluster park their fp32
+// accumulators in their own shared memory (`park`, PARK_FLOATS floats of it), rank 0 adds them in through
+// distributed shared memory and then calls also(r) for each other rank r (row statistics merged alike), and the
+// others wait until it has read them (their shared memory goes when they exit). Returns whether this CTA goes on
+// to the epilogue (rank 0).
+template <int SPLIT, int THREADS, int PARK_FLOATS, class Acc, class Also>
+__device__ __forceinline__ bool split_k_merge(Acc &acc, float *park, int split, const Also &also) {
+    constexpr int N_ACC = static_cast<int>(sizeof(Acc) / sizeof(float));
+    static_assert(N_ACC * THREADS <= PARK_FLOATS, "split-K parks the accumulators in the stages' shared memory");
+    float *a = reinterpret_cast<float *>(&acc);
+    const int t = static_cast<int>(threadIdx.x);
+    __syncthreads();
+    if (split != 0) {
+#pragma unroll
+        for (int i = 0; i < N_ACC; ++i) park[i * THREADS + t] = a[i];
+    }
+    tst::cluster_sync();   // every rank's sums are parked
+    if (split == 0) {
+        for (int r = 1; r < SPLIT; ++r)
+#pragma unroll
+            for (int i = 0; i < N_ACC; ++i) a[i] += tst::cluster_load(park, r, i * THREADS + t);
+        for (int r = 1; r < SPLIT; ++r) also(r);
+    }
+    tst::cluster_sync();   // rank 0 has read them: the others may exit
+    return split == 0;
+}
+
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
@@ -2241,8 +2274,9 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
 
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
-    const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0), KT_SHARE = (KT_ALL + SPLIT - 1) / SPLIT;
-    const int kt0 = min(split * KT_SHARE, KT_ALL), KT = min(KT_SHARE, KT_ALL - kt0);
+    const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0);
+    int kt0, KT;
+    split_k_share<SPLIT>(KT_ALL, split, kt0, KT);
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
@@ -2273,41 +2307,12 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     if (ready) tst::pdl_wait();   // the epilogue reads and writes what earlier kernels may still touch
     tst::pdl_trigger();   // the main loop is done: the next kernel may launch and start its own loads
     if constexpr (kRowStats<Epilogue> > 0) rows.merge(static_cast<int>(threadIdx.x));
-    if constexpr (SPLIT > 1) {   // ranks 1.. park their sums in their shared memory; rank 0 adds them in
-        constexpr int N_ACC = NB * MI * NI * 4;
-        float *park = reinterpret_cast<float *>(smem_raw);   // the stages are drained: cp_async_wait<0> above
-        __syncthreads();
-        if (split != 0) {
-#pragma unroll
-            for (int j = 0; j < NB; ++j)
-#pragma unroll
-                for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            park[(((j * MI + mi) * NI + ni) * 4 + e) * THREADS + threadIdx.x] = acc[j][mi][ni][e];
-        }
-        tst::cluster_sync();   // every rank's sums are parked
-        if (split == 0) {
-            for (int r = 1; r < SPLIT; ++r)
-#pragma unroll
-                for (int j = 0; j < NB; ++j)
-#pragma unroll
-                    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-                        for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-                            for (int e = 0; e < 4; ++e)
-                                acc[j][mi][ni][e] += tst::cluster_load(
-                                    park, r, (((j * MI + mi) * NI + ni) * 4 + e) * THREADS + static_cast<int>(threadIdx.x));
-            if constexpr (kRowStats<Epilogue> > 0)   // each rank folded its share of k: the rows' whole results
-                for (int r = 1; r < SPLIT; ++r) rows.merge_rank(static_cast<int>(threadIdx.x), r);
-        }
-        tst::cluster_sync();   // rank 0 has read them: the others may exit (their shared memory goes with them)
-        static_assert(N_ACC * THREADS * 4 <= STAGES * STAGE_ELEMS * static_cast<int>(sizeof(T)),
-                      "split-K parks the accumulators in the stages' shared memory");
-        if (split != 0) return;
+    if constexpr (SPLIT > 1) {   // ranks 1.. park their sums, rank 0 adds them in (and each rank's row statistics)
+        const bool first = split_k_merge<SPLIT, THREADS, STAGES * STAGE_ELEMS * static_cast<int>(sizeof(T)) / 4>(
+            acc, reinterpret_cast<float *>(smem_raw), split, [&](int r) {
+                if constexpr (kRowStats<Epilogue> > 0) rows.merge_rank(static_cast<int>(threadIdx.x), r);
+            });
+        if (!first) return;
     }
     if constexpr (kRowStats<Epilogue> > 0) {
         rows.store(p.ep, static_cast<int>(threadIdx.x), rs);

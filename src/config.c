@@ -41,12 +41,23 @@ static int64_t gemm_tiles(const ts_graph *g, const ts_kernel *k, int tile_m, int
            ts_gemm_batch(g, k);
 }
 
+/* Whether GEMM k's output (rows, columns and batch) has static sizes. */
+static bool static_output(const ts_graph *g, const ts_kernel *k) {
+    return !ts_gemm_rows_dynamic(g, k) && !g->axes[k->n_axis].dynamic &&
+           !(k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) &&
+           !(k->batch_outer >= 0 && g->axes[k->batch_outer].dynamic);
+}
+
 static bool small_static_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
-    if (ts_gemm_rows_dynamic(g, k) || g->axes[k->n_axis].dynamic ||
-        (k->batch_axis >= 0 && g->axes[k->batch_axis].dynamic) ||
-        (k->batch_outer >= 0 && g->axes[k->batch_outer].dynamic))
-        return false;
-    return gemm_tiles(g, k, c->tile_m, c->tile_n) < SMALL_GEMM_TILES;
+    return static_output(g, k) && gemm_tiles(g, k, c->tile_m, c->tile_n) < SMALL_GEMM_TILES;
+}
+
+/* Split-K's cluster size for `ctas` CTAs over kt K-slices of 64: doubled, up to most_split, while the CTAs do not
+ * yet fill the SMs (SKINNY_MIN_CTAS) and each keeps at least min_kt K-slices to pipeline. */
+static int split_k(int64_t ctas, int64_t kt, int most_split, int min_kt) {
+    int split = 1;
+    while (split < most_split && ctas * split < SKINNY_MIN_CTAS && kt / (2 * split) >= min_kt) split *= 2;
+    return split;
 }
 
 static bool narrow_small_gemm(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
@@ -63,10 +74,7 @@ static void set_skinny_tiles(const ts_graph *g, const ts_kernel *k, ts_kernel_co
     c->sk_stages = budget / stage_bytes;
     if (c->sk_stages > SKINNY_MAX_STAGES) c->sk_stages = SKINNY_MAX_STAGES;
     if (c->sk_stages < 2) c->sk_stages = 2;
-    int64_t ctas = gemm_tiles(g, k, c->sk_tile_m, c->sk_tile_n), kt = ts_gemm_k_slices(g, k);
-    c->sk_split = 1;
-    while (c->sk_split < most_split && ctas * c->sk_split < SKINNY_MIN_CTAS && kt / (2 * c->sk_split) >= min_kt)
-        c->sk_split *= 2;
+    c->sk_split = split_k(gemm_tiles(g, k, c->sk_tile_m, c->sk_tile_n), ts_gemm_k_slices(g, k), most_split, min_kt);
 }
 
 static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c) {
@@ -108,18 +116,37 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k) {
 /* fp32 operands: templates/gemm_f32.cuh (3xTF32 on mma.sync, every GPU from sm_80), its tiles in the fb_*
  * fields (an mma.sync kernel, as the fallback), mirrored in tile_m/tile_n/stages for the cost model's waves:
  * 128×128 with 8 warps, or 64×64 with 4 where the larger tiles would leave half the SMs idle (F32_MIN_TILES: at
- * 128 tiles of 128×128 the larger tiles ran 1.22x faster, bench/NOTES.md run 124's fp32 SwiGLU). */
-enum { F32_MIN_TILES = 66 };
+ * 128 tiles of 128×128 the larger tiles ran 1.22x faster, bench/NOTES.md run 124's fp32 SwiGLU). Static sizes
+ * whose tiles still leave SMs idle split K over clusters (sk_split, gemm_f32.cuh SPLIT; Hopper and later) while
+ * each CTA keeps F32_MIN_SPLIT_KT K-slices of 64: the 3xTF32 MMAs are compute-bound, so the CTAs' share of the
+ * SMs is the speed (KernelBench's 256×256 over K = 524288: 16 tiles, 8.9 ms predicted unsplit). */
+enum { F32_MIN_TILES = 66, F32_MIN_SPLIT_KT = 4, F32_MAX_SPLIT = 8 };
 static const int f32_variants[][6] = {{128, 128, 32, 2, 4, 4}, {64, 64, 32, 2, 2, 4}}; /* BM BN BK WM WN STAGES */
 
-static void set_f32_tiles(ts_kernel_config *c, const int *v) {
+static void set_f32_tiles(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c, const int *v) {
     c->fb_tile_m = c->tile_m = v[0], c->fb_tile_n = c->tile_n = v[1], c->fb_tile_k = v[2];
     c->fb_warps_m = v[3], c->fb_warps_n = v[4], c->fb_stages = c->stages = v[5];
+    c->sk_split = static_output(g, k) ? split_k(gemm_tiles(g, k, v[0], v[1]), ts_gemm_k_slices(g, k), F32_MAX_SPLIT,
+                                                F32_MIN_SPLIT_KT)
+                                      : 1;
+}
+
+/* gemm_f32.cuh's shared memory a CTA (gemm_f32_smem_bytes) and the SM's, for the CTAs resident at once. */
+enum { F32_PAD_K = 4, F32_PAD_N = 8, SM_SMEM_BYTES = 228 * 1024, F32_FULL_RATE_WARPS = 8 };
+
+double ts_config_f32_warp_share(const ts_kernel *k, double ctas, double sms) {
+    const ts_kernel_config *c = &k->cfg;
+    const int nb = k->b1 >= 0 ? 2 : 1, bk = c->fb_tile_k;
+    const int b_floats = k->b_kn ? bk * (c->fb_tile_n + F32_PAD_N) : c->fb_tile_n * (bk + F32_PAD_K);
+    const double smem = (double)c->fb_stages * (c->fb_tile_m * (bk + F32_PAD_K) + nb * b_floats) * 4;
+    const double resident = fmax(1, fmin(ceil(ctas / fmax(sms, 1)), floor(SM_SMEM_BYTES / smem)));
+    const double warps = resident * c->fb_warps_m * c->fb_warps_n;
+    return fmin(1, warps / F32_FULL_RATE_WARPS);
 }
 
 static ts_kernel_config gemm_f32_config(const ts_graph *g, const ts_kernel *k) {
     ts_kernel_config c = {.cluster_m = 1, .tf32x3 = true};
-    set_f32_tiles(&c, f32_variants[gemm_tiles(g, k, f32_variants[0][0], f32_variants[0][1]) < F32_MIN_TILES ? 1 : 0]);
+    set_f32_tiles(g, k, &c, f32_variants[gemm_tiles(g, k, f32_variants[0][0], f32_variants[0][1]) < F32_MIN_TILES ? 1 : 0]);
     return c;
 }
 
@@ -326,7 +353,7 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
     if (ts_gemm_fp32(p, k)) { /* the other fp32 tile */
         for (int i = 0; i < (int)(sizeof f32_variants / sizeof *f32_variants) && n < max - 1; i++) {
             ts_kernel_config c = k->cfg;
-            set_f32_tiles(&c, f32_variants[i]);
+            set_f32_tiles(g, k, &c, f32_variants[i]);
             c.library = false;
             if (k->cfg.library || c.tile_m != k->cfg.tile_m || c.tile_n != k->cfg.tile_n) out[n++] = c;
         }
@@ -401,7 +428,7 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     if (k->kind == TS_KERNEL_GEMM && k->cfg.library)
         snprintf(buf, n, "cuBLASLt");
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3)
-        snprintf(buf, n, "%dx%d, %d stages, 3xTF32", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages);
+        snprintf(buf, n, "%dx%d, %d stages, 3xTF32%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages, split);
     else if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_only)
         snprintf(buf, n, "decode: %d query rows a CTA, keys split over warps and a cluster", k->cfg.dec_rows);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)

@@ -42,6 +42,11 @@ double ts_config_row_lane_share(const ts_graph *g, const ts_plan *p, const ts_ke
 /* ... and whether its rows are longer than a 256-thread block caches while they number at least the SMs: a
  * 512- or 1024-thread block each, or passes through L2, or (row_split) a cluster each. */
 bool ts_config_row_long(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
+/* fp32 GEMM k (tf32x3) run as `ctas` CTAs on `sms` SMs: the share of its SMs' 3xTF32 rate that the warps resident on
+ * each reach — 1 from 8 warps an SM (a 128×128 tile's), less below (run 169: 4-warp 64×64 CTAs, one an SM, ran at
+ * 25 TFLOP/s against the 128×128 tiles' 61; two such CTAs an SM at 0.73 of it, run 170; 8 warps in one 64×64 CTA,
+ * two groups sharing each stage's k8 steps, were no faster: run 170). */
+double ts_config_f32_warp_share(const ts_kernel *k, double ctas, double sms);
 /* The most variants ts_config_variants returns for any kernel (room enough for all of them). */
 enum { TS_CONFIG_MAX_VARIANTS = 8 };
 /* GEMMs of at most this many rows run the skinny (decode-size) form. */

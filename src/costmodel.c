@@ -489,8 +489,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             bool fallback = loader < 16;
             double tiles = ceil(M / (fallback ? k->cfg.fb_tile_m : k->cfg.tile_m)) *
                            ceil(N / (fallback ? k->cfg.fb_tile_n : k->cfg.tile_n)) * batch;
-            wave = wave_efficiency(m, tiles);
-            tile_waves = ceil(tiles / m->sms);
+            const double ctas = tiles * (tf32x3 ? fmax(1, k->cfg.sk_split) : 1); /* gemm_f32.cuh's split-K */
+            wave = wave_efficiency(m, ctas) * (tf32x3 ? ts_config_f32_warp_share(k, ctas, m->sms) : 1);
+            tile_waves = ceil(ctas / m->sms);
             /* gemm_f32.cuh's 3xTF32 MMAs run over whole tiles, padding included: a lone CTA an SM issues its
              * MMAs back to back (16 tiles of 64x64 at M = 16: 25.9 us, 11.2 predicted from the valid rows alone;
              * 8 tiles of 128x128 at N = 65: 57.1 us, 33.6 predicted; bench/NOTES.md run 137). The wgmma kernel's

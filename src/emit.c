@@ -858,10 +858,10 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
 /* An fp32 GEMM's template call (gemm_f32.cuh, 3xTF32; every GPU from sm_80) with its configuration. */
 static void emit_gemm_f32_call(emitter *e, int ki, const ts_kernel *k) {
     const ts_kernel_config *c = &k->cfg;
-    fprintf(e->f, "        err = tsg::launch_gemm_f32<%d, %d, %d, %d, %d, %d, %s, %s, K%d>(p, stream); /* fp32: 3xTF32 */\n"
+    fprintf(e->f, "        err = tsg::launch_gemm_f32<%d, %d, %d, %d, %d, %d, %s, %s, K%d, %d>(p, stream); /* fp32: 3xTF32 */\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
             c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, k->b_kn ? "true" : "false",
-            k->b1 >= 0 ? "true" : "false", ki);
+            k->b1 >= 0 ? "true" : "false", ki, c->sk_split > 1 ? c->sk_split : 1);
 }
 
 /* Whether buffer b is an input no kernel writes (not an inout): a weight, which a GEMM may stream before the

@@ -100,7 +100,8 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *     than the innermost, where that leaves fewer bytes moved with a stride other than 0 or 1 (a transpose).
  *   GEMM, tf32x3: fp32 operands, run by templates/gemm_f32.cuh (3xTF32 on mma.sync, every GPU from sm_80) in
  *     fb_tile_m x fb_tile_n x fb_tile_k tiles, warps fb_warps_m x fb_warps_n, fb_stages; tile_m, tile_n and
- *     stages mirror them (the cost model's waves); no skinny or sm_90a form.
+ *     stages mirror them (the cost model's waves); no skinny or sm_90a form; sk_split > 1: split-K over clusters
+ *     of that many CTAs, as the skinny form's.
  *   GEMM, library: cuBLASLt runs it (templates/cublaslt.cuh; only with --allow-cublas, only where libgemm.h
  *     matches it), the fields above then describing the own kernel it falls back to.
  *   ROW (along the contiguous axis): row_split, for rows longer than one block caches (ts_config_row_block_len)

@@ -17,7 +17,12 @@
 // tiles kept in their global layout, rows padded so that the fragment loads below hit 32 distinct banks
 // (A: BM×(BK+4); B_KN: BK×(BN+8); B (N, K): BN×(BK+4)) → 32-bit shared loads of the m16n8k8 fragments
 // (A: rows g and g+8, k t and t+4; B: k t and t+4, column g; g = lane/4, t = lane%4) → split → 3 MMAs →
-// the epilogue from registers, pair by pair (apply, as gemm.cuh's mma.sync kernel calls it).
+// the epilogue from registers, pair by pair (apply, as gemm.cuh's mma.sync kernel calls it). The tensor cores' fp32
+// accumulation does not round to nearest: chained over all of K, its error grows with K itself (9.2e-4 at K = 131072,
+// 2.9e-5 at 4096; cuBLAS SGEMM 8e-7 and 1.1e-6; bench/NOTES.md run 169). A CTA whose share of K exceeds kF32ChainK
+// therefore sums each k8 step's three MMAs into a fresh fragment that an FADD adds to the accumulator (STEPWISE:
+// 2.3e-6 at K = 131072, run 170); shorter ones keep the chain, as the FADDs cost 13% at 4096³ (run 170). Split-K (SPLIT > 1,
+// Hopper and later: few output tiles over a long K) shares each tile's K tiles among a cluster, as gemm.cuh's.
 // Loaders: 16-byte cp.async when every pointer is 16-byte aligned and every leading dimension and batch
 // stride a multiple of 4 elements; else 4-byte cp.async of each element (any fp32 layout; still pipelined).
 #pragma once
@@ -69,13 +74,17 @@ __device__ __forceinline__ void mma1688_tf32(float (&d)[4], const uint32_t (&a)[
 
 // Padded row lengths (floats) of the tiles: 32 distinct banks for the fragment loads (the top comment).
 constexpr int kF32PadK = 4, kF32PadN = 8;
+// The longest share of K a CTA accumulates in the MMAs' own chain (above: 2.9e-5 at 4096, against a bound of
+// 6e-7·√K = 3.8e-5 in bench/gpu/gemm_f32_test.cu).
+constexpr int kF32ChainK = 4096;
 
 template <int BM, int BN, int BK, int STAGES, bool B_KN, bool DUAL> constexpr int gemm_f32_smem_bytes() {
     return STAGES * (BM * (BK + kF32PadK) + (DUAL ? 2 : 1) * (B_KN ? BK * (BN + kF32PadN) : BN * (BK + kF32PadK))) * 4;
 }
 
 // ---- the kernel ---------------------------------------------------------------------------------
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL, class Epilogue, int VEC>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL, class Epilogue, int VEC,
+          int SPLIT, bool STEPWISE>
 __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const GemmParams<float, Epilogue> p) {
     constexpr int THREADS = WARPS_M * WARPS_N * 32;
     constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;   // warp tile
@@ -88,13 +97,14 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
     static_assert(BN % 32 == 0, "BN a multiple of 32 (the B_KN tile's bank pattern)");
     static_assert(STAGES >= 2, "the cp.async pipeline needs at least 2 stages");
     static_assert(kRowStats<Epilogue> == 0, "the fp32 GEMM folds no row statistics of A");
+    static_assert(SPLIT >= 1 && SPLIT <= 8, "split-K: 1 to 8 CTAs a tile (a portable cluster)");
 
     extern __shared__ __align__(128) unsigned char smem_raw[];
     float *smem = reinterpret_cast<float *>(smem_raw);
 
     // Block → (tile_m, tile_n), grouped as gemm.cuh's: kGroupM tile rows sweep the tile columns together.
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int id = static_cast<int>(blockIdx.x);
+    const int id = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
     const int per_group = kGroupM * tiles_n, group = id / per_group;
     const int first_m = group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
     const int tile_m = first_m + (id % per_group) % group_m, tile_n = (id % per_group) / group_m;
@@ -123,13 +133,18 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
     float acc[NB][MI][NI][4];
     zero_acc(acc);
 
-    // Pipeline as gemm.cuh's: STAGES-1 tiles in flight ahead of the one being multiplied.
-    const int KT = (p.K + BK - 1) / BK;
-    const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, 0, load_a, load_b);
+    // Pipeline as gemm.cuh's: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's
+    // K tiles are [kt0, kt0 + KT) (kt below counts from kt0).
+    int kt0, KT;
+    split_k_share<SPLIT>((p.K + BK - 1) / BK, split, kt0, KT);
+    const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     for (int kt = 0; kt < KT; ++kt) {
         tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
         __syncthreads();                    // ... everyone's part; stage (kt-1)%STAGES is free again
-        if (kt + STAGES - 1 < KT) load_a((kt + STAGES - 1) % STAGES, kt + STAGES - 1), load_b((kt + STAGES - 1) % STAGES, kt + STAGES - 1);
+        if (kt + STAGES - 1 < KT) {
+            const int s = (kt + STAGES - 1) % STAGES;
+            load_a(s, kt0 + kt + STAGES - 1), load_b(s, kt0 + kt + STAGES - 1);
+        }
         tst::cp_async_commit();
 
         const float *sA = smem + (kt % STAGES) * STAGE_ELEMS;
@@ -157,9 +172,18 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
                     split_tf32(x1, bb[1], bs[1]);
 #pragma unroll
                     for (int mi = 0; mi < MI; ++mi) {
-                        mma1688_tf32(acc[j][mi][ni], as[mi], bb);
-                        mma1688_tf32(acc[j][mi][ni], ab[mi], bs);
-                        mma1688_tf32(acc[j][mi][ni], ab[mi], bb);
+                        if constexpr (STEPWISE) {   // this k8 step's three products, then added in (above)
+                            float step[4] = {0.f, 0.f, 0.f, 0.f};
+                            mma1688_tf32(step, as[mi], bb);
+                            mma1688_tf32(step, ab[mi], bs);
+                            mma1688_tf32(step, ab[mi], bb);
+#pragma unroll
+                            for (int e = 0; e < 4; ++e) acc[j][mi][ni][e] += step[e];
+                        } else {
+                            mma1688_tf32(acc[j][mi][ni], as[mi], bb);
+                            mma1688_tf32(acc[j][mi][ni], ab[mi], bs);
+                            mma1688_tf32(acc[j][mi][ni], ab[mi], bb);
+                        }
                     }
                 }
             }
@@ -168,6 +192,9 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
     tst::cp_async_wait<0>();
     if (ready) tst::pdl_wait();   // the epilogue reads and writes what earlier kernels may still touch
     tst::pdl_trigger();
+    if constexpr (SPLIT > 1) {   // gemm.cuh's merge: rank 0 adds the others' sums in
+        if (!split_k_merge<SPLIT, THREADS, STAGES * STAGE_ELEMS>(acc, smem, split, [](int) {})) return;
+    }
 
     // Epilogue straight from the accumulators (gemm.cuh's layout): rows g (+8), columns 2t (+1) of each tile.
 #pragma unroll
@@ -201,9 +228,10 @@ template <class Epilogue, bool DUAL> inline int gemm_f32_loader_bytes(const Gemm
     return every_operand<float, Epilogue, DUAL>(p, chunked4) ? 16 : 4;
 }
 
-template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL, class Epilogue, int VEC>
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL, class Epilogue, int VEC,
+          int SPLIT, bool STEPWISE>
 cudaError_t launch_gemm_f32_path(const GemmParams<float, Epilogue> &p, cudaStream_t stream) {
-    auto kernel = gemm_f32_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC>;
+    auto kernel = gemm_f32_kernel<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, VEC, SPLIT, STEPWISE>;
     constexpr int smem = gemm_f32_smem_bytes<BM, BN, BK, STAGES, B_KN, DUAL>();
     static std::atomic<unsigned long long> smem_set{0};  // devices where the limit is raised
     tst::DeviceFacts f;
@@ -211,25 +239,38 @@ cudaError_t launch_gemm_f32_path(const GemmParams<float, Epilogue> &p, cudaStrea
     if (e == cudaSuccess) e = tst::set_smem_once(kernel, smem, f.dev, smem_set);
     if (e != cudaSuccess) return e;
     const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
-    if (tiles > 0x7fffffff) return cudaErrorInvalidValue;
-    const dim3 grid((unsigned)tiles, 1, (unsigned)p.batch);
-    return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, 1, p);
+    if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
+    return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
 }
 
 // Launch C = epilogue(A·B) (or the DUAL form) of fp32 operands for p on stream. Returns an error, never prints
 // or exits: cudaErrorInvalidValue for negative sizes, batch outside 1..65535, a missing or misaligned pointer
 // or a second operand pair; whatever the runtime reports otherwise.
+// SPLIT > 1: split-K over clusters of SPLIT CTAs (gemm.cuh's: each multiplies a contiguous share of the K tiles,
+// rank 0 adds the others' sums through distributed shared memory and runs the epilogue), on compute capability
+// 9.0 and later; on an older GPU the same call runs SPLIT = 1. A CTA whose share of K exceeds kF32ChainK adds each
+// k8 step's products in by an FADD (STEPWISE, above).
 template <int BM = 128, int BN = 128, int BK = 32, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4, bool B_KN = true,
-          bool DUAL = false, class Epilogue = StoreEpilogue<float>>
+          bool DUAL = false, class Epilogue = StoreEpilogue<float>, int SPLIT = 1>
 cudaError_t launch_gemm_f32(const GemmParams<float, Epilogue> &p, cudaStream_t stream) {
     if (p.M < 0 || p.N < 0 || p.K < 0 || p.batch < 1 || p.batch > 65535 || p.K2 != 0) return cudaErrorInvalidValue;
     if (!p.A || !p.B0 || (DUAL && !p.B1)) return cudaErrorInvalidValue;
     auto misaligned = [](const float *q) { return (reinterpret_cast<uintptr_t>(q) & 3) != 0; };
     if (misaligned(p.A) || misaligned(p.B0) || (DUAL && misaligned(p.B1))) return cudaErrorInvalidValue;
     if (p.M == 0 || p.N == 0) return cudaSuccess;
-    if (gemm_f32_loader_bytes<Epilogue, DUAL>(p) == 16)
-        return launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16>(p, stream);
-    return launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4>(p, stream);
+    if constexpr (SPLIT > 1) {
+        tst::DeviceFacts f;
+        cudaError_t e = tst::device_facts(&f);
+        if (e != cudaSuccess) return e;
+        if (f.cc_major < 9) return launch_gemm_f32<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1>(p, stream);
+    }
+    const bool vec16 = gemm_f32_loader_bytes<Epilogue, DUAL>(p) == 16, stepwise = (p.K + SPLIT - 1) / SPLIT > kF32ChainK;
+    if (stepwise)
+        return vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, true>(p, stream)
+                     : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, true>(p, stream);
+    return vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, false>(p, stream)
+                 : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, false>(p, stream);
 }
 
 }  // namespace tsg
@@ -238,5 +279,7 @@ cudaError_t launch_gemm_f32(const GemmParams<float, Epilogue> &p, cudaStream_t s
 #ifdef TSG_SELFTEST
 template cudaError_t tsg::launch_gemm_f32<>(const tsg::GemmParams<float, tsg::StoreEpilogue<float>> &, cudaStream_t);
 template cudaError_t tsg::launch_gemm_f32<64, 64, 32, 2, 2, 4, false, false, tsg::StoreEpilogue<float>>(
+    const tsg::GemmParams<float, tsg::StoreEpilogue<float>> &, cudaStream_t);
+template cudaError_t tsg::launch_gemm_f32<64, 64, 32, 2, 2, 4, true, false, tsg::StoreEpilogue<float>, 4>(
     const tsg::GemmParams<float, tsg::StoreEpilogue<float>> &, cudaStream_t);
 #endif

@@ -236,7 +236,7 @@ Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_al
     free(r.out);
     char *h = read_text("build/libgemm-fp32/f32lin.cuh");
     cr_expect(strstr(h, "tsg::GemmParams<float, K0>"));
-    cr_expect(strstr(h, "tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0>"), "128x128 tiles: 512 of them");
+    cr_expect(strstr(h, "tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0, 1>"), "128x128 tiles: 512 of them, unsplit");
     cr_expect_null(strstr(h, "cublasLt"));
     free(h);
     compiled_graph cg;

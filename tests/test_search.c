@@ -2253,6 +2253,39 @@ Test(search, an_fp32_gemm_pays_for_whole_tiles) {
     cr_expect_float_eq(flops[0], flops[1], 1e-3, "16 rows cost their 64-row tiles");
 }
 
+/* gemm_f32.cuh's split-K: static fp32 GEMMs whose 64x64 tiles leave SMs idle share each tile's K among a cluster
+ * (sk_split), doubled while the CTAs stay under one an SM and each keeps 4 K-slices of 64; the cost model counts
+ * the clusters' CTAs (KernelBench's 256x256 over K = 524288: 8.9 ms predicted unsplit). A dynamic size: unsplit. */
+Test(search, fp32_gemms_with_few_tiles_split_k) {
+    const char *shapes[] = {"{m: 128, k: 1024, n: 512}", "{m: 256, k: 524288, n: 256}", "{m: 128, k: 128, n: 512}",
+                            "{m: {dynamic: true, typical: 128}, k: 1024, n: 512}"};
+    const int split[] = {4, 8, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        char yaml[512];
+        snprintf(yaml, sizeof yaml, "graph: g\naxes: %s\n"
+                 "inputs:\n  A: {dtype: fp32, shape: [m, k]}\n  B: {dtype: fp32, shape: [k, n]}\n"
+                 "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\n  - {name: Y, op: relu, args: [C]}\n"
+                 "outputs: [Y]\n", shapes[i]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        ts_kernel k = *the_one_kernel(&cg, TS_KERNEL_GEMM);
+        cr_assert(k.cfg.tf32x3 && k.cfg.tile_m == 64, "%s: 64x64 tiles", shapes[i]);
+        cr_expect_eq(k.cfg.sk_split, split[i], "%s", shapes[i]);
+        if (i == 1) {
+            ts_kernel_work w;
+            ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w);
+            const double split_s = ts_costmodel_time(&cg.cm, &w);
+            k.cfg.sk_split = 1;
+            ts_costmodel_work(&cg.cm, &cg.c.g, &cg.out.plans[0], &k, &w);
+            cr_expect_gt(ts_costmodel_time(&cg.cm, &w), 4 * split_s, "16 tiles on 128 SMs, not 16");
+            /* the warps resident on each SM set its share of the 3xTF32 rate: one 4-warp CTA half of it, two all */
+            cr_expect_float_eq(ts_config_f32_warp_share(&k, 128, 132), 0.5, 1e-9);
+            cr_expect_float_eq(ts_config_f32_warp_share(&k, 2 * 132, 132), 1, 1e-9);
+        }
+        free_compiled(&cg);
+    }
+}
+
 /* Rows merged over two axes (m_outer): a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows;
  * with an epilogue operand along t alone (a position bias [t, n]) the rows cannot be one index, and it stays a
  * batch of b GEMMs (test_emit: the header of merged rows). */

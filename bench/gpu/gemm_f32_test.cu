@@ -61,6 +61,7 @@ __global__ void reference(const float *A, const float *B0, const float *B1, doub
 struct Config {
     int M, N, K, batch;
     bool kn, dual, small, offset;   // small: the 64×64 tile; offset: operands one float off 16 bytes (4-byte loader)
+    int split;                      // > 1: split-K over clusters of that many CTAs (64×64 tiles only)
 };
 
 static cublasHandle_t g_blas;
@@ -101,9 +102,19 @@ static double rel_error(const float *dev, const double *ref_dev, size_t n) {
     return std::sqrt(num / den);
 }
 
-template <int BM, int BN, int WM, int WN, bool KN, bool DUAL, class E>
+template <int BM, int BN, int WM, int WN, bool KN, bool DUAL, class E, int SPLIT = 1>
 static cudaError_t launch(const tsg::GemmParams<float, E> &p) {
-    return tsg::launch_gemm_f32<BM, BN, 32, WM, WN, 4, KN, DUAL, E>(p, 0);
+    return tsg::launch_gemm_f32<BM, BN, 32, WM, WN, 4, KN, DUAL, E, SPLIT>(p, 0);
+}
+
+template <bool KN, bool DUAL, class E> static cudaError_t launch_small(const tsg::GemmParams<float, E> &p, int split) {
+    switch (split) {
+    case 2: return launch<64, 64, 2, 2, KN, DUAL, E, 2>(p);
+    case 3: return launch<64, 64, 2, 2, KN, DUAL, E, 3>(p);
+    case 4: return launch<64, 64, 2, 2, KN, DUAL, E, 4>(p);
+    case 8: return launch<64, 64, 2, 2, KN, DUAL, E, 8>(p);
+    default: return launch<64, 64, 2, 2, KN, DUAL, E>(p);
+    }
 }
 
 template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
@@ -132,7 +143,7 @@ template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
     if constexpr (DUAL) p.ep = E{C, (int64_t)c.M * c.N, c.N, c.N};
     else p.ep = E{C, c.N, (int64_t)c.M * c.N, c.N};
     auto ours = [&] {
-        cudaError_t e = c.small ? launch<64, 64, 2, 2, KN, DUAL>(p) : launch<128, 128, 2, 4, KN, DUAL>(p);
+        cudaError_t e = c.small ? launch_small<KN, DUAL, E>(p, c.split) : launch<128, 128, 2, 4, KN, DUAL>(p);
         CK(e);
     };
     ours();
@@ -145,8 +156,10 @@ template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
     const double err = rel_error(C, ref, nc);
     const bool ok = err <= 6e-7 * std::sqrt((double)c.K);
     g_failures += !ok;
-    printf("%-4s M=%5d N=%5d K=%5d batch=%3d %s%s%s%s  rel.err %.2e", ok ? "PASS" : "FAIL", c.M, c.N, c.K, c.batch,
-           KN ? "KN" : "NK", DUAL ? " dual" : "", c.small ? " 64x64" : " 128x128", c.offset ? " 4B-loader" : "", err);
+    printf("%-4s M=%5d N=%5d K=%6d batch=%3d %s%s%s%s split %d  rel.err %.2e", ok ? "PASS" : "FAIL", c.M, c.N, c.K,
+           c.batch, KN ? "KN" : "NK", DUAL ? " dual" : "", c.small ? " 64x64" : " 128x128", c.offset ? " 4B-loader" : "",
+           c.split > 1 ? c.split : 1, err);
+    if (timing && DUAL && !c.offset && c.batch == 1) printf("  ours %.4f ms", time_ms(ours));
     if (timing && !DUAL && KN && !c.offset && c.batch == 1) {
         const float t = time_ms(ours);
         const float alpha = 1, beta = 0;
@@ -184,11 +197,19 @@ int main(int argc, char **argv) {
         {2048, 1024, 4096, 1, true, false, false, false}, {1000, 3000, 2500, 1, true, false, false, false},
         {128, 512, 1024, 1, true, false, true, false},    {77, 130, 61, 1, true, false, false, true},
         {333, 200, 257, 3, true, false, true, true},      {1024, 512, 1024, 16, true, false, false, false},
+        // split-K (its time beside the same tiles without it, above or below); K = 131072 and the 8193 below: a
+        // CTA's share of K over kF32ChainK, each k8 step added in by an FADD (its errors, then, as cuBLAS's)
+        {128, 512, 1024, 1, true, false, true, false, 4}, {77, 130, 1000, 1, true, false, true, true, 3},
+        {256, 256, 131072, 1, true, false, true, false},  {256, 256, 131072, 1, true, false, true, false, 8},
+        {333, 200, 4097, 3, true, false, true, false, 2}, {1024, 1024, 1024, 1, true, false, true, false},
+        {512, 512, 8193, 1, true, false, false, true},
     };
     for (const Config &c : kn) run<true, false>(c, timing);
-    const Config nk[] = {{1024, 1024, 512, 1, false, false, false, false}, {300, 129, 70, 2, false, false, true, true}};
+    const Config nk[] = {{1024, 1024, 512, 1, false, false, false, false}, {300, 129, 70, 2, false, false, true, true},
+                         {128, 512, 2048, 1, false, false, true, false, 4}};
     for (const Config &c : nk) run<false, false>(c, timing);
-    const Config dual[] = {{1024, 2048, 1024, 1, true, true, false, false}, {65, 100, 37, 2, true, true, true, true}};
+    const Config dual[] = {{1024, 2048, 1024, 1, true, true, false, false}, {65, 100, 37, 2, true, true, true, true},
+                           {64, 256, 4096, 1, true, true, true, false, 8}, {256, 512, 16384, 1, true, true, false, false}};
     for (const Config &c : dual) run<true, true>(c, timing);
     printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "all passed", g_failures);
     return g_failures ? 1 : 0;
