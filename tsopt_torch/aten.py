@@ -8,7 +8,7 @@ ExportError; export.py adds the ATen op and the source line.
 
 import math
 
-from .graph import ExportError, Val
+from .graph import ExportError, Val, atoms, flat
 
 # ---- elementwise --------------------------------------------------------------------------------------
 
@@ -736,7 +736,8 @@ def matmul(cx, a, b):
 # rows may be one (contract merges the others first).
 COMPOUND_SAFE = {"view", "reshape", "_unsafe_view", "flatten", "unflatten", "view_as", "reshape_as", "squeeze",
                  "unsqueeze", "permute", "transpose", "t", "numpy_T", "clone", "contiguous", "alias", "detach",
-                 "detach_", "lift_fresh_copy", "_assert_tensor_metadata", "linear", "mm", "bmm", "matmul", "addmm"}
+                 "detach_", "lift_fresh_copy", "_assert_tensor_metadata", "linear", "mm", "bmm", "matmul", "addmm",
+                 "scaled_dot_product_attention"}
 
 
 def linear(cx, x, w, bias=None):
@@ -859,15 +860,37 @@ def native_group_norm(cx, x, weight, bias, n, c, hw, groups, eps):
 # ---- attention ------------------------------------------------------------------------------------------
 
 
+def unrepeated_heads(g, x):
+    """x [.., heads, L, d] whose heads dim is a compound (kv heads, r) broadcast over r — a GQA's K or V repeated
+    for every query head of a group by HF's repeat_kv (expand, then reshape) or by repeat_interleave — as the
+    tensor before the broadcast, its heads the kv heads alone (so that attention reads each kv head once, not a
+    copy of it per query head); else None."""
+    if len(x.axes) < 3 or not isinstance(x.axes[-3], tuple) or len(x.axes[-3]) != 2:
+        return None
+    kv_heads, r = x.axes[-3]
+    made = g.producer.get(x.name)
+    src = g.vals.get(made[1][0]) if made and made[0] == "expand" else None
+    if src is None or r in src.dims or any(isinstance(e, tuple) for e in x.axes[:-3] + x.axes[-2:]):
+        return None
+    axes = x.axes[:-3] + [kv_heads] + x.axes[-2:]
+    return Val(src.name, axes, x.dtype) if flat(axes) == src.dims else None
+
+
 def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
     """softmax(q·kᵀ·scale + mask)·v, as matmul, scale, where/add, softmax, matmul — the form tsopt's rules
-    turn into streaming attention. GQA: q's heads split into (kv heads, group), k and v broadcast over group.
-    Computed in the layout [batch, queries, heads, keys] (q seen through a permute), so that the result's
-    heads merge and the usual transpose(1, 2).reshape after attention are views, not copies."""
+    turn into streaming attention. GQA: q's heads split into (kv heads, group), k and v broadcast over group —
+    also where k and v arrive repeated to q's heads (unrepeated_heads). Computed in the layout [batch, queries,
+    heads, keys] (q seen through a permute), so that the result's heads merge and the usual
+    transpose(1, 2).reshape after attention are views, not copies."""
     g = cx.g
     if dropout_p:
         raise ExportError("scaled_dot_product_attention with dropout_p=%g" % dropout_p)
     qs, ks = cx.in_shape(0), cx.in_shape(1)
+    ku, vu = unrepeated_heads(g, k), unrepeated_heads(g, v)
+    if ku is not None and vu is not None and g.size(k.axes[-3][0]) == g.size(v.axes[-3][0]):
+        k, v, ks = ku, vu, ks[:-3] + [g.size(ku.axes[-3])] + ks[-2:]
+    q, k, v = g.solid(q), g.solid(k), g.solid(v)
+    attn_mask = g.solid(attn_mask) if attn_mask is not None else None
     sc = float(scale) if scale is not None else 1.0 / math.sqrt(qs[-1])
     gqa = len(qs) >= 3 and qs[-3] != ks[-3]
     orig_q = q
@@ -905,6 +928,22 @@ def sdpa(cx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None
     if gqa:
         o = g.rename(g.reshape(o, cx.shape), orig_q.axes[:-1] + [o.axes[-1]])
     return o
+
+
+def repeat_interleave(cx, x, repeats, dim=None, output_size=None):
+    """x with each slice along dim repeated `repeats` times in place (slice j of the result is x's j // repeats):
+    a broadcast over a new inner axis, merged with dim as a compound dim — attention reads a GQA's K and V so
+    without a copy (unrepeated_heads); any other reader merges it (Graph.solid: a copy)."""
+    if not isinstance(repeats, int) or dim is None:
+        raise ExportError("repeat_interleave with a tensor of repeats or without a dim; tsopt maps a count of "
+                          "repeats along one dim")
+    g = cx.g
+    d = dim % len(x.axes)
+    r = g.axis_for(repeats, static=True)
+    y = g.expand_to(Val(x.name, x.axes[:d + 1] + [None] + x.axes[d + 1:], x.dtype),
+                    g.distinct(x.axes[:d + 1] + [r] + x.axes[d + 1:]))
+    merged = tuple(atoms(y.axes[d]) + atoms(y.axes[d + 1]))
+    return Val(y.name, y.axes[:d] + [merged if len(merged) > 1 else merged[0]] + y.axes[d + 2:], y.dtype)
 
 
 def contract_layout(cx, a, b, perm, suffix, transpose=True):
@@ -1032,7 +1071,7 @@ HANDLERS = {
     "layer_norm": layer_norm, "native_layer_norm": native_layer_norm, "rms_norm": rms_norm,
     "group_norm": group_norm, "native_group_norm": native_group_norm, "batch_norm": batch_norm,
     "instance_norm": instance_norm,
-    "scaled_dot_product_attention": sdpa,
+    "scaled_dot_product_attention": sdpa, "repeat_interleave": repeat_interleave,
     "diag": diag, "arange": arange, "full": full, "broadcast_tensors": broadcast_tensors,
     "cosine_similarity": cosine_similarity, "mse_loss": pointwise_loss(mse), "smooth_l1_loss": pointwise_loss(smooth_l1),
     "huber_loss": pointwise_loss(huber), "kl_div": kl_div, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),

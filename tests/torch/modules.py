@@ -125,6 +125,28 @@ class SDPA(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, **self.kw)
 
 
+class RepeatedKVSDPA(nn.Module):
+    """GQA written with K and V repeated to the query heads: HF's repeat_kv (expand, then reshape) or
+    repeat_interleave; `manual`: the scores by matmul (the repeated K then read by a product, not attention)."""
+
+    def __init__(self, how="repeat_kv", manual=False):
+        super().__init__()
+        self.how, self.manual = how, manual
+
+    def repeat(self, x, n):
+        if self.how == "repeat_interleave":
+            return x.repeat_interleave(n, dim=1)
+        b, h, t, d = x.shape
+        return x[:, :, None, :, :].expand(b, h, n, t, d).reshape(b, h * n, t, d)
+
+    def forward(self, q, k, v):
+        n = q.shape[1] // k.shape[1]
+        k, v = self.repeat(k, n), self.repeat(v, n)
+        if self.manual:
+            return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, dim=-1) @ v
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
 class MaskedSDPA(nn.Module):
     """An explicit mask argument: boolean (True keeps) or additive."""
 
@@ -474,6 +496,8 @@ class BatchStatsNorm(nn.Module):
         return F.batch_norm(x, None, None, self.w, self.b, training=True, eps=1e-3) + self.inorm(x)
 
 
+NO_KV_COPY = {"no_text": ["op: expand, args: [k]", "op: expand, args: [v]"]}  # K and V read per kv head
+
 CASES = [
     ("llama_layer", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}),
     ("llama_layer_dynamic_t", LlamaLayer, [[1, 5, 48]], {"t": 5, "d": 48}, {"dynamic": {"t": 9}}),  # run at 9
@@ -484,6 +508,12 @@ CASES = [
     ("sdpa_causal", lambda: SDPA(is_causal=True), [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("sdpa_gqa", lambda: SDPA(is_causal=True, enable_gqa=True), [[2, 6, 7, 8], [2, 2, 7, 8], [2, 2, 7, 8]],
      {"b": 2, "h": 6, "kv": 2, "t": 7, "e": 8}),
+    ("sdpa_repeat_kv", RepeatedKVSDPA, [[2, 6, 7, 8], [2, 2, 7, 8], [2, 2, 7, 8]],
+     {"b": 2, "h": 6, "kv": 2, "t": 7, "e": 8}, NO_KV_COPY),
+    ("sdpa_repeat_interleave", lambda: RepeatedKVSDPA("repeat_interleave"), [[2, 6, 7, 8], [2, 2, 7, 8], [2, 2, 7, 8]],
+     {"b": 2, "h": 6, "kv": 2, "t": 7, "e": 8}, NO_KV_COPY),
+    ("matmul_repeat_interleave", lambda: RepeatedKVSDPA("repeat_interleave", manual=True),
+     [[2, 6, 7, 8], [2, 3, 7, 8], [2, 3, 7, 8]], {"b": 2, "h": 6, "kv": 3, "t": 7, "e": 8}),
     ("sdpa_mask", MaskedSDPA, QKV + [[7, 9]], AXQ),
     ("rope_cat", RopeCat, [[3, 7, 8]], {"h": 3, "t": 7, "e": 8}),
     ("buffers_as_inputs", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),

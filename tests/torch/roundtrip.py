@@ -46,7 +46,7 @@ def roundtrip(name, factory, shapes, axes, tsopt, options=None):
     both sides are evaluated at that size instead of the example's; "buffers": export's buffers argument,
     "computed": the buffers that must have become ops; "tol": the case's bound instead of TOL (main);
     "training": export (and run) the module in training mode, "dropped": the running statistics whose update
-    the graph must leave out."""
+    the graph must leave out, "no_text": what the YAML must not hold (a copy the export should avoid)."""
     torch.manual_seed(0)
     module = factory()
     examples = [torch.randn(*s) for s in shapes]
@@ -58,6 +58,9 @@ def roundtrip(name, factory, shapes, axes, tsopt, options=None):
         raise AssertionError("updates left out: %s, expected %s" % (info["dropped"], options.get("dropped", [])))
     if info["computed"] != options.get("computed", []):
         raise AssertionError("buffers computed: %s, expected %s" % (info["computed"], options.get("computed", [])))
+    for what in options.get("no_text", []):
+        if what in text:
+            raise AssertionError("the graph holds %r:\n%s" % (what, text))
     resize = {axes[a]: n for a, n in dynamic.items()}  # example size → evaluated size (sizes are distinct)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, name + ".yaml")
