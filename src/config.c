@@ -123,12 +123,21 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k) {
 enum { F32_MIN_TILES = 66, F32_MIN_SPLIT_KT = 4, F32_MAX_SPLIT = 8 };
 static const int f32_variants[][6] = {{128, 128, 32, 2, 4, 4}, {64, 64, 32, 2, 2, 4}}; /* BM BN BK WM WN STAGES */
 
+/* gemm_f32_sm90.cuh's wgmma kernel takes the 128×128 tiles of the single form, unsplit (its own tiles). Not yet
+ * validated or timed on a GPU (bench/NOTES.md, session thirty-six): a variant tune times and validates beside the
+ * mma.sync kernel, not the default. */
+enum { F32_WGMMA_DEFAULT = 0 };
+static bool f32_wgmma_fits(const ts_kernel *k, const ts_kernel_config *c) {
+    return c->fb_tile_m == 128 && c->fb_tile_n == 128 && k->b1 < 0 && c->sk_split <= 1;
+}
+
 static void set_f32_tiles(const ts_graph *g, const ts_kernel *k, ts_kernel_config *c, const int *v) {
     c->fb_tile_m = c->tile_m = v[0], c->fb_tile_n = c->tile_n = v[1], c->fb_tile_k = v[2];
     c->fb_warps_m = v[3], c->fb_warps_n = v[4], c->fb_stages = c->stages = v[5];
     c->sk_split = static_output(g, k) ? split_k(gemm_tiles(g, k, v[0], v[1]), ts_gemm_k_slices(g, k), F32_MAX_SPLIT,
                                                 F32_MIN_SPLIT_KT)
                                       : 1;
+    c->f32_wgmma = F32_WGMMA_DEFAULT && f32_wgmma_fits(k, c);
 }
 
 /* gemm_f32.cuh's shared memory a CTA (gemm_f32_smem_bytes) and the SM's, for the CTAs resident at once. */
@@ -357,6 +366,10 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
             c.library = false;
             if (k->cfg.library || c.tile_m != k->cfg.tile_m || c.tile_n != k->cfg.tile_n) out[n++] = c;
         }
+        if (!k->cfg.library && f32_wgmma_fits(k, &k->cfg) && n < max - 1) { /* the 128×128 mma.sync kernel, or wgmma */
+            out[n] = k->cfg;
+            out[n++].f32_wgmma = !k->cfg.f32_wgmma;
+        }
         return n + library_variant(g, p, k, allow_library, out + n, max - n);
     }
     bool dual = k->b1 >= 0;
@@ -428,7 +441,8 @@ const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
     if (k->kind == TS_KERNEL_GEMM && k->cfg.library)
         snprintf(buf, n, "cuBLASLt");
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3)
-        snprintf(buf, n, "%dx%d, %d stages, 3xTF32%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages, split);
+        snprintf(buf, n, "%dx%d, %d stages, 3xTF32%s%s", k->cfg.tile_m, k->cfg.tile_n, k->cfg.stages, split,
+                 k->cfg.f32_wgmma ? ", wgmma" : "");
     else if (k->kind == TS_KERNEL_ATTENTION && k->cfg.dec_only)
         snprintf(buf, n, "decode: %d query rows a CTA, keys split over warps and a cluster", k->cfg.dec_rows);
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.skinny_only)

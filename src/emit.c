@@ -223,10 +223,10 @@ static bool uses_kind(const ts_plan *p, ts_kernel_kind k) {
     return false;
 }
 
-/* Whether a GEMM of plan p runs gemm_f32.cuh's kernel (fp32 operands; config.h tf32x3). */
-static bool uses_f32_gemm(const ts_plan *p) {
+/* Whether a GEMM of plan p runs gemm_f32.cuh's kernel (fp32 operands; config.h tf32x3) — wgmma: its Hopper form. */
+static bool uses_f32_gemm(const ts_plan *p, bool wgmma) {
     for (int i = 0; i < p->nk; i++)
-        if (p->k[i].kind == TS_KERNEL_GEMM && p->k[i].cfg.tf32x3) return true;
+        if (p->k[i].kind == TS_KERNEL_GEMM && p->k[i].cfg.tf32x3 && (!wgmma || p->k[i].cfg.f32_wgmma)) return true;
     return false;
 }
 
@@ -240,7 +240,8 @@ static int embed_templates(emitter *e, char **err) {
     bool gemm = uses_kind(e->p, TS_KERNEL_GEMM), attn = uses_kind(e->p, TS_KERNEL_ATTENTION);
     /* the Hopper attention kernel builds on the Hopper GEMM's TMA and wgmma helpers */
     if ((gemm || attn) && (embed_template(e, "gemm.cuh", err) || embed_template(e, "gemm_sm90.cuh", err))) return -1;
-    if (uses_f32_gemm(e->p) && embed_template(e, "gemm_f32.cuh", err)) return -1;
+    if (uses_f32_gemm(e->p, false) && embed_template(e, "gemm_f32.cuh", err)) return -1;
+    if (uses_f32_gemm(e->p, true) && embed_template(e, "gemm_f32_sm90.cuh", err)) return -1;
     if (attn && (embed_template(e, "attention.cuh", err) || embed_template(e, "attention_sm90.cuh", err))) return -1;
     if (ts_plan_uses_cublas(e->p) && embed_template(e, "cublaslt.cuh", err)) return -1;
     return 0;
@@ -855,9 +856,16 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     fputs("        if (err != cudaSuccess) return err;\n    }\n", e->f);
 }
 
-/* An fp32 GEMM's template call (gemm_f32.cuh, 3xTF32; every GPU from sm_80) with its configuration. */
+/* An fp32 GEMM's template call (gemm_f32.cuh, 3xTF32; every GPU from sm_80; or gemm_f32_sm90.cuh's wgmma kernel,
+ * which falls back to gemm_f32.cuh's off sm_90a) with its configuration. */
 static void emit_gemm_f32_call(emitter *e, int ki, const ts_kernel *k) {
     const ts_kernel_config *c = &k->cfg;
+    if (c->f32_wgmma) {
+        fprintf(e->f, "        err = tsg90::launch_gemm_f32_sm90<%s, K%d>(p, stream); /* fp32: 3xTF32 by wgmma */\n"
+                      "        if (err != cudaSuccess) return err;\n    }\n",
+                k->b_kn ? "true" : "false", ki);
+        return;
+    }
     fprintf(e->f, "        err = tsg::launch_gemm_f32<%d, %d, %d, %d, %d, %d, %s, %s, K%d, %d>(p, stream); /* fp32: 3xTF32 */\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
             c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, k->b_kn ? "true" : "false",

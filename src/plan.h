@@ -101,7 +101,8 @@ typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
  *   GEMM, tf32x3: fp32 operands, run by templates/gemm_f32.cuh (3xTF32 on mma.sync, every GPU from sm_80) in
  *     fb_tile_m x fb_tile_n x fb_tile_k tiles, warps fb_warps_m x fb_warps_n, fb_stages; tile_m, tile_n and
  *     stages mirror them (the cost model's waves); no skinny or sm_90a form; sk_split > 1: split-K over clusters
- *     of that many CTAs, as the skinny form's.
+ *     of that many CTAs, as the skinny form's; f32_wgmma: the 128×128 single form, unsplit, runs
+ *     templates/gemm_f32_sm90.cuh (the products by wgmma on sm_90a; gemm_f32.cuh's kernel elsewhere).
  *   GEMM, library: cuBLASLt runs it (templates/cublaslt.cuh; only with --allow-cublas, only where libgemm.h
  *     matches it), the fields above then describing the own kernel it falls back to.
  *   ROW (along the contiguous axis): row_split, for rows longer than one block caches (ts_config_row_block_len)
@@ -118,6 +119,7 @@ typedef struct {
     bool walk;     /* MAP: neighbouring threads step along output dimension walk_dim, not the innermost */
     int walk_dim;  /* (map.cuh's transposed walk: an operand whose unit stride is along that dimension) */
     bool tf32x3;   /* GEMM: fp32 operands, gemm_f32.cuh's kernel (above) */
+    bool f32_wgmma; /* GEMM, tf32x3: gemm_f32_sm90.cuh's wgmma kernel (above) */
     bool row_split; /* ROW: rows longer than a block caches, more of them than SMs: each split over a cluster of
                      * blocks that cache their shares (row.cuh launch_row's `split`), not a pass a stage */
     bool library;  /* GEMM: run by cuBLASLt (libgemm.h) */

@@ -249,23 +249,39 @@ Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_al
     cr_expect(k->cfg.tf32x3 && !k->cfg.library);
     ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
     int n = ts_config_variants(&cg.c.g, p, k, true, 132, alt, TS_CONFIG_MAX_VARIANTS);
-    cr_assert_eq(n, 2, "the 64x64 tiles and cuBLASLt");
+    cr_assert_eq(n, 3, "the 64x64 tiles, the 128x128 ones by wgmma, and cuBLASLt");
     cr_expect(!alt[0].library && alt[0].tile_m == 64 && alt[0].tf32x3);
-    cr_expect(alt[1].library);
-    k->cfg = alt[1];
+    cr_expect(!alt[1].library && alt[1].tile_m == 128 && alt[1].f32_wgmma);
+    cr_expect(alt[2].library);
+    k->cfg = alt[2];
     char *buf = emit_text(&cg, p);
     cr_expect(strstr(buf, "lt.ab_type = CUDA_R_32F;"));
     cr_expect(strstr(buf, "lt.act = tslt::kRelu;"));
-    cr_expect(strstr(buf, "tsg::launch_gemm_f32<"), "the own fp32 kernel as the fallback");
+    cr_expect(strstr(buf, "err = tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0, 1>(p, stream);"),
+              "the own fp32 kernel as the fallback");
+    k->cfg = alt[1];
+    char *wg = emit_text(&cg, p);
+    cr_expect(strstr(wg, "err = tsg90::launch_gemm_f32_sm90<true, K0>(p, stream);"), "the wgmma variant's call");
+    cr_expect(strstr(wg, "// ---- gemm_f32_sm90.cuh"), "and its template");
+    k->cfg = alt[2];
     FILE *f2 = fopen("build/libgemm-fp32/f32lin.cuh", "w");
     fputs(buf, f2);
     fclose(f2);
     free(buf);
+    f2 = fopen("build/libgemm-fp32/f32wg.cuh", "w"); /* the same graph's header under another name, wgmma form */
+    fputs(wg, f2);
+    fclose(f2);
+    free(wg);
     free_compiled(&cg);
     cr_assert_eq(system("cd build/libgemm-fp32 && printf '#define TSOPT_F32LIN_IMPLEMENTATION\\n#include "
                         "\"f32lin.cuh\"\\n' > impl.cu && nvcc -std=c++17 -Werror all-warnings "
                         "-gencode=arch=compute_90a,code=sm_90a -Xcompiler -fPIC -shared impl.cu -o libimpl.so -lcublasLt "
                         "-Xlinker --no-undefined"), 0, "nvcc failed");
+    /* the wgmma form for sm_90a with its fallback for sm_80, no cuBLASLt */
+    cr_assert_eq(system("cd build/libgemm-fp32 && printf '#define TSOPT_F32LIN_IMPLEMENTATION\\n#include "
+                        "\"f32wg.cuh\"\\n' > wg.cu && nvcc -std=c++17 -Werror all-warnings "
+                        "-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=sm_80 -Xcompiler -fPIC "
+                        "-shared wg.cu -o libwg.so -lcuda -Xlinker --no-undefined"), 0, "nvcc failed on the wgmma form");
 }
 
 /* `A.T @ B` (A stored [k, m]), fp16: the own templates read A as it is (A_KM: wgmma's imm-trans-a, the fallback's

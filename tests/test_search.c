@@ -2194,6 +2194,7 @@ Test(search, fp32_contractions_are_tf32x3_gemms) {
     cr_expect(k->b1 >= 0, "one dual-B GEMM");
     cr_expect(k->cfg.tf32x3 && !k->cfg.library && k->cfg.skinny_m == 0);
     cr_expect_eq(k->cfg.fb_tile_m, 128, "1024 x 2048 outputs: 128 tiles of 128x128, most SMs busy");
+    cr_expect_not(k->cfg.f32_wgmma, "the dual form: gemm_f32.cuh's mma.sync kernel");
     free_compiled(&cg);
     y = read_text("bench/heldout/f32_gemm_gelu_scale.yaml");
     compile_yaml(&cg, y);
@@ -2201,6 +2202,11 @@ Test(search, fp32_contractions_are_tf32x3_gemms) {
     k = the_one_kernel(&cg, TS_KERNEL_GEMM);
     cr_expect(k->cfg.tf32x3 && !k->b_kn, "W [o, i] read as B (N, K)");
     cr_expect_eq(k->cfg.fb_tile_m, 128);
+    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+    const int nalt = ts_config_variants(&cg.c.g, &cg.out.plans[0], k, false, 132, alt, TS_CONFIG_MAX_VARIANTS);
+    bool other = false;
+    for (int i = 0; i < nalt; i++) other |= alt[i].tf32x3 && alt[i].fb_tile_m == 128 && alt[i].f32_wgmma != k->cfg.f32_wgmma;
+    cr_expect(other, "tune times the 128x128 tiles by wgmma (gemm_f32_sm90.cuh) and by mma.sync, side by side");
     free_compiled(&cg);
     compile_yaml(&cg, "graph: g\naxes: {b: 8, m: 1000, k: 2500, n: 3000}\n"
                       "inputs:\n  A: {dtype: fp32, shape: [b, m, k]}\n  B: {dtype: fp32, shape: [b, k, n]}\n"

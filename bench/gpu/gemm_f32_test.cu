@@ -6,8 +6,9 @@
 // cuBLAS SGEMM (fp32 on the CUDA cores, PyTorch's default for fp32 matmuls) and cuBLAS with TF32 tensor-op
 // math (the errors of both printed too), median of 20 runs with CUDA events,
 // the L2 flushed by a 256 MB memset before each. Exits 1 if any config fails, 2 on a CUDA/cuBLAS error.
+// Every single-form case runs gemm_f32_sm90.cuh's wgmma kernel too (validated and timed the same way: "sm90").
 // Build (repository root): nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -I templates \
-//                           bench/gpu/gemm_f32_test.cu -lcublas -o gemm_f32_test
+//                           bench/gpu/gemm_f32_test.cu -lcublas -lcuda -o gemm_f32_test
 // Run: ./gemm_f32_test [quick]   (quick: validation only)
 #include <cublas_v2.h>
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "gemm_f32.cuh"
+#include "gemm_f32_sm90.cuh"
 #include "checks.cuh"
 
 __device__ __forceinline__ uint32_t hash32(uint64_t x) {
@@ -181,6 +183,22 @@ template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
                fl / t * 1e-9, tb, tb / t, serr, tt, terr);
     }
     printf("\n");
+    if constexpr (!DUAL) {   // the wgmma form (gemm_f32_sm90.cuh) on the same operands, against the same reference
+        auto wg = [&] { CK(tsg90::launch_gemm_f32_sm90<KN>(p, 0)); };
+        fill_nan<<<1024, 256>>>(C, nc);
+        wg();
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        const double werr = rel_error(C, ref, nc);
+        const bool wok = werr <= 6e-7 * std::sqrt((double)c.K);
+        g_failures += !wok;
+        printf("%-4s   sm90 wgmma 128x128                                rel.err %.2e", wok ? "PASS" : "FAIL", werr);
+        if (timing && !c.offset && c.batch == 1) {
+            const float tw = time_ms(wg);
+            printf("  sm90 %.4f ms (%.1f TFLOP/s)", tw, 2.0 * c.M * c.N * c.K / tw * 1e-9);
+        }
+        printf("\n");
+    }
     CK(cudaFree(A));
     CK(cudaFree(B0));
     if (B1) CK(cudaFree(B1));

@@ -25,7 +25,7 @@ if [ "${PREPARE:-0}" = 1 ]; then
     nvcc -O3 -std=c++17 $arch -I build/ab/tpl_old bench/gpu/row_test.cu -o build/ab/row_test_old || exit 1
     extra="$extra build/ab/row_test_new build/ab/row_test_old"
   fi
-  nvcc -O3 -std=c++17 $arch -I templates bench/gpu/gemm_f32_test.cu -lcublas -o build/ab/gemm_f32_test || exit 1
+  nvcc -O3 -std=c++17 $arch -I templates bench/gpu/gemm_f32_test.cu -lcublas -lcuda -o build/ab/gemm_f32_test || exit 1
   out=$(mktemp -d)
   GRAPHS_DIR=build/pg TSOPT_CACHE=build/tc-all PREPARE=1 TOP=4 OUT="$out" bash bench/tune_all.sh > "$out/prep.log" 2>&1 || exit 1
   if [ "${PREFILL:-1}" = 1 ]; then
