@@ -269,10 +269,34 @@ static uint32_t add_view(ts_egir *x, uint32_t kid, const ts_graph *g, const ts_r
     return ts_eg_add(x->eg, &n);
 }
 
-/* The class of node r->node seen through r's view: the node's own where the view only permutes or broadcasts it. */
+/* Where node `id` is an iota and view v reads it whole along another axis of its size (and broadcast along the
+ * rest) — positions along that axis, as `arange(t)` read as `i[None, :]` against `i[:, None]` builds a mask: that
+ * axis, else -1. */
+static int32_t iota_read_along(const ts_graph *g, int32_t id, const ts_view *v) {
+    const ts_node *n = &g->nodes[id];
+    if (n->op != TS_OP_IOTA || n->ndim != 1 || v->offset != 0) return -1;
+    int32_t along = -1;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->stride[d] == 0 || v->size[d] == 1) continue;
+        if (along >= 0 || v->stride[d] != 1 || v->size[d] != g->axes[n->axis[0]].size || g->axes[v->axis[d]].dynamic ||
+            g->axes[n->axis[0]].dynamic)
+            return -1;
+        along = v->axis[d];
+    }
+    return along;
+}
+
+/* The class of node r->node seen through r's view: the node's own where the view only permutes or broadcasts it;
+ * an iota read along another axis is the iota of that axis (the attention mask's positions: plan.c reads them). */
 static uint32_t view_class(ts_egir *x, const ts_ref *r) {
     const uint32_t kid = x->node_class[r->node];
-    return is_plain_view(x->g, r->node, &r->view) ? kid : add_view(x, kid, x->g, r);
+    if (is_plain_view(x->g, r->node, &r->view)) return kid;
+    const int32_t along = iota_read_along(x->g, r->node, &r->view);
+    if (along >= 0) {
+        ts_enode n = {.op = TS_OP_IOTA, .param = {along}};
+        return ts_eg_add(x->eg, &n);
+    }
+    return add_view(x, kid, x->g, r);
 }
 
 /* Where view v shows node `id` sliced along one of its axes and otherwise whole (every other axis at its

@@ -1423,9 +1423,48 @@ static mask_bounds cond_marks(const builder *b, int i, int32_t q, int32_t k) {
     return none;
 }
 
-/* The keys the score expression at i is −inf for: a where(c, −inf, ·) masks what c marks, reached from the
- * score only through operations that keep −inf: an addend of an add, a cast, a product with a positive
- * constant, the branches of a where (what both mask). Anything else may bring a masked score back
+/* Node i is iota q less iota k (add(iota q, neg(iota k)), either order): a query's distance back to a key. */
+static bool query_minus_key(const builder *b, int i, int32_t q, int32_t k) {
+    const tnode *t = &b->t[i];
+    if (t->e.op != TS_OP_ADD) return false;
+    for (int side = 0; side < 2; side++) {
+        const tnode *x = &b->t[t->e.kid[side]], *y = &b->t[t->e.kid[!side]];
+        if (x->e.op == TS_OP_IOTA && x->e.param[0] == q && y->e.op == TS_OP_NEG && b->t[y->e.kid[0]].e.op == TS_OP_IOTA &&
+            b->t[y->e.kid[0]].e.param[0] == k)
+            return true;
+    }
+    return false;
+}
+
+/* The keys a 0/1 condition at i is zero for (a keep-mask: where(c, score, −inf) masks them, as a boolean attn_mask
+ * reads): 1 − x where x marks them (cond_marks: 1 − (q < k) keeps the past); a product (an "and") where either side
+ * is zero; a max (an "or") where both are; less_than(q − k, w) from k ≤ q − w on — a sliding window's far side,
+ * window ⌈w⌉ − 1 (positions are integers: k < q − (⌈w⌉ − 1)). */
+static mask_bounds cond_zeros(const builder *b, int i, int32_t q, int32_t k) {
+    const tnode *t = &b->t[i];
+    const int x = (int)t->e.kid[0], y = (int)t->e.kid[1];
+    mask_bounds none = {0};
+    double v;
+    switch ((ts_op)t->e.op) {
+    case TS_OP_ADD:
+        for (int side = 0; side < 2; side++) {
+            const tnode *n = &b->t[side ? x : y];
+            if (constant_of(b, side ? y : x, &v) && v == 1 && n->e.op == TS_OP_NEG) return cond_marks(b, (int)n->e.kid[0], q, k);
+        }
+        return none;
+    case TS_OP_MUL: return masks_union(cond_zeros(b, x, q, k), cond_zeros(b, y, q, k));
+    case TS_OP_MAX: return masks_both(cond_zeros(b, x, q, k), cond_zeros(b, y, q, k));
+    case TS_OP_LESS_THAN:
+        if (query_minus_key(b, x, q, k) && constant_of(b, y, &v) && isfinite(v) && v >= 1)
+            return (mask_bounds){.has_window = true, .window = ceil(v) - 1};
+        return none;
+    default: return none;
+    }
+}
+
+/* The keys the score expression at i is −inf for: a where(c, −inf, ·) masks what c marks, a where(c, ·, −inf)
+ * what c is zero for (cond_zeros), reached from the score only through operations that keep −inf: an addend of an
+ * add, a cast, a product with a positive constant, the branches of a where (what both mask). Anything else may bring a masked score back
  * (tanh(−inf) = −1, max(−inf, x) = x, exp(−inf) = 0): nothing is skipped then, the functor alone masks. */
 static mask_bounds score_masks(const builder *b, int i, int32_t q, int32_t k) {
     const tnode *t = &b->t[i];
@@ -1443,7 +1482,7 @@ static mask_bounds score_masks(const builder *b, int i, int32_t q, int32_t k) {
     case TS_OP_WHERE: {
         const int y = (int)t->e.kid[2];
         if (is_minus_inf(b, c)) return masks_union(cond_marks(b, a, q, k), score_masks(b, y, q, k));
-        if (is_minus_inf(b, y)) return none; /* masked where c is zero: not a form read here */
+        if (is_minus_inf(b, y)) return masks_union(cond_zeros(b, a, q, k), score_masks(b, c, q, k)); /* a keep-mask */
         return masks_both(score_masks(b, c, q, k), score_masks(b, y, q, k));
     }
     default: return none;

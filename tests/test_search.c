@@ -945,6 +945,37 @@ Test(search, tile_skips_need_a_mask_that_reaches_the_softmax) {
     }
 }
 
+/* A keep-mask, as a boolean attn_mask reads (where(keep, score, −inf)), built the way the exporter writes a sliding
+ * window: one arange read along both position axes (views of one iota), keep = (k <= q) · (q − k < 256). The
+ * iota read along the key axis is the key axis's own (egir.c iota_read_along), so the mask is an expression of the
+ * kernel's positions, and its zeros promise the tile skips: causal, and keys j <= q − 256 (window 255). Without
+ * them it was a [t, s] mask materialised by a map and read by an attention kernel that skipped nothing (0.98 ms
+ * predicted against 0.053). */
+Test(search, a_keep_mask_of_position_comparisons_is_a_sliding_window) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {h: 4, t: 1024, s: {like: t}, d: 64}\n"
+                      "inputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n  K: {dtype: fp16, shape: [h, s, d]}\n"
+                      "  V: {dtype: fp16, shape: [h, s, d]}\n"
+                      "ops:\n  - {name: i, op: iota, axis: t, dtype: fp32}\n"
+                      "  - {name: ib, op: expand, args: [i], shape: [t, s]}\n"
+                      "  - {name: j, op: reshape, args: [i], shape: [s]}\n"
+                      "  - {name: fut, op: less_than, args: [ib, j]}\n  - {name: past, op: sub, args: [1, fut]}\n"
+                      "  - {name: dist, op: sub, args: [ib, j]}\n  - {name: near, op: less_than, args: [dist, 256]}\n"
+                      "  - {name: keep, op: mul, args: [past, near]}\n"
+                      "  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Ss, op: scale, args: [S], by: 0.125}\n"
+                      "  - {name: Sm, op: where, args: [keep, Ss, -inf]}\n"
+                      "  - {name: P, op: softmax, args: [Sm], axis: s}\n"
+                      "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n");
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_expect_eq(p->nk, 1, "one attention kernel, the mask computed in it: %s", best);
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
+    cr_expect(k->causal && k->windowed, "%s", best);
+    cr_expect_float_eq(k->window, 255.0, 0, "keys j <= q - 256 masked");
+    free(best);
+    free_compiled(&cg);
+}
+
 /* Scores over a batch of sequences and their heads, Q [b, h, t, d]·K [b, h, s, d], plus an additive mask
  * [t, s] (attention with an explicit mask, which the attention kernel does not read): one GEMM whose batch
  * index runs over b and h together (they nest), the mask in its epilogue. It was a CUDA-core REDUCE kernel. */

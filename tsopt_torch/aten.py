@@ -59,6 +59,17 @@ def not_less(cx, a, b):  # a >= b  ⇔  1 - (a < b)
     return ew(cx, "sub", 1.0, less(cx, a, b))
 
 
+def boolean(name, combine):
+    """and / or / xor of boolean tensors (tsopt holds them as 0.0 / 1.0): combine(cx, a, b) on those values. Of other
+    dtypes (integer bit operations) refused: tsopt has no integer tensors."""
+    def h(cx, a, b):
+        kinds = [cx.arg_dtype(i) for i in range(2)]
+        if any(k not in ("bool", None) for k in kinds) or not any(k == "bool" for k in kinds):
+            raise ExportError("%s of %s tensors: tsopt maps it for boolean masks only" % (name, "/".join(str(k) for k in kinds)))
+        return combine(cx, a, b)
+    return h
+
+
 def where(cx, c, a, b):
     return ew(cx, "where", c, a, b)
 
@@ -1041,6 +1052,9 @@ HANDLERS = {
     "where": where, "masked_fill": masked_fill, "pow": pow_, "eq": equal,
     "ne": lambda cx, a, b: ew(cx, "sub", 1.0, equal(cx, a, b)),
     "logical_not": lambda cx, m: ew(cx, "sub", 1.0, m), "bitwise_not": lambda cx, m: ew(cx, "sub", 1.0, m),
+    **{k: boolean(k, lambda cx, a, b: ew(cx, "mul", a, b)) for k in ("logical_and", "bitwise_and", "__and__")},
+    **{k: boolean(k, lambda cx, a, b: ew(cx, "max", a, b)) for k in ("logical_or", "bitwise_or", "__or__")},
+    **{k: boolean(k, lambda cx, a, b: ew(cx, "abs", ew(cx, "sub", a, b))) for k in ("logical_xor", "bitwise_xor", "__xor__")},
     "neg": unary("neg"), "reciprocal": unary("recip"), "sqrt": unary("sqrt"), "rsqrt": unary("rsqrt"),
     "exp": unary("exp"), "exp2": unary("exp2"), "log": unary("log"), "log2": unary("log2"), "sin": unary("sin"),
     "cos": cos, "tanh": unary("tanh"), "sigmoid": unary("sigmoid"), "silu": unary("silu"), "relu": unary("relu"),

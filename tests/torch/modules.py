@@ -155,6 +155,18 @@ class MaskedSDPA(nn.Module):
             q, k, v, attn_mask=mask)
 
 
+class WindowMaskSDPA(nn.Module):
+    """A sliding-window causal mask built in forward from positions (comparisons joined by &), and masks joined by
+    | and ^ on the way (Mistral-style local attention)."""
+
+    def forward(self, q, k, v, pad):
+        t = q.shape[-2]
+        i = torch.arange(t, device=q.device)
+        local = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 3)
+        keep = local | ((pad > 0) ^ (pad > 0.5))   # pad in (0, 0.5] also opens a key
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
 class ManualAttention(nn.Module):
     """softmax(q·kᵀ/√d masked by a computed lower triangle)·v, the way tutorials write it."""
 
@@ -515,6 +527,7 @@ CASES = [
     ("matmul_repeat_interleave", lambda: RepeatedKVSDPA("repeat_interleave", manual=True),
      [[2, 6, 7, 8], [2, 3, 7, 8], [2, 3, 7, 8]], {"b": 2, "h": 6, "kv": 3, "t": 7, "e": 8}),
     ("sdpa_mask", MaskedSDPA, QKV + [[7, 9]], AXQ),
+    ("sdpa_window_mask", WindowMaskSDPA, [[2, 3, 7, 8]] * 3 + [[7]], {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("rope_cat", RopeCat, [[3, 7, 8]], {"h": 3, "t": 7, "e": 8}),
     ("buffers_as_inputs", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("buffers_computed", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8},
