@@ -25,7 +25,8 @@
 //   * The epilogue straight from the accumulators (wgmma's m64nN layout: warp w4 of a warpgroup holds rows
 //     16·w4 .. +15, lane l rows l/4 and l/4 + 8, columns 8j + 2(l % 4) and +1 of each n8 block j), calling
 //     apply<float>(b, row, col, v0, v1) as gemm.cuh documents.
-// Shared memory: 160 KB ((N, K) B: big B tiles are the raw ones) or 192 KB ((K, N) B), one CTA an SM.
+// Shared memory: 160 KB ((N, K) B: big B tiles are the raw ones) or 192 KB ((K, N) B), plus 1 KB to align the tiles to
+// the swizzle atoms; one CTA an SM.
 // The launcher falls back to tsg::launch_gemm_f32 (mma.sync, 128 × 128 tiles) where the 16-byte loader cannot read
 // the operands (gemm_f32_loader_bytes), on a GPU that is not compute capability 9.0, or where the device code was
 // not built for sm_90a (the kernel body is compiled only there; elsewhere it traps).
@@ -65,7 +66,8 @@ struct F32Sm90 {
     static constexpr int TILE = BM * BK * 4;   // bytes of a 128-row K-major tile (also a (K, N) B's raw 32 × 128)
     static constexpr int RAW_A = 0, RAW_B = RAW_A + RAW * TILE, SMALL_A = RAW_B + RAW * TILE,
                          SMALL_B = SMALL_A + SETS * TILE, BIG_B = SMALL_B + SETS * TILE;
-    static constexpr int smem_bytes(bool b_kn) { return BIG_B + (b_kn ? SETS * TILE : 0); }
+    // + 1024: the kernel aligns its tiles to the 1024-byte swizzle atoms (the XOR pattern is on absolute address bits)
+    static constexpr int smem_bytes(bool b_kn) { return BIG_B + (b_kn ? SETS * TILE : 0) + 1024; }
 };
 
 // Byte offset of element (r, k) in a K-major tile of 32-float rows in the 128-byte-swizzle layout.
@@ -169,7 +171,8 @@ template <bool B_KN, class Epilogue, bool STEPWISE>
 __global__ void __launch_bounds__(TST_SM90A_THREADS(256)) gemm_f32_sm90_kernel(const tsg::GemmParams<float, Epilogue> p) {
 #if TSG90_DEVICE_OK
     using C = F32Sm90;
-    extern __shared__ __align__(1024) unsigned char smem[];
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char *const smem = smem_raw + (((tst::smem_addr(smem_raw) + 1023u) & ~1023u) - tst::smem_addr(smem_raw));
     const int tiles_m = (p.M + C::BM - 1) / C::BM, tiles_n = (p.N + C::BN - 1) / C::BN;
     const int id = static_cast<int>(blockIdx.x), per_group = tsg::kGroupM * tiles_n, group = id / per_group;
     const int first_m = group * tsg::kGroupM, group_m = min(tiles_m - first_m, tsg::kGroupM);
