@@ -1219,6 +1219,13 @@ __device__ __forceinline__ bool split_k_merge(Acc &acc, float *park, int split, 
 // ---- the kernel ---------------------------------------------------------------------------------
 constexpr int kGroupM = 8;   // tile rows per group in the block order (L2 reuse of B across M tiles)
 
+// Block `id` of a grid over tiles_m × tiles_n output tiles → the origin (m0, n0) of its BM × BN tile, in groups of
+// kGroupM tile rows that sweep the tile columns together (the order of every non-persistent GEMM kernel here).
+template <int BM, int BN> __device__ __forceinline__ void grouped_tile(int id, int tiles_m, int tiles_n, int &m0, int &n0) {
+    const int per_group = kGroupM * tiles_n, first_m = id / per_group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
+    m0 = (first_m + (id % per_group) % group_m) * BM, n0 = (id % per_group) / group_m * BN;
+}
+
 // One CTA's tile (gemm_kernel, below, runs it).
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
           class Epilogue, int VEC, int SPLIT, bool TWO, bool A_KM>
@@ -1243,13 +1250,12 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
 
-    // Block → (tile_m, tile_n), grouped: kGroupM tile rows sweep the tile columns together.
+    // Block → its tile (grouped_tile) and, split-K, its rank in the tile's cluster.
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
     const int id = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
-    const int per_group = kGroupM * tiles_n, group = id / per_group;
-    const int first_m = group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
-    const int tile_m = first_m + (id % per_group) % group_m, tile_n = (id % per_group) / group_m;
-    const int m0 = tile_m * BM, n0 = tile_n * BN, b = blockIdx.z;
+    int m0, n0;
+    grouped_tile<BM, BN>(id, tiles_m, tiles_n, m0, n0);
+    const int b = blockIdx.z;
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;

@@ -77,6 +77,8 @@ constexpr int kF32PadK = 4, kF32PadN = 8;
 // The longest share of K a CTA accumulates in the MMAs' own chain (above: 2.9e-5 at 4096, against a bound of
 // 6e-7·√K = 3.8e-5 in bench/gpu/gemm_f32_test.cu).
 constexpr int kF32ChainK = 4096;
+// Whether the CTAs of a GEMM over K, split among `split` of them, sum stepwise (the top).
+inline bool f32_stepwise(int K, int split) { return (K + split - 1) / split > kF32ChainK; }
 
 template <int BM, int BN, int BK, int STAGES, bool B_KN, bool DUAL> constexpr int gemm_f32_smem_bytes() {
     return STAGES * (BM * (BK + kF32PadK) + (DUAL ? 2 : 1) * (B_KN ? BK * (BN + kF32PadN) : BN * (BK + kF32PadK))) * 4;
@@ -102,13 +104,12 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
     extern __shared__ __align__(128) unsigned char smem_raw[];
     float *smem = reinterpret_cast<float *>(smem_raw);
 
-    // Block → (tile_m, tile_n), grouped as gemm.cuh's: kGroupM tile rows sweep the tile columns together.
+    // Block → its tile (gemm.cuh grouped_tile) and, split-K, its rank in the tile's cluster.
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
     const int id = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
-    const int per_group = kGroupM * tiles_n, group = id / per_group;
-    const int first_m = group * kGroupM, group_m = min(tiles_m - first_m, kGroupM);
-    const int tile_m = first_m + (id % per_group) % group_m, tile_n = (id % per_group) / group_m;
-    const int m0 = tile_m * BM, n0 = tile_n * BN, b = blockIdx.z;
+    int m0, n0;
+    grouped_tile<BM, BN>(id, tiles_m, tiles_n, m0, n0);
+    const int b = blockIdx.z;
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
     const int wm = (warp / WARPS_N) * WM, wn = (warp % WARPS_N) * WN;
@@ -265,7 +266,7 @@ cudaError_t launch_gemm_f32(const GemmParams<float, Epilogue> &p, cudaStream_t s
         if (e != cudaSuccess) return e;
         if (f.cc_major < 9) return launch_gemm_f32<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1>(p, stream);
     }
-    const bool vec16 = gemm_f32_loader_bytes<Epilogue, DUAL>(p) == 16, stepwise = (p.K + SPLIT - 1) / SPLIT > kF32ChainK;
+    const bool vec16 = gemm_f32_loader_bytes<Epilogue, DUAL>(p) == 16, stepwise = f32_stepwise(p.K, SPLIT);
     if (stepwise)
         return vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, true>(p, stream)
                      : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, true>(p, stream);

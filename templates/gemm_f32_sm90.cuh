@@ -174,9 +174,8 @@ __global__ void __launch_bounds__(TST_SM90A_THREADS(256)) gemm_f32_sm90_kernel(c
     extern __shared__ unsigned char smem_raw[];
     unsigned char *const smem = smem_raw + (((tst::smem_addr(smem_raw) + 1023u) & ~1023u) - tst::smem_addr(smem_raw));
     const int tiles_m = (p.M + C::BM - 1) / C::BM, tiles_n = (p.N + C::BN - 1) / C::BN;
-    const int id = static_cast<int>(blockIdx.x), per_group = tsg::kGroupM * tiles_n, group = id / per_group;
-    const int first_m = group * tsg::kGroupM, group_m = min(tiles_m - first_m, tsg::kGroupM);
-    const int m0 = (first_m + (id % per_group) % group_m) * C::BM, n0 = ((id % per_group) / group_m) * C::BN;
+    int m0, n0;
+    tsg::grouped_tile<C::BM, C::BN>(static_cast<int>(blockIdx.x), tiles_m, tiles_n, m0, n0);
     const int b = blockIdx.z, t = static_cast<int>(threadIdx.x), wg = t >> 7;
     const float *gA = p.A + b * p.a_batch_stride, *gB = p.B0 + b * p.b_batch_stride;
     const int KT = (p.K + C::BK - 1) / C::BK;
@@ -250,7 +249,7 @@ cudaError_t launch_gemm_f32_sm90(const tsg::GemmParams<float, Epilogue> &p, cuda
     cudaError_t e = tst::device_facts(&f);
     if (e != cudaSuccess) return e;
     if (f.cc_major != 9 || f.cc_minor != 0 || tsg::gemm_f32_loader_bytes<Epilogue, false>(p) != 16) return fallback();
-    const bool stepwise = p.K > tsg::kF32ChainK;
+    const bool stepwise = tsg::f32_stepwise(p.K, 1);
     auto kernel = stepwise ? gemm_f32_sm90_kernel<B_KN, Epilogue, true> : gemm_f32_sm90_kernel<B_KN, Epilogue, false>;
     static const bool sm90a = tst::built_for_sm90a(gemm_f32_sm90_kernel<B_KN, Epilogue, false>, 256);
     if (!sm90a) return fallback();
