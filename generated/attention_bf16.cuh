@@ -501,8 +501,12 @@ inline cudaLaunchAttribute cluster_attr(int cluster) {
 }
 
 // Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
-// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); inside a PdlSequence past its
-// first kernel, on compute capability 9.0+, with programmatic stream serialization. Returns the launch's error.
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); cluster kCooperative: as a
+// cooperative grid (every CTA resident at once, so that they may meet at grid barriers; the caller sizes the grid
+// to what the SMs hold), never with programmatic serialization (it waits for the kernel before it as plain stream
+// work); otherwise, inside a PdlSequence past its first kernel, on compute capability 9.0+, with programmatic
+// stream serialization. Returns the launch's error.
+constexpr int kCooperative = -1;
 template <class... Params, class... Args>
 inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           int cluster, Args &&...args) {
@@ -515,7 +519,11 @@ inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size
     cfg.attrs = attr;
     if (cluster > 1) attr[cfg.numAttrs++] = cluster_attr(cluster);
     PdlState &pdl = pdl_state();
-    if (pdl == kPdlOn) {
+    if (cluster == kCooperative) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeCooperative;
+        attr[cfg.numAttrs].val.cooperative = 1;
+        cfg.numAttrs++;
+    } else if (pdl == kPdlOn) {
         DeviceFacts f;
         cudaError_t e = device_facts(&f);
         if (e != cudaSuccess) return e;

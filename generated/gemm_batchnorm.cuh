@@ -103,6 +103,7 @@ cudaError_t gemm_batchnorm_launch(const __half *X, const __half *W, const __half
 #include <math.h>
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#define TSOPT_TSW_ROW_GRID 0  // no cooperative grid
 
 #pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_gemm_batchnorm {
@@ -504,8 +505,12 @@ inline cudaLaunchAttribute cluster_attr(int cluster) {
 }
 
 // Launch kernel(args...) with grid, block and dynamic shared memory on stream; cluster > 1: as clusters of
-// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); inside a PdlSequence past its
-// first kernel, on compute capability 9.0+, with programmatic stream serialization. Returns the launch's error.
+// that many CTAs along x (grid.x must be a multiple; compute capability 9.0+); cluster kCooperative: as a
+// cooperative grid (every CTA resident at once, so that they may meet at grid barriers; the caller sizes the grid
+// to what the SMs hold), never with programmatic serialization (it waits for the kernel before it as plain stream
+// work); otherwise, inside a PdlSequence past its first kernel, on compute capability 9.0+, with programmatic
+// stream serialization. Returns the launch's error.
+constexpr int kCooperative = -1;
 template <class... Params, class... Args>
 inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                           int cluster, Args &&...args) {
@@ -518,7 +523,11 @@ inline cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, size
     cfg.attrs = attr;
     if (cluster > 1) attr[cfg.numAttrs++] = cluster_attr(cluster);
     PdlState &pdl = pdl_state();
-    if (pdl == kPdlOn) {
+    if (cluster == kCooperative) {
+        attr[cfg.numAttrs].id = cudaLaunchAttributeCooperative;
+        attr[cfg.numAttrs].val.cooperative = 1;
+        cfg.numAttrs++;
+    } else if (pdl == kPdlOn) {
         DeviceFacts f;
         cudaError_t e = device_facts(&f);
         if (e != cudaSuccess) return e;
@@ -716,7 +725,9 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 // `split` (a configuration tune times), each over a cluster of up to 8 blocks that cache its shares (sm_90+).
 // Fewer rows than SMs, each needing a whole block (a decode step's vocabulary, a small batch of long rows),
 // always take such clusters, so that every SM streams; those too long for a cluster's registers (at most half as
-// many as SMs) take clusters of 1024-thread blocks, each its share of the row in passes (launch_row_passes).
+// many as SMs) take clusters of 1024-thread blocks, each its share of the row in passes (launch_row_passes) — or,
+// where the caller gives a scratch buffer (RowParams::grid_scratch), a cooperative grid filling every SM, the
+// row's blocks meeting at grid barriers through the scratch (launch_row_grid: a whole tensor's sum or norm).
 // Operands and outputs move through span.cuh: 16-byte vectors where the row axis has unit stride and the row is
 // aligned (a row starting off 16 bytes, as rows of an odd length do, has its head before the first aligned position
 // taken apart: kHead), scalars otherwise. Positions inside a row are 32-bit where the cached path runs. Any sizes.
@@ -754,6 +765,14 @@ template <int VEC> __device__ __forceinline__ int span_len(int64_t k0, int64_t l
 //   (kOnline's merge: part_sum rescaled from part_max to new_max, so that a pass over an uncached row folds
 //   both stages: an online softmax)
 
+// The cooperative grid (launch_row_grid) needs cooperative_groups.h, which adds ~2.7 s to every nvcc build: an emitted
+// header defines TSOPT_TSW_ROW_GRID 0 (and includes nothing more) unless one of its ROW kernels may take such a grid.
+#ifndef TSOPT_TSW_ROW_GRID
+#define TSOPT_TSW_ROW_GRID 1
+#endif
+#if TSOPT_TSW_ROW_GRID
+#endif
+
 
 namespace tsw {
 
@@ -773,6 +792,9 @@ template <class Fn> struct RowParams {
     int64_t rows;             // Π rsize
     int64_t len;              // positions along the row axis
     Fn fn;
+    float *grid_scratch;          // optional (nullptr: none): launch_row_grid's partials, kStages × its grid's blocks
+    int64_t grid_scratch_floats;  //   floats (the launcher sizes the grid to it), 16-byte aligned
+    int grid_parts;               // set by launch_row_grid: blocks a row (the grid is rows × grid_parts blocks)
 };
 
 // ---- steps -----------------------------------------------------------------------------------------
@@ -863,17 +885,18 @@ template <class Fn> __device__ __forceinline__ int row_head(const Fn &fn, const 
     }
 }
 
-// The positions of a row that block `rank` of a cluster of CL takes: [begin, end), whole spans after the row's
-// head (row_head), and the head [0, head) in rank 0 (head 0 elsewhere).
-template <class Fn, int CL> struct RowShare {
+// The positions of a row that block `rank` of the PARTS blocks sharing it (a cluster's, or a cooperative grid's
+// row) takes: [begin, end), whole spans after the row's head (row_head), and the head [0, head) in rank 0 (head 0
+// elsewhere).
+template <class Fn> struct RowShare {
     int64_t begin, end;
     int head;
-    __device__ __forceinline__ RowShare(int64_t len, int rank, int row_head) {
+    __device__ __forceinline__ RowShare(int64_t len, int rank, int parts, int row_head) {
         head = rank == 0 ? row_head : 0;
-        if constexpr (CL == 1) {
+        if (parts == 1) {
             begin = row_head, end = len;
         } else {
-            const int64_t spans = (len - row_head + Fn::kVec - 1) / Fn::kVec, share = (spans + CL - 1) / CL * Fn::kVec;
+            const int64_t spans = (len - row_head + Fn::kVec - 1) / Fn::kVec, share = (spans + parts - 1) / parts * Fn::kVec;
             begin = row_head + rank * share < len ? row_head + rank * share : len;
             end = begin + share < len ? begin + share : len;
         }
@@ -938,9 +961,9 @@ template <class Fn> struct CachedSpan<Fn, 2> : CachedSpan16<Fn, 2> {};
 template <class Fn, int ITEMS> using RowCache = CachedSpan<Fn>[ITEMS > 0 ? ITEMS : 1];
 
 // Step 1 (cached rows): this thread's spans of the block's share of the row into registers.
-template <class Fn, int TPR, int ITEMS, int CL>
+template <class Fn, int TPR, int ITEMS>
 __device__ __forceinline__ void load_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane,
-                                         const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x) {
+                                         const RowShare<Fn> &sh, RowCache<Fn, ITEMS> &x) {
 #pragma unroll
     for (int i = 0; i < ITEMS; i++) {
         const int k0 = (int)sh.begin + (i * TPR + lane) * Fn::kVec;
@@ -985,9 +1008,9 @@ template <class Fn> struct OnlineStage<Fn, std::void_t<decltype(Fn::kOnline)>> {
 // Stages j (a maximum) and j + 1 (a sum of exponentials of the difference) in one pass over an uncached row:
 // this thread's running maximum m and its sum s, rescaled by Fn::merge whenever the maximum grows (an online
 // softmax). Spans while the maximum is -inf add nothing: their terms vanish against any later finite maximum.
-template <class Fn, int TPR, int CL, class Join>
+template <class Fn, int TPR, class Join>
 __device__ __forceinline__ void online_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
-                                            const RowShare<Fn, CL> &sh, const float *acc, float &m, float &s,
+                                            const RowShare<Fn> &sh, const float *acc, float &m, float &s,
                                             Join &&join) {
     constexpr int VEC = Fn::kVec;
     float now[Fn::kStages];  // the earlier stages' results, stage j's the running maximum
@@ -1050,9 +1073,9 @@ template <class Fn, unsigned JOIN> struct JoinedParts {
 
 // Step 2: this thread's share of stage j over the row (acc[0..j) are the earlier stages' results).
 // join(k0, n, v): what else the pass computes at each span (the stages joined to an uncached row's first pass).
-template <class Fn, int TPR, int ITEMS, int CL, class Join>
+template <class Fn, int TPR, int ITEMS, class Join>
 __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const typename Fn::Base &b, int lane,
-                                            const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc,
+                                            const RowShare<Fn> &sh, RowCache<Fn, ITEMS> &x, const float *acc,
                                             Join &&join) {
     constexpr int VEC = Fn::kVec;
     float part = identity(Fn::combine(j));
@@ -1076,9 +1099,9 @@ __device__ __forceinline__ float stage_part(const RowParams<Fn> &p, int j, const
 }
 
 // Step 3: every output at this thread's spans.
-template <class Fn, int TPR, int ITEMS, int CL>
+template <class Fn, int TPR, int ITEMS>
 __device__ __forceinline__ void store_row(const RowParams<Fn> &p, const typename Fn::Base &b, int lane,
-                                          const RowShare<Fn, CL> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
+                                          const RowShare<Fn> &sh, RowCache<Fn, ITEMS> &x, const float *acc) {
     constexpr int VEC = Fn::kVec;
     const auto store = [&](int64_t k0, int n, const float (&v)[Fn::kIn][VEC]) { p.fn.store(b, k0, n, v, acc); };
     head_span(p, b, lane == 0 ? sh.head : 0, store);
@@ -1111,10 +1134,35 @@ __device__ __forceinline__ float cluster_combine(int combine, float a, float *ct
     return a;
 }
 
+// A block's result a combined over the PARTS blocks of its row in a cooperative grid (launch_row_grid): thread 0
+// stores it at scratch[blockIdx.x] (a region of the grid's size per stage, so that no stage's partials overwrite
+// another's while they are read), the grid meets at a barrier, then the first warp folds the row's partials,
+// a lane every 32nd in rank order and the lanes by a butterfly (deterministic), and hands the result to the block
+// through `out` (a shared slot of this stage's own). Every thread of every block calls it and gets the row's result.
+__device__ __forceinline__ float grid_combine(int combine, float a, float *scratch, int parts, float *out) {
+    if (threadIdx.x == 0) scratch[blockIdx.x] = a;
+#if TSOPT_TSW_ROW_GRID
+    cooperative_groups::this_grid().sync();  // every block's partial is in the scratch (and visible: a grid fence)
+#else
+    __trap();  // never launched: launch_row_passes takes no grid in such a build
+#endif
+    if (threadIdx.x < 32) {
+        const float *row = scratch + (blockIdx.x / parts) * parts;
+        float v = identity(combine);
+        for (int r = threadIdx.x; r < parts; r += 32) v = combine2(combine, v, __ldcg(row + r));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) v = combine2(combine, v, __shfl_xor_sync(0xffffffffu, v, o));
+        if (threadIdx.x == 0) *out = v;
+    }
+    __syncthreads();
+    return *out;
+}
+
 // A block is kThreads threads, or TPR (up to kWideThreads) where a row takes more. MINB: blocks per SM the
 // register allocation must allow (__launch_bounds__'s second argument); CL > 1: a row a cluster of CL blocks
-// (TPR = kThreads, ITEMS > 0; the grid's x a multiple of CL).
-template <class Fn, int TPR, int ITEMS, int MINB = kBlockMinBlocks<TPR>, int CL = 1>
+// (TPR = kThreads, ITEMS > 0; the grid's x a multiple of CL); GRID: a row p.grid_parts blocks of a cooperative
+// grid of exactly rows × p.grid_parts (TPR = the block, ITEMS = 0, CL = 1), meeting at grid barriers.
+template <class Fn, int TPR, int ITEMS, int MINB = kBlockMinBlocks<TPR>, int CL = 1, bool GRID = false>
 __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const RowParams<Fn> p) {
     constexpr int NS = Fn::kStages, BLOCK = kBlockThreads<TPR>, GROUPS = BLOCK / TPR;
     static_assert(NS >= 1 && NS <= 4, "a ROW kernel has 1 to 4 stages");
@@ -1122,20 +1170,28 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
                   "a row's group is whole warps of one block, or an aligned part of one warp");
     static_assert(CL == 1 || (CL <= 8 && (ITEMS > 0 ? TPR == kThreads : TPR == BLOCK)),
                   "a cluster splits a row, a block a share (cached by 256 threads, or passes by a whole block)");
+    static_assert(!GRID || (CL == 1 && ITEMS == 0 && TPR == BLOCK), "a grid's row: blocks taking their shares in passes");
     __shared__ float slots[NS][BLOCK / 32];
-    __shared__ float cta_part[NS];  // CL > 1: this block's result of each stage, read by the cluster
+    __shared__ float cta_part[NS];  // CL > 1: this block's result of each stage, read by the cluster; GRID: the row's
+                                    // result of each stage (grid_combine's)
+    const int parts = GRID ? p.grid_parts : CL;
     tst::pdl_trigger();  // tile.cuh: dependents may launch; wait for the kernel before this one
     tst::pdl_wait();
-    const int lane = threadIdx.x % TPR, rank = CL > 1 ? (int)(blockIdx.x % CL) : 0;
-    const int64_t first = (int64_t)(blockIdx.x / CL) * GROUPS, step = (int64_t)(gridDim.x / CL) * GROUPS;
+    const int lane = threadIdx.x % TPR, rank = GRID || CL > 1 ? (int)(blockIdx.x % parts) : 0;
+    const int64_t first = (int64_t)(blockIdx.x / parts) * GROUPS, step = (int64_t)(gridDim.x / parts) * GROUPS;
+    // this block's result of stage j combined over the blocks sharing its row (none where a block has it whole)
+    const auto meet = [&](int combine, float a, int j) {
+        if constexpr (GRID) return grid_combine(combine, a, p.grid_scratch + (int64_t)j * gridDim.x, parts, &cta_part[j]);
+        else return cluster_combine<CL>(combine, a, &cta_part[j]);
+    };
     for (int64_t r0 = first; r0 < p.rows; r0 += step) {
         const int64_t row = r0 + threadIdx.x / TPR;
         const bool live = row < p.rows;  // every thread takes part in the group reductions
         typename Fn::Base b;
         RowCache<Fn, ITEMS> x;
         if (live) bind_row(p, row, b);
-        const RowShare<Fn, CL> share(p.len, rank, live ? row_head(p.fn, b, p.len) : 0);
-        if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS, CL>(p, b, lane, share, x);
+        const RowShare<Fn> share(p.len, rank, parts, live ? row_head(p.fn, b, p.len) : 0);
+        if (live && ITEMS > 0) load_row<Fn, TPR, ITEMS>(p, b, lane, share, x);
         float acc[NS] = {};
         // stages reading no other's result, folded into an uncached row's first pass (kJoinFirst)
         constexpr unsigned JOIN = ITEMS == 0 ? JoinFirstOf<Fn>::value : 0u;
@@ -1153,26 +1209,25 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
                 if (j == J) {
                     float m = -INFINITY, s = 0.f;
                     if (live) {
-                        if constexpr (J == 0) online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s, join);
-                        else online_part<Fn, TPR, CL>(p, J, b, lane, share, acc, m, s, alone);
+                        if constexpr (J == 0) online_part<Fn, TPR>(p, J, b, lane, share, acc, m, s, join);
+                        else online_part<Fn, TPR>(p, J, b, lane, share, acc, m, s, alone);
                     }
-                    acc[J] = cluster_combine<CL>(kMax, group_reduce<TPR>(m, kMax, slots[J]), &cta_part[J]);
+                    acc[J] = meet(kMax, group_reduce<TPR>(m, kMax, slots[J]), J);
                     s = s != 0.f ? p.fn.merge(s, m, acc[J]) : 0.f;
-                    acc[J + 1] = cluster_combine<CL>(kSum, group_reduce<TPR>(s, kSum, slots[J + 1]), &cta_part[J + 1]);
+                    acc[J + 1] = meet(kSum, group_reduce<TPR>(s, kSum, slots[J + 1]), J + 1);
                     continue;
                 }
             }
             if (JOIN >> j & 1u) {  // folded in the first pass: only its group reduction is left
-                acc[j] = cluster_combine<CL>(Fn::combine(j),
-                                             group_reduce<TPR>(live ? joined.part[j] : identity(Fn::combine(j)),
-                                                               Fn::combine(j), slots[j]),
-                                             &cta_part[j]);
+                acc[j] = meet(Fn::combine(j),
+                              group_reduce<TPR>(live ? joined.part[j] : identity(Fn::combine(j)), Fn::combine(j), slots[j]),
+                              j);
                 continue;
             }
             const float part = !live ? identity(Fn::combine(j))
-                               : j == 0 ? stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc, join)
-                                        : stage_part<Fn, TPR, ITEMS, CL>(p, j, b, lane, share, x, acc, alone);
-            acc[j] = cluster_combine<CL>(Fn::combine(j), group_reduce<TPR>(part, Fn::combine(j), slots[j]), &cta_part[j]);
+                               : j == 0 ? stage_part<Fn, TPR, ITEMS>(p, j, b, lane, share, x, acc, join)
+                                        : stage_part<Fn, TPR, ITEMS>(p, j, b, lane, share, x, acc, alone);
+            acc[j] = meet(Fn::combine(j), group_reduce<TPR>(part, Fn::combine(j), slots[j]), j);
         }
         if constexpr (Fn::kPerRow) {
             if (live && lane == 0 && rank == 0) {
@@ -1182,7 +1237,7 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
         } else if (live) {
             if constexpr (Fn::kPerRowOuts)
                 if (lane == 0 && rank == 0) p.fn.store_per_row(b, acc);
-            store_row<Fn, TPR, ITEMS, CL>(p, b, lane, share, x, acc);
+            store_row<Fn, TPR, ITEMS>(p, b, lane, share, x, acc);
         }
         if constexpr (CL > 1) tst::cluster_sync();  // no block leaves (or rewrites cta_part) while others read it
         else if constexpr (TPR > 32) __syncthreads();  // slots are reused by the next row
@@ -1465,9 +1520,55 @@ inline int row_pass_cluster(int64_t rows, int sm_count) {
     return cl;
 }
 
-// launch_row's passes over uncached rows: over clusters (row_pass_cluster) on sm_90+ where rows are at most half
-// the SMs, else a 256-thread block a row.
+// Blocks a row takes in a cooperative grid (launch_row_grid) of `resident` blocks at once: as many as fill it, at
+// most as many as the scratch holds partials for (ns stages) and as leave each block two spans a thread at least.
+inline int row_grid_parts(int64_t rows, int64_t spans, int ns, int64_t scratch_floats, int64_t resident) {
+    int64_t parts = resident / rows;
+    const int64_t room = scratch_floats / (ns * rows), work = spans / (2 * kWideThreads);
+    parts = parts < room ? parts : room;
+    return (int)(parts < work ? parts : work);
+}
+
+// At most half as many rows as SMs, too long for a cluster's registers, where the caller gave a scratch buffer: each
+// row over grid_parts 1024-thread blocks of a cooperative grid that fills every SM (row_grid_parts), each taking its
+// share in passes, their partials of each stage meeting through the scratch at a grid barrier (grid_combine).
+// Where clusters of 8 leave SMs idle (a whole tensor's sum: one row), every SM streams. *launched false (nothing
+// launched) where fewer than 2 blocks a row would (or the GPU refuses a grid that large: clusters then).
+template <class Fn> cudaError_t launch_row_grid(const RowParams<Fn> &p, int sm_count, cudaStream_t stream, bool *launched) {
+    constexpr auto kernel = row_kernel<Fn, kWideThreads, 0, 1, 1, true>;
+    static std::atomic<int> resident_cache[tst::kMaxDevices];  // blocks an SM holds, per device (0: not known yet)
+    *launched = false;
+    tst::DeviceFacts f;
+    cudaError_t e = tst::device_facts(&f);
+    if (e != cudaSuccess) return e;
+    const int dev = f.dev;
+    int per_sm = 0;
+    if (dev >= 0 && dev < tst::kMaxDevices) per_sm = resident_cache[dev].load(std::memory_order_relaxed);
+    if (per_sm == 0) {
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWideThreads, 0);
+        if (e != cudaSuccess) return e;
+        if (dev >= 0 && dev < tst::kMaxDevices && per_sm > 0) resident_cache[dev].store(per_sm, std::memory_order_relaxed);
+    }
+    const int parts = row_grid_parts(p.rows, (p.len + Fn::kVec - 1) / Fn::kVec, Fn::kStages, p.grid_scratch_floats,
+                                     (int64_t)per_sm * sm_count);
+    if (parts < 2) return cudaSuccess;
+    RowParams<Fn> q = p;
+    q.grid_parts = parts;
+    e = tst::launch(kernel, dim3((unsigned)(p.rows * parts)), dim3(kWideThreads), 0, stream, tst::kCooperative, q);
+    if (e == cudaErrorCooperativeLaunchTooLarge) return (void)cudaGetLastError(), cudaSuccess;
+    *launched = true;
+    return e;
+}
+
+// launch_row's passes over uncached rows: at most half as many rows as SMs over a cooperative grid where the caller
+// gave a scratch buffer (launch_row_grid), else over clusters (row_pass_cluster) on sm_90+; otherwise a 256-thread
+// block a row.
 template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
+    if (TSOPT_TSW_ROW_GRID && p.grid_scratch && p.rows * 2 <= sm_count) {
+        bool launched;
+        const cudaError_t e = launch_row_grid(p, sm_count, stream, &launched);
+        if (e != cudaSuccess || launched) return e;
+    }
     const int cl = row_pass_cluster(p.rows, sm_count);
     if (cl > 1) {
         tst::DeviceFacts f;
@@ -4304,6 +4405,7 @@ extern "C" int gemm_batchnorm_graph_reset(void) {
 }
 
 #undef TSOPT_TST_SM90A_THREADS
+#undef TSOPT_TSW_ROW_GRID
 #undef TSOPT_TSW_ROW_CASE
 #undef TSOPT_TSG90_WATCHDOG
 #undef TSOPT_TSG90_DEVICE_OK

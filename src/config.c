@@ -248,7 +248,7 @@ static int library_variant(const ts_graph *g, const ts_plan *p, const ts_kernel 
 
 /* templates/row.cuh's launch_row, mirrored: kCacheFloats registers a thread for the cached operands, kThreads
  * threads a block (kWideThreads for a row alone), up to 8 blocks a cluster. */
-enum { ROW_CACHE_FLOATS = 32, ROW_THREADS = 256, ROW_WIDE_THREADS = 1024, ROW_MAX_CLUSTER = 8 };
+enum { ROW_CACHE_FLOATS = 32, ROW_THREADS = 256, ROW_WIDE_THREADS = 1024, ROW_MAX_CLUSTER = 8, ROW_GRID_MAX_ROWS = 128 };
 
 static int row_cached_operands(const ts_kernel *k) {
     int n = 0;
@@ -306,12 +306,39 @@ int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *
     return cl > 1 && len <= cl * block ? cl : 1;
 }
 
+/* Whether ROW kernel k's rows may be few (at most ROW_GRID_MAX_ROWS, or a run-time count) and longer than
+ * a block or a cluster of 8 caches (a run-time length may be): rows launch_row gives passes, which a cooperative
+ * grid splits over every SM where they are at most half the SMs (row.cuh launch_row_grid), given a scratch. */
+bool ts_config_row_grid_wanted(const ts_graph *g, const ts_plan *p, const ts_kernel *k) {
+    if (k->kind != TS_KERNEL_ROW || k->columns) return false;
+    const ts_axis *len = &g->axes[k->red_axis];
+    const int64_t cached = ROW_MAX_CLUSTER * row_cluster_block_len(p, k), block = ts_config_row_block_len(p, k);
+    if (!len->dynamic && (len->size <= block || len->size <= cached)) return false;
+    for (int d = 0; d < k->out.ndim; d++)
+        if (k->out.axis[d] != k->red_axis && g->axes[k->out.axis[d]].dynamic) return true;
+    return row_count(g, k) <= ROW_GRID_MAX_ROWS;
+}
+
+/* row.cuh launch_row_grid / row_grid_parts at the typical sizes: the blocks a row of ROW kernel k takes in a
+ * cooperative grid on `sms` SMs (one 1024-thread block an SM: its registers allow no more), 2 or more; 0 where it
+ * takes none (no scratch, more rows than half the SMs, or too short for two blocks' shares). */
+int ts_config_row_grid_parts(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
+    if (k->kind != TS_KERNEL_ROW || !k->row_grid || g->axes[k->red_axis].size <= ts_config_row_block_len(p, k) ||
+        ts_config_row_cluster(g, p, k, sms) > 1)
+        return 0;
+    const double rows = row_count(g, k), spans = ceil((double)g->axes[k->red_axis].size / ts_kernel_span_vec(p, k));
+    if (rows * 2 > sms) return 0;
+    const double parts = fmin(floor(sms / rows), fmin(floor(TS_ROW_GRID_SCRATCH_FLOATS / (k->nstage * rows)),
+                                                      floor(spans / (2 * ROW_WIDE_THREADS))));
+    return parts >= 2 ? (int)parts : 0;
+}
+
 /* row.cuh row_pass_cluster: at most half as many rows as SMs that neither a block nor a cluster caches
  * (launch_row_passes) are each split over a cluster of 1024-thread blocks taking their shares in passes: the most
- * blocks a row, 2 to 8, whose rows × blocks fit one wave; 1 otherwise. */
+ * blocks a row, 2 to 8, whose rows × blocks fit one wave; 1 otherwise (and where a cooperative grid takes them). */
 int ts_config_row_pass_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
     if (k->kind != TS_KERNEL_ROW || k->columns || g->axes[k->red_axis].size <= ts_config_row_block_len(p, k) ||
-        ts_config_row_cluster(g, p, k, sms) > 1)
+        ts_config_row_cluster(g, p, k, sms) > 1 || ts_config_row_grid_parts(g, p, k, sms) > 0)
         return 1;
     const double rows = row_count(g, k);
     int cl = 1;
@@ -321,7 +348,8 @@ int ts_config_row_pass_cluster(const ts_graph *g, const ts_plan *p, const ts_ker
 
 double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms) {
     if (k->kind != TS_KERNEL_ROW || k->columns || !row_whole_blocks(g, p, k)) return 1;
-    const int cl = ts_config_row_cluster(g, p, k, sms) * ts_config_row_pass_cluster(g, p, k, sms);
+    const int grid = ts_config_row_grid_parts(g, p, k, sms);
+    const int cl = grid ? grid : ts_config_row_cluster(g, p, k, sms) * ts_config_row_pass_cluster(g, p, k, sms);
     return fmin(1, row_count(g, k) * cl / sms);
 }
 

@@ -35,6 +35,11 @@ int ts_config_row_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *
 /* row.cuh row_pass_cluster: blocks a row of ROW kernel k takes in passes (at most half as many rows as SMs, longer
  * than a block or a cluster caches), 2 to 8; 1 otherwise. */
 int ts_config_row_pass_cluster(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
+/* Whether ROW kernel k may take a cooperative grid (row.cuh launch_row_grid: at most half as many rows as SMs, longer
+ * than a cluster caches), so that its plan gives it a grid scratch (plan.h row_grid); and, given one, the blocks a
+ * row takes at the typical sizes on `sms` SMs (0: none). */
+bool ts_config_row_grid_wanted(const ts_graph *g, const ts_plan *p, const ts_kernel *k);
+int ts_config_row_grid_parts(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 /* ... and the share of a row's lanes that hold a span of it: launch_row gives rows of up to 32 spans a power of
  * two of lanes, one span each, so that 9 spans leave 7 of 16 lanes idle (bench/NOTES.md run 155); 1 otherwise. */

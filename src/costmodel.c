@@ -362,7 +362,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
     double bytes = out * ts_dtype_bytes(p->buf[k->out.buf].dtype), fma = 0, sfu = 0, tensor = 0, wave = 1, strided_b = 0,
            epilogue = 0, epilogue_sfu = 0, score_sfu = 0, score_loads = 0, score_row_loads = 0, tile_waves = 0, rowstat_stages = 0, publish = 0, scores_of = 0, fn_ops = 0,
-           row_stage_loads = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0, column_folds = 0, column_positions = 0;
+           row_stage_loads = 0, row_grid_barriers = 0, simt = 0, epilogue_chunks = 0, reduce_pairs = 0, column_folds = 0, column_positions = 0;
     bool skinny = false, long_rows = false;
     const bool library = k->kind == TS_KERNEL_GEMM && k->cfg.library; /* cuBLASLt runs it */
     const bool tf32x3 = k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3 && !library; /* gemm_f32.cuh: any layout, pipelined */
@@ -445,7 +445,12 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                 bytes += cached * (ts_row_uncached_passes(k) - 1);
             }
             wave = ts_config_row_sm_share(g, p, k, m->sms) * ts_config_row_lane_share(g, p, k);
-            long_rows = ts_config_row_long(g, p, k, m->sms);
+            /* few rows over a cooperative grid or clusters in passes: passes as over many long rows (run 168:
+             * 16 rows of 4M over clusters of 4 in passes, 0.580 ms on an H100, 0.311 predicted without
+             * row_long_efficiency), the grid's stages each ending at a grid barrier (row.cuh launch_row_grid) */
+            const bool grid = ts_config_row_grid_parts(g, p, k, m->sms) > 0;
+            long_rows = grid || ts_config_row_pass_cluster(g, p, k, m->sms) > 1 || ts_config_row_long(g, p, k, m->sms);
+            if (grid) row_grid_barriers = k->nstage;
         }
         break;
     }
@@ -567,7 +572,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns, .long_rows = long_rows,
                           .unchunked = loader == 0, .paired = loader == 4,
-                          .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads,
+                          .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads, .row_grid_barriers = row_grid_barriers,
                           .column_folds = column_folds, .column_positions = column_positions,
                           .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs,
                           .extra_launches = k->kind == TS_KERNEL_GEMM && k->row_parts ? 1 : 0};
@@ -631,7 +636,8 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     if (w->score_sfu_ops > 0) t += w->score_sfu_ops / m->sfu_ops_per_s;
     if (w->score_loads > 0) t += w->score_loads / m->score_loads_per_s;
     if (w->score_row_loads > 0) t += w->score_row_loads / m->score_row_loads_per_s;
-    t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s;
+    t += w->rowstat_stages * m->rowstat_stage_s + w->row_stage_loads * m->row_stage_load_s +
+         w->row_grid_barriers * m->row_grid_barrier_s;
     if (w->rowstat_publish_bytes > 0) /* the first epilogue waits for the grid's published rows past its main loop */
         t += fmax(0, w->rowstat_publish_bytes / (m->dram_bytes_per_s * m->rowstat_publish_efficiency) - main_loop / fmax(w->tile_waves, 1));
     t += w->epilogue_chunks * m->epilogue_chunk_load_s;

@@ -73,6 +73,10 @@
  *                        stage, between two of the row's reductions): 6.5e-8 from two same-call pairs on the
  *                        H200 (bench/NOTES.md run 83: LayerNorm over 4096 rows of X + b + R with two such
  *                        stages against the same norm with none, +4.9 and +3.1 us)
+ *   row_grid_barrier_s   the time a ROW kernel over a cooperative grid (row.cuh launch_row_grid: few rows, each
+ *                        split over many blocks) adds per stage, where its blocks meet at a grid barrier and fold
+ *                        the row's partials: 2 us assumed (a grid barrier over an SM's worth of blocks each), until
+ *                        measured
  *   row_long_efficiency  the share of the ROW rate (row_efficiency × DRAM) that row kernels over rows longer than
  *                        a 256-thread block caches reach (a 512- or 1024-thread block a row, one or two an SM, or a
  *                        pass per stage through L2): 0.72 from eleven such kernels on H100s (bench/NOTES.md runs 152,
@@ -166,6 +170,7 @@
     X(row_stage_load_s, NULL, 6.5e-8)                                                                  \
     X(column_fold_s, NULL, 1.65e-9)                                                                    \
     X(row_long_efficiency, NULL, 1.0)                                                                  \
+    X(row_grid_barrier_s, NULL, 2.0e-6)                                                                \
     X(column_position_s, NULL, 1.3e-10)                                                                \
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
@@ -258,6 +263,8 @@ typedef struct {
                                together a floor beside the bytes */
     double row_stage_loads; /* ROW along contiguous rows: rows an SM runs × stages that read an operand the kernel
                                does not cache (ts_row_operand_cached), each paying row_stage_load_s, added */
+    double row_grid_barriers; /* ROW over a cooperative grid (config.h ts_config_row_grid_parts): its stages, each
+                               ending at a grid barrier that pays row_grid_barrier_s, added */
     bool unchunked;         /* GEMM with an operand whose offset or row stride is odd: the mma.sync kernel's
                                element-wise loader (no TMA), its tensor work at gemm_elementwise_efficiency */
     bool paired;            /* GEMM with an operand whose offset or row stride is even but not a multiple of 8 elements
@@ -300,6 +307,7 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  *            + score_loads / score_loads_per_s + score_row_loads / score_row_loads_per_s
  *            + tile_waves · gemm_wave_overhead_s
  *            + rowstat_stages · rowstat_stage_s + row_stage_loads · row_stage_load_s
+ *            + row_grid_barriers · row_grid_barrier_s
  *            + max(0, rowstat_publish_bytes / (DRAM rate · rowstat_publish_efficiency) − main loop / tile_waves)
  *            + epilogue_chunks · epilogue_chunk_load_s
  * where a GEMM's epilogue E = max(epilogue_slots / (fma_flops_per_s / 2), epilogue_sfu_ops / sfu_ops_per_s) /
@@ -313,7 +321,8 @@ double ts_costmodel_efficiency(const ts_costmodel *m, ts_kernel_kind kind);
  * and attention (their bytes are streamed by TMA/cp.async at the copy rate) else eff; a skinny GEMM:
  * eff'' = skinny_gemm_efficiency · wave (a decode-size GEMM is bound by streaming its weight); a ROW kernel
  * down columns and a REDUCE kernel: eff'' = eff · wave, wave the share of two blocks an SM their launch fills;
- * any other ROW kernel: eff · wave (× row_long_efficiency over rows longer than a 256-thread block caches), wave
+ * any other ROW kernel: eff · wave (× row_long_efficiency over rows longer than a 256-thread block caches, as many as
+ * the SMs or split over a cooperative grid), wave
  * the share of the SMs its rows' clusters fill (1 unless fewer rows than
  * SMs need a block each: ts_config_row_cluster); its bytes count the cached operands again for each pass a row
  * too long for a block's registers takes. */

@@ -1428,6 +1428,11 @@ static void emit_row_launch(emitter *e, int ki, const ts_kernel *k) {
         fprintf(e->f, "        p.rows *= p.rsize[%d];\n", r++);
     }
     print_assign(e, "p.len", ts_sym_axis(e->g, &e->dyn, k->red_axis));
+    if (k->row_grid) { /* few long rows: a cooperative grid's partials (row.cuh launch_row_grid) */
+        buf_ptr(e, k->scratch, ptr, sizeof ptr);
+        fprintf(e->f, "        p.grid_scratch = static_cast<float *>(%s);\n        p.grid_scratch_floats = %d;\n", ptr,
+                TS_ROW_GRID_SCRATCH_FLOATS);
+    }
     fprintf(e->f, "        err = tsw::launch_row%s(p, sms, stream%s);\n        if (err != cudaSuccess) return err;\n    }\n",
             k->columns ? "_columns" : "", k->cfg.row_split ? ", true /* long rows split over clusters */" : "");
 }
@@ -2127,7 +2132,7 @@ static int add_param(int *bufs, bool *written, int n, int b, bool w) {
 static int kernel_buffers(const ts_kernel *k, int *bufs, bool *written) {
     int n = add_param(bufs, written, 0, k->out.buf, true);
     for (int o = 0; o < k->nextra; o++) n = add_param(bufs, written, n, k->extra_out[o].buf, true);
-    if (k->row_parts) n = add_param(bufs, written, n, k->scratch, true); /* (no extra outputs then: room) */
+    if (ts_kernel_has_scratch(k)) n = add_param(bufs, written, n, k->scratch, true); /* (GEMM: no extra outputs then) */
     for (int o = 0; o < k->nrowstat; o++) n = add_param(bufs, written, n, k->rowstat_buf[o], true);
     for (int s = 0; s < k->nacc; s++) n = add_param(bufs, written, n, k->acc[s].buf, false);
     return n;
@@ -2250,6 +2255,13 @@ static int emit_launch_fn(emitter *e, char **err) {
     return 0;
 }
 
+/* Whether a ROW kernel of p may take a cooperative grid (plan.h row_grid). */
+static bool uses_row_grid(const ts_plan *p) {
+    for (int i = 0; i < p->nk; i++)
+        if (p->k[i].kind == TS_KERNEL_ROW && p->k[i].row_grid) return true;
+    return false;
+}
+
 /* The part only the TU defining TSOPT_<NAME>_IMPLEMENTATION compiles: templates, functors, launch code. */
 static int emit_implementation(emitter *e, char **err) {
     FILE *out = e->f;
@@ -2263,6 +2275,9 @@ static int emit_implementation(emitter *e, char **err) {
     if (uses_kind(e->p, TS_KERNEL_GEMM) || uses_kind(e->p, TS_KERNEL_ATTENTION)) /* TMA descriptor types only */
         fputs("#include <cuda.h>\n#include <cudaTypedefs.h>\n", out);
     if (ts_plan_uses_cublas(e->p)) fputs("#include <cublasLt.h>\n", out); /* --allow-cublas */
+    if (uses_row_grid(e->p)) fputs("#include <cooperative_groups.h>  // row.cuh launch_row_grid's grid barrier\n", out);
+    else if (uses_kind(e->p, TS_KERNEL_ROW)) /* row.cuh's TSW_ROW_GRID, renamed as its macros are (and #undef'd) */
+        fputs("#define TSOPT_TSW_ROW_GRID 0  // no cooperative grid\n", out);
     /* Hidden visibility: no kernel, template instance or cache is exported from a shared library. Exported,
      * two libraries built from headers of one graph name (a torch op and a ctypes library, two tuned
      * candidates) would share their function-local statics as STB_GNU_UNIQUE symbols across the process,

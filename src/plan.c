@@ -186,7 +186,7 @@ static const ts_access *widest_operand(const ts_access *acc, int nacc, uint64_t 
 }
 
 bool ts_kernel_writes(const ts_kernel *k, int buf) {
-    if (k->out.buf == buf || (k->row_parts && k->scratch == buf)) return true;
+    if (k->out.buf == buf || (ts_kernel_has_scratch(k) && k->scratch == buf)) return true;
     for (int o = 0; o < k->nextra; o++)
         if (k->extra_out[o].buf == buf) return true;
     for (int o = 0; o < k->nrowstat; o++)
@@ -1924,6 +1924,7 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
     return ts_plan_lower_with(x, views2, best, mark, fuse, false, p, err);
 }
 
+
 int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark,
                        bool fuse, bool library_gemms, ts_plan *p, char **err) {
     builder b = {.x = x, .views2 = views2, .mark = mark, .fuse = fuse, .library_gemms = library_gemms, .p = p};
@@ -1954,6 +1955,7 @@ int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_en
     for (int o = 0; o < nout; o++) emit_output(&b, order[o], roots[order[o]]);
     ts_plan_number_temps(p);
     for (int i = 0; i < p->nk; i++) ts_config_choose(x->g, p, &p->k[i]);
+    for (int i = 0; i < p->nk; i++) ts_plan_give_row_grid_scratch(x->g, p, i);
     free(b.has_mat);
     free(b.mat);
     free(b.dual_buf);
@@ -2032,13 +2034,20 @@ int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, 
     TS_GROW(p->buf, p->nbuf, p->cap_buf);
     ts_buffer *B = &p->buf[p->nbuf];
     *B = (ts_buffer){.kind = kind, .index = index, .dtype = dtype, .ndim = n};
-    memcpy(B->axis, axes, sizeof(int32_t) * (size_t)n);
+    if (n) memcpy(B->axis, axes, sizeof(int32_t) * (size_t)n);
     return p->nbuf++;
+}
+
+void ts_plan_give_row_grid_scratch(const ts_graph *g, ts_plan *p, int ki) {
+    if (!ts_config_row_grid_wanted(g, p, &p->k[ki])) return;
+    const int buf = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, NULL, 0);
+    p->buf[buf].elems = TS_ROW_GRID_SCRATCH_FLOATS;
+    p->k[ki].row_grid = true, p->k[ki].scratch = buf;
 }
 
 int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_buffer *B) {
     int b = ts_plan_add_buffer(p, kind, index, B->dtype, B->axis, B->ndim);
-    p->buf[b].pitch = B->pitch;
+    p->buf[b].pitch = B->pitch, p->buf[b].elems = B->elems;
     return b;
 }
 
@@ -2070,7 +2079,7 @@ void ts_plan_append(ts_plan *dst, const ts_plan *src, const int *map) {
         for (int o = 0; o < k->nrowstat; o++) k->rowstat[o] = ts_expr_copy(&k->rowstat[o]), k->rowstat_buf[o] = map[k->rowstat_buf[o]];
         k->pre = ts_expr_copy(&k->pre);
         for (int j = 0; j < TS_ROW_MAX_STAGES; j++) k->merge[j] = ts_expr_copy(&k->merge[j]);
-        if (k->row_parts) k->scratch = map[k->scratch];
+        if (ts_kernel_has_scratch(k)) k->scratch = map[k->scratch];
     }
 }
 

@@ -31,6 +31,7 @@ typedef struct {
     int32_t axis[TS_MAX_DIMS]; /* contiguous, row-major */
     int64_t pitch; /* elements between consecutive rows of the innermost axis when padded (src/pad.h: the innermost
                       axis's size rounded up to 8), 0 when dense */
+    int64_t elems; /* a temporary of a fixed size and no axes (ndim 0: a ROW kernel's grid scratch): its elements */
 } ts_buffer;
 
 /* How a kernel reads or writes a buffer: element offset = offset + Σ idx[axis]·stride[axis]. */
@@ -76,6 +77,8 @@ static inline const char *ts_kernel_kind_name(ts_kernel_kind k) {
 
 /* ROW kernels: at most this many reductions per row, and outputs per kernel. */
 #define TS_ROW_MAX_STAGES 4
+/* A ROW kernel's grid scratch (row_grid): a partial per stage and block of a grid of up to 4096 blocks. */
+#define TS_ROW_GRID_SCRATCH_FLOATS (TS_ROW_MAX_STAGES * 4096)
 #define TS_KERNEL_MAX_OUTS 4
 typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
 
@@ -201,6 +204,10 @@ typedef struct {
     ts_expr pre;
     ts_expr merge[TS_ROW_MAX_STAGES];
     int scratch;
+    /* ROW along the contiguous axis, rows that may be few and longer than a cluster caches: temporary `scratch`
+     * (TS_ROW_GRID_SCRATCH_FLOATS fp32, no axes) for the partials of a cooperative grid that splits each row over
+     * many blocks (row.cuh launch_row_grid, taken at run time where rows are at most half the SMs). */
+    bool row_grid;
     double predicted_s;                 /* set by the cost model */
 } ts_kernel;
 
@@ -222,6 +229,9 @@ static inline bool ts_gemm_fp32(const ts_plan *p, const ts_kernel *k) {
 /* The kernels kernel k's template launches on the GPU: 2 for a GEMM reducing its product's rows (the GEMM, then
  * the merge of its tiles' results: templates/gemm.cuh), else 1. Tune's per-kernel profile adds them up. */
 static inline int ts_kernel_launches(const ts_kernel *k) { return k->kind == TS_KERNEL_GEMM && k->row_parts ? 2 : 1; }
+
+/* Whether kernel k writes temporary `scratch` (a GEMM's row parts, a ROW kernel's grid partials). */
+static inline bool ts_kernel_has_scratch(const ts_kernel *k) { return k->row_parts || k->row_grid; }
 
 /* GEMM: its rows at the typical sizes (m_axis × m_outer). */
 static inline int64_t ts_gemm_rows(const ts_graph *g, const ts_kernel *k) {
@@ -395,6 +405,9 @@ void ts_plan_copy(ts_plan *dst, const ts_plan *src);
 int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, const int32_t *axes, int n);
 /* Adds a buffer shaped like B (dtype, axes, pitch) of the given kind and index; its index in p. */
 int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_buffer *B);
+/* Gives ROW kernel ki a grid scratch (row_grid: a temporary of TS_ROW_GRID_SCRATCH_FLOATS fp32) where its rows may
+ * take a cooperative grid (config.h ts_config_row_grid_wanted); lowering calls it for every kernel. */
+void ts_plan_give_row_grid_scratch(const ts_graph *g, ts_plan *p, int ki);
 
 /* Appends copies of src's kernels to dst, src's buffer b becoming dst's buffer map[b]: how the plan of one
  * chunk of a partitioned graph (a decoder layer) is laid into the whole graph's plan. */

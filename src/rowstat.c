@@ -183,7 +183,7 @@ static void remove_buffer(ts_plan *p, int b) {
         for (int s = 0; s < k->nacc; s++) k->acc[s].buf -= k->acc[s].buf > b;
         k->out.buf -= k->out.buf > b;
         for (int o = 0; o < k->nextra; o++) k->extra_out[o].buf -= k->extra_out[o].buf > b;
-        if (k->row_parts) k->scratch -= k->scratch > b;
+        if (ts_kernel_has_scratch(k)) k->scratch -= k->scratch > b;
         for (int o = 0; o < k->nrowstat; o++) k->rowstat_buf[o] -= k->rowstat_buf[o] > b;
     }
     memmove(&p->buf[b], &p->buf[b + 1], sizeof *p->buf * (size_t)(p->nbuf - b - 1));

@@ -9,6 +9,7 @@
 ts_sym ts_workspace_buffer_bytes(const ts_plan *p, const ts_graph *g, const ts_dyn *dyn, int b) {
     const ts_buffer *B = &p->buf[b];
     ts_sym n = ts_sym_const(ts_dtype_bytes(B->dtype));
+    if (B->ndim == 0 && B->elems > 0) return ts_sym_mul(n, ts_sym_const(B->elems));
     for (int d = 0; d < B->ndim; d++)
         n = ts_sym_mul(n, d == B->ndim - 1 && B->pitch ? ts_sym_const(B->pitch) : ts_sym_axis(g, dyn, B->axis[d]));
     return n;
@@ -49,7 +50,7 @@ static void lifetimes(const ts_plan *p, ts_workspace *w) {
         touch(w, k->out.buf, i);
         for (int s = 0; s < k->nacc; s++) touch(w, k->acc[s].buf, i);
         for (int o = 0; o < k->nextra && o < TS_KERNEL_MAX_OUTS - 1; o++) touch(w, k->extra_out[o].buf, i);
-        if (k->row_parts) touch(w, k->scratch, i);
+        if (ts_kernel_has_scratch(k)) touch(w, k->scratch, i);
         for (int o = 0; o < k->nrowstat; o++) touch(w, k->rowstat_buf[o], i);
     }
 }

@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "rowstat.h"
 #include "testutil.h"
+#include "workspace.h"
 
 #define ROW_YAML "tests/golden/row_plan.yaml"
 #define ROW_CUH "tests/golden/row_plan.cuh"
@@ -337,6 +338,58 @@ Test(row, long_rows_are_priced_with_their_passes_and_offered_split_over_clusters
     fixture_load(&f);
     cr_assert_eq(ts_config_variants(&f.g, &f.p, &f.p.k[0], false, 132, alt, TS_CONFIG_MAX_VARIANTS), 0);
     cr_assert_eq(ts_config_row_cluster(&f.g, &f.p, &f.p.k[0], 132), 1);
+    fixture_free(&f);
+}
+
+/* Few rows too long for a cluster's registers (a LayerNorm over [c, h, w] of a small batch, a whole tensor's sum)
+ * get a scratch for a cooperative grid (row.cuh launch_row_grid) that splits each row over every SM: priced as
+ * passes over all the SMs, with a grid barrier a stage; many rows, or rows a cluster caches, get none. */
+Test(row, few_rows_too_long_for_a_cluster_take_a_cooperative_grid) {
+    fixture f;
+    fixture_load_sized(&f, 4, 1 << 20);
+    ts_kernel *k = &f.p.k[0];
+    const int nbuf = f.p.nbuf;
+    cr_assert(ts_config_row_grid_wanted(&f.g, &f.p, k));
+    ts_plan_give_row_grid_scratch(&f.g, &f.p, 0);
+    k = &f.p.k[0];
+    cr_assert(k->row_grid);
+    cr_assert_eq(f.p.nbuf, nbuf + 1);
+    const ts_buffer *S = &f.p.buf[k->scratch];
+    cr_assert(S->kind == TS_BUF_TEMP && S->dtype == TS_FP32 && S->ndim == 0 && S->elems == TS_ROW_GRID_SCRATCH_FLOATS);
+    ts_dyn dyn;
+    cr_assert_eq(ts_dyn_of(&f.g, &dyn), 0);
+    ts_sym bytes = ts_workspace_buffer_bytes(&f.p, &f.g, &dyn, k->scratch);
+    cr_assert(bytes.n == 1 && bytes.t[0].coef == 4.0 * TS_ROW_GRID_SCRATCH_FLOATS, "a fixed 64 KiB");
+    cr_assert(ts_kernel_writes(k, k->scratch));
+    /* 132 SMs: 33 blocks a row (4 · 33 = 132), no cluster */
+    cr_assert_eq(ts_config_row_grid_parts(&f.g, &f.p, k, 132), 33);
+    cr_assert_eq(ts_config_row_pass_cluster(&f.g, &f.p, k, 132), 1);
+    ts_costmodel_predict(&f.cm, &f.g, &f.p);
+    ts_kernel_work w;
+    ts_costmodel_work(&f.cm, &f.g, &f.p, k, &w);
+    cr_assert_float_eq(w.wave_efficiency, 1, 1e-12, "every SM streams");
+    cr_assert(w.long_rows);
+    cr_assert_float_eq(w.row_grid_barriers, k->nstage, 0);
+    const double in = 2.0 * 4 * (1 << 20) * 2; /* X and R, read again for stage 1 and for the outputs */
+    cr_assert_float_eq(w.bytes, 2 * in + (1 << 20) * 2 + 2 * in, 1e-6 * w.bytes);
+    char *err = NULL, *hdr = emit(&f, "tests/golden/templates", &err);
+    cr_assert_not_null(hdr, "%s", err);
+    cr_assert_not_null(strstr(hdr, "p.grid_scratch = static_cast<float *>("));
+    cr_assert_not_null(strstr(hdr, "p.grid_scratch_floats = 16384;"));
+    free(hdr);
+    /* on 6 SMs, 4 rows are more than half: passes a block a row, as before */
+    cr_assert_eq(ts_config_row_grid_parts(&f.g, &f.p, k, 6), 0);
+    fixture_free(&f);
+
+    /* t is a run-time size (its typical 512 aside): rows may be few, so any length past a cluster's gets a scratch;
+     * a static t of 512 gets none (every SM has rows of its own), nor do 16 rows a cluster of 8 caches */
+    fixture_load_sized(&f, 512, 1 << 20);
+    cr_assert(ts_config_row_grid_wanted(&f.g, &f.p, &f.p.k[0]));
+    f.g.axes[axis_named(&f.g, "t")].dynamic = false;
+    cr_assert(!ts_config_row_grid_wanted(&f.g, &f.p, &f.p.k[0]));
+    fixture_free(&f);
+    fixture_load_sized(&f, 16, 8192);
+    cr_assert(!ts_config_row_grid_wanted(&f.g, &f.p, &f.p.k[0]));
     fixture_free(&f);
 }
 

@@ -13,7 +13,8 @@
 // longer than a block caches (launch_row, its `split` and the passes side by side), `cluster` for the rows
 // clusters split, at sizes compute-sanitizer finishes, `map` for the elementwise maps alone (bench/gpu/map_ab.sh
 // puts builds side by side), `short` for many short rows (a global average pool's per-row mean, norms over 512-1024)
-// under several launch shapes.
+// under several launch shapes, `grid` for few rows too long for a cluster over a cooperative grid (launch_row_grid,
+// given a scratch buffer) beside the clusters without one, and captured in a CUDA graph.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -469,8 +470,13 @@ static cudaError_t launch_shape(const tsw::RowParams<Fn> &p, int sms, std::index
     return err;
 }
 
+// While set (`grid` cases), every launch gives row.cuh this scratch for a cooperative grid's partials (launch_row_grid).
+static float *g_grid_scratch = nullptr;
+constexpr int64_t kGridScratchFloats = 4 * 4096;  // as src/plan.h's TS_ROW_GRID_SCRATCH_FLOATS
+
 template <class Fn> static cudaError_t launch(const Fn &fn, int64_t rows, int64_t len, int sms) {
     tsw::RowParams<Fn> p{};
+    if (g_grid_scratch) p.grid_scratch = g_grid_scratch, p.grid_scratch_floats = kGridScratchFloats;
     p.nrowdim = 1;
     p.rsize[0] = rows;
     p.rows = rows;
@@ -884,6 +890,66 @@ static void cluster_cases(int sms) {
     g_label.clear();
 }
 
+// Few rows too long for a cluster's registers (a whole tensor's sum, a LayerNorm over [c, h, w] of a small batch):
+// every row functor over a cooperative grid (the scratch given: " [grid]") and over clusters (none: " [clusters]"),
+// then a mean over one long row captured in a CUDA graph and replayed, validated after each replay (`row_test grid`).
+static void grid_graph_case(int64_t len, int sms) {
+    Tensor x(len, 0, true), y(1, 0, false);
+    MeanRows fn{{x.d, len}, y.d, 1.f / (float)len};
+    double sum = 0;
+    for (int64_t k = 0; k < len; k++) sum += x.h[k];
+    const std::vector<double> want{sum / len};
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    tsw::RowParams<MeanRows> p{};
+    p.nrowdim = 1, p.rsize[0] = 1, p.rows = 1, p.len = len, p.fn = fn;
+    p.grid_scratch = g_grid_scratch, p.grid_scratch_floats = kGridScratchFloats;
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK(tsw::launch_row(p, sms, s));
+    CK(cudaStreamEndCapture(s, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    double err = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        CK(cudaMemset(y.d, 0xff, sizeof(__half)));  // NaN
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        err = std::max(err, score(y.fetch(), want, 2e-3, 4e-3));
+    }
+    record("mean, CUDA graph (3 replays)", 1, len, 0, 2.0 * len, time_us([&] { return cudaGraphLaunch(exec, 0); }), err);
+    CK(cudaGraphExecDestroy(exec));
+    CK(cudaGraphDestroy(graph));
+    CK(cudaStreamDestroy(s));
+}
+
+static void grid_cases(int sms) {
+    const struct {
+        int64_t rows, len;
+        int shift;
+    } cases[] = {{1, 16777216, 0}, {1, 4194304, 0}, {16, 1048576, 0}, {3, 3000017, 1}, {8, 80000, 2}, {1, 70001, 1}, {40, 300000, 0}};
+    CK(cudaMalloc(&g_grid_scratch, kGridScratchFloats * sizeof(float)));
+    for (int grid = 1; grid >= 0; grid--) {
+        float *scratch = g_grid_scratch;
+        if (!grid) g_grid_scratch = nullptr;
+        g_label = grid ? " [grid]" : " [clusters]";
+        for (const auto &c : cases) {
+            mean_case(c.rows, c.len, c.shift, sms);
+            rmsnorm_case(c.rows, c.len, c.shift, sms);
+            layernorm_case(c.rows, c.len, c.shift, sms);
+            softmax_case(c.rows, c.len, c.shift, sms);
+            lse_case(c.rows, c.len, c.shift, sms);
+            xent_case<true>(c.rows, c.len, c.shift, sms);
+            residual_case(c.rows, c.len, c.shift, sms);
+        }
+        g_grid_scratch = scratch;
+    }
+    g_label.clear();
+    grid_graph_case(16777216, sms);
+    CK(cudaFree(g_grid_scratch));
+    g_grid_scratch = nullptr;
+}
+
 // `row_test map`: the elementwise maps alone, plain and transposed walks, at the sizes the bench's maps take
 // (a 4096-wide activation, a vocabulary of logits, rows one element off 16 bytes), beside the copy.
 static void map_cases(int sms) {
@@ -905,7 +971,8 @@ int main(int argc, char **argv) {
     const bool map_only = argc > 1 && std::string(argv[1]) == "map";
     const bool short_only = argc > 1 && std::string(argv[1]) == "short";
     const bool colshort_only = argc > 1 && std::string(argv[1]) == "colshort";
-    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only || short_only || colshort_only ||
+    const bool grid_only = argc > 1 && std::string(argv[1]) == "grid";
+    const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only || short_only || colshort_only || grid_only ||
                             (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
@@ -945,8 +1012,9 @@ int main(int argc, char **argv) {
     else if (map_only) map_cases(sms);
     else if (short_only) short_sweep(sms);
     else if (colshort_only) short_column_sweep(sms);
+    else if (grid_only) grid_cases(sms);
     else if (sweep_only) sweep(sms);
-    if (!sweep_only) cluster_cases(sms);
+    if (!sweep_only) cluster_cases(sms), grid_cases(sms);
     for (const auto &s : shapes) {
         if (sweep_only) break;
         rmsnorm_case(s.rows, s.len, s.shift, sms);
@@ -986,8 +1054,8 @@ int main(int argc, char **argv) {
         transpose_case<0>(t.rows, t.len, t.shift, sms);
         transpose_case<-1>(t.rows, t.len, t.shift, sms);
     }
-    if (!cluster_only) copy_case(8192, 4096, sms);
-    if (sweep_only && !long_only && !cluster_only && !map_only) copy_case(4096, 4096 * 2, sms);
+    if (!cluster_only && !grid_only) copy_case(8192, 4096, sms);
+    if (sweep_only && !long_only && !cluster_only && !map_only && !grid_only) copy_case(4096, 4096 * 2, sms);
 
     printf("\n%-40s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
     int failed = 0;

@@ -100,6 +100,7 @@ cudaError_t residual_norm_launch(const __half *X, const __half *R, const __half 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>
+#define TSOPT_TSW_ROW_GRID 0  // no cooperative grid
 
 #pragma GCC visibility push(hidden)  // nothing below is shared with another library
 namespace tsopt_residual_norm {
