@@ -438,19 +438,20 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
              * clusters (ts_config_row_cluster) and stream through rows × blocks SMs. */
             const double len = size_of(g, k->red_axis);
             const bool few = rows < m->sms && ts_config_row_cluster(g, p, k, m->sms) > 1; /* cached by a cluster */
-            if (len > (double)ts_config_row_block_len(p, k) && !few) {
+            const bool passes = len > (double)ts_config_row_block_len(p, k) && !few;
+            if (passes) {
                 double cached = 0;
                 for (int i = 0; i < k->nacc; i++)
                     if (ts_row_operand_cached(k, i)) cached += ts_access_bytes(g, p, &k->acc[i]);
                 bytes += cached * (ts_row_uncached_passes(k) - 1);
             }
             wave = ts_config_row_sm_share(g, p, k, m->sms) * ts_config_row_lane_share(g, p, k);
-            /* few rows over a cooperative grid or clusters in passes: passes as over many long rows (run 168:
-             * 16 rows of 4M over clusters of 4 in passes, 0.580 ms on an H100, 0.311 predicted without
-             * row_long_efficiency), the grid's stages each ending at a grid barrier (row.cuh launch_row_grid) */
-            const bool grid = ts_config_row_grid_parts(g, p, k, m->sms) > 0;
-            long_rows = grid || ts_config_row_pass_cluster(g, p, k, m->sms) > 1 || ts_config_row_long(g, p, k, m->sms);
-            if (grid) row_grid_barriers = k->nstage;
+            /* passes over however few rows (a block, a cluster or a cooperative grid's blocks a row) stream as over
+             * many long rows (run 168: 16 rows of 4M over clusters of 4 in passes, 0.580 ms on an H100, 0.311
+             * predicted without row_long_efficiency); a grid's stages each end at a grid barrier (row.cuh
+             * launch_row_grid) */
+            long_rows = passes || ts_config_row_long(g, p, k, m->sms);
+            if (ts_config_row_grid_parts(g, p, k, m->sms) > 0) row_grid_barriers = k->nstage;
         }
         break;
     }

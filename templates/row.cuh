@@ -456,7 +456,8 @@ __device__ __forceinline__ float grid_combine(int combine, float a, float *scrat
 // A block is kThreads threads, or TPR (up to kWideThreads) where a row takes more. MINB: blocks per SM the
 // register allocation must allow (__launch_bounds__'s second argument); CL > 1: a row a cluster of CL blocks
 // (TPR = kThreads, ITEMS > 0; the grid's x a multiple of CL); GRID: a row p.grid_parts blocks of a cooperative
-// grid of exactly rows × p.grid_parts (TPR = the block, ITEMS = 0, CL = 1), meeting at grid barriers.
+// grid of exactly rows × p.grid_parts (TPR = the block, ITEMS = 0, CL = 1), meeting at grid barriers (none where
+// grid_parts is 1: a block a row, launched as plain stream work).
 template <class Fn, int TPR, int ITEMS, int MINB = kBlockMinBlocks<TPR>, int CL = 1, bool GRID = false>
 __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const RowParams<Fn> p) {
     constexpr int NS = Fn::kStages, BLOCK = kBlockThreads<TPR>, GROUPS = BLOCK / TPR;
@@ -476,7 +477,8 @@ __global__ void __launch_bounds__(kBlockThreads<TPR>, MINB) row_kernel(const Row
     const int64_t first = (int64_t)(blockIdx.x / parts) * GROUPS, step = (int64_t)(gridDim.x / parts) * GROUPS;
     // this block's result of stage j combined over the blocks sharing its row (none where a block has it whole)
     const auto meet = [&](int combine, float a, int j) {
-        if constexpr (GRID) return grid_combine(combine, a, p.grid_scratch + (int64_t)j * gridDim.x, parts, &cta_part[j]);
+        if constexpr (GRID)
+            return parts == 1 ? a : grid_combine(combine, a, p.grid_scratch + (int64_t)j * gridDim.x, parts, &cta_part[j]);
         else return cluster_combine<CL>(combine, a, &cta_part[j]);
     };
     for (int64_t r0 = first; r0 < p.rows; r0 += step) {
@@ -856,8 +858,10 @@ template <class Fn> cudaError_t launch_row_grid(const RowParams<Fn> &p, int sm_c
 }
 
 // launch_row's passes over uncached rows: at most half as many rows as SMs over a cooperative grid where the caller
-// gave a scratch buffer (launch_row_grid), else over clusters (row_pass_cluster) on sm_90+; otherwise a 256-thread
-// block a row.
+// gave a scratch buffer (launch_row_grid), else over clusters (row_pass_cluster) on sm_90+; otherwise at most as many
+// rows as SMs a 1024-thread block each (the grid's kernel, one block a row: no barrier), more a 256-thread block
+// each. Run 169's GroupNorm took 256-thread blocks for its 128 rows of 524288 fp32 — 8 warps an SM — and read them at
+// 0.7 TB/s (0.936 ms, 0.478 predicted).
 template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (TSW_ROW_GRID && p.grid_scratch && p.rows * 2 <= sm_count) {
         bool launched;
@@ -870,6 +874,12 @@ template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm
         const cudaError_t e = tst::device_facts(&f);
         if (e != cudaSuccess) return e;
         if (f.cc_major >= 9) return launch_row_cluster_of<Fn, kWideThreads, 0, 1>(p, cl, stream);
+    }
+    if (p.rows <= sm_count) {
+        RowParams<Fn> q = p;
+        q.grid_parts = 1;
+        return tst::launch(row_kernel<Fn, kWideThreads, 0, 1, 1, true>, dim3((unsigned)p.rows), dim3(kWideThreads), 0,
+                           stream, 1, q);
     }
     return launch_row_as<Fn, 256, 0>(p, stream);
 }

@@ -14,7 +14,8 @@
 // clusters split, at sizes compute-sanitizer finishes, `map` for the elementwise maps alone (bench/gpu/map_ab.sh
 // puts builds side by side), `short` for many short rows (a global average pool's per-row mean, norms over 512-1024)
 // under several launch shapes, `grid` for few rows too long for a cluster over a cooperative grid (launch_row_grid,
-// given a scratch buffer) beside the clusters without one, and captured in a CUDA graph.
+// given a scratch buffer) beside the clusters without one, and captured in a CUDA graph, `passes` for rows about as
+// many as the SMs taking passes in blocks of 256, 512 or 1024 threads.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -449,7 +450,8 @@ template <int TPR, int ITEMS, int MINB> struct LaunchShape {
 using SweptShapes = std::tuple<LaunchShape<0, 0, 0>, LaunchShape<128, 4, 1>, LaunchShape<256, 2, 3>, LaunchShape<256, 2, 4>,
                                LaunchShape<128, 0, 4>, LaunchShape<32, 4, 1>, LaunchShape<32, 4, 4>, LaunchShape<64, 2, 4>,
                                LaunchShape<128, 4, 4>, LaunchShape<256, 0, 4>, LaunchShape<-1, 0, 0>, LaunchShape<-2, 0, 0>,
-                               LaunchShape<32, 2, 4>>;  // `short`: rows of 33-64 spans without idle spans
+                               LaunchShape<32, 2, 4>,   // `short`: rows of 33-64 spans without idle spans
+                               LaunchShape<512, 0, 2>, LaunchShape<1024, 0, 1>>;  // `passes`: wider blocks over few rows
 constexpr size_t kShapes = std::tuple_size_v<SweptShapes>;
 static size_t g_shape = 0;  // the shape `launch` uses: an index into SweptShapes
 
@@ -859,6 +861,32 @@ static void long_sweep(int sms) {
     g_label.clear();
 }
 
+// `row_test passes`: rows too long for a block's registers, about as many as the SMs or a few times more (a GroupNorm's
+// 128 rows of 512K, a matrix-vector product's 256 rows of 131072): a pass a stage by blocks of 256, 512 or 1024 threads
+// a row (8, 16 or 32 warps an SM where there is a row for each) beside launch_row's choice.
+static void passes_sweep(int sms) {
+    const struct {
+        void (*run)(int64_t, int64_t, int, int);
+        int64_t rows, len;
+    } cases[] = {{mean_case, 128, 262144},     {rmsnorm_case, 128, 262144}, {layernorm_case, 128, 262144},
+                 {mean_case, 256, 131072},     {residual_case, 256, 131072}, {rmsnorm_case, 264, 65536},
+                 {layernorm_case, 400, 65536}, {softmax_case, 200, 100000},  {mean_case, 1000, 65536}};
+    const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
+    for (const auto &c : cases)
+        for (size_t v = 0; v < kShapes; v++) {
+            const ShapeInfo &sh = shapes[v];
+            if (sh.tpr != 0 && !(sh.items == 0 && sh.tpr >= 256 && sh.minb * sh.tpr == 1024)) continue;
+            char label[48];
+            if (sh.tpr == 0) snprintf(label, sizeof label, " [launch_row]");
+            else snprintf(label, sizeof label, " [passes %d min%d]", sh.tpr, sh.minb);
+            g_shape = v;
+            g_label = label;
+            c.run(c.rows, c.len, 0, sms);
+        }
+    g_shape = 0;
+    g_label.clear();
+}
+
 // The split index of SweptShapes: launch_row with `split` (long rows over clusters whatever their count).
 static size_t split_shape() {
     const std::vector<ShapeInfo> shapes = shape_infos(std::make_index_sequence<kShapes>{});
@@ -927,7 +955,8 @@ static void grid_cases(int sms) {
     const struct {
         int64_t rows, len;
         int shift;
-    } cases[] = {{1, 16777216, 0}, {1, 4194304, 0}, {16, 1048576, 0}, {3, 3000017, 1}, {8, 80000, 2}, {1, 70001, 1}, {40, 300000, 0}};
+    } cases[] = {{1, 16777216, 0}, {1, 4194304, 0}, {16, 1048576, 0}, {3, 3000017, 1}, {8, 80000, 2}, {1, 70001, 1}, {40, 300000, 0},
+                 {128, 262144, 0}};  // a GroupNorm's 128 rows: a 1024-thread block each, grid or not
     CK(cudaMalloc(&g_grid_scratch, kGridScratchFloats * sizeof(float)));
     for (int grid = 1; grid >= 0; grid--) {
         float *scratch = g_grid_scratch;
@@ -972,7 +1001,9 @@ int main(int argc, char **argv) {
     const bool short_only = argc > 1 && std::string(argv[1]) == "short";
     const bool colshort_only = argc > 1 && std::string(argv[1]) == "colshort";
     const bool grid_only = argc > 1 && std::string(argv[1]) == "grid";
+    const bool passes_only = argc > 1 && std::string(argv[1]) == "passes";
     const bool sweep_only = column_sweep_only || long_only || cluster_only || map_only || short_only || colshort_only || grid_only ||
+                            passes_only ||
                             (argc > 1 && std::string(argv[1]) == "sweep");
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
@@ -1013,6 +1044,7 @@ int main(int argc, char **argv) {
     else if (short_only) short_sweep(sms);
     else if (colshort_only) short_column_sweep(sms);
     else if (grid_only) grid_cases(sms);
+    else if (passes_only) passes_sweep(sms);
     else if (sweep_only) sweep(sms);
     if (!sweep_only) cluster_cases(sms), grid_cases(sms);
     for (const auto &s : shapes) {
@@ -1055,7 +1087,7 @@ int main(int argc, char **argv) {
         transpose_case<-1>(t.rows, t.len, t.shift, sms);
     }
     if (!cluster_only && !grid_only) copy_case(8192, 4096, sms);
-    if (sweep_only && !long_only && !cluster_only && !map_only && !grid_only) copy_case(4096, 4096 * 2, sms);
+    if (sweep_only && !long_only && !cluster_only && !map_only && !grid_only && !passes_only) copy_case(4096, 4096 * 2, sms);
 
     printf("\n%-40s %-18s %10s %10s %8s  %s\n", "case", "shape", "time us", "GB/s", "% peak", "valid");
     int failed = 0;
