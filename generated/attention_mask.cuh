@@ -955,6 +955,14 @@ template <typename T, class Epilogue> struct GemmParams {
     // finished values (at b·M + m; at m alone when A is broadcast over the batch) and reads back in its
     // epilogues. The mma.sync kernels fold the statistics in shared memory and ignore them.
     float *row_stats[4];
+    // Split-K through memory (k_chunks > 1; single or DUAL, no second pair, no row statistics or reductions): the K
+    // tiles in k_chunks contiguous chunks, each multiplied by its own CTAs (a cluster of SPLIT), which store their fp32
+    // sums to k_partials — k_chunks × (DUAL ? 2 : 1) × batch × M × N floats, any content, k_partials_floats of them —
+    // and split_k_sum_kernel adds the chunks in order and runs the epilogue (launch_gemm_chunks). For GEMMs of few
+    // output tiles over a long K (256×256 over K = 524288), which a cluster of 8 a tile leaves on a quarter of the SMs.
+    float *k_partials;
+    int64_t k_partials_floats;
+    int k_chunks;
 };
 
 // ---- shared-memory tiles --------------------------------------------------------------------------
@@ -1192,10 +1200,13 @@ __device__ __forceinline__ bool start_pipeline(bool a_ready, bool b_ready, int K
     return ready;
 }
 
-// Split-K (SPLIT > 1): the K tiles [kt0, kt0 + kt) of cluster rank `split` among KT_ALL — contiguous shares.
-template <int SPLIT> __device__ __forceinline__ void split_k_share(int KT_ALL, int split, int &kt0, int &kt) {
-    const int share = (KT_ALL + SPLIT - 1) / SPLIT;
+// Split-K: the K tiles [kt0, kt0 + kt) of share `split` of `parts` among KT_ALL — contiguous shares.
+__device__ __forceinline__ void k_share(int KT_ALL, int split, int parts, int &kt0, int &kt) {
+    const int share = (KT_ALL + parts - 1) / parts;
     kt0 = min(split * share, KT_ALL), kt = min(share, KT_ALL - kt0);
+}
+template <int SPLIT> __device__ __forceinline__ void split_k_share(int KT_ALL, int split, int &kt0, int &kt) {
+    k_share(KT_ALL, split, SPLIT, kt0, kt);
 }
 
 // Split-K's merge, after the main loop (the cp.async stages drained): ranks 1.. of the cluster park their fp32
@@ -1259,9 +1270,11 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
 
-    // Block → its tile (grouped_tile) and, split-K, its rank in the tile's cluster.
+    // Block → its tile (grouped_tile), split-K through memory its chunk of K (chunk-major), and split-K its rank in
+    // the tile's cluster.
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int id = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
+    const int slot = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
+    const int chunks = p.k_chunks > 1 ? p.k_chunks : 1, chunk = slot / (tiles_m * tiles_n), id = slot % (tiles_m * tiles_n);
     int m0, n0;
     grouped_tile<BM, BN>(id, tiles_m, tiles_n, m0, n0);
     const int b = blockIdx.z;
@@ -1312,8 +1325,10 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
     const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0);
-    int kt0, KT;
-    split_k_share<SPLIT>(KT_ALL, split, kt0, KT);
+    int c0, CT, kt0, KT;
+    k_share(KT_ALL, chunk, chunks, c0, CT);   // this CTA's chunk of K (all of it without chunks)
+    split_k_share<SPLIT>(CT, split, kt0, KT);
+    kt0 += c0;
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
@@ -1356,26 +1371,44 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
         __syncthreads();
     }
 
-    // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1).
+    // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1). Split-K through
+    // memory: this chunk's sums, stored (split_k_sum_kernel runs the epilogue).
+    const auto each_pair = [&](auto &&f) {   // f(row, col, mi, h, ni) for each of this thread's pairs inside C
 #pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
+        for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = m0 + wm + mi * 16 + (lane >> 2) + h * 8;
-            if (row >= p.M) continue;
+            for (int h = 0; h < 2; ++h) {
+                const int row = m0 + wm + mi * 16 + (lane >> 2) + h * 8;
+                if (row >= p.M) continue;
 #pragma unroll
-            for (int ni = 0; ni < NI; ++ni) {
-                const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
-                if (col >= p.N) continue;
-                const float *v = &acc[0][mi][ni][2 * h], *r = rs + (row - m0) * kRowOuts<Epilogue>;
-                if constexpr (DUAL) {
-                    const float *w = &acc[NB - 1][mi][ni][2 * h];
-                    epi_apply<T>(p.ep, b, row, col, v[0], v[1], w[0], w[1], r);
-                } else {
-                    epi_apply<T>(p.ep, b, row, col, v[0], v[1], r);
+                for (int ni = 0; ni < NI; ++ni) {
+                    const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
+                    if (col < p.N) f(row, col, mi, h, ni);
                 }
             }
+    };
+    if (chunks > 1) {
+        const int64_t plane = static_cast<int64_t>(p.batch) * p.M * p.N;
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            float *out = p.k_partials + (static_cast<int64_t>(chunk) * NB + j) * plane + static_cast<int64_t>(b) * p.M * p.N;
+            each_pair([&](int row, int col, int mi, int h, int ni) {
+                const float *v = &acc[j][mi][ni][2 * h];
+                out[static_cast<int64_t>(row) * p.N + col] = v[0];
+                if (col + 1 < p.N) out[static_cast<int64_t>(row) * p.N + col + 1] = v[1];
+            });
         }
+        return;
+    }
+    each_pair([&](int row, int col, int mi, int h, int ni) {
+        const float *v = &acc[0][mi][ni][2 * h], *r = rs + (row - m0) * kRowOuts<Epilogue>;
+        if constexpr (DUAL) {
+            const float *w = &acc[NB - 1][mi][ni][2 * h];
+            epi_apply<T>(p.ep, b, row, col, v[0], v[1], w[0], w[1], r);
+        } else {
+            epi_apply<T>(p.ep, b, row, col, v[0], v[1], r);
+        }
+    });
 }
 // REACH (tst::Reach): a fallback's kernel is compiled as a trap in the device code that never launches it.
 template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAGES, bool B_KN, bool DUAL,
@@ -1426,7 +1459,7 @@ cudaError_t launch_gemm_path(const GemmParams<T, Epilogue> &p, cudaStream_t stre
     cudaError_t e = tst::device_facts(&f);
     if (e == cudaSuccess) e = tst::set_smem_once(kernel, smem, f.dev, smem_set);
     if (e != cudaSuccess) return e;
-    const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
+    const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN) * (p.k_chunks > 1 ? p.k_chunks : 1);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
     return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
@@ -1543,6 +1576,35 @@ template <typename T, int BM, int BN, int BK, int WARPS_M, int WARPS_N, int STAG
           bool TWO, bool A_KM, int REACH>
 cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream);   // below launch_gemm
 
+// Split-K through memory, second kernel: a thread a column pair of C adds the k_chunks chunks' sums in chunk order
+// (deterministic) and runs the epilogue on them (the DUAL form's B1 sums beside).
+template <typename T, class E, bool DUAL> __global__ void __launch_bounds__(256) split_k_sum_kernel(const GemmParams<T, E> p) {
+    tst::pdl_trigger();
+    tst::pdl_wait();   // the chunks' sums are the kernel before this one's
+    const int pairs = (p.N + 1) / 2;
+    const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i >= static_cast<int64_t>(p.batch) * p.M * pairs) return;
+    const int col = static_cast<int>(i % pairs) * 2, row = static_cast<int>(i / pairs % p.M), b = static_cast<int>(i / pairs / p.M);
+    const int64_t plane = static_cast<int64_t>(p.batch) * p.M * p.N, at = (static_cast<int64_t>(b) * p.M + row) * p.N + col;
+    constexpr int NB = DUAL ? 2 : 1;
+    const bool two = col + 1 < p.N;
+    float v[NB][2] = {};
+    for (int c = 0; c < p.k_chunks; ++c)
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+            const float *q = p.k_partials + (static_cast<int64_t>(c) * NB + j) * plane + at;
+            v[j][0] += q[0];
+            if (two) v[j][1] += q[1];
+        }
+    if constexpr (DUAL) epi_apply<T>(p.ep, b, row, col, v[0][0], v[0][1], v[1][0], v[1][1], nullptr);
+    else epi_apply<T>(p.ep, b, row, col, v[0][0], v[0][1], nullptr);
+}
+
+// Whether p asks for split-K through memory (k_chunks > 1) and gives it room (k_partials of k_partials_floats).
+template <typename T, class E, bool DUAL> inline bool chunked_split_ok(const GemmParams<T, E> &p) {
+    return p.k_partials && p.k_partials_floats >= static_cast<int64_t>(p.k_chunks) * (DUAL ? 2 : 1) * p.batch * p.M * p.N;
+}
+
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
 // cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
 // runtime reports otherwise (e.g. shared memory above the device's limit).
@@ -1565,6 +1627,20 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
             cudaError_t e = tst::device_facts(&f);
             if (e != cudaSuccess) return e;
             if (f.cc_major < 9) return launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1, TWO, A_KM, REACH>(p, stream);
+        }
+        if (p.k_chunks > 1) {   // split-K through memory: the chunks' sums, then their sum and the epilogue
+            if (TWO || kRowStats<Epilogue> > 0 || !chunked_split_ok<T, Epilogue, DUAL>(p)) return cudaErrorInvalidValue;
+            cudaError_t e = cudaSuccess;
+            switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
+            case 16: e = launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM, REACH>(p, stream); break;
+            case 4: e = launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM, REACH>(p, stream); break;
+            default: e = launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM, REACH>(p, stream);
+            }
+            if (e != cudaSuccess) return e;
+            const int64_t threads = static_cast<int64_t>(p.batch) * p.M * ((p.N + 1) / 2);
+            if ((threads + 255) / 256 > 0x7fffffff) return cudaErrorInvalidValue;
+            return tst::launch(split_k_sum_kernel<T, Epilogue, DUAL>, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256),
+                               0, stream, 1, p);
         }
         switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
         case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM, REACH>(p, stream);
@@ -1589,6 +1665,7 @@ cudaError_t launch_gemm_row_parts(const GemmParams<T, E> &p, cudaStream_t stream
     q.A2 = p.A2, q.B2 = p.B2, q.K2 = p.K2, q.lda2 = p.lda2, q.ldb2 = p.ldb2;
     q.a2_batch_stride = p.a2_batch_stride, q.b2_batch_stride = p.b2_batch_stride;
     q.rows_scratch = nullptr, q.rows_scratch_bytes = 0;
+    q.k_partials = nullptr, q.k_partials_floats = 0, q.k_chunks = 0;
     cudaError_t e = launch_gemm<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, false, PreStore<T, E>, SPLIT, TWO, A_KM, REACH>(q, stream);
     if (e != cudaSuccess) return e;
     const long long rows = static_cast<long long>(p.M) * p.batch;

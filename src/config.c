@@ -96,14 +96,33 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
  * skinny GEMM's, fewer than DEEP_MAX_TILES tiles of 128×64. */
 enum { DEEP_MIN_KT = 64, DEEP_MAX_SPLIT = 8, DEEP_MAX_TILES = SKINNY_MIN_CTAS / 4 };
 
+static bool deep_gemm(const ts_graph *g, const ts_kernel *k) {
+    return !ts_gemm_a_km(k) && k->cfg.skinny_m == 0 && ts_gemm_rows(g, k) > SKINNY_MAX_M && small_static_gemm(g, k, &k->cfg) &&
+           gemm_tiles(g, k, 128, 64) < DEEP_MAX_TILES && ts_gemm_k_slices(g, k) >= 2 * DEEP_MIN_KT;
+}
+
+/* ... and where that leaves each CTA of its clusters at least 2 × DEEP_CHUNK_KT K-slices, the K tiles in up to
+ * TS_GEMM_MAX_CHUNKS chunks (split-K through memory: sk_chunks, gemm.cuh k_chunks), doubled while each CTA keeps
+ * DEEP_CHUNK_KT (256×256 over 524288: 8192 K-slices, 16 tiles × 8 CTAs, 4 chunks: 512 CTAs of 256 slices each,
+ * where the clusters alone put 128 CTAs of 1024 on the GPU: 0.604 ms on an H100, cuBLAS 0.211, run 169). The plan
+ * gives such a GEMM the scratch for the chunks' sums at lowering (plan.h k_partials). */
+enum { DEEP_CHUNK_KT = 128 };
+
+bool ts_config_gemm_chunks_wanted(const ts_graph *g, const ts_kernel *k) {
+    return k->kind == TS_KERNEL_GEMM && !k->cfg.tf32x3 && !k->two_k && !k->nstage && !k->nrowstat &&
+           !k->row_parts && deep_gemm(g, k) &&
+           ts_gemm_k_slices(g, k) / DEEP_MAX_SPLIT >= 2 * DEEP_CHUNK_KT;
+}
+
 static int deep_variant(const ts_graph *g, const ts_kernel *k, ts_kernel_config *out, int max) {
-    if (max < 1 || ts_gemm_a_km(k) || k->cfg.skinny_m > 0 || ts_gemm_rows(g, k) <= SKINNY_MAX_M ||
-        !small_static_gemm(g, k, &k->cfg) || gemm_tiles(g, k, 128, 64) >= DEEP_MAX_TILES ||
-        ts_gemm_k_slices(g, k) < 2 * DEEP_MIN_KT)
-        return 0;
+    if (max < 1 || !deep_gemm(g, k)) return 0;
     ts_kernel_config c = k->cfg;
     c.skinny_m = (int)ts_gemm_rows(g, k), c.skinny_only = true, c.library = false;
     set_skinny_tiles(g, k, &c, 64, NARROW_SMEM_BUDGET, DEEP_MAX_SPLIT, DEEP_MIN_KT);
+    c.sk_chunks = 1;
+    if (k->k_partials)
+        while (c.sk_chunks < TS_GEMM_MAX_CHUNKS && ts_gemm_k_slices(g, k) / (c.sk_split * c.sk_chunks * 2) >= DEEP_CHUNK_KT)
+            c.sk_chunks *= 2;
     out[0] = c;
     return 1;
 }
@@ -464,8 +483,10 @@ void ts_config_choose(const ts_graph *g, const ts_plan *p, ts_kernel *k) {
 }
 
 const char *ts_config_describe(const ts_kernel *k, char *buf, size_t n) {
-    char split[24] = "";
-    if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
+    char split[48] = "";
+    if (k->cfg.sk_split > 1 && k->cfg.sk_chunks > 1)
+        snprintf(split, sizeof split, ", split-K %d x %d chunks", k->cfg.sk_split, k->cfg.sk_chunks);
+    else if (k->cfg.sk_split > 1) snprintf(split, sizeof split, ", split-K %d", k->cfg.sk_split);
     if (k->kind == TS_KERNEL_GEMM && k->cfg.library)
         snprintf(buf, n, "cuBLASLt");
     else if (k->kind == TS_KERNEL_GEMM && k->cfg.tf32x3)

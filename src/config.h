@@ -40,6 +40,9 @@ int ts_config_row_pass_cluster(const ts_graph *g, const ts_plan *p, const ts_ker
  * row takes at the typical sizes on `sms` SMs (0: none). */
 bool ts_config_row_grid_wanted(const ts_graph *g, const ts_plan *p, const ts_kernel *k);
 int ts_config_row_grid_parts(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
+/* Whether GEMM k may split K through memory (a deep small GEMM's variant, config.c deep_variant), so that its plan
+ * gives it a scratch for the chunks' sums (plan.h k_partials). */
+bool ts_config_gemm_chunks_wanted(const ts_graph *g, const ts_kernel *k);
 double ts_config_row_sm_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, double sms);
 /* ... and the share of a row's lanes that hold a span of it: launch_row gives rows of up to 32 spans a power of
  * two of lanes, one span each, so that 9 spans leave 7 of 16 lanes idle (bench/NOTES.md run 155); 1 otherwise. */

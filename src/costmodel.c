@@ -487,8 +487,11 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
          * re-read factor predicted 5-20x too much for large GEMMs on the H200: bench/NOTES.md run 9) */
         skinny = ts_config_gemm_skinny(g, k); /* config.h */
         if (skinny) { /* bandwidth-bound: the share of SMs its CTAs keep streaming; MMAs over whole row tiles */
-            double rows = ceil(M / k->cfg.sk_tile_m);
-            wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch * fmax(1, k->cfg.sk_split) / m->sms);
+            double rows = ceil(M / k->cfg.sk_tile_m), chunks = fmax(1, k->cfg.sk_chunks);
+            wave = fmin(1, rows * ceil(N / k->cfg.sk_tile_n) * batch * fmax(1, k->cfg.sk_split) * chunks / m->sms);
+            /* split-K through memory: each chunk's fp32 sums written, then read back by the kernel that adds them
+             * (gemm.cuh split_k_sum_kernel, one more launch) */
+            if (chunks > 1) bytes += 2 * chunks * (k->b1 >= 0 ? 2 : 1) * M * N * batch * 4;
             tensor *= rows * k->cfg.sk_tile_m / fmax(M, 1);
         } else {
             /* operands not 16-byte chunked: the mma.sync kernel runs (no TMA), in its own tiles */
@@ -576,7 +579,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads, .row_grid_barriers = row_grid_barriers,
                           .column_folds = column_folds, .column_positions = column_positions,
                           .epilogue_chunks = epilogue_chunks, .reduce_pairs = reduce_pairs,
-                          .extra_launches = k->kind == TS_KERNEL_GEMM && k->row_parts ? 1 : 0};
+                          .extra_launches = ts_kernel_launches(k) - 1};
     ts_row_hoisted_free(&hoisted);
 }
 

@@ -831,6 +831,14 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     if (c->skinny_m > 0) {
         const char *in = c->skinny_only ? "" : "    ";
         if (!c->skinny_only) fprintf(e->f, "        if (p.M <= %d) { /* decode sizes: stream B at DRAM bandwidth */\n", c->skinny_m);
+        if (c->sk_chunks > 1) { /* split-K through memory as well: the chunks' sums in the kernel's scratch */
+            char ptr[160];
+            buf_ptr(e, k->scratch, ptr, sizeof ptr);
+            TS_ASSERT(k->k_partials);
+            fprintf(e->f, "%s        p.k_partials = static_cast<float *>(%s);\n%s        p.k_partials_floats = %lld;\n"
+                          "%s        p.k_chunks = %d;\n",
+                    in, ptr, in, (long long)e->p->buf[k->scratch].elems, in, c->sk_chunks);
+        }
         char split[24] = ""; /* split-K over a cluster (config.h), and a second operand pair; defaults not printed */
         if (c->sk_split > 1 || k->two_k) snprintf(split, sizeof split, ", %d%s", c->sk_split > 1 ? c->sk_split : 1, k->two_k ? ", true" : "");
         fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d%s>(p, stream);%s\n", in, t,

@@ -1955,7 +1955,7 @@ int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_en
     for (int o = 0; o < nout; o++) emit_output(&b, order[o], roots[order[o]]);
     ts_plan_number_temps(p);
     for (int i = 0; i < p->nk; i++) ts_config_choose(x->g, p, &p->k[i]);
-    for (int i = 0; i < p->nk; i++) ts_plan_give_row_grid_scratch(x->g, p, i);
+    for (int i = 0; i < p->nk; i++) ts_plan_give_row_grid_scratch(x->g, p, i), ts_plan_give_gemm_chunk_scratch(x->g, p, i);
     free(b.has_mat);
     free(b.mat);
     free(b.dual_buf);
@@ -2043,6 +2043,14 @@ void ts_plan_give_row_grid_scratch(const ts_graph *g, ts_plan *p, int ki) {
     const int buf = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, NULL, 0);
     p->buf[buf].elems = TS_ROW_GRID_SCRATCH_FLOATS;
     p->k[ki].row_grid = true, p->k[ki].scratch = buf;
+}
+
+void ts_plan_give_gemm_chunk_scratch(const ts_graph *g, ts_plan *p, int ki) {
+    if (!ts_config_gemm_chunks_wanted(g, &p->k[ki])) return;
+    const int buf = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, NULL, 0);
+    ts_kernel *k = &p->k[ki];
+    p->buf[buf].elems = TS_GEMM_MAX_CHUNKS * (k->b1 >= 0 ? 2 : 1) * ts_gemm_rows(g, k) * g->axes[k->n_axis].size * ts_gemm_batch(g, k);
+    k->k_partials = true, k->scratch = buf;
 }
 
 int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_buffer *B) {

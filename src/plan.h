@@ -79,6 +79,8 @@ static inline const char *ts_kernel_kind_name(ts_kernel_kind k) {
 #define TS_ROW_MAX_STAGES 4
 /* A ROW kernel's grid scratch (row_grid): a partial per stage and block of a grid of up to 4096 blocks. */
 #define TS_ROW_GRID_SCRATCH_FLOATS (TS_ROW_MAX_STAGES * 4096)
+/* A GEMM's split-K through memory (ts_kernel_config sk_chunks): at most this many chunks. */
+#define TS_GEMM_MAX_CHUNKS 8
 #define TS_KERNEL_MAX_OUTS 4
 typedef enum { TS_COMBINE_SUM, TS_COMBINE_MAX, TS_COMBINE_WSUM } ts_combine;
 
@@ -116,6 +118,8 @@ typedef struct {
     bool pingpong;
     int fb_tile_m, fb_tile_n, fb_tile_k, fb_warps_m, fb_warps_n, fb_stages;
     int skinny_m, sk_tile_m, sk_tile_n, sk_stages, sk_split;
+    int sk_chunks; /* GEMM, skinny form: > 1: split-K through memory as well, the K tiles in that many chunks whose
+                    * fp32 sums pass through the kernel's k_partials scratch (gemm.cuh k_chunks) */
     bool skinny_only;
     int dec_rows;  /* ATTENTION: calls with t_q ≤ dec_rows (0: never) run the split-key decode kernel */
     bool dec_only; /* t_q can never exceed dec_rows: the other attention kernels are not emitted */
@@ -208,6 +212,9 @@ typedef struct {
      * (TS_ROW_GRID_SCRATCH_FLOATS fp32, no axes) for the partials of a cooperative grid that splits each row over
      * many blocks (row.cuh launch_row_grid, taken at run time where rows are at most half the SMs). */
     bool row_grid;
+    /* GEMM whose configuration may split K through memory (config.h ts_config_gemm_chunks_wanted: a deep small
+     * GEMM): temporary `scratch` (TS_GEMM_MAX_CHUNKS × its products' elements, fp32, no axes) for the chunks' sums. */
+    bool k_partials;
     double predicted_s;                 /* set by the cost model */
 } ts_kernel;
 
@@ -227,11 +234,13 @@ static inline bool ts_gemm_fp32(const ts_plan *p, const ts_kernel *k) {
 }
 
 /* The kernels kernel k's template launches on the GPU: 2 for a GEMM reducing its product's rows (the GEMM, then
- * the merge of its tiles' results: templates/gemm.cuh), else 1. Tune's per-kernel profile adds them up. */
-static inline int ts_kernel_launches(const ts_kernel *k) { return k->kind == TS_KERNEL_GEMM && k->row_parts ? 2 : 1; }
+ * the merge of its tiles' results: templates/gemm.cuh) or splitting K through memory (then the chunks' sum), else 1. Tune's per-kernel profile adds them up. */
+static inline int ts_kernel_launches(const ts_kernel *k) {
+    return k->kind == TS_KERNEL_GEMM && (k->row_parts || (k->cfg.skinny_m > 0 && k->cfg.sk_chunks > 1)) ? 2 : 1;
+}
 
 /* Whether kernel k writes temporary `scratch` (a GEMM's row parts, a ROW kernel's grid partials). */
-static inline bool ts_kernel_has_scratch(const ts_kernel *k) { return k->row_parts || k->row_grid; }
+static inline bool ts_kernel_has_scratch(const ts_kernel *k) { return k->row_parts || k->row_grid || k->k_partials; }
 
 /* GEMM: its rows at the typical sizes (m_axis × m_outer). */
 static inline int64_t ts_gemm_rows(const ts_graph *g, const ts_kernel *k) {
@@ -408,6 +417,8 @@ int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_bu
 /* Gives ROW kernel ki a grid scratch (row_grid: a temporary of TS_ROW_GRID_SCRATCH_FLOATS fp32) where its rows may
  * take a cooperative grid (config.h ts_config_row_grid_wanted); lowering calls it for every kernel. */
 void ts_plan_give_row_grid_scratch(const ts_graph *g, ts_plan *p, int ki);
+/* Gives GEMM ki a scratch for split-K through memory (k_partials) where config.h ts_config_gemm_chunks_wanted. */
+void ts_plan_give_gemm_chunk_scratch(const ts_graph *g, ts_plan *p, int ki);
 
 /* Appends copies of src's kernels to dst, src's buffer b becoming dst's buffer map[b]: how the plan of one
  * chunk of a partitioned graph (a decoder layer) is laid into the whole graph's plan. */

@@ -426,7 +426,7 @@ static bool row_parts_fusable(const ts_plan *p, const ts_graph *g, int gi, int r
 }
 
 static bool row_parts_gemm(const ts_plan *p, const ts_kernel *gk) {
-    return gk->kind == TS_KERNEL_GEMM && gk->b1 < 0 && !gk->nstage && !gk->nrowstat && !gk->row_parts &&
+    return gk->kind == TS_KERNEL_GEMM && gk->b1 < 0 && !gk->nstage && !gk->nrowstat && !gk->row_parts && !gk->k_partials &&
            !(gk->batch_axis >= 0 && gk->m_outer >= 0) && /* rows merged beside a batch: not the row kernels' */
            !ts_gemm_fp32(p, gk) && p->buf[gk->out.buf].kind == TS_BUF_TEMP;
 }

@@ -2323,6 +2323,56 @@ Test(search, fp32_gemms_with_few_tiles_split_k) {
     }
 }
 
+/* A deep small fp16 GEMM (KernelBench's 256x256 over K = 524288) gets a scratch for split-K through memory
+ * (plan.h k_partials: 8 chunks' sums of its 256x256 product) and its deep variant 64x64 tiles in clusters of 8
+ * with the K tiles in 8 chunks (sk_chunks: 1024 CTAs of 128 K-slices), one more launch, their sums' bytes priced;
+ * the header sets GemmParams::k_chunks. A K that leaves the clusters' CTAs too few slices to chunk: no scratch. */
+Test(search, deep_small_gemms_split_k_through_memory) {
+    const char *yaml = "graph: g\naxes: {m: 256, k: 524288, n: 256}\n"
+                       "inputs:\n  A: {dtype: fp16, shape: [m, k]}\n  B: {dtype: fp16, shape: [k, n]}\n"
+                       "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\noutputs: [C]\n";
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    ts_plan *p = &cg.out.plans[0];
+    cr_assert_eq(p->nk, 1);
+    ts_kernel *k = &p->k[0];
+    cr_assert(k->kind == TS_KERNEL_GEMM && k->k_partials);
+    const ts_buffer *S = &p->buf[k->scratch];
+    cr_assert(S->kind == TS_BUF_TEMP && S->dtype == TS_FP32 && S->ndim == 0);
+    cr_assert_eq(S->elems, (int64_t)TS_GEMM_MAX_CHUNKS * 256 * 256);
+    /* the search takes the deep variant (or, were it predicted slower, offers it to tune) */
+    ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
+    const ts_kernel_config was = k->cfg;
+    if (!k->cfg.skinny_only) {
+        int n = ts_config_variants(&cg.c.g, p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), v = 0;
+        while (v < n && !(alt[v].skinny_only && alt[v].sk_tile_m == 64)) v++;
+        cr_assert_lt(v, n, "the deep variant");
+        k->cfg = alt[v];
+    }
+    cr_expect_eq(k->cfg.sk_split, 8);
+    cr_expect_eq(k->cfg.sk_chunks, 8);
+    cr_expect_eq(ts_kernel_launches(k), 2, "the chunks' sum is a second kernel");
+    ts_kernel_work w;
+    ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+    const double bytes = w.bytes;
+    cr_expect_float_eq(w.wave_efficiency, 1, 1e-12);
+    cr_expect_eq(w.extra_launches, 1);
+    char d[96];
+    cr_expect_str_eq(ts_config_describe(k, d, sizeof d), "skinny 64x64, 6 stages, split-K 8 x 8 chunks");
+    k->cfg.sk_chunks = 1;
+    ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+    cr_expect_float_eq(bytes - w.bytes, 2.0 * 8 * 256 * 256 * 4, 1, "each chunk's sums written and read back");
+    cr_expect_float_eq(w.wave_efficiency, 128.0 / 132, 1e-12, "16 tiles x 8");
+    k->cfg = was;
+    free_compiled(&cg);
+
+    compile_yaml(&cg, "graph: g\naxes: {m: 256, k: 65536, n: 256}\n"
+                      "inputs:\n  A: {dtype: fp16, shape: [m, k]}\n  B: {dtype: fp16, shape: [k, n]}\n"
+                      "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\noutputs: [C]\n");
+    cr_expect(!cg.out.plans[0].k[0].k_partials, "1024 K-slices: 128 a CTA of 8, too few to chunk");
+    free_compiled(&cg);
+}
+
 /* Rows merged over two axes (m_outer): a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows;
  * with an epilogue operand along t alone (a position bias [t, n]) the rows cannot be one index, and it stays a
  * batch of b GEMMs (test_emit: the header of merged rows). */

@@ -15,7 +15,8 @@
 //      quick K/N: only configs K, K+N, K+2N, ... of the list, so that N sanitizer processes share the work;
 //      ./gemm_test decode: the decode-size set (skinny tiles, split-K), validated and timed, with the weight
 //      stream's TB/s; ./gemm_test profile: the same set validated once at full size, no timing — for ncu;
-//      ./gemm_test narrow: outputs 16 or 8 columns wide, several tile shapes and splits, validated and timed)
+//      ./gemm_test narrow: outputs 16 or 8 columns wide, several tile shapes and splits, validated and timed;
+//      ./gemm_test deep: few output tiles over a long K, split-K over clusters and through memory (k_chunks))
 #include <cublas_v2.h>
 #include <algorithm>
 #include <cmath>
@@ -49,7 +50,14 @@ struct Shape {
     int64_t a_bs_pad = 0;                        // extra elements between A batches
     bool b_broadcast = false;                    // B batch stride 0
     int K2 = 0;                                  // > 0: a second operand pair (A2 M×K2, B2), C = A·B + A2·B2
+    int chunks = 0;                              // > 1: split-K through memory (GemmParams::k_chunks), partials poisoned
 };
+
+// s split over `chunks` chunks of K through memory.
+static Shape with_chunks(Shape s, int chunks) {
+    s.chunks = chunks;
+    return s;
+}
 
 
 struct Check {
@@ -130,6 +138,13 @@ static void run_config(const Shape &s, uint64_t seed) {
     if constexpr (KIND == kGated) p.ep.rs = scale, p.ep.rs_batch_stride = M;
     if constexpr (KIND == kResidual) p.ep.res = res, p.ep.ldr = ldc, p.ep.res_batch_stride = c_bs;
     if constexpr (STATS) p.ep.inv_k = 1.f / K, p.ep.eps = kStatEps;
+    float *partials = nullptr;
+    if (s.chunks > 1) {   // the chunks' sums: NaN-poisoned, so that a sum the kernel leaves out shows
+        p.k_chunks = s.chunks, p.k_partials_floats = (int64_t)s.chunks * (DUAL ? 2 : 1) * batch * M * N;
+        CK(cudaMalloc(&partials, (size_t)p.k_partials_floats * sizeof(float)));
+        CK(cudaMemset(partials, 0xFF, (size_t)p.k_partials_floats * sizeof(float)));
+        p.k_partials = partials;
+    }
     const int loader = tsg::gemm_loader_bytes<T, Ep, DUAL>(p);
     auto ours = [&] { CK((tsg::launch_gemm<T, BM, BN, BK, WM, WN, ST, B_KN, DUAL, Ep, SPLIT, TWO, A_KM>(p, 0))); };
     CK(cudaMemset(out, 0xFF, c_n * sizeof(T)));   // NaN poison (0xFFFF is a NaN in f16 and bf16)
@@ -207,6 +222,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     snprintf(cfg, sizeof cfg, "%s %s %s%s %dx%dx%d w%dx%d s%d%s %s", TypeName<T>::s, A_KM ? (B_KN ? "KM·KN" : "KM·NK") : B_KN ? "KN" : "NK", kind_name[KIND],
              DUAL ? "(dual)" : "", BM, BN, BK, WM, WN, ST, SPLIT > 1 ? (SPLIT == 2 ? " k2" : SPLIT == 4 ? " k4" : " k8") : "",
              loader == 16 ? "cp16" : loader == 4 ? "cp4" : "scalar");
+    if (s.chunks > 1) snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), " c%d", s.chunks);
     printf("%-24s %-48s M=%-5d N=%-5d K=%-5d b=%-3d relL2 %.2e maxerr/max %.2e nan %llu pad %llu %s  ours %8.4f ms  "
            "cuBLAS %8.4f ms  %6.1f TFLOP/s  %5.2f TB/s(B)  ratio %.3f\n",
            s.name, cfg, M, N, K, batch, c.rel, c.maxerr_over_refmax, c.bad, c.pad, pass ? "PASS" : "FAIL", t_ours, t_blas,
@@ -215,6 +231,7 @@ static void run_config(const Shape &s, uint64_t seed) {
     if (!pass) g_failures++;
 
     two.release();
+    if (partials) CK(cudaFree(partials));
     CK(cudaFree(A));
     CK(cudaFree(B0));
     if (B1) CK(cudaFree(B1));
@@ -310,6 +327,26 @@ static void small_configs(uint64_t seed) {
     }
 }
 
+// Few output tiles over a long K (KernelBench's 256×256 over K = 524288): config.c's deep variant (64×64 tiles,
+// split-K over clusters of 8) beside split-K through memory (k_chunks), and the chunked form's edges: odd sizes, the
+// dual form, a batch with a residual, the 4-byte loader (`deep`).
+static void deep_configs(uint64_t seed) {
+    const Shape deep{"deep 256x256 k524288", 256, 256, 524288, 1};
+    run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 8>(deep, seed++);   // the deep variant before chunks
+    for (int c : {2, 4, 8})   // 8: what config.c's deep variant takes (sk_chunks)
+        run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 8>(with_chunks(deep, c), seed++);
+    for (int c : {4, 8})
+        run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore, 8>(with_chunks(deep, c), seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, true, false, kStore, 4>(with_chunks(deep, 8), seed++);
+    run_config<h16, 128, 128, 64, 2, 4, 4, false, false, kStore, 8>(with_chunks({"deep NK", 256, 256, 524288, 1}, 4), seed++);
+    run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 2>(with_chunks({"deep odd", 77, 130, 70001, 1, 0, 0, 3}, 3), seed++);
+    run_config<b16, 64, 64, 64, 1, 4, 6, true, true, kSwiglu, 4>(with_chunks({"deep dual bf16", 256, 192, 65536, 1}, 3), seed++);
+    run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kResidual, 2>(
+        with_chunks({"deep batched residual", 200, 384, 32000, 3, 64, 0, 8, 0, 72}, 5), seed++);
+    run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 8>(with_chunks({"deep 4-byte", 130, 200, 40002, 1}, 2), seed++);
+    run_config<h16, 64, 64, 64, 1, 4, 6, true, false, kStore, 1>(with_chunks({"deep no cluster", 128, 128, 65536, 1}, 16), seed++);
+}
+
 // An M-major A (A stored [k, m]: `A.T @ B`; ldmatrix.trans of BK×BM tiles): both B layouts, bf16, the dual
 // form, edges with a padded lda, a batch with gaps, and each loader (16-byte, 4-byte: an even lda that is
 // not a multiple of 8, element-wise: an odd one). Returns the next seed.
@@ -333,6 +370,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "profile") == 0) g_decode = true, g_timing = false;
     const bool narrow = argc > 1 && strcmp(argv[1], "narrow") == 0, small = argc > 1 && strcmp(argv[1], "small") == 0;
     const bool akm = argc > 1 && strcmp(argv[1], "akm") == 0;   // the M-major A set alone, timed
+    const bool deep = argc > 1 && strcmp(argv[1], "deep") == 0;  // few tiles over a long K: split-K through memory
     if (!g_timing && argc > 2 && (sscanf(argv[2], "%d/%d", &g_part, &g_parts) != 2 || g_parts < 1 || g_part < 0 ||
                                   g_part >= g_parts)) {
         fprintf(stderr, "usage: %s quick [K/N] (0 <= K < N)\n", argv[0]);
@@ -345,8 +383,9 @@ int main(int argc, char **argv) {
     CKB(cublasCreate(&g_blas));
     CK(cudaMalloc(&g_flush, kFlushBytes));
     uint64_t seed = 1;
-    if (g_decode || narrow || small || akm) {
+    if (g_decode || narrow || small || akm || deep) {
         if (narrow) narrow_configs(seed);
+        else if (deep) deep_configs(seed);
         else if (small) small_configs(seed);
         else if (akm) a_km_configs(seed);
         else decode_configs(seed);
