@@ -97,7 +97,7 @@ static void skinny_config(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
 enum { DEEP_MIN_KT = 64, DEEP_MAX_SPLIT = 8, DEEP_MAX_TILES = SKINNY_MIN_CTAS / 4 };
 
 static bool deep_gemm(const ts_graph *g, const ts_kernel *k) {
-    return !ts_gemm_a_km(k) && k->cfg.skinny_m == 0 && ts_gemm_rows(g, k) > SKINNY_MAX_M && small_static_gemm(g, k, &k->cfg) &&
+    return !ts_gemm_a_km(k) && ts_gemm_rows(g, k) > SKINNY_MAX_M && small_static_gemm(g, k, &k->cfg) &&
            gemm_tiles(g, k, 128, 64) < DEEP_MAX_TILES && ts_gemm_k_slices(g, k) >= 2 * DEEP_MIN_KT;
 }
 
@@ -107,6 +107,9 @@ static bool deep_gemm(const ts_graph *g, const ts_kernel *k) {
  * where the clusters alone put 128 CTAs of 1024 on the GPU: 0.604 ms on an H100, cuBLAS 0.211, run 169). The plan
  * gives such a GEMM the scratch for the chunks' sums at lowering (plan.h k_partials). */
 enum { DEEP_CHUNK_KT = 128 };
+/* The chunked form is offered as a second deep variant, which only tune times until a GPU has measured it
+ * (bench/NOTES.md, session thirty-seven). */
+enum { DEEP_CHUNKS_TUNE_ONLY = 1 };
 
 bool ts_config_gemm_chunks_wanted(const ts_graph *g, const ts_kernel *k) {
     return k->kind == TS_KERNEL_GEMM && !k->cfg.tf32x3 && !k->two_k && !k->nstage && !k->nrowstat &&
@@ -114,17 +117,23 @@ bool ts_config_gemm_chunks_wanted(const ts_graph *g, const ts_kernel *k) {
            ts_gemm_k_slices(g, k) / DEEP_MAX_SPLIT >= 2 * DEEP_CHUNK_KT;
 }
 
+/* The deep variants of GEMM k other than its own configuration: the clusters alone, and (with a scratch) the
+ * chunked form. */
 static int deep_variant(const ts_graph *g, const ts_kernel *k, ts_kernel_config *out, int max) {
     if (max < 1 || !deep_gemm(g, k)) return 0;
     ts_kernel_config c = k->cfg;
-    c.skinny_m = (int)ts_gemm_rows(g, k), c.skinny_only = true, c.library = false;
+    c.skinny_m = (int)ts_gemm_rows(g, k), c.skinny_only = true, c.library = false, c.sk_chunks = 0, c.tune_only = false;
     set_skinny_tiles(g, k, &c, 64, NARROW_SMEM_BUDGET, DEEP_MAX_SPLIT, DEEP_MIN_KT);
+    const bool deep = k->cfg.skinny_only, chunked = deep && k->cfg.sk_chunks > 1;
+    int n = 0;
+    if (!deep || chunked) out[n++] = c;
+    if (!k->k_partials || chunked || n >= max) return n;
     c.sk_chunks = 1;
-    if (k->k_partials)
-        while (c.sk_chunks < TS_GEMM_MAX_CHUNKS && ts_gemm_k_slices(g, k) / (c.sk_split * c.sk_chunks * 2) >= DEEP_CHUNK_KT)
-            c.sk_chunks *= 2;
-    out[0] = c;
-    return 1;
+    while (c.sk_chunks < TS_GEMM_MAX_CHUNKS && ts_gemm_k_slices(g, k) / (c.sk_split * c.sk_chunks * 2) >= DEEP_CHUNK_KT)
+        c.sk_chunks *= 2;
+    c.tune_only = DEEP_CHUNKS_TUNE_ONLY;
+    if (c.sk_chunks > 1) out[n++] = c;
+    return n;
 }
 
 /* Whether kernel k runs its skinny form at the graph's current sizes (the cost model's question). */

@@ -130,6 +130,8 @@ typedef struct {
     bool row_split; /* ROW: rows longer than a block caches, more of them than SMs: each split over a cluster of
                      * blocks that cache their shares (row.cuh launch_row's `split`), not a pass a stage */
     bool library;  /* GEMM: run by cuBLASLt (libgemm.h) */
+    bool tune_only; /* a variant tune times but the search never chooses by prediction (a form not yet measured on a
+                     * GPU: config.c says which) */
 } ts_kernel_config;
 
 typedef struct {

@@ -320,6 +320,7 @@ static void choose_configs(const search *s, ts_plan *p) {
         if (n == 0) continue;
         double t_default = kernel_time(s, p, k), t_best = t_default;
         for (int v = 0; v < n; v++) {
+            if (alt[v].tune_only) continue;
             k->cfg = alt[v];
             double t = kernel_time(s, p, k);
             if (t < t_best && t < t_default * (1 - MIN_CONFIG_GAIN)) t_best = t, best = alt[v];
