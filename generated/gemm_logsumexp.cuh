@@ -1208,6 +1208,56 @@ template <int SPLIT> __device__ __forceinline__ void split_k_share(int KT_ALL, i
     k_share(KT_ALL, split, SPLIT, kt0, kt);
 }
 
+// Block `blockIdx.x` of a grid of chunks × tiles × SPLIT (split-K through memory: GemmParams::k_chunks chunks, 1
+// without) → its tile's index among `tiles`, its chunk, and its rank in the tile's cluster; and the K tiles
+// [kt0, kt0 + kt) it multiplies among KT_ALL: its chunk's, then its rank's share of those.
+template <int SPLIT> struct KSlot {
+    int id, chunk, split, kt0, kt;
+    __device__ __forceinline__ KSlot(int tiles, int chunks, int KT_ALL) {
+        const int slot = static_cast<int>(blockIdx.x) / SPLIT;
+        split = static_cast<int>(blockIdx.x) % SPLIT, chunk = slot / tiles, id = slot % tiles;
+        int c0, ct;
+        k_share(KT_ALL, chunk, chunks > 1 ? chunks : 1, c0, ct);
+        split_k_share<SPLIT>(ct, split, kt0, kt);
+        kt0 += c0;
+    }
+};
+
+// f(row, col, mi, h, ni) for each column pair of C held by a thread's MI × NI accumulator tiles of m16n8 (rows
+// lane/4 (+8), columns 2·(lane%4) (+1) of each, from (row0, col0)) that lies inside C (row < M, col < N).
+template <int MI, int NI, class F>
+__device__ __forceinline__ void each_acc_pair(int row0, int col0, int M, int N, int lane, F &&f) {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + mi * 16 + (lane >> 2) + h * 8;
+            if (row >= M) continue;
+#pragma unroll
+            for (int ni = 0; ni < NI; ++ni) {
+                const int col = col0 + ni * 8 + (lane & 3) * 2;
+                if (col < N) f(row, col, mi, h, ni);
+            }
+        }
+}
+
+// Split-K through memory: a CTA's sums of chunk `chunk` (batch b; its accumulators from (row0, col0)) stored to
+// p.k_partials, each product's plane apart (the DUAL form's B1 sums in the second).
+template <int NB, int MI, int NI, class P>
+__device__ __forceinline__ void store_k_partials(const P &p, const float (&acc)[NB][MI][NI][4], int chunk, int b, int row0,
+                                                 int col0, int lane) {
+    const int64_t plane = static_cast<int64_t>(p.batch) * p.M * p.N;
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+        float *out = p.k_partials + (static_cast<int64_t>(chunk) * NB + j) * plane + static_cast<int64_t>(b) * p.M * p.N;
+        each_acc_pair<MI, NI>(row0, col0, p.M, p.N, lane, [&](int row, int col, int mi, int h, int ni) {
+            const float *v = &acc[j][mi][ni][2 * h];
+            out[static_cast<int64_t>(row) * p.N + col] = v[0];
+            if (col + 1 < p.N) out[static_cast<int64_t>(row) * p.N + col + 1] = v[1];
+        });
+    }
+}
+
 // Split-K's merge, after the main loop (the cp.async stages drained): ranks 1.. of the cluster park their fp32
 // accumulators in their own shared memory (`park`, PARK_FLOATS floats of it), rank 0 adds them in through
 // distributed shared memory and then calls also(r) for each other rank r (row statistics merged alike), and the
@@ -1269,13 +1319,15 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     T *smem = reinterpret_cast<T *>(smem_raw);
 
-    // Block → its tile (grouped_tile), split-K through memory its chunk of K (chunk-major), and split-K its rank in
-    // the tile's cluster.
+    // Block → its tile (grouped_tile), split-K through memory its chunk of K (chunk-major), split-K its rank in the
+    // tile's cluster, and the K tiles those leave it (KSlot).
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int slot = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
-    const int chunks = p.k_chunks > 1 ? p.k_chunks : 1, chunk = slot / (tiles_m * tiles_n), id = slot % (tiles_m * tiles_n);
+    static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
+    const int KT1 = (p.K + BK - 1) / BK, KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0);
+    const KSlot<SPLIT> slot(tiles_m * tiles_n, p.k_chunks, KT_ALL);
+    const int split = slot.split, kt0 = slot.kt0, KT = slot.kt;
     int m0, n0;
-    grouped_tile<BM, BN>(id, tiles_m, tiles_n, m0, n0);
+    grouped_tile<BM, BN>(slot.id, tiles_m, tiles_n, m0, n0);
     const int b = blockIdx.z;
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -1288,8 +1340,6 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
     // K tiles [0, KT1) are A·B0's; with TWO (a second pair, never DUAL) A2·B2's follow, tile KT1 + i being its
     // i-th. TWO is a template argument: a run-time test of the pair for every tile cost the decode GEMMs 1-8%
     // (bench/NOTES.md run 74), so the kernels without a second pair compile as they did before it.
-    static_assert(!(TWO && DUAL), "a second operand pair is not a DUAL form");
-    const int KT1 = (p.K + BK - 1) / BK;
 
     // Load K-tile kt into stage s: A (m0.., kt*BK..) and each B.
     auto load_a = [&](int s, int kt) {
@@ -1323,11 +1373,6 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
 
     // Pipeline: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's K tiles are
     // [kt0, kt0 + KT) (tile indices kt below are relative to kt0).
-    const int KT_ALL = KT1 + (TWO ? (p.K2 + BK - 1) / BK : 0);
-    int c0, CT, kt0, KT;
-    k_share(KT_ALL, chunk, chunks, c0, CT);   // this CTA's chunk of K (all of it without chunks)
-    split_k_share<SPLIT>(CT, split, kt0, KT);
-    kt0 += c0;
     auto load_k = [&](int s, int kt) { load_a(s, kt0 + kt), load_b(s, kt0 + kt); };
     const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     float *const rs = reinterpret_cast<float *>(smem + STAGES * STAGE_ELEMS);   // row statistics, if any
@@ -1372,34 +1417,8 @@ __device__ __forceinline__ void gemm_block(const GemmParams<T, Epilogue> &p) {
 
     // Epilogue straight from the accumulators: thread owns rows lane/4 (+8), columns 2*(lane%4) (+1). Split-K through
     // memory: this chunk's sums, stored (split_k_sum_kernel runs the epilogue).
-    const auto each_pair = [&](auto &&f) {   // f(row, col, mi, h, ni) for each of this thread's pairs inside C
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int row = m0 + wm + mi * 16 + (lane >> 2) + h * 8;
-                if (row >= p.M) continue;
-#pragma unroll
-                for (int ni = 0; ni < NI; ++ni) {
-                    const int col = n0 + wn + ni * 8 + (lane & 3) * 2;
-                    if (col < p.N) f(row, col, mi, h, ni);
-                }
-            }
-    };
-    if (chunks > 1) {
-        const int64_t plane = static_cast<int64_t>(p.batch) * p.M * p.N;
-#pragma unroll
-        for (int j = 0; j < NB; ++j) {
-            float *out = p.k_partials + (static_cast<int64_t>(chunk) * NB + j) * plane + static_cast<int64_t>(b) * p.M * p.N;
-            each_pair([&](int row, int col, int mi, int h, int ni) {
-                const float *v = &acc[j][mi][ni][2 * h];
-                out[static_cast<int64_t>(row) * p.N + col] = v[0];
-                if (col + 1 < p.N) out[static_cast<int64_t>(row) * p.N + col + 1] = v[1];
-            });
-        }
-        return;
-    }
-    each_pair([&](int row, int col, int mi, int h, int ni) {
+    if (p.k_chunks > 1) return store_k_partials(p, acc, slot.chunk, b, m0 + wm, n0 + wn, lane);
+    each_acc_pair<MI, NI>(m0 + wm, n0 + wn, p.M, p.N, lane, [&](int row, int col, int mi, int h, int ni) {
         const float *v = &acc[0][mi][ni][2 * h], *r = rs + (row - m0) * kRowOuts<Epilogue>;
         if constexpr (DUAL) {
             const float *w = &acc[NB - 1][mi][ni][2 * h];
@@ -1604,6 +1623,13 @@ template <typename T, class E, bool DUAL> inline bool chunked_split_ok(const Gem
     return p.k_partials && p.k_partials_floats >= static_cast<int64_t>(p.k_chunks) * (DUAL ? 2 : 1) * p.batch * p.M * p.N;
 }
 
+// Split-K through memory's second kernel (split_k_sum_kernel) for p, after the chunks' kernel on the same stream.
+template <typename T, class E, bool DUAL> inline cudaError_t launch_split_k_sum(const GemmParams<T, E> &p, cudaStream_t stream) {
+    const int64_t blocks = (static_cast<int64_t>(p.batch) * p.M * ((p.N + 1) / 2) + 255) / 256;
+    if (blocks > 0x7fffffff) return cudaErrorInvalidValue;
+    return tst::launch(split_k_sum_kernel<T, E, DUAL>, dim3(static_cast<unsigned>(blocks)), dim3(256), 0, stream, 1, p);
+}
+
 // Launch C = epilogue(A·B) (or the DUAL form) for p on stream. Returns an error, never prints or exits:
 // cudaErrorInvalidValue for negative sizes, batch outside 1..65535 or a missing pointer; whatever the
 // runtime reports otherwise (e.g. shared memory above the device's limit).
@@ -1635,11 +1661,7 @@ cudaError_t launch_gemm(const GemmParams<T, Epilogue> &p, cudaStream_t stream) {
             case 4: e = launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, TWO, A_KM, REACH>(p, stream); break;
             default: e = launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 0, SPLIT, TWO, A_KM, REACH>(p, stream);
             }
-            if (e != cudaSuccess) return e;
-            const int64_t threads = static_cast<int64_t>(p.batch) * p.M * ((p.N + 1) / 2);
-            if ((threads + 255) / 256 > 0x7fffffff) return cudaErrorInvalidValue;
-            return tst::launch(split_k_sum_kernel<T, Epilogue, DUAL>, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256),
-                               0, stream, 1, p);
+            return e != cudaSuccess ? e : launch_split_k_sum<T, Epilogue, DUAL>(p, stream);
         }
         switch (gemm_loader_bytes<T, Epilogue, DUAL>(p)) {
         case 16: return launch_gemm_path<T, BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, TWO, A_KM, REACH>(p, stream);

@@ -111,11 +111,15 @@ enum { DEEP_CHUNK_KT = 128 };
  * (bench/NOTES.md, session thirty-seven). */
 enum { DEEP_CHUNKS_TUNE_ONLY = 1 };
 
-bool ts_config_gemm_chunks_wanted(const ts_graph *g, const ts_kernel *k) {
-    return k->kind == TS_KERNEL_GEMM && !k->cfg.tf32x3 && !k->two_k && !k->nstage && !k->nrowstat &&
-           !k->row_parts && deep_gemm(g, k) &&
-           ts_gemm_k_slices(g, k) / DEEP_MAX_SPLIT >= 2 * DEEP_CHUNK_KT;
+/* The chunks config c's clusters (sk_split CTAs a tile) take over K: doubled up to TS_GEMM_MAX_CHUNKS while each
+ * CTA keeps DEEP_CHUNK_KT K-slices. */
+static int k_chunks(const ts_graph *g, const ts_kernel *k, const ts_kernel_config *c) {
+    const int split = c->sk_split > 1 ? c->sk_split : 1;
+    int chunks = 1;
+    while (chunks < TS_GEMM_MAX_CHUNKS && ts_gemm_k_slices(g, k) / (split * chunks * 2) >= DEEP_CHUNK_KT) chunks *= 2;
+    return chunks;
 }
+
 
 /* The deep variants of GEMM k other than its own configuration: the clusters alone, and (with a scratch) the
  * chunked form. */
@@ -128,9 +132,7 @@ static int deep_variant(const ts_graph *g, const ts_kernel *k, ts_kernel_config 
     int n = 0;
     if (!deep || chunked) out[n++] = c;
     if (!k->k_partials || chunked || n >= max) return n;
-    c.sk_chunks = 1;
-    while (c.sk_chunks < TS_GEMM_MAX_CHUNKS && ts_gemm_k_slices(g, k) / (c.sk_split * c.sk_chunks * 2) >= DEEP_CHUNK_KT)
-        c.sk_chunks *= 2;
+    c.sk_chunks = k_chunks(g, k, &c);
     c.tune_only = DEEP_CHUNKS_TUNE_ONLY;
     if (c.sk_chunks > 1) out[n++] = c;
     return n;
@@ -166,6 +168,14 @@ static void set_f32_tiles(const ts_graph *g, const ts_kernel *k, ts_kernel_confi
                                                 F32_MIN_SPLIT_KT)
                                       : 1;
     c->f32_wgmma = F32_WGMMA_DEFAULT && f32_wgmma_fits(k, c);
+}
+
+bool ts_config_gemm_chunks_wanted(const ts_graph *g, const ts_kernel *k) {
+    if (k->kind != TS_KERNEL_GEMM || k->two_k || k->nstage || k->nrowstat || k->row_parts ||
+        ts_gemm_k_slices(g, k) / DEEP_MAX_SPLIT < 2 * DEEP_CHUNK_KT)
+        return false;
+    /* fp32 (gemm_f32.cuh): static tiles whose clusters already take the most split-K they may */
+    return k->cfg.tf32x3 ? static_output(g, k) && k->cfg.sk_split >= F32_MAX_SPLIT : deep_gemm(g, k);
 }
 
 /* gemm_f32.cuh's shared memory a CTA (gemm_f32_smem_bytes) and the SM's, for the CTAs resident at once. */
@@ -425,6 +435,12 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
         if (!k->cfg.library && f32_wgmma_fits(k, &k->cfg) && n < max - 1) { /* the 128×128 mma.sync kernel, or wgmma */
             out[n] = k->cfg;
             out[n++].f32_wgmma = !k->cfg.f32_wgmma;
+        }
+        if (k->k_partials && !k->cfg.library && k->cfg.sk_split > 1 && n < max - 1) { /* split K through memory too, or not */
+            out[n] = k->cfg;
+            out[n].sk_chunks = k->cfg.sk_chunks > 1 ? 0 : k_chunks(g, k, &k->cfg);
+            out[n].tune_only = out[n].sk_chunks > 1 && DEEP_CHUNKS_TUNE_ONLY;
+            n += out[n].sk_chunks != k->cfg.sk_chunks;
         }
         return n + library_variant(g, p, k, allow_library, out + n, max - n);
     }

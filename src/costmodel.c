@@ -498,7 +498,9 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
             bool fallback = loader < 16;
             double tiles = ceil(M / (fallback ? k->cfg.fb_tile_m : k->cfg.tile_m)) *
                            ceil(N / (fallback ? k->cfg.fb_tile_n : k->cfg.tile_n)) * batch;
-            const double ctas = tiles * (tf32x3 ? fmax(1, k->cfg.sk_split) : 1); /* gemm_f32.cuh's split-K */
+            const double chunks = tf32x3 ? fmax(1, k->cfg.sk_chunks) : 1; /* split-K through memory too */
+            const double ctas = tiles * (tf32x3 ? fmax(1, k->cfg.sk_split) : 1) * chunks; /* gemm_f32.cuh's split-K */
+            if (chunks > 1) bytes += 2 * chunks * (k->b1 >= 0 ? 2 : 1) * M * N * batch * 4; /* the chunks' sums */
             wave = wave_efficiency(m, ctas) * (tf32x3 ? ts_config_f32_warp_share(k, ctas, m->sms) : 1);
             tile_waves = ceil(ctas / m->sms);
             /* gemm_f32.cuh's 3xTF32 MMAs run over whole tiles, padding included: a lone CTA an SM issues its

@@ -818,6 +818,17 @@ static void print_fallback_note(emitter *e, int ki, const char *what) {
                   "(the GPU is not sm_90, or this header was not compiled with -arch=sm_90a)\";\n", ki + 1, what);
 }
 
+/* Split-K through memory (config sk_chunks > 1): the chunks' sums in the kernel's scratch (gemm.cuh k_chunks). */
+static void emit_k_chunks(emitter *e, const ts_kernel *k, const char *in) {
+    if (k->cfg.sk_chunks <= 1) return;
+    char ptr[160];
+    buf_ptr(e, k->scratch, ptr, sizeof ptr);
+    TS_ASSERT(k->k_partials);
+    fprintf(e->f, "%s        p.k_partials = static_cast<float *>(%s);\n%s        p.k_partials_floats = %lld;\n"
+                  "%s        p.k_chunks = %d; /* split-K through memory as well */\n",
+            in, ptr, in, (long long)e->p->buf[k->scratch].elems, in, k->cfg.sk_chunks);
+}
+
 /* The GEMM's template calls with its configuration (src/config.c) as template arguments: the skinny form
  * for M ≤ skinny_m (alone when M is static), else the wgmma kernel with the mma.sync one as fallback. */
 static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *t) {
@@ -831,14 +842,7 @@ static void emit_gemm_calls(emitter *e, int ki, const ts_kernel *k, const char *
     if (c->skinny_m > 0) {
         const char *in = c->skinny_only ? "" : "    ";
         if (!c->skinny_only) fprintf(e->f, "        if (p.M <= %d) { /* decode sizes: stream B at DRAM bandwidth */\n", c->skinny_m);
-        if (c->sk_chunks > 1) { /* split-K through memory as well: the chunks' sums in the kernel's scratch */
-            char ptr[160];
-            buf_ptr(e, k->scratch, ptr, sizeof ptr);
-            TS_ASSERT(k->k_partials);
-            fprintf(e->f, "%s        p.k_partials = static_cast<float *>(%s);\n%s        p.k_partials_floats = %lld;\n"
-                          "%s        p.k_chunks = %d;\n",
-                    in, ptr, in, (long long)e->p->buf[k->scratch].elems, in, c->sk_chunks);
-        }
+        emit_k_chunks(e, k, in);
         char split[24] = ""; /* split-K over a cluster (config.h), and a second operand pair; defaults not printed */
         if (c->sk_split > 1 || k->two_k) snprintf(split, sizeof split, ", %d%s", c->sk_split > 1 ? c->sk_split : 1, k->two_k ? ", true" : "");
         fprintf(e->f, "%s        err = tsg::launch_gemm<%s, %d, %d, 64, 1, 4, %d, %s, %s, K%d%s>(p, stream);%s\n", in, t,
@@ -874,6 +878,7 @@ static void emit_gemm_f32_call(emitter *e, int ki, const ts_kernel *k) {
                 k->b_kn ? "true" : "false", ki);
         return;
     }
+    emit_k_chunks(e, k, "");
     fprintf(e->f, "        err = tsg::launch_gemm_f32<%d, %d, %d, %d, %d, %d, %s, %s, K%d, %d>(p, stream); /* fp32: 3xTF32 */\n"
                   "        if (err != cudaSuccess) return err;\n    }\n",
             c->fb_tile_m, c->fb_tile_n, c->fb_tile_k, c->fb_warps_m, c->fb_warps_n, c->fb_stages, k->b_kn ? "true" : "false",

@@ -238,7 +238,7 @@ static inline bool ts_gemm_fp32(const ts_plan *p, const ts_kernel *k) {
 /* The kernels kernel k's template launches on the GPU: 2 for a GEMM reducing its product's rows (the GEMM, then
  * the merge of its tiles' results: templates/gemm.cuh) or splitting K through memory (then the chunks' sum), else 1. Tune's per-kernel profile adds them up. */
 static inline int ts_kernel_launches(const ts_kernel *k) {
-    return k->kind == TS_KERNEL_GEMM && (k->row_parts || (k->cfg.skinny_m > 0 && k->cfg.sk_chunks > 1)) ? 2 : 1;
+    return k->kind == TS_KERNEL_GEMM && (k->row_parts || k->cfg.sk_chunks > 1) ? 2 : 1;
 }
 
 /* Whether kernel k writes temporary `scratch` (a GEMM's row parts, a ROW kernel's grid partials). */

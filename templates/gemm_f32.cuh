@@ -104,11 +104,13 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
     extern __shared__ __align__(128) unsigned char smem_raw[];
     float *smem = reinterpret_cast<float *>(smem_raw);
 
-    // Block → its tile (gemm.cuh grouped_tile) and, split-K, its rank in the tile's cluster.
+    // Block → its tile (gemm.cuh grouped_tile), its chunk of K (split-K through memory), its rank in the tile's
+    // cluster (split-K) and the K tiles those leave it (gemm.cuh KSlot).
     const int tiles_m = (p.M + BM - 1) / BM, tiles_n = (p.N + BN - 1) / BN;
-    const int id = static_cast<int>(blockIdx.x) / SPLIT, split = static_cast<int>(blockIdx.x) % SPLIT;  // = cluster rank
+    const KSlot<SPLIT> slot(tiles_m * tiles_n, p.k_chunks, (p.K + BK - 1) / BK);
+    const int split = slot.split, kt0 = slot.kt0, KT = slot.kt;
     int m0, n0;
-    grouped_tile<BM, BN>(id, tiles_m, tiles_n, m0, n0);
+    grouped_tile<BM, BN>(slot.id, tiles_m, tiles_n, m0, n0);
     const int b = blockIdx.z;
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane >> 2, t = lane & 3;
@@ -136,8 +138,6 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
 
     // Pipeline as gemm.cuh's: STAGES-1 tiles in flight ahead of the one being multiplied. Split-K: this CTA's
     // K tiles are [kt0, kt0 + KT) (kt below counts from kt0).
-    int kt0, KT;
-    split_k_share<SPLIT>((p.K + BK - 1) / BK, split, kt0, KT);
     const bool ready = start_pipeline<STAGES>(p.a_ready, p.b_ready, KT, kt0, load_a, load_b);
     for (int kt = 0; kt < KT; ++kt) {
         tst::cp_async_wait<STAGES - 2>();   // tile kt has landed (this thread's part)
@@ -197,26 +197,18 @@ __global__ void __launch_bounds__(WARPS_M *WARPS_N * 32) gemm_f32_kernel(const G
         if (!split_k_merge<SPLIT, THREADS, STAGES * STAGE_ELEMS>(acc, smem, split, [](int) {})) return;
     }
 
-    // Epilogue straight from the accumulators (gemm.cuh's layout): rows g (+8), columns 2t (+1) of each tile.
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = m0 + wm + mi * 16 + g + h * 8;
-            if (row >= p.M) continue;
-#pragma unroll
-            for (int ni = 0; ni < NI; ++ni) {
-                const int col = n0 + wn + ni * 8 + t * 2;
-                if (col >= p.N) continue;
-                const float *v = &acc[0][mi][ni][2 * h];
-                if constexpr (DUAL) {
-                    const float *w = &acc[NB - 1][mi][ni][2 * h];
-                    epi_apply<float>(p.ep, b, row, col, v[0], v[1], w[0], w[1], nullptr);
-                } else {
-                    epi_apply<float>(p.ep, b, row, col, v[0], v[1], nullptr);
-                }
-            }
+    // Epilogue straight from the accumulators (gemm.cuh's layout): rows g (+8), columns 2t (+1) of each tile; split-K
+    // through memory: this chunk's sums, stored (gemm.cuh split_k_sum_kernel runs the epilogue).
+    if (p.k_chunks > 1) return store_k_partials(p, acc, slot.chunk, b, m0 + wm, n0 + wn, lane);
+    each_acc_pair<MI, NI>(m0 + wm, n0 + wn, p.M, p.N, lane, [&](int row, int col, int mi, int h, int ni) {
+        const float *v = &acc[0][mi][ni][2 * h];
+        if constexpr (DUAL) {
+            const float *w = &acc[NB - 1][mi][ni][2 * h];
+            epi_apply<float>(p.ep, b, row, col, v[0], v[1], w[0], w[1], nullptr);
+        } else {
+            epi_apply<float>(p.ep, b, row, col, v[0], v[1], nullptr);
         }
+    });
 }
 
 // ---- launch -------------------------------------------------------------------------------------
@@ -239,7 +231,7 @@ cudaError_t launch_gemm_f32_path(const GemmParams<float, Epilogue> &p, cudaStrea
     cudaError_t e = tst::device_facts(&f);
     if (e == cudaSuccess) e = tst::set_smem_once(kernel, smem, f.dev, smem_set);
     if (e != cudaSuccess) return e;
-    const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN);
+    const int64_t tiles = (int64_t)((p.M + BM - 1) / BM) * ((p.N + BN - 1) / BN) * (p.k_chunks > 1 ? p.k_chunks : 1);
     if (tiles * SPLIT > 0x7fffffff) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(tiles * SPLIT), 1, (unsigned)p.batch);
     return tst::launch(kernel, grid, dim3(WARPS_M * WARPS_N * 32), static_cast<size_t>(smem), stream, SPLIT, p);
@@ -250,7 +242,8 @@ cudaError_t launch_gemm_f32_path(const GemmParams<float, Epilogue> &p, cudaStrea
 // or a second operand pair; whatever the runtime reports otherwise.
 // SPLIT > 1: split-K over clusters of SPLIT CTAs (gemm.cuh's: each multiplies a contiguous share of the K tiles,
 // rank 0 adds the others' sums through distributed shared memory and runs the epilogue), on compute capability
-// 9.0 and later; on an older GPU the same call runs SPLIT = 1. A CTA whose share of K exceeds kF32ChainK adds each
+// 9.0 and later; on an older GPU the same call runs SPLIT = 1. p.k_chunks > 1: split-K through memory as well
+// (gemm.cuh GemmParams::k_chunks; any GPU). A CTA whose share of K exceeds kF32ChainK adds each
 // k8 step's products in by an FADD (STEPWISE, above).
 template <int BM = 128, int BN = 128, int BK = 32, int WARPS_M = 2, int WARPS_N = 4, int STAGES = 4, bool B_KN = true,
           bool DUAL = false, class Epilogue = StoreEpilogue<float>, int SPLIT = 1>
@@ -266,12 +259,17 @@ cudaError_t launch_gemm_f32(const GemmParams<float, Epilogue> &p, cudaStream_t s
         if (e != cudaSuccess) return e;
         if (f.cc_major < 9) return launch_gemm_f32<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 1>(p, stream);
     }
-    const bool vec16 = gemm_f32_loader_bytes<Epilogue, DUAL>(p) == 16, stepwise = f32_stepwise(p.K, SPLIT);
+    const int chunks = p.k_chunks > 1 ? p.k_chunks : 1;
+    if (chunks > 1 && !chunked_split_ok<float, Epilogue, DUAL>(p)) return cudaErrorInvalidValue;
+    const bool vec16 = gemm_f32_loader_bytes<Epilogue, DUAL>(p) == 16, stepwise = f32_stepwise(p.K, SPLIT * chunks);
+    cudaError_t e;
     if (stepwise)
-        return vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, true>(p, stream)
-                     : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, true>(p, stream);
-    return vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, false>(p, stream)
-                 : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, false>(p, stream);
+        e = vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, true>(p, stream)
+                  : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, true>(p, stream);
+    else
+        e = vec16 ? launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 16, SPLIT, false>(p, stream)
+                  : launch_gemm_f32_path<BM, BN, BK, WARPS_M, WARPS_N, STAGES, B_KN, DUAL, Epilogue, 4, SPLIT, false>(p, stream);
+    return e != cudaSuccess || chunks == 1 ? e : launch_split_k_sum<float, Epilogue, DUAL>(p, stream);
 }
 
 }  // namespace tsg

@@ -2375,6 +2375,23 @@ Test(search, deep_small_gemms_split_k_through_memory) {
                       "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\noutputs: [C]\n");
     cr_expect(!cg.out.plans[0].k[0].k_partials, "1024 K-slices: 128 a CTA of 8, too few to chunk");
     free_compiled(&cg);
+
+    /* fp32 (gemm_f32.cuh): the 64x64 tiles' clusters of 8, and a tune-only variant with the K tiles in 8 chunks */
+    compile_yaml(&cg, "graph: g\naxes: {m: 256, k: 524288, n: 256}\n"
+                      "inputs:\n  A: {dtype: fp32, shape: [m, k]}\n  B: {dtype: fp32, shape: [k, n]}\n"
+                      "ops:\n  - {name: C, op: matmul, args: [A, B], over: k}\noutputs: [C]\n");
+    p = &cg.out.plans[0];
+    k = &p->k[0];
+    cr_assert(k->cfg.tf32x3 && k->cfg.sk_split == 8 && k->cfg.sk_chunks <= 1 && k->k_partials);
+    n = ts_config_variants(&cg.c.g, p, k, false, 132, alt, TS_CONFIG_MAX_VARIANTS), v = 0;
+    while (v < n && alt[v].sk_chunks <= 1) v++;
+    cr_assert_lt(v, n, "the chunked fp32 variant");
+    cr_expect(alt[v].tune_only && alt[v].sk_chunks == 8 && alt[v].sk_split == 8);
+    k->cfg = alt[v];
+    cr_expect_eq(ts_kernel_launches(k), 2);
+    ts_costmodel_work(&cg.cm, &cg.c.g, p, k, &w);
+    cr_expect_eq(w.extra_launches, 1);
+    free_compiled(&cg);
 }
 
 /* Rows merged over two axes (m_outer): a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows;
