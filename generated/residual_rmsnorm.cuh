@@ -1558,10 +1558,10 @@ template <class Fn> cudaError_t launch_row_grid(const RowParams<Fn> &p, int sm_c
 }
 
 // launch_row's passes over uncached rows: at most half as many rows as SMs over a cooperative grid where the caller
-// gave a scratch buffer (launch_row_grid), else over clusters (row_pass_cluster) on sm_90+; otherwise at most as many
-// rows as SMs a 1024-thread block each (the grid's kernel, one block a row: no barrier), more a 256-thread block
-// each. Run 169's GroupNorm took 256-thread blocks for its 128 rows of 524288 fp32 — 8 warps an SM — and read them at
-// 0.7 TB/s (0.936 ms, 0.478 predicted).
+// gave a scratch buffer (launch_row_grid), else over clusters (row_pass_cluster) on sm_90+; otherwise up to twice as
+// many rows as SMs a 1024-thread block each (the grid's kernel, one block a row: no barrier), more a 256-thread block
+// each. Measured (bench/NOTES.md run 171, row_test passes, H200): over 128 rows of 262144 a 1024-thread block a row
+// 2.3-2.8x faster than 256 threads (8 warps an SM), over 256 rows of 131072 and 264 of 65536 1.3-1.6x.
 template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (TSOPT_TSW_ROW_GRID && p.grid_scratch && p.rows * 2 <= sm_count) {
         bool launched;
@@ -1575,7 +1575,7 @@ template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm
         if (e != cudaSuccess) return e;
         if (f.cc_major >= 9) return launch_row_cluster_of<Fn, kWideThreads, 0, 1>(p, cl, stream);
     }
-    if (p.rows <= sm_count) {
+    if (p.rows <= 2 * (int64_t)sm_count) {
         RowParams<Fn> q = p;
         q.grid_parts = 1;
         return tst::launch(row_kernel<Fn, kWideThreads, 0, 1, 1, true>, dim3((unsigned)p.rows), dim3(kWideThreads), 0,

@@ -107,9 +107,10 @@ static bool deep_gemm(const ts_graph *g, const ts_kernel *k) {
  * where the clusters alone put 128 CTAs of 1024 on the GPU: 0.604 ms on an H100, cuBLAS 0.211, run 169). The plan
  * gives such a GEMM the scratch for the chunks' sums at lowering (plan.h k_partials). */
 enum { DEEP_CHUNK_KT = 128 };
-/* The chunked form is offered as a second deep variant, which only tune times until a GPU has measured it
- * (bench/NOTES.md, session thirty-seven). */
-enum { DEEP_CHUNKS_TUNE_ONLY = 1 };
+/* The chunked form is offered as a second deep variant. fp16/bf16 (gemm.cuh): measured (bench/NOTES.md run 171,
+ * H200: 256×256 over 524288 in 8 chunks 0.421 ms against 0.612 for the clusters alone), the search's to choose;
+ * fp32 (gemm_f32.cuh): only tune times it until a GPU has measured it. */
+enum { F32_CHUNKS_TUNE_ONLY = 1 };
 
 /* The chunks config c's clusters (sk_split CTAs a tile) take over K: doubled up to TS_GEMM_MAX_CHUNKS while each
  * CTA keeps DEEP_CHUNK_KT K-slices. */
@@ -133,7 +134,6 @@ static int deep_variant(const ts_graph *g, const ts_kernel *k, ts_kernel_config 
     if (!deep || chunked) out[n++] = c;
     if (!k->k_partials || chunked || n >= max) return n;
     c.sk_chunks = k_chunks(g, k, &c);
-    c.tune_only = DEEP_CHUNKS_TUNE_ONLY;
     if (c.sk_chunks > 1) out[n++] = c;
     return n;
 }
@@ -153,10 +153,10 @@ bool ts_config_gemm_skinny(const ts_graph *g, const ts_kernel *k) {
 enum { F32_MIN_TILES = 66, F32_MIN_SPLIT_KT = 4, F32_MAX_SPLIT = 8 };
 static const int f32_variants[][6] = {{128, 128, 32, 2, 4, 4}, {64, 64, 32, 2, 2, 4}}; /* BM BN BK WM WN STAGES */
 
-/* gemm_f32_sm90.cuh's wgmma kernel takes the 128×128 tiles of the single form, unsplit (its own tiles). Not yet
- * validated or timed on a GPU (bench/NOTES.md, session thirty-six): a variant tune times and validates beside the
- * mma.sync kernel, not the default. */
-enum { F32_WGMMA_DEFAULT = 0 };
+/* gemm_f32_sm90.cuh's wgmma kernel takes the 128×128 tiles of the single form, unsplit (its own tiles): valid on
+ * every gemm_f32_test case and 1.14-1.17x the mma.sync kernel's rate on the H200 (bench/NOTES.md run 171), so the
+ * default there; the mma.sync kernel a variant tune times. */
+enum { F32_WGMMA_DEFAULT = 1 };
 static bool f32_wgmma_fits(const ts_kernel *k, const ts_kernel_config *c) {
     return c->fb_tile_m == 128 && c->fb_tile_n == 128 && k->b1 < 0 && c->sk_split <= 1;
 }
@@ -439,7 +439,7 @@ int ts_config_variants(const ts_graph *g, const ts_plan *p, const ts_kernel *k, 
         if (k->k_partials && !k->cfg.library && k->cfg.sk_split > 1 && n < max - 1) { /* split K through memory too, or not */
             out[n] = k->cfg;
             out[n].sk_chunks = k->cfg.sk_chunks > 1 ? 0 : k_chunks(g, k, &k->cfg);
-            out[n].tune_only = out[n].sk_chunks > 1 && DEEP_CHUNKS_TUNE_ONLY;
+            out[n].tune_only = out[n].sk_chunks > 1 && F32_CHUNKS_TUNE_ONLY;
             n += out[n].sk_chunks != k->cfg.sk_chunks;
         }
         return n + library_variant(g, p, k, allow_library, out + n, max - n);

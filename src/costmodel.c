@@ -575,7 +575,7 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                           .key64 = k->kind == TS_KERNEL_ATTENTION && !skinny && k->cfg.tile_n == 64,
                           .tile64 = k->kind == TS_KERNEL_GEMM && !skinny && !library && !tf32x3 && loader == 16 && k->b1 < 0 &&
                                     k->cfg.tile_n == 64,
-                          .tf32x3 = tf32x3, .library = library, .simt_gemm_flops = simt,
+                          .tf32x3 = tf32x3, .f32_wgmma = tf32x3 && k->cfg.f32_wgmma, .library = library, .simt_gemm_flops = simt,
                           .columns = k->kind == TS_KERNEL_ROW && k->columns, .long_rows = long_rows,
                           .unchunked = loader == 0, .paired = loader == 4,
                           .rowstat_stages = rowstat_stages, .rowstat_publish_bytes = publish, .row_stage_loads = row_stage_loads, .row_grid_barriers = row_grid_barriers,
@@ -616,6 +616,7 @@ double ts_costmodel_time(const ts_costmodel *m, const ts_kernel_work *w) {
     double form = w->pingpong ? m->gemm_pingpong_efficiency : w->whole_tiles ? m->attention_whole_tiles_ratio : 1;
     if (w->key64) form *= m->attention_key64_ratio;
     if (w->tile64) form *= m->gemm_tile64_ratio;
+    if (w->f32_wgmma) form *= m->gemm_f32_wgmma_ratio;
     double t = w->tensor_flops / (m->tensor_flops_per_s * eff * w->wave_efficiency * form);
     t = fmax(t, w->scores / m->attention_scores_per_s + w->score_fn_ops / m->attention_score_ops_per_s);
     t = fmax(t, w->fma_flops / (m->fma_flops_per_s * (w->kind == TS_KERNEL_GEMM ? 1 : eff)));

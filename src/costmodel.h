@@ -97,6 +97,9 @@
  *                        0.25, the median over runs 82 and 85's ping-pong kernels with heavy epilogues (GEMM +
  *                        GELU 0.19-0.28, the bf16 linear + GELU 0.17-0.21, the LayerNorm MLP's first GEMM at
  *                        K = 1024 0.53-0.55; bench/NOTES.md run 86); 0 hid it whole and predicted them 6-23% low
+ *   gemm_f32_wgmma_ratio the 3xTF32 rate of gemm_f32_sm90.cuh's wgmma kernel over gemm_f32.cuh's mma.sync one in
+ *                        the same 128×128 tiles (config f32_wgmma): 1.15 measured on the H200 (bench/NOTES.md run
+ *                        171: 1.17x at 4096³, 1.14x at 2048×1024×4096 and 1000×3000×2500)
  *   gemm_tile64_ratio    the tensor rate of a single-B wgmma GEMM in 128×64 tiles (config.h: small GEMMs, a
  *                        variant elsewhere) relative to gemm_efficiency's: N = 64 wgmmas and twice the A-tile
  *                        loads a FLOP of the 128×128 form. 0.79 from same-call pairs: matmul 1024×4096×4096
@@ -175,6 +178,7 @@
     X(gemm_pingpong_efficiency, NULL, 0.82)                                                            \
     X(gemm_pingpong_epilogue_share, NULL, 0.25)                                                        \
     X(gemm_tile64_ratio, NULL, 1.0)                                                                    \
+    X(gemm_f32_wgmma_ratio, NULL, 1.0)                                                                 \
     X(attention_whole_tiles_ratio, NULL, 1.0)                                                          \
     X(attention_key64_ratio, NULL, 1.0)                                                                \
     X(attention_scores_per_s, NULL, 1e30)                                                              \
@@ -257,6 +261,7 @@ typedef struct {
     bool key64;             /* attention (not the decode form) in 64-key K/V tiles, at attention_key64_ratio (× the
                                whole-tiles ratio where that applies) */
     bool tile64;            /* single-B GEMM (not skinny) in 128×64 wgmma tiles, at gemm_tile64_ratio */
+    bool f32_wgmma;         /* fp32 GEMM by gemm_f32_sm90.cuh's wgmma kernel, at gemm_f32_wgmma_ratio */
     double column_folds;    /* ROW down short columns (row.cuh short_column_cols): its columns, each folded by its
                                own thread(s), at column_fold_s an SM each ... */
     double column_positions; /* ... and their positions (columns × row length), at column_position_s an SM each;

@@ -236,7 +236,8 @@ Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_al
     free(r.out);
     char *h = read_text("build/libgemm-fp32/f32lin.cuh");
     cr_expect(strstr(h, "tsg::GemmParams<float, K0>"));
-    cr_expect(strstr(h, "tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0, 1>"), "128x128 tiles: 512 of them, unsplit");
+    cr_expect(strstr(h, "tsg90::launch_gemm_f32_sm90<true, K0>(p, stream);"),
+              "128x128 tiles, 512 of them, unsplit: the wgmma kernel (the default since run 171)");
     cr_expect_null(strstr(h, "cublasLt"));
     free(h);
     compiled_graph cg;
@@ -249,21 +250,23 @@ Test(libgemm, an_fp32_linear_layer_is_an_own_gemm_and_cublaslt_a_variant_when_al
     cr_expect(k->cfg.tf32x3 && !k->cfg.library);
     ts_kernel_config alt[TS_CONFIG_MAX_VARIANTS];
     int n = ts_config_variants(&cg.c.g, p, k, true, 132, alt, TS_CONFIG_MAX_VARIANTS);
-    cr_assert_eq(n, 3, "the 64x64 tiles, the 128x128 ones by wgmma, and cuBLASLt");
+    cr_assert_eq(n, 3, "the 64x64 tiles, the 128x128 ones by mma.sync, and cuBLASLt");
     cr_expect(!alt[0].library && alt[0].tile_m == 64 && alt[0].tf32x3);
-    cr_expect(!alt[1].library && alt[1].tile_m == 128 && alt[1].f32_wgmma);
+    cr_expect(!alt[1].library && alt[1].tile_m == 128 && !alt[1].f32_wgmma);
     cr_expect(alt[2].library);
+    char *wg = emit_text(&cg, p);
+    cr_expect(strstr(wg, "err = tsg90::launch_gemm_f32_sm90<true, K0>(p, stream);"), "the wgmma kernel's call");
+    cr_expect(strstr(wg, "// ---- gemm_f32_sm90.cuh"), "and its template");
+    k->cfg = alt[1];
+    char *ms = emit_text(&cg, p);
+    cr_expect(strstr(ms, "err = tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0, 1>(p, stream);"),
+              "the mma.sync variant's call");
+    free(ms);
     k->cfg = alt[2];
     char *buf = emit_text(&cg, p);
     cr_expect(strstr(buf, "lt.ab_type = CUDA_R_32F;"));
     cr_expect(strstr(buf, "lt.act = tslt::kRelu;"));
-    cr_expect(strstr(buf, "err = tsg::launch_gemm_f32<128, 128, 32, 2, 4, 4, true, false, K0, 1>(p, stream);"),
-              "the own fp32 kernel as the fallback");
-    k->cfg = alt[1];
-    char *wg = emit_text(&cg, p);
-    cr_expect(strstr(wg, "err = tsg90::launch_gemm_f32_sm90<true, K0>(p, stream);"), "the wgmma variant's call");
-    cr_expect(strstr(wg, "// ---- gemm_f32_sm90.cuh"), "and its template");
-    k->cfg = alt[2];
+    cr_expect(strstr(buf, "err = tsg90::launch_gemm_f32_sm90<true, K0>(p, stream);"), "the own fp32 kernel as the fallback");
     FILE *f2 = fopen("build/libgemm-fp32/f32lin.cuh", "w");
     fputs(buf, f2);
     fclose(f2);

@@ -64,6 +64,7 @@ struct Config {
     int M, N, K, batch;
     bool kn, dual, small, offset;   // small: the 64×64 tile; offset: operands one float off 16 bytes (4-byte loader)
     int split;                      // > 1: split-K over clusters of that many CTAs (64×64 tiles only)
+    int chunks;                     // > 1: split-K through memory as well (GemmParams::k_chunks; sums poisoned first)
 };
 
 static cublasHandle_t g_blas;
@@ -144,6 +145,13 @@ template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
     p.a_batch_stride = abs, p.b_batch_stride = bbs;
     if constexpr (DUAL) p.ep = E{C, (int64_t)c.M * c.N, c.N, c.N};
     else p.ep = E{C, c.N, (int64_t)c.M * c.N, c.N};
+    float *partials = nullptr;
+    if (c.chunks > 1) {
+        p.k_chunks = c.chunks, p.k_partials_floats = (int64_t)c.chunks * (DUAL ? 2 : 1) * nc;
+        CK(cudaMalloc(&partials, p.k_partials_floats * 4));
+        fill_nan<<<1024, 256>>>(partials, p.k_partials_floats);
+        p.k_partials = partials;
+    }
     auto ours = [&] {
         cudaError_t e = c.small ? launch_small<KN, DUAL, E>(p, c.split) : launch<128, 128, 2, 4, KN, DUAL>(p);
         CK(e);
@@ -158,9 +166,9 @@ template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
     const double err = rel_error(C, ref, nc);
     const bool ok = err <= 6e-7 * std::sqrt((double)c.K);
     g_failures += !ok;
-    printf("%-4s M=%5d N=%5d K=%6d batch=%3d %s%s%s%s split %d  rel.err %.2e", ok ? "PASS" : "FAIL", c.M, c.N, c.K,
+    printf("%-4s M=%5d N=%5d K=%6d batch=%3d %s%s%s%s split %d chunks %d  rel.err %.2e", ok ? "PASS" : "FAIL", c.M, c.N, c.K,
            c.batch, KN ? "KN" : "NK", DUAL ? " dual" : "", c.small ? " 64x64" : " 128x128", c.offset ? " 4B-loader" : "",
-           c.split > 1 ? c.split : 1, err);
+           c.split > 1 ? c.split : 1, c.chunks > 1 ? c.chunks : 1, err);
     if (timing && DUAL && !c.offset && c.batch == 1) printf("  ours %.4f ms", time_ms(ours));
     if (timing && !DUAL && KN && !c.offset && c.batch == 1) {
         const float t = time_ms(ours);
@@ -204,6 +212,7 @@ template <bool KN, bool DUAL> static void run(const Config &c, bool timing) {
     if (B1) CK(cudaFree(B1));
     CK(cudaFree(C));
     CK(cudaFree(ref));
+    if (partials) CK(cudaFree(partials));
 }
 
 int main(int argc, char **argv) {
@@ -229,6 +238,15 @@ int main(int argc, char **argv) {
     const Config dual[] = {{1024, 2048, 1024, 1, true, true, false, false}, {65, 100, 37, 2, true, true, true, true},
                            {64, 256, 4096, 1, true, true, true, false, 8}, {256, 512, 16384, 1, true, true, false, false}};
     for (const Config &c : dual) run<true, true>(c, timing);
+    // split-K through memory (k_chunks) beside the clusters alone: KernelBench's deep K, odd sizes, a batch, the dual form
+    const Config chunked[] = {{256, 256, 524288, 1, true, false, true, false, 8},    {256, 256, 524288, 1, true, false, true, false, 8, 8},
+                              {256, 256, 131072, 1, true, false, true, false, 8, 4}, {77, 130, 20001, 1, true, false, true, true, 2, 3},
+                              {333, 200, 40960, 3, true, false, true, false, 2, 5}};
+    for (const Config &c : chunked) run<true, false>(c, timing);
+    const Config chunked_nk[] = {{128, 96, 65536, 1, false, false, true, false, 4, 8}};
+    for (const Config &c : chunked_nk) run<false, false>(c, timing);
+    const Config chunked_dual[] = {{64, 256, 65536, 1, true, true, true, false, 8, 4}};
+    for (const Config &c : chunked_dual) run<true, true>(c, timing);
     printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "all passed", g_failures);
     return g_failures ? 1 : 0;
 }
