@@ -1568,9 +1568,10 @@ template <class Fn> cudaError_t launch_row_grid(const RowParams<Fn> &p, int sm_c
 
 // launch_row's passes over uncached rows: at most half as many rows as SMs over a cooperative grid where the caller
 // gave a scratch buffer (launch_row_grid), else over clusters (row_pass_cluster) on sm_90+; otherwise up to twice as
-// many rows as SMs a 1024-thread block each (the grid's kernel, one block a row: no barrier), more a 256-thread block
-// each. Measured (bench/NOTES.md run 171, row_test passes, H200): over 128 rows of 262144 a 1024-thread block a row
-// 2.3-2.8x faster than 256 threads (8 warps an SM), over 256 rows of 131072 and 264 of 65536 1.3-1.6x.
+// many rows as SMs a 1024-thread block each (the grid's kernel, one block a row: no barrier), up to four times as
+// many a 512-thread block each, more a 256-thread block each. Measured (bench/NOTES.md run 171, row_test passes,
+// H200): over 128 rows of 262144 a 1024-thread block a row 2.3-2.8x faster than 256 threads (8 warps an SM), over
+// 256 rows of 131072 and 264 of 65536 1.3-1.6x; over 400 rows of 65536 (LayerNorm) 512 threads 1.19x faster than 256.
 template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm_count, cudaStream_t stream) {
     if (TSOPT_TSW_ROW_GRID && p.grid_scratch && p.rows * 2 <= sm_count) {
         bool launched;
@@ -1590,6 +1591,7 @@ template <class Fn> cudaError_t launch_row_passes(const RowParams<Fn> &p, int sm
         return tst::launch(row_kernel<Fn, kWideThreads, 0, 1, 1, true>, dim3((unsigned)p.rows), dim3(kWideThreads), 0,
                            stream, 1, q);
     }
+    if (p.rows <= 4 * (int64_t)sm_count) return launch_row_as<Fn, 512, 0>(p, stream);
     return launch_row_as<Fn, 256, 0>(p, stream);
 }
 

@@ -594,6 +594,46 @@ def var_mean(cx, x, dims=None, correction=1, keepdim=False, **kw):
     return (var(cx, x, dims, correction, keepdim), reduce("mean")(cx, x, dims, keepdim))
 
 
+def prod(cx, x, dim=None, keepdim=False, *rest, **kw):
+    """Π x over one dim (or every dim) as sign · e^(Σ log|x|): the sign from the count c of negatives, cos(π·c) =
+    sin(π·c + π/2), ±1 for a whole c; a zero gives log 0 = −∞ and so 0; an ∞ and a zero NaN, as the product does."""
+    g, dims, t = cx.g, dims_of(x, dim), x.dtype
+    logs = reduce_over(cx, "reduce_sum", g.op(cx.hint, "log", [unary("abs")(cx, x)], x.axes, t), dims, keepdim)
+    negative = g.elementwise(cx.hint, "less_than", [x, 0.0], cx.in_shape(0), t)
+    c = reduce_over(cx, "reduce_sum", negative, dims, keepdim)
+    turn = g.op(cx.hint, "sin", [g.op(cx.hint, "add", [g.op(cx.hint, "scale", [c], c.axes, t, by=math.pi), math.pi / 2],
+                                      c.axes, t)], c.axes, t)
+    return g.op(cx.hint, "mul", [turn, g.op(cx.hint, "exp", [logs], logs.axes, t)], logs.axes, t)
+
+
+def distance(cx, a, b, shape, p, eps, keepdim=False):
+    """‖a − b + eps‖_p over the last dim of `shape` (the two broadcast to it), as ATen's pairwise_distance."""
+    g = cx.g
+    a, b = broadcast_tensors_to(cx, [a, b], shape)
+    d = g.elementwise(cx.hint, "add", [g.elementwise(cx.hint, "sub", [a, b], shape, a.dtype), float(eps)], shape, a.dtype)
+    return vector_norm(cx, d, p, [len(shape) - 1], keepdim)
+
+
+def pairwise_distance(cx, a, b, p=2.0, eps=1e-6, keepdim=False):
+    return distance(cx, a, b, pair_shape(cx), p, eps, keepdim)
+
+
+def triplet_margin_loss(cx, anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=1):
+    """max(d(a, p) − d(a, n) + margin, 0) with d the pairwise distance (swap: d(a, n) the smaller of it and
+    d(p, n)), reduced as ATen's `reduction` says; the three of one shape."""
+    g = cx.g
+    shape = cx.in_shape(0)
+    if cx.in_shape(1) != shape or cx.in_shape(2) != shape:
+        raise ExportError("triplet_margin_loss of operands of different shapes %s, %s, %s; tsopt maps equal ones" %
+                          (shape, cx.in_shape(1), cx.in_shape(2)))
+    d_pos, d_neg = distance(cx, anchor, positive, shape, p, eps), distance(cx, anchor, negative, shape, p, eps)
+    if swap:
+        d_neg = g.op(cx.hint, "min", [d_neg, distance(cx, positive, negative, shape, p, eps)], d_neg.axes, d_neg.dtype)
+    gap = g.op(cx.hint, "add", [g.op(cx.hint, "sub", [d_pos, d_neg], d_pos.axes, d_pos.dtype), float(margin)],
+               d_pos.axes, d_pos.dtype)
+    return loss_reduced(cx, g.op(cx.hint, "relu", [gap], gap.axes, gap.dtype), reduction)
+
+
 def sign(cx, x):
     """(0 < x) − (x < 0)"""
     return ew(cx, "sub", less(cx, 0.0, x), less(cx, x, 0.0))
@@ -737,6 +777,62 @@ def einsum(cx, equation, operands):
             dims = a.dims + [d for d in b.dims if d not in a.dims]
             y = g.op(cx.hint, "mul", [g.expand_to(a, dims), g.expand_to(b, dims)], list(dims), cx.dtype)
     return g.in_order(Val(y.name, [name.get(c) for c in rhs], cx.dtype), dims)
+
+
+def conv_pointwise(transposed):
+    """conv1d/2d/3d (and conv_transpose, aten.convolution) with a kernel of size 1 in every spatial dim, no padding
+    and one group: Σ_c W[o, c]·x[n, c, *S] (W[c, o] transposed), S strided by the stride, + a bias per channel —
+    a GEMM over the channels, which the plans read channel-first in place. Larger kernels, padding and groups
+    are refused (tsopt has no implicit-GEMM convolution)."""
+    def handler(cx, x, w, bias=None, stride=1, padding=0, *rest):
+        g, xs, ws = cx.g, cx.in_shape(0), cx.in_shape(1)
+        nd = len(ws) - 2
+        if transposed:  # conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
+            output_padding, groups = (rest[0] if rest else 0), (rest[1] if len(rest) > 1 else 1)
+        else:  # convNd(input, weight, bias, stride, padding, dilation, groups)
+            output_padding, groups = 0, (rest[1] if len(rest) > 1 else 1)
+        return pointwise_conv(cx, x, w, bias, stride, padding, output_padding, groups, transposed, nd, xs, ws)
+    return handler
+
+
+def convolution(cx, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """aten.convolution: as conv_pointwise."""
+    xs, ws = cx.in_shape(0), cx.in_shape(1)
+    return pointwise_conv(cx, x, w, bias, stride, padding, output_padding, groups, transposed, len(ws) - 2, xs, ws)
+
+
+def pointwise_conv(cx, x, w, bias, stride, padding, output_padding, groups, transposed, nd, xs, ws):
+    def per_dim(v):
+        v = list(v) if isinstance(v, (list, tuple)) else [v] * nd
+        return v * nd if len(v) == 1 else v
+    kernel = ws[2:]
+    st, pad = per_dim(stride), padding if isinstance(padding, str) else per_dim(padding)
+    zero_pad = pad in ("valid", "same") or not any(pad)
+    if any(k != 1 for k in kernel) or groups != 1 or not zero_pad or any(per_dim(output_padding)) or \
+            (transposed and any(s != 1 for s in st)):
+        raise ExportError("a convolution with kernel %s, stride %s, padding %s, groups %s%s: tsopt maps pointwise ones "
+                          "(kernel 1, no padding, one group) as a GEMM over the channels; it has no implicit-GEMM "
+                          "convolution" % (kernel, st, pad, groups, " (transposed)" if transposed else ""))
+    g, batched = cx.g, len(xs) == nd + 2
+    ch = 1 if batched else 0
+    merged = nd > 1 and all(s == 1 for s in st)
+    if merged:  # the spatial dims nest: one axis, so that the GEMM reads x[n] as a [c, h·w] matrix in place
+        x = g.reshape(x, xs[:ch + 1] + [math.prod(xs[ch + 1:])])
+    else:
+        for j, s in enumerate(st):
+            if s > 1:
+                d = ch + 1 + j
+                x = g.slice(x, d, 0, xs[d], s)
+    space = "p" if merged else "pqr"[:nd]
+    lead = "n" if batched else ""
+    w2 = Val(w.name, w.axes[:2], w.dtype)  # [O, C] or, transposed, [C, O] (the kernel's dims are of size 1)
+    y = einsum(cx, "%s,%sc%s->%so%s" % ("co" if transposed else "oc", lead, space, lead, space), [w2, x])
+    if bias is not None:
+        b = g.rename(bias, [y.axes[ch]])
+        shape = cx.shape[:ch + 1] + [math.prod(cx.shape[ch + 1:])] if merged else cx.shape
+        y = g.elementwise(cx.hint, "add", [y, Val(b.name, [None] * ch + [y.axes[ch]] + [None] * len(space), bias.dtype)],
+                          shape, cx.dtype)
+    return g.reshape(y, cx.shape) if merged else y
 
 
 def matmul(cx, a, b):
@@ -996,6 +1092,13 @@ def full(cx, size, value, **kw):
     return g.expand_to(Val(c.name, [None] * len(axes), cx.dtype), axes)
 
 
+def full_like(value):
+    """zeros_like / ones_like / full_like: the constant at x's shape (cx.shape is the result's, x's own)."""
+    def handler(cx, x, *args, **kw):
+        return full(cx, None, args[0] if value is None else value)
+    return handler
+
+
 def ones(cx, size, **kw):
     return full(cx, size, 1.0)
 
@@ -1088,5 +1191,10 @@ HANDLERS = {
     "scaled_dot_product_attention": sdpa, "repeat_interleave": repeat_interleave,
     "diag": diag, "arange": arange, "full": full, "broadcast_tensors": broadcast_tensors,
     "cosine_similarity": cosine_similarity, "mse_loss": pointwise_loss(mse), "smooth_l1_loss": pointwise_loss(smooth_l1),
-    "huber_loss": pointwise_loss(huber), "kl_div": kl_div, "ones": ones, "zeros": zeros, "tril": triangle(False), "triu": triangle(True),
+    "huber_loss": pointwise_loss(huber), "kl_div": kl_div,
+    "conv1d": conv_pointwise(False), "conv2d": conv_pointwise(False), "conv3d": conv_pointwise(False),
+    "conv_transpose1d": conv_pointwise(True), "conv_transpose2d": conv_pointwise(True),
+    "conv_transpose3d": conv_pointwise(True), "convolution": convolution,
+    "pairwise_distance": pairwise_distance, "triplet_margin_loss": triplet_margin_loss, "prod": prod, "ones": ones, "zeros": zeros,
+    "zeros_like": full_like(0.0), "ones_like": full_like(1.0), "full_like": full_like(None), "tril": triangle(False), "triu": triangle(True),
 }

@@ -508,6 +508,33 @@ class BatchStatsNorm(nn.Module):
         return F.batch_norm(x, None, None, self.w, self.b, training=True, eps=1e-3) + self.inorm(x)
 
 
+class PointwiseConvs(nn.Module):
+    """Convolutions of kernel size 1 (a GEMM over the channels): 2-D with a bias (h and w merged), strided without
+    one, 1-D, 3-D, transposed, and one of an unbatched input."""
+
+    def __init__(self, c=6, o=5):
+        super().__init__()
+        self.c2, self.c2s = nn.Conv2d(c, o, 1), nn.Conv2d(c, o, 1, stride=2, bias=False)
+        self.c1, self.c3 = nn.Conv1d(c, o, 1), nn.Conv3d(c, o, (1, 1, 1))
+        self.ct = nn.ConvTranspose2d(c, o, 1)
+
+    def forward(self, x):  # x [b, c, h, w]
+        a = self.c2(x) + self.ct(x)
+        s = self.c2s(x)
+        return a, s, self.c1(x.flatten(2)), self.c3(x.unsqueeze(2)), self.c2(x[0])
+
+
+class ProductsAndTriplets(nn.Module):
+    """torch.prod over a dim (signs and a zero included by the inputs) and over every dim; the pairwise distance and
+    the triplet margin loss (with and without swap, mean and none)."""
+
+    def forward(self, a, b):  # a, b [m, d]
+        z = torch.where(a.abs() < 0.2, torch.zeros_like(a), a)
+        n = b.flip(0)
+        return (torch.prod(z, dim=1), torch.prod(a[:, :4] + 1.0), F.pairwise_distance(a, b),
+                F.triplet_margin_loss(a, b, n, margin=0.7), F.triplet_margin_loss(a, b, n, swap=True, reduction="none"))
+
+
 NO_KV_COPY = {"no_text": ["op: expand, args: [k]", "op: expand, args: [v]"]}  # K and V read per kv head
 
 CASES = [
@@ -575,6 +602,8 @@ CASES = [
     ("pools", Pools, X3, AX3),
     ("einsum", Einsums, [[2, 3, 7, 8], [2, 3, 7, 8]], {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
+    ("pointwise_convs", PointwiseConvs, [[2, 6, 5, 4]], {"b": 2, "c": 6, "h": 5, "w": 4}),
+    ("prod_triplet", ProductsAndTriplets, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
     ("batch_stats_norms", BatchStatsNorm, [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
     # training mode: both batch norms over the batch (and l); their running statistics' updates left out
     ("batchnorm_train", BatchNormEval, [[4, 12]], {"m": 4, "d": 12},
