@@ -1568,6 +1568,7 @@ int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
     record_named(&c);
     if (!d->nerrors) ts_graph_merge_reduced_axes(g);  /* hlir.h: two axes reduced one after the other, merged */
     if (!d->nerrors) ts_graph_split_after_merges(g); /* hlir.h: after a merging reshape, work in its source axes */
+    if (!d->nerrors) ts_graph_merge_free_axes(g);    /* hlir.h: a contraction operand's two nesting free axes */
     rc = d->nerrors ? -1 : 0;
 done:
     free(c.tensors);

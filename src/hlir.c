@@ -432,6 +432,21 @@ static int32_t merged_axis(ts_graph *g, int32_t outer, int32_t inner) {
     return m;
 }
 
+/* Every computed node but the chains' own (role) over m where it had outer and inner, and every operand view that
+ * sees them over m (inputs keep their dims: their readers' views merge the nesting strides; outputs keep theirs). */
+static void merge_pair_in_nodes(ts_graph *g, const char *role, int32_t outer, int32_t inner, int32_t m) {
+    for (int32_t j = 0; j < g->nnodes; j++) {
+        ts_node *n = &g->nodes[j];
+        if (role[j] || ts_op_kind_of(n->op) == TS_KIND_SOURCE) continue;
+        int d = node_dim(n, outer);
+        if (d >= 0) {
+            n->axis[d] = m;
+            remove_dim(n, d + 1);
+        }
+        for (int s = 0; s < n->nsrc; s++) merge_view_axes(&n->src[s].view, outer, inner, m);
+    }
+}
+
 /* Merges the axes of one reduction chain's pair everywhere, if every node allows it; whether it did. */
 static bool merge_one_pair(ts_graph *g) {
     int *readers = ts_graph_reader_counts(g);
@@ -457,16 +472,7 @@ static bool merge_one_pair(ts_graph *g) {
         if (!merge_allowed(g, role, c.outer, c.inner)) continue;
         const int32_t m = merged_axis(g, c.outer, c.inner);
         for (int k = 0; k < nc; k++) collapse_chain(g, &chains[k], m);
-        for (int32_t j = 0; j < g->nnodes; j++) {
-            ts_node *n = &g->nodes[j];
-            if (role[j] || ts_op_kind_of(n->op) == TS_KIND_SOURCE) continue;
-            int d = node_dim(n, c.outer);
-            if (d >= 0) {
-                n->axis[d] = m;
-                remove_dim(n, d + 1);
-            }
-            for (int s = 0; s < n->nsrc; s++) merge_view_axes(&n->src[s].view, c.outer, c.inner, m);
-        }
+        merge_pair_in_nodes(g, role, c.outer, c.inner, m);
         merged = true;
     }
     free(chains);
@@ -478,6 +484,96 @@ static bool merge_one_pair(ts_graph *g) {
 void ts_graph_merge_reduced_axes(ts_graph *g) {
     for (int round = 0; round < TS_MAX_DIMS && merge_one_pair(g); round++) {
     }
+}
+
+/* ---- two free axes of a contraction's operand, merged ---------------------------------------------- */
+
+/* Whether view v (of a product's operand, in the product's dims) has the two dims at d and d + 1 — neither the
+ * contraction's axis `k` — with nesting strides, and `other` (the product's other operand) is broadcast along both. */
+static bool free_pair_at(const ts_graph *g, const ts_view *v, const ts_view *other, int d, int32_t k) {
+    const int32_t a = v->axis[d], b = v->axis[d + 1];
+    if (a == k || b == k || !static_axis(g, a) || !static_axis(g, b) || v->size[d] < 2 || v->size[d + 1] < 2) return false;
+    if (v->stride[d] == 0 || v->stride[d + 1] == 0) return false;
+    int oa = ts_view_find(other, a), ob = ts_view_find(other, b);
+    if ((oa >= 0 && other->stride[oa] != 0) || (ob >= 0 && other->stride[ob] != 0)) return false;
+    ts_view t = *v;
+    return ts_view_merge(&t, d, 2, a);
+}
+
+/* The pairs merge_allowed refused, which find_free_pair skips. */
+typedef struct {
+    int32_t outer[4 * TS_MAX_DIMS], inner[4 * TS_MAX_DIMS];
+    int n;
+} pair_list;
+
+static bool listed(const pair_list *l, int32_t outer, int32_t inner) {
+    for (int i = 0; i < l->n; i++)
+        if (l->outer[i] == outer && l->inner[i] == inner) return true;
+    return false;
+}
+
+/* The first pair of free axes of one operand of a contraction (a sum over k of a product) not yet refused: adjacent
+ * in that operand's view with nesting strides (a channel-first activation's h and w in Σ_c W[o, c]·x[b, c, h, w]),
+ * the other operand broadcast along both. */
+static bool find_free_pair(const ts_graph *g, const pair_list *refused, int32_t *outer, int32_t *inner) {
+    for (int32_t i = 0; i < g->nnodes; i++) {
+        const ts_node *e = &g->nodes[i];
+        if (e->op != TS_OP_REDUCE_SUM) continue;
+        const ts_node *p = &g->nodes[e->src[0].node];
+        if (p->op != TS_OP_MUL || p->nsrc != 2) continue;
+        for (int s = 0; s < 2; s++) {
+            const ts_view *v = &p->src[s].view;
+            for (int d = 0; d + 1 < v->ndim; d++) {
+                if (!free_pair_at(g, v, &p->src[1 - s].view, d, e->reduce_axis) ||
+                    listed(refused, v->axis[d], v->axis[d + 1]))
+                    continue;
+                *outer = v->axis[d], *inner = v->axis[d + 1];
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Whether every graph output computed over outer and inner (its node has them adjacent: merge_allowed) reads the
+ * pair's positions as consecutive dims of its view that nest — the pair itself, or the runs earlier merges left there —
+ * so that the kernel computing it still writes it in the output's own order (attention's output permuted to [b, t,
+ * grp, kv_h, d] keeps grp and t apart). Checked by strides: in the node's row-major layout the pair spans strides
+ * [stride(inner), stride(outer)·size(outer)). */
+static bool outputs_keep_pair(const ts_graph *g, int32_t outer, int32_t inner) {
+    for (int i = 0; i < g->noutputs; i++) {
+        const ts_ref *r = &g->outputs[i].ref;
+        const ts_node *n = &g->nodes[r->node];
+        const int po = node_dim(n, outer), pi = node_dim(n, inner);
+        if ((po < 0 && pi < 0) || ts_op_kind_of(n->op) == TS_KIND_SOURCE) continue; /* inputs keep their dims */
+        const ts_view nv = ts_view_of_node(g, r->node), *v = &r->view;
+        const int64_t lo = nv.stride[pi], hi = nv.stride[po] * nv.size[po];
+        int64_t next = lo; /* the stride the next dim outwards must have */
+        bool inside = false, done = false;
+        for (int d = v->ndim - 1; d >= 0; d--) {
+            if (v->size[d] == 1) continue;
+            const bool in = v->stride[d] >= lo && v->stride[d] < hi;
+            if (in && (done || v->stride[d] != next)) return false; /* apart, out of order or not nesting */
+            if (in) next = v->stride[d] * v->size[d], inside = true;
+            else if (inside) done = true;
+        }
+        if (next != hi) return false;
+    }
+    return true;
+}
+
+void ts_graph_merge_free_axes(ts_graph *g) {
+    char *role = ts_xcalloc((size_t)g->nnodes + 1, 1); /* no chains: every node takes the merge */
+    pair_list refused = {.n = 0};
+    int32_t outer, inner;
+    while (refused.n < 4 * TS_MAX_DIMS && find_free_pair(g, &refused, &outer, &inner)) {
+        if (!merge_allowed(g, role, outer, inner) || !outputs_keep_pair(g, outer, inner)) {
+            refused.outer[refused.n] = outer, refused.inner[refused.n++] = inner;
+            continue;
+        }
+        merge_pair_in_nodes(g, role, outer, inner, merged_axis(g, outer, inner));
+    }
+    free(role);
 }
 
 /* ---- statistics -------------------------------------------------------------------------------- */

@@ -171,6 +171,12 @@ void ts_graph_split_after_merges(ts_graph *g);
  * kernel can compute the statistics and the work that reads them. Repeated while a pair merges (a norm over
  * three axes merges twice). The values are the graph's, up to the roundings of the dropped intermediates. */
 void ts_graph_merge_reduced_axes(ts_graph *g);
+/* Merges two free axes of one operand of a contraction (Σ_k a·b) — axes that operand has and the other lacks, adjacent
+ * in its view with nesting strides (a channel-first activation's h and w in a pointwise convolution Σ_c W[o, c]·
+ * x[b, c, h, w]) — into one new axis, under merge_reduced_axes's conditions (every node has both, adjacent, or neither;
+ * no reduction, iota or update over either; every view sees them nesting): the GEMM then reads x[b] as a [c, h·w]
+ * matrix in place, where its templates take one free axis a side. Static axes only; repeated while a pair merges. */
+void ts_graph_merge_free_axes(ts_graph *g);
 
 /* ---- statistics (for `tsopt check`) ----------------------------------------------------------- */
 typedef struct {

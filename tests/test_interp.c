@@ -315,6 +315,36 @@ Test(interp, group_norm_gain_and_silu_after_the_reshape_run_in_its_source_axes) 
     free_checked(&c);
 }
 
+/* A pointwise convolution over channel-first X (hlir.h, ts_graph_merge_free_axes): h and w merge into h_w in every node,
+ * the output is still [b, o, h, w], and the values are the graph's. */
+Test(interp, a_pointwise_convolution_merges_its_spatial_axes) {
+    enum { B = 2, C = 3, H = 4, W = 5, O = 6 };
+    double x[B * C * H * W], w[O * C], y[B * O * H * W];
+    for (int i = 0; i < B * C * H * W; i++) x[i] = sin(0.41 * i) + 0.02 * i;
+    for (int i = 0; i < O * C; i++) w[i] = cos(0.73 * i);
+    for (int b = 0; b < B; b++)
+        for (int o = 0; o < O; o++)
+            for (int p = 0; p < H * W; p++) {
+                double acc = 0;
+                for (int c = 0; c < C; c++) acc += w[o * C + c] * x[(b * C + c) * H * W + p];
+                y[(b * O + o) * H * W + p] = acc;
+            }
+    double *in[] = {x, w};
+    checked c;
+    double **out = run1(&c,
+                        "axes: {b: 2, c: 3, h: 4, w: 5, o: 6}\ninputs:\n  X: {dtype: fp32, shape: [b, c, h, w]}\n"
+                        "  W: {dtype: fp32, shape: [o, c]}\nops:\n  - {name: H, op: matmul, args: [W, X], over: c}\n"
+                        "  - {name: Y, op: permute, args: [H], order: [b, o, h, w]}\noutputs: [Y]\n",
+                        in);
+    for (int i = 0; i < B * O * H * W; i++) cr_assert(fabs(out[0][i] - y[i]) <= 1e-12, "element %d", i);
+    const ts_output *o = &c.g.outputs[0];
+    cr_assert_eq(c.g.nodes[o->ref.node].ndim, 3, "H is computed over [o, b, h_w]");
+    cr_assert_neq(ts_graph_find_axis(&c.g, "h_w"), -1);
+    cr_assert_eq(o->ref.view.ndim, 4, "and written as [b, o, h, w]");
+    ts_free_buffers(out, 1);
+    free_checked(&c);
+}
+
 /* An instance norm written as means over w then h (as PyTorch's exporter writes a reduction over two dims):
  * hlir.h's ts_graph_merge_reduced_axes rewrites the graph over one axis h_w — each chain of two reductions one
  * reduction, every node over [b, c, h_w], the output still [b, c, h, w] — and the values are the graph's. */

@@ -766,60 +766,71 @@ Test(search, a_small_gemm_over_unaligned_rows_is_not_worth_copying) {
     free_compiled(&cg);
 }
 
-/* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM over the b·t rows (X, the
- * result and every epilogue operand nest b outside t; a batch of b GEMMs of t rows each pads its last row tile)
- * with the weight shared. It was a CUDA-core REDUCE kernel (predicted 2.4 ms against 0.079): the GEMM needed
- * exactly one free axis per operand. With the weight first in the matmul the result is [n, b, t]: a GEMM per
- * sequence with the weight as the A shared by all of them, read M-major, writes that order itself (before run
- * 149: the [b, t, n] GEMM and a transposing copy). */
+/* A Linear over a batch of sequences, [b, t, d]·[d, n] (+ bias, GELU): one GEMM over the b·t rows with the weight
+ * shared. It was a CUDA-core REDUCE kernel (predicted 2.4 ms against 0.079): the GEMM needed exactly one free axis per
+ * operand. The checker merges b and t (hlir.h ts_graph_merge_free_axes: free axes of X that W lacks, nesting in every
+ * access) into one axis b_t; with the weight first in the matmul the result is [n, b_t], the weight the A read
+ * M-major. With t dynamic the checker leaves the axes apart and the planner merges the rows itself (m_outer: X, the
+ * result and every epilogue operand nest b outside t), or, weight first, runs a GEMM per sequence with the weight as the
+ * A shared by all of them (before run 149: the [b, t, n] GEMM and a transposing copy). */
 Test(search, a_linear_over_a_batch_of_sequences_is_one_gemm_over_all_rows) {
     const char *orders[] = {"args: [X, W]", "args: [W, X]"};
-    for (int o = 0; o < 2; o++) {
-        char *yaml = ts_strfmt("graph: g\naxes: {b: 8, t: 512, d: 1024, n: 4096}\n"
-                               "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
-                               "  c: {dtype: fp16, shape: [n]}\n"
-                               "ops:\n  - {name: H, op: matmul, %s, over: d}\n  - {name: Hb, op: add, args: [H, c]}\n"
-                               "  - {name: Y, op: gelu, args: [Hb]}\noutputs: [Y]\n", orders[o]);
-        compiled_graph cg;
-        compile_yaml(&cg, yaml);
-        char *best = best_plan(&cg);
-        const ts_kernel *k = &cg.out.plans[0].k[0];
-        cr_assert_eq(cg.out.plans[0].nk, 1, "%s: %s", orders[o], best);
-        cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
-        if (o == 0) {
-            cr_assert_eq(k->batch_axis, -1, "%s", best);
-            cr_assert_str_eq(axis_name(&cg, k->m_outer), "b");
-            cr_assert_str_eq(axis_name(&cg, k->m_axis), "t");
-            cr_assert_str_eq(axis_name(&cg, k->n_axis), "n");
-            cr_assert_eq(ts_gemm_rows(&cg.c.g, k), 8 * 512);
-        } else {
-            cr_assert_str_eq(axis_name(&cg, k->batch_axis), "b", "%s", best);
-            cr_assert_str_eq(axis_name(&cg, k->m_axis), "n");
-            cr_assert_str_eq(axis_name(&cg, k->n_axis), "t");
-            cr_assert(ts_gemm_a_km(k), "W [d, n] read M-major");
-            cr_assert(ts_sym_equal(ts_access_stride(&k->acc[k->a], k->batch_axis), ts_sym_const(0)), "W shared");
+    const char *sizes[] = {"t: 512", "t: {dynamic: true, typical: 512}"};
+    for (int dyn = 0; dyn < 2; dyn++)
+        for (int o = 0; o < 2; o++) {
+            char *yaml = ts_strfmt("graph: g\naxes: {b: 8, %s, d: 1024, n: 4096}\n"
+                                   "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n"
+                                   "  c: {dtype: fp16, shape: [n]}\n"
+                                   "ops:\n  - {name: H, op: matmul, %s, over: d}\n  - {name: Hb, op: add, args: [H, c]}\n"
+                                   "  - {name: Y, op: gelu, args: [Hb]}\noutputs: [Y]\n", sizes[dyn], orders[o]);
+            compiled_graph cg;
+            compile_yaml(&cg, yaml);
+            char *best = best_plan(&cg);
+            const ts_kernel *k = &cg.out.plans[0].k[0];
+            cr_assert_eq(cg.out.plans[0].nk, 1, "%s: %s", orders[o], best);
+            cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
+            const char *rows = o == 0 ? "b_t" : "n", *cols = o == 0 ? "n" : "b_t";
+            if (dyn == 0) {
+                cr_assert_eq(k->batch_axis, -1, "%s", best);
+                cr_assert_eq(k->m_outer, -1, "%s", best);
+                cr_assert_str_eq(axis_name(&cg, k->m_axis), rows, "%s", best);
+                cr_assert_str_eq(axis_name(&cg, k->n_axis), cols, "%s", best);
+                if (o == 1) cr_assert(ts_gemm_a_km(k), "W [d, n] read M-major");
+            } else if (o == 0) {
+                cr_assert_eq(k->batch_axis, -1, "%s", best);
+                cr_assert_str_eq(axis_name(&cg, k->m_outer), "b");
+                cr_assert_str_eq(axis_name(&cg, k->m_axis), "t");
+                cr_assert_str_eq(axis_name(&cg, k->n_axis), "n");
+                cr_assert_eq(ts_gemm_rows(&cg.c.g, k), 8 * 512);
+            } else {
+                cr_assert_str_eq(axis_name(&cg, k->batch_axis), "b", "%s", best);
+                cr_assert_str_eq(axis_name(&cg, k->m_axis), "n");
+                cr_assert_str_eq(axis_name(&cg, k->n_axis), "t");
+                cr_assert(ts_gemm_a_km(k), "W [d, n] read M-major");
+                cr_assert(ts_sym_equal(ts_access_stride(&k->acc[k->a], k->batch_axis), ts_sym_const(0)), "W shared");
+            }
+            cr_assert_lt(k->predicted_s, 0.2e-3, "%s: %g s", best, k->predicted_s);
+            free(best);
+            free(yaml);
+            free_compiled(&cg);
         }
-        cr_assert_lt(k->predicted_s, 0.2e-3, "%s: %g s", best, k->predicted_s);
-        free(best);
-        free(yaml);
-        free_compiled(&cg);
-    }
 }
 
-/* A projection applied per head, [b, h, t, d]·[d, n] (+ bias, ReLU): three free axes on one side. One GEMM
- * with rows along t and the batch index over b and h together (they nest), the weight broadcast. It was a
- * CUDA-core REDUCE kernel (predicted 0.041 ms against 0.011). Laid out [t, b, h, d] the two batch axes still
- * nest (the result, [t, b, h, n], is copied into that order); laid out [b, t, h, d] they do not, and X is
- * first copied so that they do. */
+/* A projection applied per head, [b, h, t, d]·[d, n] (+ bias, ReLU): three free axes on one side. It was a CUDA-core
+ * REDUCE kernel (predicted 0.041 ms against 0.011). In any layout the checker merges the three (hlir.h
+ * ts_graph_merge_free_axes, a pair at a time) into one axis of rows: one plain GEMM, X read in place (laid out
+ * [b, t, h, d] it was copied before, so that b and h nested as a batch). With t dynamic (never merged) the planner
+ * takes the three itself: rows along t and the batch index over b and h together, X copied so that they nest. */
 Test(search, a_linear_over_three_free_axes_is_one_gemm_with_a_merged_broadcast_batch) {
-    const char *layouts[] = {"[b, h, t, d]", "[t, b, h, d]", "[b, t, h, d]"};
-    const char *outer[] = {"b", "b", "b"}, *inner[] = {"h", "h", "h"};
-    for (int l = 0; l < 3; l++) {
-        char *yaml = ts_strfmt("graph: g\naxes: {b: 2, h: 8, t: 512, d: 128, n: 256}\n"
+    const char *layouts[] = {"[b, h, t, d]", "[t, b, h, d]", "[b, t, h, d]", "[b, t, h, d]"};
+    const char *rows[] = {"b_h_t", "t_b_h", "b_t_h", "t"};
+    for (int l = 0; l < 4; l++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {b: 2, h: 8, t: %s, d: 128, n: 256}\n"
                                "inputs:\n  X: {dtype: fp16, shape: %s}\n  W: {dtype: fp16, shape: [d, n]}\n"
                                "  c: {dtype: fp16, shape: [n]}\n"
                                "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n  - {name: Hb, op: add, args: [H, c]}\n"
-                               "  - {name: Y, op: relu, args: [Hb]}\noutputs: [Y]\n", layouts[l]);
+                               "  - {name: Y, op: relu, args: [Hb]}\noutputs: [Y]\n",
+                               l < 3 ? "512" : "{dynamic: true, typical: 512}", layouts[l]);
         compiled_graph cg;
         compile_yaml(&cg, yaml);
         char *best = best_plan(&cg);
@@ -830,10 +841,15 @@ Test(search, a_linear_over_three_free_axes_is_one_gemm_with_a_merged_broadcast_b
             else cr_assert_neq(p->k[i].kind, TS_KERNEL_REDUCE, "%s: %s", layouts[l], best);
         cr_assert_eq(gemms, 1, "%s: %s", layouts[l], best);
         const ts_kernel *k = &p->k[gi];
-        cr_assert_str_eq(axis_name(&cg, k->m_axis), "t", "%s", layouts[l]);
+        cr_assert_str_eq(axis_name(&cg, k->m_axis), rows[l], "%s: %s", layouts[l], best);
         cr_assert_str_eq(axis_name(&cg, k->n_axis), "n");
-        cr_assert_str_eq(axis_name(&cg, k->batch_outer), outer[l]);
-        cr_assert_str_eq(axis_name(&cg, k->batch_axis), inner[l]);
+        if (l < 3) {
+            cr_assert_eq(p->nk, 1, "%s: X read in place: %s", layouts[l], best);
+            cr_assert_eq(k->batch_axis, -1, "%s", best);
+        } else {
+            cr_assert_str_eq(axis_name(&cg, k->batch_outer), "b");
+            cr_assert_str_eq(axis_name(&cg, k->batch_axis), "h");
+        }
         cr_assert_lt(k->predicted_s, 0.015e-3, "%s: %s, %g s", layouts[l], best, k->predicted_s);
         free(best);
         free(yaml);
@@ -1773,6 +1789,28 @@ Test(search, an_instance_norm_over_two_axes_is_one_row_kernel) {
     free_compiled(&cg);
 }
 
+/* A pointwise convolution written channel-first, Σ_c W[o, c]·X[b, c, h, w] + bias (hlir.h, ts_graph_merge_free_axes):
+ * h and w, free axes of X that W lacks, merge into h_w, and one GEMM batched over b reads X[b] as a [c, h·w] matrix in
+ * place and writes Y[b] as [o, h·w] (three kernels before: X copied channels-last, the GEMM, the result copied back);
+ * a reduction over h keeps the axes apart. */
+Test(search, a_channel_first_pointwise_convolution_is_one_gemm) {
+    compiled_graph cg;
+    compile_yaml(&cg, "graph: g\naxes: {b: 16, c: 256, h: 64, w: 64, o: 512}\ninputs:\n  X: {dtype: fp16, shape: [b, c, h, w]}\n"
+                      "  W: {dtype: fp16, shape: [o, c]}\n  bias: {dtype: fp16, shape: [o]}\n"
+                      "ops:\n  - {name: H, op: matmul, args: [W, X], over: c}\n"
+                      "  - {name: Hp, op: permute, args: [H], order: [b, o, h, w]}\n"
+                      "  - {name: Y, op: add, args: [Hp, bias]}\noutputs: [Y]\n");
+    char *best = best_plan(&cg);
+    cr_expect_str_eq(best, "gemm [b,o,h_w] over c");
+    free(best);
+    free_compiled(&cg);
+    compile_yaml(&cg, "graph: g\naxes: {b: 16, c: 256, h: 64, w: 64, o: 512}\ninputs:\n  X: {dtype: fp16, shape: [b, c, h, w]}\n"
+                      "  W: {dtype: fp16, shape: [o, c]}\nops:\n  - {name: H, op: matmul, args: [W, X], over: c}\n"
+                      "  - {name: S, op: reduce_sum, args: [H], axis: h}\noutputs: [S]\n");
+    cr_expect_eq(ts_graph_find_axis(&cg.c.g, "h_w"), -1, "a reduction over h: not merged");
+    free_compiled(&cg);
+}
+
 /* Compiles `yaml` (freeing it) and expects its best plan to be `want`; `what` names the case in a failure. */
 static void expect_best_plan_of(char *yaml, const char *want, const char *what) {
     compiled_graph cg;
@@ -1974,10 +2012,12 @@ Test(search, a_weight_with_two_free_axes_sliced_after_the_product_is_a_gemm_a_ha
         cr_expect_neq(p->k[k].kind, TS_KERNEL_REDUCE, "%s", best);
         if (p->k[k].kind != TS_KERNEL_GEMM) continue;
         gemms++;
-        cr_expect(p->k[k].m_outer == ts_graph_find_axis(g, "b") && p->k[k].m_axis == ts_graph_find_axis(g, "t"), "%s", best);
+        const int32_t bt = ts_graph_find_axis(g, "b_t"); /* b and t merged by the checker: one axis of rows or columns */
+        cr_expect(p->k[k].m_axis == bt || p->k[k].n_axis == bt, "%s", best);
         cr_expect_eq(p->buf[p->k[k].acc[p->k[k].b0].buf].kind, TS_BUF_INPUT, "W's half read in place: %s", best);
     }
     cr_expect_eq(gemms, 2, "%s", best);
+    cr_expect_eq(p->nk, 2, "the SiLU product in the second GEMM's epilogue, no map: %s", best);
     cr_expect_lt(p->predicted_s, 0.2e-3, "%s", best);
     free(best);
     free_compiled(&cg);
@@ -2011,7 +2051,7 @@ Test(search, a_vector_against_a_matrix_is_a_skinny_gemm) {
     expect_vector_gemm("[d]", "[d, n]", 1, "n"); /* x·W, W stored [k, n] */
     expect_vector_gemm("[d]", "[n, d]", 1, "n"); /* PyTorch's [out, in] weight */
     expect_vector_gemm("[d, n]", "[d]", 1, "n"); /* the vector on the right: W·x */
-    expect_vector_gemm("[b, t, d]", "[d]", 64, "t"); /* a score per position: batched over b, the vector shared */
+    expect_vector_gemm("[b, t, d]", "[d]", 1, "b_t"); /* a score per position: b and t one axis (hlir.h merge_free_axes) */
 }
 
 /* A decode MLP written with vectors plans as the one with a size-1 token axis: the gate and up products one dual GEMM
@@ -2389,24 +2429,32 @@ Test(search, deep_small_gemms_split_k_through_memory) {
     free_compiled(&cg);
 }
 
-/* Rows merged over two axes (m_outer): a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows;
- * with an epilogue operand along t alone (a position bias [t, n]) the rows cannot be one index, and it stays a
+/* Rows merged over two axes: a Linear over [b, t, d] with a residual [b, t, n] is one GEMM of b·t rows — by the checker
+ * (one axis b_t, hlir.h ts_graph_merge_free_axes) where t is static, by the planner (m_outer) where t is dynamic; with
+ * an epilogue operand along t alone (a position bias [t, n]) the rows cannot be one index for either, and it stays a
  * batch of b GEMMs (test_emit: the header of merged rows). */
 Test(search, rows_merge_only_where_every_access_nests) {
-    const char *extra[] = {"  R: {dtype: fp16, shape: [b, t, n]}\n", "  R: {dtype: fp16, shape: [t, n]}\n"};
-    for (int i = 0; i < 2; i++) {
-        char *yaml = ts_strfmt("graph: g\naxes: {b: 32, t: 197, d: 768, n: 3072}\n"
+    const char *extra[] = {"  R: {dtype: fp16, shape: [b, t, n]}\n", "  R: {dtype: fp16, shape: [b, t, n]}\n",
+                           "  R: {dtype: fp16, shape: [t, n]}\n"};
+    for (int i = 0; i < 3; i++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {b: 32, t: %s, d: 768, n: 3072}\n"
                                "inputs:\n  X: {dtype: fp16, shape: [b, t, d]}\n  W: {dtype: fp16, shape: [d, n]}\n%s"
                                "ops:\n  - {name: H, op: matmul, args: [X, W], over: d}\n"
-                               "  - {name: Y, op: add, args: [H, R]}\noutputs: [Y]\n", extra[i]);
+                               "  - {name: Y, op: add, args: [H, R]}\noutputs: [Y]\n",
+                               i == 1 ? "{dynamic: true, typical: 197}" : "197", extra[i]);
         compiled_graph cg;
         compile_yaml(&cg, yaml);
         const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_GEMM);
         if (i == 0) {
             cr_expect_eq(k->batch_axis, -1);
+            cr_expect_str_eq(axis_name(&cg, k->m_axis), "b_t");
+            cr_expect_eq(ts_gemm_rows(&cg.c.g, k), 32 * 197);
+        } else if (i == 1) {
+            cr_expect_eq(k->batch_axis, -1);
             cr_expect_str_eq(axis_name(&cg, k->m_outer), "b");
             cr_expect_eq(ts_gemm_rows(&cg.c.g, k), 32 * 197);
         } else {
+            cr_expect_eq(ts_graph_find_axis(&cg.c.g, "b_t"), -1, "R along t alone: no merge");
             cr_expect_eq(k->m_outer, -1, "R along t alone: no merge");
             cr_expect_str_eq(axis_name(&cg, k->batch_axis), "b");
         }
