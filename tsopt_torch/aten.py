@@ -567,7 +567,16 @@ def one_axis(x, dims, what):
 
 
 def var(cx, x, dims=None, correction=1, keepdim=False, **kw):
+    """over one dim, or over several consecutive ones (every dim: x.var()) merged into one by a reshape"""
     c = 1 if correction is None else correction
+    ds = [d for d in dims_of(x, dims) if x.axes[d] is not None]
+    if len(ds) > 1 and ds == list(range(ds[0], ds[-1] + 1)):
+        g, shape = cx.g, cx.in_shape(0)
+        flat = shape[:ds[0]] + [math.prod(shape[ds[0]:ds[-1] + 1])] + shape[ds[-1] + 1:]
+        y = reduce_over(cx, "var", g.reshape(x, flat), [ds[0]], False, correction=float(c))
+        if not keepdim:
+            return y
+        return g.reshape(y, shape[:ds[0]] + [1] * len(ds) + shape[ds[-1] + 1:])
     d = one_axis(x, dims, "var")
     return reduce_over(cx, "var", x, [d], keepdim, correction=float(c))
 
@@ -587,6 +596,18 @@ def vector_norm(cx, x, ord=2, dims=None, keepdim=False, **kw):
         raise ExportError("a vector norm of order %r; tsopt maps the 1-, 2- and ∞-norms" % (ord,))
     sq = reduce_over(cx, "reduce_sum", cx.g.op(cx.hint, "mul", [x, x], x.axes, x.dtype), dims_of(x, dims), keepdim)
     return unary("sqrt")(cx, sq)
+
+
+def matrix_norm(cx, x, ord="fro", dim=(-2, -1), keepdim=False, **kw):
+    """the Frobenius norm over two dims (the nuclear and spectral norms have no tsopt op)"""
+    if ord != "fro":
+        raise ExportError("matrix_norm of order %r; tsopt maps the Frobenius norm" % (ord,))
+    return vector_norm(cx, x, 2, list(dim), keepdim)
+
+
+def std_mean(cx, x, dims=None, correction=1, keepdim=False, **kw):
+    """(std, mean)"""
+    return (std(cx, x, dims, correction, keepdim), reduce("mean")(cx, x, dims, keepdim))
 
 
 def var_mean(cx, x, dims=None, correction=1, keepdim=False, **kw):
@@ -632,6 +653,109 @@ def triplet_margin_loss(cx, anchor, positive, negative, margin=1.0, p=2.0, eps=1
     gap = g.op(cx.hint, "add", [g.op(cx.hint, "sub", [d_pos, d_neg], d_pos.axes, d_pos.dtype), float(margin)],
                d_pos.axes, d_pos.dtype)
     return loss_reduced(cx, g.op(cx.hint, "relu", [gap], gap.axes, gap.dtype), reduction)
+
+
+def prelu(cx, x, w):
+    """x > 0 ? x : w·x, w one slope or one a channel (dim 1)"""
+    one = cx.in_shape(1) in ([1], []) or len(x.axes) < 2  # one slope (an input of fewer than 2 dims has no channels)
+    slope = Val(w.name, [None] * len(x.axes), w.dtype) if one else per_channel(cx, w, x)
+    return ew(cx, "where", less(cx, 0.0, x), x, cx.g.elementwise(cx.hint, "mul", [x, slope], cx.shape, x.dtype))
+
+
+def rrelu(cx, x, lower=1.0 / 8, upper=1.0 / 3, training=False, *rest):
+    """in eval mode a leaky ReLU of slope (lower + upper) / 2 (training draws random slopes: refused)"""
+    if training:
+        raise ExportError("rrelu in training mode draws random slopes; tsopt maps it in eval mode")
+    return leaky_relu(cx, x, (lower + upper) / 2)
+
+
+def logit(cx, x, eps=None):
+    """log(x / (1 − x)), x clamped to [eps, 1 − eps] where eps is given"""
+    if eps is not None:
+        x = clamp(cx, x, eps, 1 - eps)
+    return unary("log")(cx, ew(cx, "div", x, ew(cx, "sub", 1.0, x)))
+
+
+def log10(cx, x):
+    """log2(x) · log10(2)"""
+    return scaled(cx, unary("log2")(cx, x), math.log10(2.0))
+
+
+def hyperbolic(sign):
+    """sinh (sign −1) and cosh (+1): (e^x ± e^−x) / 2"""
+    def handler(cx, x):
+        e = unary("exp")(cx, x)
+        return scaled(cx, ew(cx, "add", e, scaled(cx, unary("exp")(cx, unary("neg")(cx, x)), sign)), 0.5)
+    return handler
+
+
+def tan(cx, x):
+    """sin x / cos x"""
+    return ew(cx, "div", unary("sin")(cx, x), cos(cx, x))
+
+
+def hypot(cx, a, b):
+    """√(a² + b²)"""
+    return unary("sqrt")(cx, ew(cx, "add", ew(cx, "mul", a, a), ew(cx, "mul", b, b)))
+
+
+def lerp(cx, a, b, w):
+    """a + w·(b − a), w a number or a tensor"""
+    return ew(cx, "add", a, ew(cx, "mul", ew(cx, "sub", b, a), w) if isinstance(w, Val) else scaled(cx, ew(cx, "sub", b, a), w))
+
+
+def addcdiv(cx, x, a, b, value=1):
+    """x + value · a / b"""
+    q = ew(cx, "div", a, b)
+    return ew(cx, "add", x, scaled(cx, q, value) if value != 1 else q)
+
+
+def binary_cross_entropy(cx, p, t, weight=None, reduction=1):
+    """−(t·log p + (1 − t)·log(1 − p)), each log at least −100 (as ATen clamps them)"""
+    if weight is not None:
+        raise ExportError("binary_cross_entropy with a weight; tsopt maps it without")
+    g, shape = cx.g, pair_shape(cx)
+    p, t = broadcast_tensors_to(cx, [p, t], shape)
+
+    def e(op, *args):
+        return g.elementwise(cx.hint, op, list(args), shape, p.dtype)
+
+    lp = e("max", g.op(cx.hint, "log", [p], p.axes, p.dtype), -100.0)
+    lq = e("max", g.op(cx.hint, "log", [e("sub", 1.0, p)], p.axes, p.dtype), -100.0)
+    return loss_reduced(cx, g.op(cx.hint, "neg", [e("add", e("mul", t, lp), e("mul", e("sub", 1.0, t), lq))], p.axes,
+                                 p.dtype), reduction)
+
+
+def binary_cross_entropy_with_logits(cx, x, t, weight=None, pos_weight=None, reduction=1):
+    """max(x, 0) − x·t + log(1 + e^(−|x|)): the stable form of −(t·log σ(x) + (1 − t)·log(1 − σ(x)))"""
+    if weight is not None or pos_weight is not None:
+        raise ExportError("binary_cross_entropy_with_logits with a weight or pos_weight; tsopt maps it without")
+    g, shape = cx.g, pair_shape(cx)
+    x, t = broadcast_tensors_to(cx, [x, t], shape)
+
+    def e(op, *args):
+        return g.elementwise(cx.hint, op, list(args), shape, x.dtype)
+
+    tail = softplus(cx, g.op(cx.hint, "neg", [g.op(cx.hint, "abs", [x], x.axes, x.dtype)], x.axes, x.dtype))
+    return loss_reduced(cx, e("add", e("sub", e("max", x, 0.0), e("mul", x, t)), tail), reduction)
+
+
+def soft_margin_loss(cx, x, t, reduction=1):
+    """log(1 + e^(−t·x))"""
+    g, shape = cx.g, pair_shape(cx)
+    x, t = broadcast_tensors_to(cx, [x, t], shape)
+    m = g.elementwise(cx.hint, "mul", [x, t], shape, x.dtype)
+    return loss_reduced(cx, softplus(cx, g.op(cx.hint, "neg", [m], m.axes, m.dtype)), reduction)
+
+
+def margin_ranking_loss(cx, a, b, t, margin=0.0, reduction=1):
+    """max(0, −t·(a − b) + margin), the three of one shape"""
+    g, shape = cx.g, cx.in_shape(0)
+    if cx.in_shape(1) != shape or cx.in_shape(2) != shape:
+        raise ExportError("margin_ranking_loss of operands of different shapes; tsopt maps equal ones")
+    d = g.op(cx.hint, "sub", [b, a], a.axes, a.dtype)
+    m = g.op(cx.hint, "add", [g.op(cx.hint, "mul", [t, d], a.axes, a.dtype), float(margin)], a.axes, a.dtype)
+    return loss_reduced(cx, g.op(cx.hint, "relu", [m], m.axes, m.dtype), reduction)
 
 
 def sign(cx, x):
@@ -785,7 +909,7 @@ def conv_pointwise(transposed):
     a GEMM over the channels, which the plans read channel-first in place. Larger kernels, padding and groups
     are refused (tsopt has no implicit-GEMM convolution)."""
     def handler(cx, x, w, bias=None, stride=1, padding=0, *rest):
-        g, xs, ws = cx.g, cx.in_shape(0), cx.in_shape(1)
+        xs, ws = cx.in_shape(0), cx.in_shape(1)
         nd = len(ws) - 2
         if transposed:  # conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
             output_padding, groups = (rest[0] if rest else 0), (rest[1] if len(rest) > 1 else 1)
@@ -853,11 +977,29 @@ def linear(cx, x, w, bias=None):
     return y if bias is None else cx.g.elementwise(cx.hint, "add", [y, bias], cx.shape, cx.dtype)
 
 
+def add_scaled(cx, c, y, beta, alpha):
+    """beta·c + alpha·y (ATen's addmm family; beta 0 ignores c, as ATen does, NaN and ∞ in it included)."""
+    y = scaled(cx, y, alpha) if alpha != 1 else y
+    if beta == 0:
+        return y
+    return cx.g.elementwise(cx.hint, "add", [y, scaled(cx, c, beta) if beta != 1 else c], cx.shape, cx.dtype)
+
+
 def addmm(cx, bias, a, b, beta=1, alpha=1):
-    if beta != 1 or alpha != 1:
-        raise ExportError("addmm with beta or alpha other than 1")
-    y = contract(cx, a, b)
-    return cx.g.elementwise(cx.hint, "add", [y, bias], cx.shape, cx.dtype)
+    """beta·bias + alpha·(a @ b); also baddbmm (batched) and addmv (a matrix times a vector)."""
+    return add_scaled(cx, bias, contract(cx, a, b), beta, alpha)
+
+
+def addbmm(cx, c, a, b, beta=1, alpha=1):
+    """beta·c + alpha·Σ_i a[i] @ b[i]: the batched product summed over the batch."""
+    sa, sb = cx.in_shape(1), cx.in_shape(2)
+    y = contract(cx, a, b, [sa[0], sa[1], sb[2]])
+    return add_scaled(cx, c, reduce_over(cx, "reduce_sum", y, [0], False), beta, alpha)
+
+
+def outer(cx, a, b):
+    """a[i]·b[j]"""
+    return ew(cx, "mul", Val(a.name, [a.axes[0], None], a.dtype), Val(b.name, [None, b.axes[0]], b.dtype))
 
 
 # ---- normalisation --------------------------------------------------------------------------------------
@@ -1195,6 +1337,18 @@ HANDLERS = {
     "conv1d": conv_pointwise(False), "conv2d": conv_pointwise(False), "conv3d": conv_pointwise(False),
     "conv_transpose1d": conv_pointwise(True), "conv_transpose2d": conv_pointwise(True),
     "conv_transpose3d": conv_pointwise(True), "convolution": convolution,
-    "pairwise_distance": pairwise_distance, "triplet_margin_loss": triplet_margin_loss, "prod": prod, "ones": ones, "zeros": zeros,
+    "pairwise_distance": pairwise_distance,
+    "mv": lambda cx, a, x: einsum(cx, "ij,j->i", [a, x]), "dot": lambda cx, a, b: einsum(cx, "i,i->", [a, b]),
+    "addmv": lambda cx, c, a, x, beta=1, alpha=1: add_scaled(cx, c, einsum(cx, "ij,j->i", [a, x]), beta, alpha),
+    "std_mean": std_mean, "linalg_norm": lambda cx, x, ord=None, dim=None, keepdim=False, **kw: vector_norm(
+        cx, x, 2 if ord is None else ord, dim, keepdim),
+    "linalg_matrix_norm": matrix_norm, "outer": outer, "ger": outer, "baddbmm": addmm, "addbmm": addbmm,
+    "prelu": prelu, "_prelu_kernel": prelu, "rrelu": rrelu, "logit": logit, "log10": log10, "sinh": hyperbolic(-1.0),
+    "cosh": hyperbolic(1.0), "tan": tan, "hypot": hypot, "lerp": lerp, "addcdiv": addcdiv,
+    "special_erfc": lambda cx, x: ew(cx, "sub", 1.0, unary("erf")(cx, x)),
+    "erfc": lambda cx, x: ew(cx, "sub", 1.0, unary("erf")(cx, x)), "special_expit": unary("sigmoid"),
+    "binary_cross_entropy": binary_cross_entropy,
+    "binary_cross_entropy_with_logits": binary_cross_entropy_with_logits, "soft_margin_loss": soft_margin_loss,
+    "margin_ranking_loss": margin_ranking_loss, "triplet_margin_loss": triplet_margin_loss, "prod": prod, "ones": ones, "zeros": zeros,
     "zeros_like": full_like(0.0), "ones_like": full_like(1.0), "full_like": full_like(None), "tril": triangle(False), "triu": triangle(True),
 }

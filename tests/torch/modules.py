@@ -535,6 +535,47 @@ class ProductsAndTriplets(nn.Module):
                 F.triplet_margin_loss(a, b, n, margin=0.7), F.triplet_margin_loss(a, b, n, swap=True, reduction="none"))
 
 
+class ProductForms(nn.Module):
+    """torch.mv, dot, outer, baddbmm (beta and alpha), addmm with beta and alpha, addmv, addbmm."""
+
+    def forward(self, a, b):  # a [m, d], b [m, d]
+        v, w = a[0], b[1]
+        a3, b3 = a.unsqueeze(0).expand(2, -1, -1), b.t().unsqueeze(0).expand(2, -1, -1)  # [2, m, d], [2, d, m]
+        c3 = (a[:, :a.shape[0]] * 0.1).unsqueeze(0).expand(2, -1, -1)  # [2, m, m]
+        return (torch.mv(a, w), torch.dot(v, w), torch.outer(v, w[:5]), torch.baddbmm(c3, a3 + 1.0, b3, beta=0.5, alpha=2.0),
+                torch.addmm(v[:1], a, b.t(), beta=0.25, alpha=-1.5), torch.addmv(a[:, 0], a, w, beta=2.0),
+                torch.addbmm(a[:, :a.shape[0]], a3, b3))
+
+
+class MoreElementwise(nn.Module):
+    """PReLU (a slope a channel, and one), RReLU in eval mode, logit (with and without eps), log10, sinh, cosh, tan,
+    hypot, lerp (a number and a tensor weight), addcdiv, erfc, expit; std_mean, var over every dim and over two,
+    linalg.norm and the Frobenius matrix norm."""
+
+    def __init__(self, c=12):
+        super().__init__()
+        self.p, self.p1, self.rr = nn.PReLU(c), nn.PReLU(), nn.RReLU().eval()
+
+    def forward(self, a, b):  # a, b [m, d] (d = c)
+        s = torch.sigmoid(a)
+        sd, mn = torch.std_mean(a, dim=1)
+        return (self.p(a) + self.p1(b) + self.rr(a), torch.logit(s) + torch.logit(s, eps=0.1),
+                torch.log10(a.abs() + 0.5) + torch.sinh(a) - torch.cosh(b) + torch.tan(0.5 * a) + torch.hypot(a, b),
+                torch.lerp(a, b, 0.3) + torch.lerp(a, b, s) + torch.addcdiv(a, b, b.abs() + 1.0, value=0.5),
+                torch.special.erfc(a) + torch.special.expit(b), sd, mn, a.var(), a.unsqueeze(0).var(dim=(1, 2)),
+                torch.linalg.norm(a), torch.linalg.matrix_norm(a.unsqueeze(0)))
+
+
+class MoreLosses(nn.Module):
+    """binary cross-entropy (of probabilities and of logits), the soft margin loss, the margin ranking loss."""
+
+    def forward(self, a, b):  # a, b [m, d]
+        p, t = torch.sigmoid(a), torch.sigmoid(b)
+        return (F.binary_cross_entropy(p, t), F.binary_cross_entropy(p, t, reduction="sum"),
+                F.binary_cross_entropy_with_logits(a, t), F.binary_cross_entropy_with_logits(a, t, reduction="none"),
+                F.soft_margin_loss(a, torch.sign(b)), F.margin_ranking_loss(a[0], a[1], torch.sign(b[0]), margin=0.2))
+
+
 NO_KV_COPY = {"no_text": ["op: expand, args: [k]", "op: expand, args: [v]"]}  # K and V read per kv head
 
 CASES = [
@@ -604,6 +645,9 @@ CASES = [
     ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
     ("pointwise_convs", PointwiseConvs, [[2, 6, 5, 4]], {"b": 2, "c": 6, "h": 5, "w": 4}),
     ("prod_triplet", ProductsAndTriplets, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
+    ("product_forms", ProductForms, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
+    ("more_elementwise", MoreElementwise, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
+    ("more_losses", MoreLosses, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
     ("batch_stats_norms", BatchStatsNorm, [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
     # training mode: both batch norms over the batch (and l); their running statistics' updates left out
     ("batchnorm_train", BatchNormEval, [[4, 12]], {"m": 4, "d": 12},
