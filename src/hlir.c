@@ -500,6 +500,16 @@ static bool free_pair_at(const ts_graph *g, const ts_view *v, const ts_view *oth
     return ts_view_merge(&t, d, 2, a);
 }
 
+/* Whether the product's operands (views x and y in its dims, broadcast along the other's axes by stride 0) share an
+ * axis other than the contraction's k: a batch — one of size 1 too (a single kv head written as an axis). */
+static bool batched_product(const ts_view *x, const ts_view *y, int32_t k) {
+    for (int j = 0; j < x->ndim; j++) {
+        int o = ts_view_find(y, x->axis[j]);
+        if (x->axis[j] != k && x->stride[j] != 0 && o >= 0 && y->stride[o] != 0) return true;
+    }
+    return false;
+}
+
 /* The pairs merge_allowed refused, which find_free_pair skips. */
 typedef struct {
     int32_t outer[4 * TS_MAX_DIMS], inner[4 * TS_MAX_DIMS];
@@ -514,13 +524,16 @@ static bool listed(const pair_list *l, int32_t outer, int32_t inner) {
 
 /* The first pair of free axes of one operand of a contraction (a sum over k of a product) not yet refused: adjacent
  * in that operand's view with nesting strides (a channel-first activation's h and w in Σ_c W[o, c]·x[b, c, h, w]),
- * the other operand broadcast along both. */
+ * the other operand broadcast along both. Contractions batched over an axis both operands have are left as they are:
+ * attention's Q·Kᵀ over kv heads, whose group and query axes merged would take a decode step's few query rows past
+ * the split-key kernel's 16 (config.c ATTN_DECODE_ROWS; random GQA graphs at t_q 7 went from it to three kernels,
+ * 2.2-2.6x slower predicted). */
 static bool find_free_pair(const ts_graph *g, const pair_list *refused, int32_t *outer, int32_t *inner) {
     for (int32_t i = 0; i < g->nnodes; i++) {
         const ts_node *e = &g->nodes[i];
         if (e->op != TS_OP_REDUCE_SUM) continue;
         const ts_node *p = &g->nodes[e->src[0].node];
-        if (p->op != TS_OP_MUL || p->nsrc != 2) continue;
+        if (p->op != TS_OP_MUL || p->nsrc != 2 || batched_product(&p->src[0].view, &p->src[1].view, e->reduce_axis)) continue;
         for (int s = 0; s < 2; s++) {
             const ts_view *v = &p->src[s].view;
             for (int d = 0; d + 1 < v->ndim; d++) {

@@ -175,7 +175,9 @@ void ts_graph_merge_reduced_axes(ts_graph *g);
  * in its view with nesting strides (a channel-first activation's h and w in a pointwise convolution Σ_c W[o, c]·
  * x[b, c, h, w]) — into one new axis, under merge_reduced_axes's conditions (every node has both, adjacent, or neither;
  * no reduction, iota or update over either; every view sees them nesting): the GEMM then reads x[b] as a [c, h·w]
- * matrix in place, where its templates take one free axis a side. Static axes only; repeated while a pair merges. */
+ * matrix in place, where its templates take one free axis a side. Static axes only, contractions without a batch axis
+ * both operands share (attention's stay as they are); every output over the pair must see it as one nesting run of its
+ * view (its kernel keeps writing the output's order). Repeated while a pair merges. */
 void ts_graph_merge_free_axes(ts_graph *g);
 
 /* ---- statistics (for `tsopt check`) ----------------------------------------------------------- */
