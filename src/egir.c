@@ -286,6 +286,94 @@ static int32_t iota_read_along(const ts_graph *g, int32_t id, const ts_view *v) 
     return along;
 }
 
+/* Whether node id is an index table: a function of iotas and constants through elementwise ops whose operands are
+ * read whole (permuted or broadcast) — a causal-mask buffer the importer computes, where(i < j, 0, 1), or a RoPE
+ * table. depth bounds the walk. */
+static bool index_table(const ts_graph *g, int32_t id, int depth) {
+    const ts_node *n = &g->nodes[id];
+    const ts_op_kind kind = ts_op_kind_of(n->op);
+    if (n->op == TS_OP_IOTA) return n->ndim == 1;
+    if (n->op == TS_OP_CONSTANT) return true;
+    if (depth == 0 || (kind != TS_KIND_UNARY && kind != TS_KIND_BINARY && kind != TS_KIND_TERNARY)) return false;
+    for (int s = 0; s < n->nsrc; s++)
+        if (!is_plain_view(g, n->src[s].node, &n->src[s].view) || !index_table(g, n->src[s].node, depth - 1)) return false;
+    return true;
+}
+
+/* A box of node id read by view v: along each of the node's axes a start, a step and the view's axis that steps
+ * along it (-1: the index is fixed at start); every other dim of v broadcasts. */
+typedef struct {
+    int64_t start[TS_MAX_DIMS], step[TS_MAX_DIMS];
+    int32_t along[TS_MAX_DIMS]; /* indexed by the node's dim */
+} index_box;
+
+static bool box_of_view(const ts_graph *g, int32_t id, const ts_view *v, index_box *b) {
+    const ts_view whole = ts_view_of_node(g, id);
+    int64_t rest = v->offset;
+    if (rest < 0) return false;
+    for (int p = 0; p < whole.ndim; p++) { /* the offset's index along each axis, outermost first */
+        b->start[p] = rest / whole.stride[p], rest %= whole.stride[p];
+        b->step[p] = 0, b->along[p] = -1;
+        if (b->start[p] >= whole.size[p]) return false;
+    }
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->stride[d] == 0 || v->size[d] == 1) continue; /* broadcast */
+        int p = 0; /* the outermost axis whose stride divides this dim's */
+        while (p < whole.ndim && (whole.size[p] == 1 || v->stride[d] < whole.stride[p] || v->stride[d] % whole.stride[p]))
+            p++;
+        if (p == whole.ndim || b->along[p] >= 0) return false;
+        b->along[p] = v->axis[d], b->step[p] = v->stride[d] / whole.stride[p];
+        if (b->start[p] + (v->size[d] - 1) * b->step[p] >= whole.size[p]) return false;
+    }
+    return true;
+}
+
+static uint32_t constant_class(ts_egir *x, double value) {
+    ts_enode c = {.op = TS_OP_CONSTANT, .param = {double_to_bits(value)}};
+    return ts_eg_add(x->eg, &c);
+}
+
+/* Index table id (index_table) over the box: each iota of the node's axis p becomes the iota of the view's axis
+ * along it, times its step, plus its start (or the constant start where the view fixes the index); the rest as it
+ * is. */
+static uint32_t rebuild_index_table(ts_egir *x, int32_t id, const int32_t *node_axis, const index_box *b, int nd) {
+    const ts_node *n = &x->g->nodes[id];
+    if (n->op == TS_OP_CONSTANT) return constant_class(x, n->value);
+    if (n->op == TS_OP_IOTA) {
+        int p = 0;
+        while (p < nd && node_axis[p] != n->reduce_axis) p++;
+        if (p == nd) return x->node_class[id]; /* an axis the table is broadcast along (not in the node) */
+        if (b->along[p] < 0) return constant_class(x, (double)b->start[p]);
+        ts_enode e = {.op = TS_OP_IOTA, .param = {b->along[p]}};
+        uint32_t c = ts_eg_add(x->eg, &e);
+        if (b->step[p] != 1) {
+            ts_enode m = {.op = TS_OP_MUL, .kid = {c, constant_class(x, (double)b->step[p])}};
+            c = ts_eg_add(x->eg, &m);
+        }
+        if (b->start[p] != 0) {
+            ts_enode a = {.op = TS_OP_ADD, .kid = {c, constant_class(x, (double)b->start[p])}};
+            c = ts_eg_add(x->eg, &a);
+        }
+        return c;
+    }
+    ts_enode e = {.op = n->op};
+    for (int s = 0; s < n->nsrc; s++) e.kid[s] = rebuild_index_table(x, n->src[s].node, node_axis, b, nd);
+    if (n->op == TS_OP_CAST) e.param[0] = n->dtype;
+    return ts_eg_add(x->eg, &e);
+}
+
+/* Where ref r reads a box of an index table (a causal mask computed at the buffer's full length and sliced to the
+ * sequence's, bias[:, :, :t, :t]; a RoPE table sliced to t): the same function of the iotas of r's axes, so that the
+ * rules and the plans see the mask's comparison over the axes attention runs on (a causal tile skip, not a tensor
+ * read), rather than a copy of the table. */
+static bool index_table_view(ts_egir *x, const ts_ref *r, uint32_t *out) {
+    const ts_node *n = &x->g->nodes[r->node];
+    index_box b;
+    if (n->op == TS_OP_IOTA || !index_table(x->g, r->node, 16) || !box_of_view(x->g, r->node, &r->view, &b)) return false;
+    *out = rebuild_index_table(x, r->node, n->axis, &b, n->ndim);
+    return true;
+}
+
 /* The class of node r->node seen through r's view: the node's own where the view only permutes or broadcasts it;
  * an iota read along another axis is the iota of that axis (the attention mask's positions: plan.c reads them). */
 static uint32_t view_class(ts_egir *x, const ts_ref *r) {
@@ -296,6 +384,8 @@ static uint32_t view_class(ts_egir *x, const ts_ref *r) {
         ts_enode n = {.op = TS_OP_IOTA, .param = {along}};
         return ts_eg_add(x->eg, &n);
     }
+    uint32_t table;
+    if (index_table_view(x, r, &table)) return table;
     return add_view(x, kid, x->g, r);
 }
 

@@ -992,6 +992,40 @@ Test(search, a_keep_mask_of_position_comparisons_is_a_sliding_window) {
     free_compiled(&cg);
 }
 
+/* A causal mask buffer computed at the model's longest sequence and sliced to this one (nanoGPT's
+ * bias[:, :, :T, :T] == 0, as the exporter writes it: the comparison over [m, m2] sliced to [t, s]; HF GPT-2 slices
+ * from key_length − query_length): the slices of the index table are the same comparison of the iotas of t and s
+ * (egir.c index_table_view), so the attention kernel computes the mask from its positions and skips the tiles past
+ * the diagonal — where it was a [1024, 1024] table materialised by a map and read, nothing skipped. A slice that
+ * starts further along reads the comparison shifted (t + 8 < s): still one attention kernel, computed in it. */
+Test(search, a_sliced_causal_buffer_is_the_causal_mask_of_the_sequence) {
+    const int64_t starts[] = {0, 8};
+    for (int c = 0; c < 2; c++) {
+        char *yaml = ts_strfmt("graph: g\naxes: {h: 4, t: 512, s: 512, d: 64, m: 1024, m2: 1024}\n"
+                               "inputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n  K: {dtype: fp16, shape: [h, s, d]}\n"
+                               "  V: {dtype: fp16, shape: [h, s, d]}\n"
+                               "ops:\n  - {name: i, op: iota, axis: m}\n  - {name: j, op: iota, axis: m2}\n"
+                               "  - {name: ib, op: expand, args: [i], shape: [m, m2]}\n"
+                               "  - {name: fut, op: less_than, args: [ib, j]}\n"
+                               "  - {name: f1, op: slice, args: [fut], axis: m, start: %lld, as: t}\n"
+                               "  - {name: f2, op: slice, args: [f1], axis: m2, start: 0, as: s}\n"
+                               "  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Ss, op: scale, args: [S], by: 0.125}\n"
+                               "  - {name: Sm, op: where, args: [f2, -inf, Ss]}\n"
+                               "  - {name: P, op: softmax, args: [Sm], axis: s}\n"
+                               "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n", (long long)starts[c]);
+        compiled_graph cg;
+        compile_yaml(&cg, yaml);
+        const ts_plan *p = &cg.out.plans[0];
+        char *best = best_plan(&cg);
+        cr_expect_eq(p->nk, 1, "start %lld: one attention kernel, no table: %s", (long long)starts[c], best);
+        const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
+        if (c == 0) cr_expect(k->causal, "%s", best);
+        free(best);
+        free(yaml);
+        free_compiled(&cg);
+    }
+}
+
 /* Scores over a batch of sequences and their heads, Q [b, h, t, d]·K [b, h, s, d], plus an additive mask
  * [t, s] (attention with an explicit mask, which the attention kernel does not read): one GEMM whose batch
  * index runs over b and h together (they nest), the mask in its epilogue. It was a CUDA-core REDUCE kernel. */

@@ -430,8 +430,53 @@ def chunk(cx, x, chunks, dim=0):
     return split(cx, x, -(-n // chunks), dim)
 
 
+VIEW_OPS = ("slice", "expand", "permute", "reshape")  # the exporter's views: the same values re-indexed
+
+
+def zero_one(g, x):
+    """Whether tensor x holds only 0 and 1 (tsopt's booleans): a comparison, 1 − such, a product or maximum of such
+    (and, or), or where(c, a, b) with a and b each 0, 1 or such — as a registered tril(ones) mask computed is."""
+    if not isinstance(x, Val) or x.name not in g.producer:
+        return False
+    op, args, _ = g.producer[x.name]
+
+    def arg(a):  # a formatted number, or a tensor's name
+        return a in ("0", "1") or (a in g.vals and zero_one(g, g.vals[a]))
+
+    if op == "less_than":
+        return True
+    if op in VIEW_OPS:
+        return arg(args[0])
+    if op == "where":
+        return arg(args[1]) and arg(args[2])
+    if op == "sub":
+        return args[0] == "1" and arg(args[1])
+    return op in ("mul", "max") and all(arg(a) for a in args)
+
+
 def equal(cx, a, b):  # a == b  ⇔  1 - (a < b) - (b < a)
+    """a == b as 1 − (a < b) − (b < a); a boolean compared with 0 or 1 (`mask == 0`, as nanoGPT masks its causal
+    buffer) is 1 − it or itself, so that the rules see the comparison it was made of (a causal mask stays one)."""
+    for x, c in ((a, b), (b, a)):
+        if not isinstance(c, Val) and c in (0, 1) and zero_one(cx.g, x):
+            return x if c == 1 else not01(cx, x)
     return ew(cx, "sub", ew(cx, "sub", 1.0, less(cx, a, b)), less(cx, b, a))
+
+
+def not01(cx, x):
+    """1 − x of a boolean x, as the comparison it negates where x is one: 1 − where(c, 0, 1) is c, 1 − where(c, 1, 0)
+    is 1 − c, 1 − (1 − y) is y, and of a view of y the same view of 1 − y."""
+    g = cx.g
+    op, args, attrs = g.producer[x.name]
+    if op in VIEW_OPS:  # the view of the negation: a slice of a causal buffer stays a slice of its comparison
+        inner = not01(cx, g.vals[args[0]])
+        return g.op(cx.hint, op, [inner], x.axes, x.dtype, **attrs)
+    if op == "where" and args[0] in g.vals and zero_one(g, g.vals[args[0]]) and (args[1], args[2]) in (("0", "1"), ("1", "0")):
+        c = g.vals[args[0]]
+        return c if args[1] == "0" else not01(cx, c)
+    if op == "sub" and args[0] == "1" and args[1] in g.vals:
+        return g.vals[args[1]]
+    return ew(cx, "sub", 1.0, x)
 
 
 def concat(cx, xs, dim=0, stack=False):

@@ -598,8 +598,11 @@ CASES = [
     ("sdpa_window_mask", WindowMaskSDPA, [[2, 3, 7, 8]] * 3 + [[7]], {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("rope_cat", RopeCat, [[3, 7, 8]], {"h": 3, "t": 7, "e": 8}),
     ("buffers_as_inputs", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8}),
+    # the mask compared with 0 is the slice of the comparison it was made of (no where(future, 0, 1) table: egir.c
+    # then reads the slice as the comparison of t's positions, a causal mask)
     ("buffers_computed", BufferedAttention, [[2, 3, 7, 8]] * 3, {"b": 2, "h": 3, "t": 7, "e": 8},
-     {"buffers": "computed", "computed": ["bias", "cos_cached", "sin_cached"]}),
+     {"buffers": "computed", "computed": ["bias", "cos_cached", "sin_cached"],
+      "no_text": ["op: where, args: [bias_future"]}),
     ("buffer_unrecognised", Offset, X3, AX3, {"buffers": "computed", "computed": []}),
     ("stack_chunk_cat", Stack, [[3, 4], [3, 4]], {"m": 3, "n": 4}),
     ("manual_attention", ManualAttention, [[3, 7, 8]] * 3, {"h": 3, "t": 7, "e": 8}),
