@@ -1363,10 +1363,13 @@ static bool score_fits(builder *b, int s, int *dot, uint64_t *tensor_axes) {
     return ndot == 1;
 }
 
-/* Whether node i is the constant −inf. */
+/* Whether node i is a constant that masks a score out: −inf, or a finite one at or below −65504 — finfo(fp16).min, as
+ * Hugging Face's eager attention masks with its dtype's finfo.min — whose exponential the softmax of a row with any
+ * key kept rounds to 0 (e^x underflows past x = −104 below the row's maximum), so a tile of only such keys adds
+ * nothing and may be skipped; the functor still computes the value written wherever it runs. */
 static bool is_minus_inf(const builder *b, int i) {
     double v;
-    return constant_of(b, i, &v) && isinf(v) && v < 0;
+    return constant_of(b, i, &v) && v <= -65504.0;
 }
 
 /* Keys a score expression is −inf for, whatever Q, K and the inputs hold (what lets the kernel skip key
@@ -1403,6 +1406,21 @@ static bool iota_plus(const builder *b, int i, int32_t ax, double *plus) {
     return false;
 }
 
+static mask_bounds cond_marks(const builder *b, int i, int32_t q, int32_t k);
+static mask_bounds cond_zeros(const builder *b, int i, int32_t q, int32_t k);
+
+/* A 0/1 where(c, 1, 0) or where(c, 0, 1) at i (a boolean mask buffer, tril(ones) as the importer computes it): the keys
+ * it marks (marks) or is zero for (!marks), as c's — the same keys, or the other ones. */
+static mask_bounds where01(const builder *b, int i, int32_t q, int32_t k, bool marks) {
+    const tnode *t = &b->t[i];
+    double a, z;
+    mask_bounds none = {0};
+    if (!constant_of(b, (int)t->e.kid[1], &a) || !constant_of(b, (int)t->e.kid[2], &z)) return none;
+    if (a == 1 && z == 0) return marks ? cond_marks(b, (int)t->e.kid[0], q, k) : cond_zeros(b, (int)t->e.kid[0], q, k);
+    if (a == 0 && z == 1) return marks ? cond_zeros(b, (int)t->e.kid[0], q, k) : cond_marks(b, (int)t->e.kid[0], q, k);
+    return none;
+}
+
 /* The keys a condition at i marks (nonzero) for query q: less_than(iota q, iota k) the future keys,
  * less_than(iota k + w, iota q) those before q − w (a sliding window's far side); a max (an "or" of 0/1
  * conditions) what either side marks. */
@@ -1420,6 +1438,7 @@ static mask_bounds cond_marks(const builder *b, int i, int32_t q, int32_t k) {
     }
     if (t->e.op == TS_OP_MAX)
         return masks_union(cond_marks(b, (int)t->e.kid[0], q, k), cond_marks(b, (int)t->e.kid[1], q, k));
+    if (t->e.op == TS_OP_WHERE) return where01(b, i, q, k, true);
     return none;
 }
 
@@ -1458,6 +1477,7 @@ static mask_bounds cond_zeros(const builder *b, int i, int32_t q, int32_t k) {
         if (query_minus_key(b, x, q, k) && constant_of(b, y, &v) && isfinite(v) && v >= 1)
             return (mask_bounds){.has_window = true, .window = ceil(v) - 1};
         return none;
+    case TS_OP_WHERE: return where01(b, i, q, k, false);
     default: return none;
     }
 }

@@ -997,29 +997,41 @@ Test(search, a_keep_mask_of_position_comparisons_is_a_sliding_window) {
  * from key_length − query_length): the slices of the index table are the same comparison of the iotas of t and s
  * (egir.c index_table_view), so the attention kernel computes the mask from its positions and skips the tiles past
  * the diagonal — where it was a [1024, 1024] table materialised by a map and read, nothing skipped. A slice that
- * starts further along reads the comparison shifted (t + 8 < s): still one attention kernel, computed in it. */
+ * starts further along reads the comparison shifted (t + 8 < s): still one attention kernel, computed in it. Hugging
+ * Face's eager form keeps the past of a boolean tril buffer (where(future, 0, 1)) and masks with finfo(dtype).min:
+ * that constant masks as −inf does (plan.c is_minus_inf: at or below −65504), a larger one (−1000) does not. */
 Test(search, a_sliced_causal_buffer_is_the_causal_mask_of_the_sequence) {
-    const int64_t starts[] = {0, 8};
-    for (int c = 0; c < 2; c++) {
+    const struct {
+        long long start;
+        const char *mask, *score;
+        bool causal;
+    } cases[] = {{0, "fut", "[f2, -inf, Ss]", true},
+                 {8, "fut", "[f2, -inf, Ss]", false},
+                 {0, "keep", "[f2, Ss, -65504]", true},
+                 {0, "keep", "[f2, Ss, -3.4028234663852886e+38]", true},
+                 {0, "keep", "[f2, Ss, -1000]", false}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         char *yaml = ts_strfmt("graph: g\naxes: {h: 4, t: 512, s: 512, d: 64, m: 1024, m2: 1024}\n"
                                "inputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n  K: {dtype: fp16, shape: [h, s, d]}\n"
                                "  V: {dtype: fp16, shape: [h, s, d]}\n"
                                "ops:\n  - {name: i, op: iota, axis: m}\n  - {name: j, op: iota, axis: m2}\n"
                                "  - {name: ib, op: expand, args: [i], shape: [m, m2]}\n"
                                "  - {name: fut, op: less_than, args: [ib, j]}\n"
-                               "  - {name: f1, op: slice, args: [fut], axis: m, start: %lld, as: t}\n"
+                               "  - {name: keep, op: where, args: [fut, 0, 1]}\n"
+                               "  - {name: f1, op: slice, args: [%s], axis: m, start: %lld, as: t}\n"
                                "  - {name: f2, op: slice, args: [f1], axis: m2, start: 0, as: s}\n"
                                "  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Ss, op: scale, args: [S], by: 0.125}\n"
-                               "  - {name: Sm, op: where, args: [f2, -inf, Ss]}\n"
+                               "  - {name: Sm, op: where, args: %s}\n"
                                "  - {name: P, op: softmax, args: [Sm], axis: s}\n"
-                               "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n", (long long)starts[c]);
+                               "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n",
+                               cases[c].mask, cases[c].start, cases[c].score);
         compiled_graph cg;
         compile_yaml(&cg, yaml);
         const ts_plan *p = &cg.out.plans[0];
         char *best = best_plan(&cg);
-        cr_expect_eq(p->nk, 1, "start %lld: one attention kernel, no table: %s", (long long)starts[c], best);
+        cr_expect_eq(p->nk, 1, "case %zu: one attention kernel, no table: %s", c, best);
         const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
-        if (c == 0) cr_expect(k->causal, "%s", best);
+        cr_expect_eq(k->causal, cases[c].causal, "case %zu: %s", c, best);
         free(best);
         free(yaml);
         free_compiled(&cg);
