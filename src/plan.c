@@ -1476,6 +1476,9 @@ static mask_bounds cond_zeros(const builder *b, int i, int32_t q, int32_t k) {
     case TS_OP_LESS_THAN:
         if (query_minus_key(b, x, q, k) && constant_of(b, y, &v) && isfinite(v) && v >= 1)
             return (mask_bounds){.has_window = true, .window = ceil(v) - 1};
+        /* k < q + 1 keeps the past: zero for the future keys (triu(full(−inf), 1) as torch writes it in forward) */
+        if (b->t[x].e.op == TS_OP_IOTA && b->t[x].e.param[0] == k && iota_plus(b, y, q, &v) && v == 1)
+            return (mask_bounds){.future = true};
         return none;
     case TS_OP_WHERE: return where01(b, i, q, k, false);
     default: return none;

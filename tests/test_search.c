@@ -992,6 +992,29 @@ Test(search, a_keep_mask_of_position_comparisons_is_a_sliding_window) {
     free_compiled(&cg);
 }
 
+/* softmax(Q·Kᵀ/8 masked)·V over [h, t, d] fp16 with these axes: mask_ops build the mask, score_ops make Sm of Ss. */
+static char *attention_with_scores_yaml(const char *axes, const char *mask_ops, const char *score_ops) {
+    return ts_strfmt("graph: g\naxes: {%s}\ninputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n"
+                     "  K: {dtype: fp16, shape: [h, s, d]}\n  V: {dtype: fp16, shape: [h, s, d]}\nops:\n%s"
+                     "  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Ss, op: scale, args: [S], by: 0.125}\n%s"
+                     "  - {name: P, op: softmax, args: [Sm], axis: s}\n  - {name: O, op: matmul, args: [P, V], over: s}\n"
+                     "outputs: [O]\n", axes, mask_ops, score_ops);
+}
+
+/* Compiles `yaml` (freeing it) and expects one attention kernel, its mask computed in it, causal (tiles skipped) or
+ * not; c names the case. */
+static void expect_one_attention_kernel(char *yaml, bool causal, size_t c) {
+    compiled_graph cg;
+    compile_yaml(&cg, yaml);
+    char *best = best_plan(&cg);
+    cr_expect_eq(cg.out.plans[0].nk, 1, "case %zu: one attention kernel, no table: %s", c, best);
+    const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
+    cr_expect_eq(k->causal, causal, "case %zu: %s", c, best);
+    free(best);
+    free(yaml);
+    free_compiled(&cg);
+}
+
 /* A causal mask buffer computed at the model's longest sequence and sliced to this one (nanoGPT's
  * bias[:, :, :T, :T] == 0, as the exporter writes it: the comparison over [m, m2] sliced to [t, s]; HF GPT-2 slices
  * from key_length − query_length): the slices of the index table are the same comparison of the iotas of t and s
@@ -1011,30 +1034,38 @@ Test(search, a_sliced_causal_buffer_is_the_causal_mask_of_the_sequence) {
                  {0, "keep", "[f2, Ss, -3.4028234663852886e+38]", true},
                  {0, "keep", "[f2, Ss, -1000]", false}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        char *yaml = ts_strfmt("graph: g\naxes: {h: 4, t: 512, s: 512, d: 64, m: 1024, m2: 1024}\n"
-                               "inputs:\n  Q: {dtype: fp16, shape: [h, t, d]}\n  K: {dtype: fp16, shape: [h, s, d]}\n"
-                               "  V: {dtype: fp16, shape: [h, s, d]}\n"
-                               "ops:\n  - {name: i, op: iota, axis: m}\n  - {name: j, op: iota, axis: m2}\n"
-                               "  - {name: ib, op: expand, args: [i], shape: [m, m2]}\n"
-                               "  - {name: fut, op: less_than, args: [ib, j]}\n"
-                               "  - {name: keep, op: where, args: [fut, 0, 1]}\n"
-                               "  - {name: f1, op: slice, args: [%s], axis: m, start: %lld, as: t}\n"
-                               "  - {name: f2, op: slice, args: [f1], axis: m2, start: 0, as: s}\n"
-                               "  - {name: S, op: matmul, args: [Q, K], over: d}\n  - {name: Ss, op: scale, args: [S], by: 0.125}\n"
-                               "  - {name: Sm, op: where, args: %s}\n"
-                               "  - {name: P, op: softmax, args: [Sm], axis: s}\n"
-                               "  - {name: O, op: matmul, args: [P, V], over: s}\noutputs: [O]\n",
-                               cases[c].mask, cases[c].start, cases[c].score);
-        compiled_graph cg;
-        compile_yaml(&cg, yaml);
-        const ts_plan *p = &cg.out.plans[0];
-        char *best = best_plan(&cg);
-        cr_expect_eq(p->nk, 1, "case %zu: one attention kernel, no table: %s", c, best);
-        const ts_kernel *k = the_one_kernel(&cg, TS_KERNEL_ATTENTION);
-        cr_expect_eq(k->causal, cases[c].causal, "case %zu: %s", c, best);
-        free(best);
-        free(yaml);
-        free_compiled(&cg);
+        char *table = ts_strfmt("  - {name: i, op: iota, axis: m}\n  - {name: j, op: iota, axis: m2}\n"
+                                "  - {name: ib, op: expand, args: [i], shape: [m, m2]}\n"
+                                "  - {name: fut, op: less_than, args: [ib, j]}\n"
+                                "  - {name: keep, op: where, args: [fut, 0, 1]}\n"
+                                "  - {name: f1, op: slice, args: [%s], axis: m, start: %lld, as: t}\n"
+                                "  - {name: f2, op: slice, args: [f1], axis: m2, start: 0, as: s}\n",
+                                cases[c].mask, cases[c].start);
+        char *score = ts_strfmt("  - {name: Sm, op: where, args: %s}\n", cases[c].score);
+        char *yaml = attention_with_scores_yaml("h: 4, t: 512, s: 512, d: 64, m: 1024, m2: 1024", table, score);
+        free(table);
+        free(score);
+        expect_one_attention_kernel(yaml, cases[c].causal, c);
+    }
+}
+
+/* An additive causal mask as torch writes it in forward, torch.full((t, t), v).triu(1): where(j < i + 1, 0, v), added to
+ * the scores. Its zeros keep the past (plan.c cond_zeros: k < q + 1), so with v = −inf or finfo(fp16).min the kernel
+ * skips the future's tiles; with j < i + 2 (triu(2): the next key kept too) it does not. */
+Test(search, a_triu_mask_written_in_forward_is_causal) {
+    const struct {
+        const char *value, *plus;
+        bool causal;
+    } cases[] = {{"-inf", "1", true}, {"-65504", "1", true}, {"-inf", "2", false}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char *mask = ts_strfmt("  - {name: i, op: iota, axis: t}\n  - {name: j, op: iota, axis: s}\n"
+                               "  - {name: i1, op: add, args: [i, %s]}\n  - {name: jb, op: expand, args: [j], shape: [t, s]}\n"
+                               "  - {name: cut, op: less_than, args: [jb, i1]}\n"
+                               "  - {name: M, op: where, args: [cut, 0, %s]}\n  - {name: Mh, op: cast, args: [M], dtype: fp16}\n",
+                               cases[c].plus, cases[c].value);
+        char *yaml = attention_with_scores_yaml("h: 4, t: 512, s: {like: t}, d: 64", mask, "  - {name: Sm, op: add, args: [Ss, Mh]}\n");
+        free(mask);
+        expect_one_attention_kernel(yaml, cases[c].causal, c);
     }
 }
 
