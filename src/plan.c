@@ -1367,7 +1367,7 @@ static bool score_fits(builder *b, int s, int *dot, uint64_t *tensor_axes) {
  * Hugging Face's eager attention masks with its dtype's finfo.min — whose exponential the softmax of a row with any
  * key kept rounds to 0 (e^x underflows past x = −104 below the row's maximum), so a tile of only such keys adds
  * nothing and may be skipped; the functor still computes the value written wherever it runs. */
-static bool is_minus_inf(const builder *b, int i) {
+static bool masks_score_out(const builder *b, int i) {
     double v;
     return constant_of(b, i, &v) && v <= -65504.0;
 }
@@ -1504,8 +1504,8 @@ static mask_bounds score_masks(const builder *b, int i, int32_t q, int32_t k) {
     }
     case TS_OP_WHERE: {
         const int y = (int)t->e.kid[2];
-        if (is_minus_inf(b, c)) return masks_union(cond_marks(b, a, q, k), score_masks(b, y, q, k));
-        if (is_minus_inf(b, y)) return masks_union(cond_zeros(b, a, q, k), score_masks(b, c, q, k)); /* a keep-mask */
+        if (masks_score_out(b, c)) return masks_union(cond_marks(b, a, q, k), score_masks(b, y, q, k));
+        if (masks_score_out(b, y)) return masks_union(cond_zeros(b, a, q, k), score_masks(b, c, q, k)); /* a keep-mask */
         return masks_both(score_masks(b, c, q, k), score_masks(b, y, q, k));
     }
     default: return none;
@@ -1947,7 +1947,6 @@ int ts_plan_lower(const ts_egir *x, const ts_egir_view *views2, const ts_enode *
     return ts_plan_lower_with(x, views2, best, mark, fuse, false, p, err);
 }
 
-
 int ts_plan_lower_with(const ts_egir *x, const ts_egir_view *views2, const ts_enode **best, const uint8_t *mark,
                        bool fuse, bool library_gemms, ts_plan *p, char **err) {
     builder b = {.x = x, .views2 = views2, .mark = mark, .fuse = fuse, .library_gemms = library_gemms, .p = p};
@@ -2061,19 +2060,25 @@ int ts_plan_add_buffer(ts_plan *p, ts_buf_kind kind, int index, ts_dtype dtype, 
     return p->nbuf++;
 }
 
+/* Kernel ki's scratch: a new fp32 temporary of `elems` floats (no axes). */
+static void give_scratch(ts_plan *p, int ki, int64_t elems) {
+    const int buf = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, NULL, 0);
+    p->buf[buf].elems = elems;
+    p->k[ki].scratch = buf;
+}
+
 void ts_plan_give_row_grid_scratch(const ts_graph *g, ts_plan *p, int ki) {
     if (!ts_config_row_grid_wanted(g, p, &p->k[ki])) return;
-    const int buf = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, NULL, 0);
-    p->buf[buf].elems = TS_ROW_GRID_SCRATCH_FLOATS;
-    p->k[ki].row_grid = true, p->k[ki].scratch = buf;
+    give_scratch(p, ki, TS_ROW_GRID_SCRATCH_FLOATS);
+    p->k[ki].row_grid = true;
 }
 
 void ts_plan_give_gemm_chunk_scratch(const ts_graph *g, ts_plan *p, int ki) {
-    if (!ts_config_gemm_chunks_wanted(g, &p->k[ki])) return;
-    const int buf = ts_plan_add_buffer(p, TS_BUF_TEMP, 0, TS_FP32, NULL, 0);
-    ts_kernel *k = &p->k[ki];
-    p->buf[buf].elems = TS_GEMM_MAX_CHUNKS * (k->b1 >= 0 ? 2 : 1) * ts_gemm_rows(g, k) * g->axes[k->n_axis].size * ts_gemm_batch(g, k);
-    k->k_partials = true, k->scratch = buf;
+    const ts_kernel *k = &p->k[ki];
+    if (!ts_config_gemm_chunks_wanted(g, k)) return;
+    give_scratch(p, ki, TS_GEMM_MAX_CHUNKS * (k->b1 >= 0 ? 2 : 1) * ts_gemm_rows(g, k) * g->axes[k->n_axis].size *
+                            ts_gemm_batch(g, k));
+    p->k[ki].k_partials = true;
 }
 
 int ts_plan_add_buffer_like(ts_plan *p, ts_buf_kind kind, int index, const ts_buffer *B) {

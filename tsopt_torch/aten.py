@@ -280,15 +280,18 @@ def huber(cx, d, shape, delta=1.0):
                          shape, d.dtype)
 
 
+def paired(cx, a, b):
+    """A loss's operands 0 and 1 broadcast to their common PyTorch shape, and e(op, *args): an elementwise op at that
+    shape in a's dtype."""
+    shape = pair_shape(cx)
+    a, b = broadcast_tensors_to(cx, [a, b], shape)
+    return a, b, lambda op, *args: cx.g.elementwise(cx.hint, op, list(args), shape, a.dtype)
+
+
 def kl_div(cx, x, t, reduction=1, log_target=False):
     """target · (log target − input) (0 where target is 0, as xlogy), reduced; log_target: e^t · (t − input)"""
     g = cx.g
-    shape = pair_shape(cx)
-    x, t = broadcast_tensors_to(cx, [x, t], shape)
-
-    def e(op, *args):
-        return g.elementwise(cx.hint, op, list(args), shape, x.dtype)
-
+    x, t, e = paired(cx, x, t)
     if log_target:
         loss = e("mul", g.op(cx.hint, "exp", [t], t.axes, t.dtype), e("sub", t, x))
     else:
@@ -759,12 +762,8 @@ def binary_cross_entropy(cx, p, t, weight=None, reduction=1):
     """−(t·log p + (1 − t)·log(1 − p)), each log at least −100 (as ATen clamps them)"""
     if weight is not None:
         raise ExportError("binary_cross_entropy with a weight; tsopt maps it without")
-    g, shape = cx.g, pair_shape(cx)
-    p, t = broadcast_tensors_to(cx, [p, t], shape)
-
-    def e(op, *args):
-        return g.elementwise(cx.hint, op, list(args), shape, p.dtype)
-
+    g = cx.g
+    p, t, e = paired(cx, p, t)
     lp = e("max", g.op(cx.hint, "log", [p], p.axes, p.dtype), -100.0)
     lq = e("max", g.op(cx.hint, "log", [e("sub", 1.0, p)], p.axes, p.dtype), -100.0)
     return loss_reduced(cx, g.op(cx.hint, "neg", [e("add", e("mul", t, lp), e("mul", e("sub", 1.0, t), lq))], p.axes,
@@ -775,22 +774,17 @@ def binary_cross_entropy_with_logits(cx, x, t, weight=None, pos_weight=None, red
     """max(x, 0) − x·t + log(1 + e^(−|x|)): the stable form of −(t·log σ(x) + (1 − t)·log(1 − σ(x)))"""
     if weight is not None or pos_weight is not None:
         raise ExportError("binary_cross_entropy_with_logits with a weight or pos_weight; tsopt maps it without")
-    g, shape = cx.g, pair_shape(cx)
-    x, t = broadcast_tensors_to(cx, [x, t], shape)
-
-    def e(op, *args):
-        return g.elementwise(cx.hint, op, list(args), shape, x.dtype)
-
+    g = cx.g
+    x, t, e = paired(cx, x, t)
     tail = softplus(cx, g.op(cx.hint, "neg", [g.op(cx.hint, "abs", [x], x.axes, x.dtype)], x.axes, x.dtype))
     return loss_reduced(cx, e("add", e("sub", e("max", x, 0.0), e("mul", x, t)), tail), reduction)
 
 
 def soft_margin_loss(cx, x, t, reduction=1):
     """log(1 + e^(−t·x))"""
-    g, shape = cx.g, pair_shape(cx)
-    x, t = broadcast_tensors_to(cx, [x, t], shape)
-    m = g.elementwise(cx.hint, "mul", [x, t], shape, x.dtype)
-    return loss_reduced(cx, softplus(cx, g.op(cx.hint, "neg", [m], m.axes, m.dtype)), reduction)
+    x, t, e = paired(cx, x, t)
+    m = e("mul", x, t)
+    return loss_reduced(cx, softplus(cx, cx.g.op(cx.hint, "neg", [m], m.axes, m.dtype)), reduction)
 
 
 def margin_ranking_loss(cx, a, b, t, margin=0.0, reduction=1):
