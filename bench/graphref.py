@@ -334,6 +334,17 @@ class Graph:
             else:
                 sel = be.xp.take(x.data, idx, axis=i)
             return Tensor(sel, [new if a == ax else a for a in x.axes], x.dtype)
+        if kind == "window":  # index (i, j) of the new axes is element i·step + j·dilation of the old
+            ax, (out, tap) = op["axis"], op["as"]
+            step, dil = int(op.get("step", 1)), int(op.get("dilation", 1))
+            i = x.axes.index(ax)
+            idx = [w * step + j * dil for w in range(self.sizes[out]) for j in range(self.sizes[tap])]
+            if be.torch:
+                sel = x.data.index_select(i, be.xp.tensor(idx, device=x.data.device))
+            else:
+                sel = be.xp.take(x.data, idx, axis=i)
+            shape = list(sel.shape[:i]) + [self.sizes[out], self.sizes[tap]] + list(sel.shape[i + 1:])
+            return Tensor(sel.reshape(shape), x.axes[:i] + [out, tap] + x.axes[i + 1:], x.dtype)
         raise ValueError("unknown op " + kind)
 
 

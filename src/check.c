@@ -993,6 +993,69 @@ static int lower_slice(ctx *c, op_call *o) {
     return 0;
 }
 
+/* A positive integer attribute `key` (default 1 when absent) in *v; -1 (reported) otherwise. */
+static int positive_int_attr(ctx *c, op_call *o, const char *key, int64_t *v) {
+    yaml_node_t *n = attr(c, o, key);
+    double x = 1;
+    if (n && parse_number(c, n, key, &x) != 0) return -1;
+    if (x != floor(x) || x < 1 || x > 1e15) {
+        ERR(c, n, NULL, "%s must be a positive integer", key);
+        return -1;
+    }
+    *v = (int64_t)x;
+    return 0;
+}
+
+/* window: {axis: d, as: [o, k], step: s, dilation: r} — d seen as sliding windows (PyTorch's unfold): index
+ * (i, j) of the new axes o and k (declared with their sizes) is element i·s + j·r of d. A view; the windows may
+ * overlap. A convolution is a contraction over the channels and the taps of such views. */
+static int lower_window(ctx *c, op_call *o) {
+    int32_t from, as[TS_MAX_DIMS];
+    int n;
+    if (operand_axis(c, o, 0, "axis", &from) != 0 || axis_list(c, o, "as", as, &n) != 0) return -1;
+    yaml_node_t *as_node = attr(c, o, "as");
+    if (n != 2) {
+        ERR(c, as_node, "as: [windows, taps]", "window needs two new axes, the windows' and the taps'");
+        return -1;
+    }
+    int64_t step, dilation;
+    if (positive_int_attr(c, o, "step", &step) != 0 || positive_int_attr(c, o, "dilation", &dilation) != 0)
+        return -1;
+    const ts_view *v = &o->args[0].ref.view;
+    for (int i = 0; i < 2; i++)
+        if (ts_view_find(v, as[i]) >= 0) {
+            ERR(c, as_node, NULL, "'%s' already has an axis '%s'", ts_yaml_str(o->arg_nodes[0]), axis_name(c, as[i]));
+            return -1;
+        }
+    for (int i = 0; i < 3; i++) {
+        int32_t a = i == 2 ? from : as[i];
+        if (c->g->axes[a].dynamic) {
+            ERR(c, i == 2 ? attr(c, o, "axis") : as_node, NULL, "cannot window dynamic axis '%s'", axis_name(c, a));
+            return -1;
+        }
+    }
+    if (v->ndim >= TS_MAX_DIMS) {
+        ERR(c, o->op_node, NULL, "the windows of '%s' would have more than %d axes", ts_yaml_str(o->arg_nodes[0]),
+            TS_MAX_DIMS);
+        return -1;
+    }
+    int64_t size = c->g->axes[from].size, windows = c->g->axes[as[0]].size, taps = c->g->axes[as[1]].size, a, b;
+    bool overflow = __builtin_mul_overflow(windows - 1, step, &a) || __builtin_mul_overflow(taps - 1, dilation, &b) ||
+                    __builtin_add_overflow(a, b, &a);
+    if (overflow || a >= size) {
+        ERR(c, as_node, "windows = (size - dilation·(taps - 1) - 1) / step + 1, rounded down",
+            "window out of range: %lld windows of step %lld and %lld taps of dilation %lld need %s%lld elements of axis "
+            "'%s' (size %lld)", (long long)windows, (long long)step, (long long)taps, (long long)dilation,
+            overflow ? "more than " : "", overflow ? (long long)INT64_MAX : (long long)a + 1, axis_name(c, from),
+            (long long)size);
+        return -1;
+    }
+    o->result = o->args[0];
+    ts_view_window(&o->result.ref.view, ts_view_find(&o->result.ref.view, from), as[0], windows, step, as[1], taps,
+                   dilation);
+    return 0;
+}
+
 /* The inout input that operand `arg` is, seen whole; -1 (reported) when it is not one. */
 static int inout_operand(ctx *c, op_call *o, int arg) {
     const ts_ref *r = &o->args[arg].ref;
@@ -1154,6 +1217,7 @@ static const op_def op_defs[] = {
     {"expand", 1, 1, {"shape"}, lower_expand, -1, false},
     {"reshape", 1, 1, {"shape"}, lower_reshape, -1, false},
     {"slice", 1, 1, {"axis", "start", "step", "as"}, lower_slice, -1, false},
+    {"window", 1, 1, {"axis", "as", "step", "dilation"}, lower_window, -1, false},
     /* in place */
     {"append", 2, 2, {"axis", "as", "rows"}, lower_append, -1, false},
 };
@@ -1568,6 +1632,7 @@ int ts_check(ts_spec *spec, const ts_binding *bind, ts_graph *g, ts_diags *d) {
     record_named(&c);
     if (!d->nerrors) ts_graph_merge_reduced_axes(g);  /* hlir.h: two axes reduced one after the other, merged */
     if (!d->nerrors) ts_graph_split_after_merges(g); /* hlir.h: after a merging reshape, work in its source axes */
+    if (!d->nerrors) ts_graph_merge_after_splits(g); /* hlir.h: after a splitting reshape, likewise */
     if (!d->nerrors) ts_graph_merge_free_axes(g);    /* hlir.h: a contraction operand's two nesting free axes */
     rc = d->nerrors ? -1 : 0;
 done:

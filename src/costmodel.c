@@ -357,6 +357,26 @@ static double wave_efficiency(const ts_costmodel *m, double tiles) {
     return waves > 0 ? tiles / (waves * m->sms) : 1;
 }
 
+/* The elements buffer `buf` holds (its axes' sizes; a grid scratch its own count). */
+static double buffer_numel(const ts_graph *g, const ts_buffer *B) {
+    double n = B->ndim == 0 ? (double)B->elems : 1;
+    for (int d = 0; d < B->ndim; d++) n *= (double)g->axes[B->axis[d]].size;
+    return n;
+}
+
+/* The share of access i's bytes that comes from DRAM: 1, unless several accesses of k read its buffer and together
+ * more elements than it holds — overlapping views (a pool's taps, each window's tap j a strided slice; x beside a
+ * view of itself) — whose reads beyond the buffer's own bytes hit the caches: each then counts the buffer's
+ * elements over their sum, and none is charged as strided (together they use every line they fetch). */
+static double shared_buffer_share(const ts_graph *g, const ts_plan *p, const ts_kernel *k, int i) {
+    double sum = 0;
+    int n = 0;
+    for (int j = 0; j < k->nacc; j++)
+        if (k->acc[j].buf == k->acc[i].buf) sum += ts_access_numel(g, &k->acc[j]), n++;
+    const double have = buffer_numel(g, &p->buf[k->acc[i].buf]);
+    return n > 1 && have > 0 && sum > have ? have / sum : 1;
+}
+
 void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *p, const ts_kernel *k,
                        ts_kernel_work *w) {
     double out = ts_access_numel(g, &k->out); /* the output space (an append's MAP writes one slice of its buffer) */
@@ -370,9 +390,10 @@ void ts_costmodel_work(const ts_costmodel *m, const ts_graph *g, const ts_plan *
                                                  : gemm_loader_bytes(k); /* < 16: the mma.sync fallback */
     int32_t fast = fast_axis(k);
     for (int i = 0; i < k->nacc; i++) {
-        double b = ts_access_bytes(g, p, &k->acc[i]);
+        const double share = shared_buffer_share(g, p, k, i), b = ts_access_bytes(g, p, &k->acc[i]) * share;
         bytes += b;
-        if (fast >= 0 && strided(k, &k->acc[i], fast)) strided_b += b;
+        if (fast >= 0 && strided(k, &k->acc[i], fast) && share == 1) strided_b += b; /* overlapping views together
+                                                                                      * use every line they fetch */
     }
     /* a ROW kernel's expressions as emitted: its cached operands' prologues taken out (no copies for the others) */
     const bool row = k->kind == TS_KERNEL_ROW;

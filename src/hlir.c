@@ -184,6 +184,14 @@ void ts_view_split(ts_view *v, int dim, const int32_t *axes, const int64_t *size
     }
 }
 
+void ts_view_window(ts_view *v, int dim, int32_t out_axis, int64_t out_size, int64_t step, int32_t tap_axis,
+                    int64_t taps, int64_t dilation) {
+    const int64_t stride = v->stride[dim];
+    view_remove(v, dim);
+    view_insert(v, dim, tap_axis, taps, stride * dilation);
+    view_insert(v, dim, out_axis, out_size, stride * step);
+}
+
 bool ts_view_merge(ts_view *v, int dim, int n, int32_t axis) {
     /* The dims nest when each non-trivial dim steps exactly over the next non-trivial one. */
     int64_t size = 1, stride = 0;
@@ -232,6 +240,9 @@ int64_t ts_view_offset(const ts_view *v, const int64_t *idx) {
 
 /* ---- normalisation ------------------------------------------------------------------------------ */
 
+static int node_dim(const ts_node *n, int32_t axis);
+static void remove_dim(ts_node *n, int d);
+
 /* Whether r sees its node through a reshape that merges the node's consecutive dims [dim, dim + n) into
  * r's dim `dim` (the node's other dims unchanged, in order, contiguous): then *dim and *n are set. */
 static bool merged_reshape(const ts_graph *g, const ts_ref *r, int *dim, int *n) {
@@ -279,6 +290,81 @@ void ts_graph_split_after_merges(ts_graph *g) {
         memmove(e->axis + dim + n, e->axis + dim + 1, sizeof(int32_t) * (size_t)(e->ndim - dim - 1));
         memcpy(e->axis + dim, axes, sizeof(int32_t) * (size_t)n);
         e->ndim += n - 1;
+    }
+}
+
+/* Whether r sees its node whole with one of the node's dims (*e) split into the consecutive dims [*d, *d + *n)
+ * of r's view, nesting (a reshape that splits an axis, after a permute or not), every other node dim seen as
+ * one dim of r's view (in any order) and nothing else but broadcast dims. */
+static bool split_read(const ts_graph *g, const ts_ref *r, int *e, int *d, int *n) {
+    const ts_node *src = &g->nodes[r->node];
+    const ts_view nv = ts_view_of_node(g, r->node), *v = &r->view;
+    if (v->offset != 0) return false;
+    int count[TS_MAX_DIMS] = {0}, first[TS_MAX_DIMS];
+    *e = -1;
+    for (int k = 0; k < v->ndim; k++) {
+        if (v->stride[k] == 0) continue; /* a broadcast dim */
+        int f = -1;
+        for (int j = 0; j < src->ndim && f < 0; j++)
+            if (v->stride[k] >= nv.stride[j] && v->stride[k] % nv.stride[j] == 0 && v->stride[k] / nv.stride[j] < nv.size[j])
+                f = j;
+        if (f < 0 || (count[f] > 0 && first[f] + count[f] != k)) return false; /* apart */
+        if (count[f]++ == 0) first[f] = k;
+    }
+    for (int j = 0; j < src->ndim; j++) {
+        if (count[j] == 0) return false;
+        if (count[j] == 1) { /* whole, not split */
+            if (v->stride[first[j]] != nv.stride[j] || v->size[first[j]] != nv.size[j]) return false;
+            continue;
+        }
+        if (*e >= 0) return false; /* one split at a time */
+        *e = j, *d = first[j], *n = count[j];
+    }
+    if (*e < 0) return false;
+    ts_view t = *v;
+    return ts_view_merge(&t, *d, *n, src->axis[*e]) && t.stride[*d] == nv.stride[*e] && t.size[*d] == nv.size[*e];
+}
+
+/* Whether elementwise node x can take axes[0..n) (consecutive in it) merged: every operand view has them all,
+ * consecutive and nesting, or none of them. */
+static bool operands_merge(const ts_node *x, const int32_t *axes, int n) {
+    for (int s = 0; s < x->nsrc; s++) {
+        const ts_view *v = &x->src[s].view;
+        int p = ts_view_find(v, axes[0]), have = 0;
+        for (int i = 0; i < n; i++) have += ts_view_find(v, axes[i]) >= 0;
+        if (have == 0) continue;
+        if (have != n || p < 0 || p + n > v->ndim) return false;
+        for (int i = 1; i < n; i++)
+            if (v->axis[p + i] != axes[i]) return false;
+        ts_view t = *v;
+        if (!ts_view_merge(&t, p, n, axes[0])) return false;
+    }
+    return true;
+}
+
+void ts_graph_merge_after_splits(ts_graph *g) {
+    for (int32_t i = 0; i < g->nnodes; i++) { /* operands precede their readers: merges propagate forwards */
+        ts_node *x = &g->nodes[i];
+        ts_op_kind kind = ts_op_kind_of(x->op);
+        if (kind != TS_KIND_UNARY && kind != TS_KIND_BINARY && kind != TS_KIND_TERNARY) continue;
+        int e = -1, d = 0, n = 0, s0 = -1;
+        for (int s = 0; s < x->nsrc && s0 < 0; s++)
+            if (ts_op_kind_of(g->nodes[x->src[s].node].op) != TS_KIND_SOURCE && split_read(g, &x->src[s], &e, &d, &n))
+                s0 = s;
+        if (s0 < 0) continue;
+        const int32_t whole = g->nodes[x->src[s0].node].axis[e];
+        int32_t axes[TS_MAX_DIMS];
+        memcpy(axes, x->src[s0].view.axis + d, sizeof(int32_t) * (size_t)n);
+        int q = node_dim(x, axes[0]);
+        bool ok = q >= 0 && q + n <= x->ndim && node_dim(x, whole) < 0 && operands_merge(x, axes, n);
+        for (int k = 1; k < n && ok; k++) ok = x->axis[q + k] == axes[k];
+        if (!ok) continue;
+        for (int s = 0; s < x->nsrc; s++) {
+            int p = ts_view_find(&x->src[s].view, axes[0]);
+            if (p >= 0) TS_ASSERT(ts_view_merge(&x->src[s].view, p, n, whole));
+        }
+        x->axis[q] = whole;
+        for (int k = 1; k < n; k++) remove_dim(x, q + 1);
     }
 }
 

@@ -146,6 +146,11 @@ void ts_view_split(ts_view *v, int dim, const int32_t *axes, const int64_t *size
 bool ts_view_merge(ts_view *v, int dim, int n, int32_t axis);
 /* Index i of dim `dim` becomes start + i*step, renamed `axis`, of `size` elements. */
 void ts_view_slice(ts_view *v, int dim, int32_t axis, int64_t start, int64_t step, int64_t size);
+/* Dim `dim` seen as sliding windows: two dims in its place, out_axis (window i starts at i·step) then tap_axis
+ * (tap j of a window is j·dilation further on), so that index (i, j) reads element i·step + j·dilation of the
+ * old dim. The windows overlap where step < taps·dilation: a view, as PyTorch's unfold, never a copy. */
+void ts_view_window(ts_view *v, int dim, int32_t out_axis, int64_t out_size, int64_t step, int32_t tap_axis,
+                    int64_t taps, int64_t dilation);
 /* The element offset of multi-index idx[0..v->ndim). */
 int64_t ts_view_offset(const ts_view *v, const int64_t *idx);
 /* Whether r sees its node whole, un-re-indexed: the node's contiguous view (ts_view_of_node). */
@@ -162,6 +167,11 @@ int *ts_graph_reader_counts(const ts_graph *g);
  * values do not change; the work after a reduction then shares that reduction's axes, so that one row
  * kernel can compute the reduction and everything after it (a group norm's gain, bias and SiLU). */
 void ts_graph_split_after_merges(ts_graph *g);
+/* The converse: an elementwise node reading a computed node through a reshape that splits one of its axes (a
+ * convolution's output positions p, computed as one axis, read back as [oh, ow]) works over that axis itself, its
+ * other operands' views merged alike — so that the GEMM computing p takes the elementwise ops after it as its
+ * epilogue. The node's bytes stay where they were: its readers' views are unchanged. */
+void ts_graph_merge_after_splits(ts_graph *g);
 /* Merges two axes that the graph reduces one after the other (an instance norm's mean over h then w, a
  * global average pool, a Frobenius norm): where a reduction (sum or max) over one axis reads, directly or
  * through scalings by constants (a mean's 1/n), only a reduction of the same kind over the next axis of one

@@ -452,11 +452,50 @@ static const int32_t *own_output_order(const builder *b, int i, const int32_t *o
     return have == wanted ? o->ref.view.axis : NULL;
 }
 
+/* The source axis of view v's dim d (v's source laid out contiguously in its src_axis order, whose strides are
+ * S[0..src_ndim)): the one whose stride range holds d's stride; -1 for none. */
+static int source_dim_of(const ts_egir_view *v, const int64_t *S, const ts_graph *g, int d) {
+    int64_t s = v->view.stride[d];
+    for (int e = 0; e < v->src_ndim; e++)
+        if (s >= S[e] && s % S[e] == 0 && s / S[e] < g->axes[v->src_axis[e]].size) return e;
+    return -1;
+}
+
+/* Whether view v reads its whole source as a permutation of the source's axes, each split into nesting dims
+ * that follow each other (a permute, then a reshape splitting axes: a convolution's output positions [o, b, p]
+ * read as [b, o, oh, ow]); then order[0..src_ndim) is the source axes in the view's order, the layout in which
+ * the view is one contiguous read — a graph output that the producing kernel can write in place. */
+static bool view_walk_order(const builder *b, const ts_egir_view *v, int32_t *order) {
+    const ts_graph *g = b->x->g;
+    int64_t S[TS_MAX_DIMS], run = 1;
+    for (int e = v->src_ndim - 1; e >= 0; e--) S[e] = run, run *= g->axes[v->src_axis[e]].size;
+    if (v->view.offset != 0) return false;
+    int n = 0, last = -1;
+    int64_t left = 1, next_stride = 0; /* elements of the current source axis still to walk; the stride due */
+    uint64_t seen = 0;
+    for (int d = 0; d < v->view.ndim; d++) {
+        if (v->view.size[d] == 1) continue;
+        int e = source_dim_of(v, S, g, d);
+        if (e < 0) return false;
+        if (e != last) { /* a new source axis: the previous one walked whole */
+            if (left != 1 || (seen >> e & 1)) return false;
+            seen |= 1ull << e, last = e, order[n++] = v->src_axis[e];
+            left = g->axes[v->src_axis[e]].size, next_stride = S[e] * left;
+        }
+        if (left % v->view.size[d] != 0) return false;
+        left /= v->view.size[d], next_stride /= v->view.size[d];
+        if (v->view.stride[d] != next_stride) return false;
+    }
+    return left == 1 && n == v->src_ndim;
+}
+
 /* The order a reader of node i (its result over the axes out[0..no), in any order) expects, where one does:
- * the graph output's own, or the source order of a view of i (the q, k and v of a projection split and
- * permuted into heads; attention's output transposed back to [b, t, h, d] and its heads merged). A kernel
- * writing that order spares the reader a copy. NULL: none. */
-static const int32_t *reader_order_of(const builder *b, int i, const int32_t *out, int no) {
+ * the graph output's own; the order in which a view of i that is a graph output reads it (view_walk_order: the
+ * producing kernel then writes the output in place); or the source order of a view of i (the q, k and v of a
+ * projection split and permuted into heads; attention's output transposed back to [b, t, h, d] and its heads
+ * merged). A kernel writing that order spares the reader a copy. NULL: none. (order: storage for the second
+ * case, TS_MAX_DIMS long.) */
+static const int32_t *reader_order_into(const builder *b, int i, const int32_t *out, int no, int32_t *order) {
     const int32_t *want = own_output_order(b, i, out, no);
     uint64_t have = 0;
     for (int j = 0; j < no; j++) have |= 1ull << out[j];
@@ -465,7 +504,8 @@ static const int32_t *reader_order_of(const builder *b, int i, const int32_t *ou
         const ts_egir_view *v = &b->x->views[b->t[j].e.param[0]];
         uint64_t src = 0;
         for (int d = 0; d < v->src_ndim; d++) src |= 1ull << v->src_axis[d];
-        if (v->src_ndim == no && src == have) want = v->src_axis;
+        if (v->src_ndim != no || src != have) continue;
+        want = b->t[j].output && view_walk_order(b, v, order) ? order : v->src_axis;
     }
     return want;
 }
@@ -473,7 +513,8 @@ static const int32_t *reader_order_of(const builder *b, int i, const int32_t *ou
 /* out[0..no) becomes reader_order_of's order where there is one; last >= 0: only an order ending in that axis
  * (a GEMM writes rows and batch in either order, its columns last). */
 static void reader_order(const builder *b, int i, int32_t last, int32_t *out, int no) {
-    const int32_t *want = reader_order_of(b, i, out, no);
+    int32_t walk[TS_MAX_DIMS];
+    const int32_t *want = reader_order_into(b, i, out, no, walk);
     if (want && (last < 0 || want[no - 1] == last)) memcpy(out, want, sizeof(int32_t) * (size_t)no);
 }
 
@@ -1016,7 +1057,8 @@ static bool rows_read_last(const builder *b, int i, int32_t bt, int32_t m, int32
     int no = 0;
     if (bt >= 0) out[no++] = bt;
     out[no++] = m, out[no++] = n;
-    const int32_t *want = reader_order_of(b, i, out, no);
+    int32_t walk[TS_MAX_DIMS];
+    const int32_t *want = reader_order_into(b, i, out, no, walk);
     return want && want[no - 1] == m;
 }
 
@@ -1561,7 +1603,8 @@ static int32_t query_axis(builder *b, int score, int q, uint64_t candidates, int
  * constraint), out becomes that order, so the reader needs no copy: [b, t, h, d] after [b, h, t, d] operands. */
 static void attention_output_order(const builder *b, int i, int32_t dvax, int32_t outer, int32_t inner, int32_t *out,
                                    int n) {
-    const int32_t *want = reader_order_of(b, i, out, n);
+    int32_t walk[TS_MAX_DIMS];
+    const int32_t *want = reader_order_into(b, i, out, n, walk);
     if (!want || want[n - 1] != dvax) return;
     int at_outer = -1, at_inner = -1;
     for (int j = 0; j < n; j++) {
@@ -1748,11 +1791,57 @@ static bool view_access(const builder *b, int vid, ts_access *out) {
     return true;
 }
 
+/* View v (static sizes) read straight from its source's access `have`, whatever that layout: each view dim
+ * steps within one source axis (source_dim_of; a permute, a split, a slice, a window, a broadcast), so its
+ * stride in the natural layout is a multiple of that axis's and becomes the same multiple of the axis's stride
+ * in `have`; the offset likewise, axis by axis. A GEMM that wrote its result [b, o, p] for the output view that
+ * reads it so is then read in place, where a copy to the natural [o, b, p] came first. false where a dim spans
+ * two source axes (a merge), a stride is negative, or a size is dynamic. */
+static bool view_through_layout(const builder *b, const ts_egir_view *v, const ts_access *have, ts_access *out) {
+    const ts_graph *g = b->x->g;
+    int64_t S[TS_MAX_DIMS], reach[TS_MAX_DIMS], run = 1, off = v->view.offset;
+    int at[TS_MAX_DIMS]; /* the dim of `have` over each source axis */
+    if (have->ndim != v->src_ndim || off < 0) return false;
+    for (int e = v->src_ndim - 1; e >= 0; e--) {
+        if (g->axes[v->src_axis[e]].dynamic || (at[e] = find_dim(have, v->src_axis[e])) < 0) return false;
+        S[e] = run, run *= g->axes[v->src_axis[e]].size;
+    }
+    *out = (ts_access){.buf = have->buf, .ndim = v->view.ndim, .offset = have->offset};
+    for (int e = 0; e < v->src_ndim; e++) { /* the offset's index along each source axis */
+        reach[e] = off / S[e], off %= S[e];
+        out->offset = ts_sym_add(out->offset, ts_sym_mul(have->stride[at[e]], ts_sym_const(reach[e])));
+    }
+    for (int d = 0; d < v->view.ndim; d++) {
+        out->axis[d] = v->view.axis[d];
+        out->stride[d] = ts_sym_const(0);
+        if (g->axes[v->view.axis[d]].dynamic) return false;
+        if (v->view.size[d] == 1 || v->view.stride[d] == 0) continue;
+        int e = source_dim_of(v, S, g, d);
+        if (e < 0) return false;
+        int64_t step = v->view.stride[d] / S[e];
+        reach[e] += step * (v->view.size[d] - 1);
+        out->stride[d] = ts_sym_mul(have->stride[at[e]], ts_sym_const(step));
+    }
+    for (int e = 0; e < v->src_ndim; e++)
+        if (reach[e] >= g->axes[v->src_axis[e]].size) return false;
+    for (int d = v->view.ndim - 1; d >= 0; d--) /* size-1 dims: the stride a contiguous layout gives them */
+        if (v->view.size[d] == 1)
+            out->stride[d] = d + 1 < v->view.ndim ? ts_sym_mul(out->stride[d + 1], sym_axis(b, v->view.axis[d + 1]))
+                                                  : ts_sym_const(1);
+    return true;
+}
+
 static ts_access materialize_view(builder *b, int i) {
     const tnode node = b->t[i], *t = &node; /* a copy: materialising the source may grow b->t */
     int vid = (int)t->e.param[0];
     const ts_egir_view *v = &b->x->views[vid];
-    ts_access src = contiguous_as(b, (int)t->e.kid[0], v->src_axis, v->src_ndim), out;
+    ts_access have = materialize(b, (int)t->e.kid[0]), out;
+    const ts_buffer *B = &b->p->buf[have.buf];
+    ts_access natural = contiguous_over(b, have.buf, v->src_axis, v->src_ndim);
+    bool in_natural_layout = B->ndim == v->src_ndim && memcmp(&natural, &have, sizeof have) == 0;
+    if (!in_natural_layout && B->dtype == operand_dtype(b, (int)t->e.kid[0], &have) && view_through_layout(b, v, &have, &out))
+        return out;
+    ts_access src = contiguous_as(b, (int)t->e.kid[0], v->src_axis, v->src_ndim);
     if (!view_access(b, vid, &out)) {
         if (!b->err) b->err = ts_strdup("a view whose strides are not monomials of the dynamic sizes");
         return src;

@@ -30,7 +30,8 @@ CASES = {
     "swiglu": "m=3,d=8,n=5",
     "tests/fixtures/literal_operands.yaml": "m=6",
     "tests/fixtures/composites.yaml": "m=5",
-    "tests/fixtures/mha_export.yaml": "b=2",  # slices, splits and permutes of one projection (torch.export)
+    "tests/fixtures/mha_export.yaml": "b=2",
+    "tests/fixtures/conv_windows.yaml": "b=2",  # window views: a strided, dilated and a grouped convolution, pools  # slices, splits and permutes of one projection (torch.export)
 }
 
 

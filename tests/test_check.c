@@ -259,6 +259,48 @@ Test(check, slice_out_of_range) {
                  "g.yaml:7:60: error: slice out of range: indices 6..9 of axis 'd' (size 8)");
 }
 
+/* window: windows i·step + j·dilation of one axis; out of range, a wrong `as`, a dynamic axis and a bad step are
+ * each named where they are written. */
+#define WINDOW_GRAPH(axes, op) "axes:\n" axes "inputs:\n  X: {dtype: fp16, shape: [c, h]}\n" OPS "  - " op "\noutputs: [Y]\n"
+Test(check, window_out_of_range) {
+    assert_error(WINDOW_GRAPH("  c: 2\n  h: 9\n  o: 4\n  k: 3\n",
+                              "{name: Y, op: window, args: [X], axis: h, as: [o, k], step: 2, dilation: 2}"),
+                 "g.yaml:9:51: error: window out of range: 4 windows of step 2 and 3 taps of dilation 2 need 11 "
+                 "elements of axis 'h' (size 9)");
+}
+
+Test(check, window_needs_two_new_axes_and_static_sizes) {
+    assert_error(WINDOW_GRAPH("  c: 2\n  h: 9\n  o: 7\n  k: 3\n", "{name: Y, op: window, args: [X], axis: h, as: [o]}"),
+                 "g.yaml:9:51: error: window needs two new axes, the windows' and the taps'");
+    assert_error(WINDOW_GRAPH("  c: 2\n  h: {dynamic: true, typical: 9}\n  o: 7\n  k: 3\n",
+                              "{name: Y, op: window, args: [X], axis: h, as: [o, k]}"),
+                 "g.yaml:9:44: error: cannot window dynamic axis 'h'");
+    assert_error(WINDOW_GRAPH("  c: 2\n  h: 9\n  o: 7\n  k: 3\n",
+                              "{name: Y, op: window, args: [X], axis: h, as: [o, k], step: 0}"),
+                 "g.yaml:9:65: error: step must be a positive integer");
+    assert_error(WINDOW_GRAPH("  c: 2\n  h: 9\n  o: 7\n  k: 3\n", "{name: Y, op: window, args: [X], axis: h, as: [c, k]}"),
+                 "g.yaml:9:51: error: 'X' already has an axis 'c'");
+}
+
+/* A 3×3 window of stride 2 over h and one of stride 1 over w: the view's strides step the input's rows and
+ * columns, overlapping (the taps and the windows share elements). */
+Test(check, window_is_a_strided_view) {
+    checked c;
+    check_ok_dims(&c, "axes: {c: 2, h: 9, w: 6, oh: 4, kh: 3, ow: 4, kw: 3}\n"
+                      "inputs:\n  X: {dtype: fp16, shape: [c, h, w]}\n" OPS
+                      "  - {name: A, op: window, args: [X], axis: h, as: [oh, kh], step: 2}\n"
+                      "  - {name: Y, op: window, args: [A], axis: w, as: [ow, kw]}\noutputs: [Y]\n",
+                  NULL);
+    const ts_view *v = &c.g.outputs[0].ref.view;
+    const int64_t strides[] = {54, 12, 6, 1, 1}, sizes[] = {2, 4, 3, 4, 3};
+    cr_assert_eq(v->ndim, 5);
+    for (int d = 0; d < 5; d++) {
+        cr_expect_eq(v->stride[d], strides[d], "dim %d: stride %lld", d, (long long)v->stride[d]);
+        cr_expect_eq(v->size[d], sizes[d], "dim %d", d);
+    }
+    free_checked(&c);
+}
+
 Test(check, reshape_that_changes_the_element_count) {
     assert_error("axes:\n  d: 8\n  a: 2\n  b: 3\ninputs:\n  X: {dtype: fp16, shape: [d]}\n" OPS
                  "  - {name: Y, op: reshape, args: [X], shape: [a, b]}\noutputs: [Y]\n",

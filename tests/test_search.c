@@ -2539,3 +2539,70 @@ Test(search, rows_merge_only_where_every_access_nests) {
         free_compiled(&cg);
     }
 }
+
+/* A 3×3 convolution over `window` views, as tsopt_torch writes one (Conv2d → ReLU → + bias): the windows laid out
+ * [b, p, c·kh·kw] by one copy (im2col), then one GEMM over the taps whose result is written channel-first [b, o, p]
+ * straight into the graph output (plan.c view_through_layout, reader_order_into), its bias, ReLU and second bias in
+ * the epilogue (hlir.c ts_graph_merge_after_splits: the elementwise ops work over p, not [oh, ow]). */
+Test(search, a_convolution_over_windows_is_a_copy_and_one_gemm_with_its_epilogue) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strdup(
+        "graph: g\naxes: {b: 128, c: 3, h: 32, w: 32, oh: 30, kh: 3, ow: 30, kw: 3, o: 16, ckk: 27, p: 900}\n"
+        "inputs:\n  X: {dtype: fp32, shape: [b, c, h, w]}\n  W: {dtype: fp32, shape: [o, c, kh, kw]}\n"
+        "  bias: {dtype: fp32, shape: [o]}\n  bias2: {dtype: fp32, shape: [o]}\nops:\n"
+        "  - {name: Xh, op: window, args: [X], axis: h, as: [oh, kh]}\n"
+        "  - {name: Xw, op: window, args: [Xh], axis: w, as: [ow, kw]}\n"
+        "  - {name: Xp, op: permute, args: [Xw], order: [b, oh, ow, c, kh, kw]}\n"
+        "  - {name: Xm, op: reshape, args: [Xp], shape: [b, p, ckk]}\n"
+        "  - {name: Wm, op: reshape, args: [W], shape: [o, ckk]}\n"
+        "  - {name: Y, op: matmul, args: [Wm, Xm], over: ckk}\n"
+        "  - {name: Yp, op: permute, args: [Y], order: [b, o, p]}\n"
+        "  - {name: Ys, op: reshape, args: [Yp], shape: [b, o, oh, ow]}\n"
+        "  - {name: Yb, op: add, args: [Ys, bias]}\n  - {name: Yr, op: relu, args: [Yb]}\n"
+        "  - {name: Z, op: add, args: [Yr, bias2]}\noutputs: [Z]\n"));
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_assert_eq(p->nk, 2, "%s", best);
+    cr_expect_eq(p->k[0].kind, TS_KERNEL_MAP, "the im2col copy: %s", best);
+    const ts_kernel *k = &p->k[1];
+    cr_assert_eq(k->kind, TS_KERNEL_GEMM, "%s", best);
+    cr_expect_eq(p->buf[k->out.buf].kind, TS_BUF_OUTPUT, "the GEMM writes the output itself: %s", best);
+    cr_expect_eq(p->buf[k->acc[k->a].buf].kind, TS_BUF_INPUT, "W read in place as A: %s", best);
+    free(best);
+    free_compiled(&cg);
+}
+
+/* A 3×3 max pool of stride 2 written tap by tap (tsopt_torch's pool_taps): nine strided slices of X, one MAP kernel.
+ * Its nine reads overlap (each element of X is read by up to four windows' taps), so the model counts X's bytes
+ * once and none of them as strided (costmodel.c shared_buffer_share): the prediction stays within 2x of X read once
+ * and Y written once at the DRAM rate — 0.48 ms (nine 16 MB reads at the strided rate) before. */
+Test(search, overlapping_slices_of_one_input_count_its_bytes_once) {
+    compiled_graph cg;
+    compile_yaml(&cg, ts_strdup(
+        "graph: g\naxes: {b: 16, c: 64, h: 128, w: 128, oh: 63, ow: 63}\ninputs:\n  X: {dtype: fp32, shape: [b, c, h, w]}\n"
+        "ops:\n"
+        "  - {name: A, op: slice, args: [X], axis: h, start: 0, step: 2, as: oh}\n"
+        "  - {name: A0, op: slice, args: [A], axis: w, start: 0, step: 2, as: ow}\n"
+        "  - {name: A1, op: slice, args: [A], axis: w, start: 1, step: 2, as: ow}\n"
+        "  - {name: A2, op: slice, args: [A], axis: w, start: 2, step: 2, as: ow}\n"
+        "  - {name: B, op: slice, args: [X], axis: h, start: 1, step: 2, as: oh}\n"
+        "  - {name: B0, op: slice, args: [B], axis: w, start: 0, step: 2, as: ow}\n"
+        "  - {name: B1, op: slice, args: [B], axis: w, start: 1, step: 2, as: ow}\n"
+        "  - {name: B2, op: slice, args: [B], axis: w, start: 2, step: 2, as: ow}\n"
+        "  - {name: C, op: slice, args: [X], axis: h, start: 2, step: 2, as: oh}\n"
+        "  - {name: C0, op: slice, args: [C], axis: w, start: 0, step: 2, as: ow}\n"
+        "  - {name: C1, op: slice, args: [C], axis: w, start: 1, step: 2, as: ow}\n"
+        "  - {name: C2, op: slice, args: [C], axis: w, start: 2, step: 2, as: ow}\n"
+        "  - {name: M1, op: max, args: [A0, A1]}\n  - {name: M2, op: max, args: [M1, A2]}\n"
+        "  - {name: M3, op: max, args: [M2, B0]}\n  - {name: M4, op: max, args: [M3, B1]}\n"
+        "  - {name: M5, op: max, args: [M4, B2]}\n  - {name: M6, op: max, args: [M5, C0]}\n"
+        "  - {name: M7, op: max, args: [M6, C1]}\n  - {name: Y, op: max, args: [M7, C2]}\noutputs: [Y]\n"));
+    const ts_plan *p = &cg.out.plans[0];
+    char *best = best_plan(&cg);
+    cr_assert_eq(p->nk, 1, "%s", best);
+    cr_expect_eq(p->k[0].kind, TS_KERNEL_MAP, "%s", best);
+    const double bytes = 4.0 * 16 * 64 * (128.0 * 128 + 63 * 63), floor_s = bytes / 3.9e12;
+    cr_expect_lt(p->predicted_s, 2 * floor_s, "%s: %.4f ms, floor %.4f", best, p->predicted_s * 1e3, floor_s * 1e3);
+    free(best);
+    free_compiled(&cg);
+}

@@ -6,6 +6,7 @@ a tuple for ops with several results). An op missing here, or an argument a hand
 ExportError; export.py adds the ATen op and the source line.
 """
 
+import itertools
 import math
 
 from .graph import ExportError, Val, atoms, flat
@@ -573,35 +574,72 @@ def max_min(reducer, binary):
     return h
 
 
+def per_dim(v, nd):
+    """A convolution's or pool's int-or-list argument, one value per spatial dim."""
+    v = list(v) if isinstance(v, (list, tuple)) else [v] * nd
+    return v * nd if len(v) == 1 else v
+
+
+# A pool over windows of at most this many taps in two or more dims is written tap by tap (pool_taps): one
+# elementwise kernel, where the reductions over the taps' non-nesting axes would be a kernel each.
+SMALL_WINDOW_TAPS = 16
+
+
+def pool_taps(cx, reducer, x, ks, st, dil, windows):
+    """A pool as the max (or the mean) of one strided slice of x per tap: tap (j_0, ..., j_n) of every window is
+    x[..., j_0·dil_0 :: st_0, ...] over the windows' positions, so that the pool is one elementwise kernel reading
+    Π ks slices (overlapping windows share their reads through the cache)."""
+    g, nd, rank = cx.g, len(ks), len(x.axes)
+    acc = None
+    for taps in itertools.product(*[range(k) for k in ks]):
+        v = x
+        for j, t in enumerate(taps):
+            start = t * dil[j]
+            v = g.slice(v, rank - nd + j, start, start + (windows[j] - 1) * st[j] + 1, st[j])
+        acc = v if acc is None else g.elementwise(cx.hint, "max" if reducer == "reduce_max" else "add", [acc, v],
+                                                  cx.shape, x.dtype)
+    if reducer == "mean":
+        acc = g.op(cx.hint, "scale", [acc], acc.axes, x.dtype, by=1.0 / math.prod(ks))
+    return acc
+
+
 def pool(reducer, nd):
-    """avg_poolNd / max_poolNd with windows that tile the last nd dims (stride = kernel, no padding, dilation 1,
-    floor mode): each pooled dim split into (windows, kernel) by a reshape, then the mean or max over the
-    kernel axes; a remainder past the last whole window is sliced off first, as PyTorch drops it."""
+    """avg_poolNd / max_poolNd without padding: windows that tile the last nd dims (stride = kernel, dilation 1) are
+    a reshape splitting each pooled dim into (windows, kernel), a remainder past the last whole window sliced off
+    first as PyTorch drops it; overlapping, strided or dilated windows are `window` views. Then the mean or max
+    over the kernel axes. ceil_mode is taken where it adds no partial window."""
     def h(cx, x, kernel_size, stride=None, padding=0, *rest):
-        ks = list(kernel_size) if isinstance(kernel_size, (list, tuple)) else [kernel_size] * nd
-        st = list(stride) if isinstance(stride, (list, tuple)) and stride else ks
-        st = st if isinstance(st, list) else [st] * nd
-        pad = list(padding) if isinstance(padding, (list, tuple)) else [padding] * nd
-        ks, st, pad = ks * (nd // len(ks)), st * (nd // len(st)), pad * (nd // len(pad))
-        dilation = rest[0] if reducer == "reduce_max" and rest else 1
-        ceil_mode = rest[1] if reducer == "reduce_max" and len(rest) > 1 else (rest[0] if rest else False)
-        if st != ks or any(pad) or dilation not in (1, [1] * nd, [1]) or ceil_mode:
-            raise ExportError("pooling with stride %s, kernel %s, padding %s: tsopt pools windows that tile the "
-                              "input (stride = kernel, no padding, dilation 1, floor mode)" % (st, ks, pad))
+        ks = per_dim(kernel_size, nd)
+        st = per_dim(stride, nd) if stride not in (None, [], ()) else ks
+        pad = per_dim(padding, nd)
+        dil = per_dim(rest[0], nd) if reducer == "reduce_max" and rest else [1] * nd
+        if any(pad):
+            raise ExportError("pooling with kernel %s, stride %s, padding %s: tsopt pools without padding (it has no "
+                              "padding op)" % (ks, st, pad))
         if reducer == "mean" and len(rest) > 2 and rest[2] is not None:  # (ceil_mode, count_include_pad, divisor)
             raise ExportError("avg_pool with a divisor_override")
         shape, g, rank = cx.in_shape(0), cx.g, len(x.axes)
-        for j, k in enumerate(ks):
-            d = rank - nd + j
-            n = shape[d] // k
-            if n * k != shape[d]:
-                x = g.slice(x, d, 0, n * k, 1)
-        if all(k == 1 for k in ks):
+        windows = [(shape[rank - nd + j] - dil[j] * (ks[j] - 1) - 1) // st[j] + 1 for j in range(nd)]
+        if list(cx.shape[rank - nd:]) != windows:  # ceil_mode adding a partial window
+            raise ExportError("pooling with ceil_mode over a partial last window (%s windows, %s whole): tsopt pools "
+                              "whole windows" % (list(cx.shape[rank - nd:]), windows))
+        if all(k == 1 for k in ks) and all(s == 1 for s in st):
             return x
-        split = list(shape[:rank - nd])
-        for j, k in enumerate(ks):
-            split += [shape[rank - nd + j] // k, k]
-        y = g.reshape(x, split)
+        if sum(k > 1 for k in ks) > 1 and math.prod(ks) <= SMALL_WINDOW_TAPS:
+            return pool_taps(cx, reducer, x, ks, st, dil, windows)
+        if st == ks and all(d == 1 for d in dil):
+            for j, k in enumerate(ks):
+                d = rank - nd + j
+                if windows[j] * k != shape[d]:
+                    x = g.slice(x, d, 0, windows[j] * k, 1)
+            split = list(shape[:rank - nd])
+            for j, k in enumerate(ks):
+                split += [windows[j], k]
+            y = g.reshape(x, split)
+        else:
+            y = x
+            for j in range(nd):
+                y = g.window(y, rank - nd + 2 * j, windows[j], ks[j], st[j], dil[j])
         return reduce_over(cx, reducer, y, [rank - nd + 2 * j + 1 for j in range(nd)], False)
 
     return h
@@ -943,39 +981,128 @@ def einsum(cx, equation, operands):
 
 
 def conv_pointwise(transposed):
-    """conv1d/2d/3d (and conv_transpose, aten.convolution) with a kernel of size 1 in every spatial dim, no padding
-    and one group: Σ_c W[o, c]·x[n, c, *S] (W[c, o] transposed), S strided by the stride, + a bias per channel —
-    a GEMM over the channels, which the plans read channel-first in place. Larger kernels, padding and groups
-    are refused (tsopt has no implicit-GEMM convolution)."""
+    """conv1d/2d/3d (and conv_transpose, aten.convolution): see conv_nd."""
     def handler(cx, x, w, bias=None, stride=1, padding=0, *rest):
         xs, ws = cx.in_shape(0), cx.in_shape(1)
         nd = len(ws) - 2
         if transposed:  # conv_transposeNd(input, weight, bias, stride, padding, output_padding, groups, dilation)
             output_padding, groups = (rest[0] if rest else 0), (rest[1] if len(rest) > 1 else 1)
+            dilation = rest[2] if len(rest) > 2 else 1
         else:  # convNd(input, weight, bias, stride, padding, dilation, groups)
             output_padding, groups = 0, (rest[1] if len(rest) > 1 else 1)
-        return pointwise_conv(cx, x, w, bias, stride, padding, output_padding, groups, transposed, nd, xs, ws)
+            dilation = rest[0] if rest else 1
+        return conv_nd(cx, x, w, bias, stride, padding, dilation, output_padding, groups, transposed, nd, xs, ws)
     return handler
 
 
 def convolution(cx, x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
     """aten.convolution: as conv_pointwise."""
     xs, ws = cx.in_shape(0), cx.in_shape(1)
-    return pointwise_conv(cx, x, w, bias, stride, padding, output_padding, groups, transposed, len(ws) - 2, xs, ws)
+    return conv_nd(cx, x, w, bias, stride, padding, dilation, output_padding, groups, transposed, len(ws) - 2, xs, ws)
 
 
-def pointwise_conv(cx, x, w, bias, stride, padding, output_padding, groups, transposed, nd, xs, ws):
-    def per_dim(v):
-        v = list(v) if isinstance(v, (list, tuple)) else [v] * nd
-        return v * nd if len(v) == 1 else v
-    kernel = ws[2:]
-    st, pad = per_dim(stride), padding if isinstance(padding, str) else per_dim(padding)
-    zero_pad = pad in ("valid", "same") or not any(pad)
-    if any(k != 1 for k in kernel) or groups != 1 or not zero_pad or any(per_dim(output_padding)) or \
-            (transposed and any(s != 1 for s in st)):
-        raise ExportError("a convolution with kernel %s, stride %s, padding %s, groups %s%s: tsopt maps pointwise ones "
-                          "(kernel 1, no padding, one group) as a GEMM over the channels; it has no implicit-GEMM "
-                          "convolution" % (kernel, st, pad, groups, " (transposed)" if transposed else ""))
+def conv_nd(cx, x, w, bias, stride, padding, dilation, output_padding, groups, transposed, nd, xs, ws):
+    """A convolution without padding: with a kernel of size 1 in every dim and one group, a GEMM over the
+    channels reading x channel-first in place (pointwise_conv); otherwise windows of x (`window` views), laid
+    out as [n, groups, positions, channels · taps] by one copy (im2col) and contracted with the weight by a
+    GEMM batched over the groups (window_conv). Padding, and transposed convolutions with a larger kernel or a
+    stride, are refused."""
+    kernel, st, dil = ws[2:], per_dim(stride, nd), per_dim(dilation, nd)
+    pad = padding if isinstance(padding, str) else per_dim(padding, nd)
+    pointwise = all(k == 1 for k in kernel)
+    zero_pad = pad == "valid" or (pad == "same" and pointwise) or (not isinstance(pad, str) and not any(pad))
+    if not zero_pad or any(per_dim(output_padding, nd)) or \
+            (transposed and (not pointwise or groups != 1 or any(s != 1 for s in st))):
+        raise ExportError("a convolution with kernel %s, stride %s, padding %s, groups %s%s: tsopt maps convolutions "
+                          "without padding (and transposed ones of kernel 1, stride 1, one group); it has no padding "
+                          "op" % (kernel, st, pad, groups, " (transposed)" if transposed else ""))
+    if pointwise and groups == 1:
+        return pointwise_conv(cx, x, w, bias, st, nd, xs, transposed)
+    if groups == xs[-nd - 1] == ws[0] and math.prod(kernel) <= SMALL_WINDOW_TAPS:
+        return depthwise_taps(cx, x, w, bias, st, dil, nd, xs, ws)
+    return window_conv(cx, x, w, bias, st, dil, groups, nd, xs, ws)
+
+
+def depthwise_taps(cx, x, w, bias, st, dil, nd, xs, ws):
+    """A depthwise convolution (a group per channel, one output channel each) of few taps as pool_taps writes a
+    pool: Σ over the taps of the tap's weight per channel times x's strided slice for that tap, + the bias — one
+    elementwise kernel, where the im2col copy would write taps× the input."""
+    g, rank = cx.g, len(xs)
+    ch = rank - nd - 1
+    out_sp = cx.shape[ch + 1:]
+    acc = None
+    for taps in itertools.product(*[range(k) for k in ws[2:]]):
+        v, wt = x, w
+        for j, t in enumerate(taps):
+            start = t * dil[j]
+            v = g.slice(v, ch + 1 + j, start, start + (out_sp[j] - 1) * st[j] + 1, st[j])
+            wt = g.slice(wt, 2 + j, t, t + 1, 1)
+        wc = g.rename(Val(wt.name, [wt.axes[0]], wt.dtype), [x.axes[ch]])
+        wv = Val(wc.name, [None] * ch + [x.axes[ch]] + [None] * nd, w.dtype)
+        term = g.elementwise(cx.hint, "mul", [v, wv], cx.shape, cx.dtype)
+        acc = term if acc is None else g.elementwise(cx.hint, "add", [acc, term], cx.shape, cx.dtype)
+    if bias is not None:
+        b = g.rename(bias, [x.axes[ch]])
+        acc = g.elementwise(cx.hint, "add", [acc, Val(b.name, [None] * ch + [x.axes[ch]] + [None] * nd, bias.dtype)],
+                            cx.shape, cx.dtype)
+    return acc
+
+
+def window_conv(cx, x, w, bias, st, dil, groups, nd, xs, ws):
+    """Σ_{c, taps} W[g, o, c, taps]·x[n, g, c, windows(taps)] (+ bias): x's spatial dims as windows, the
+    windowed channels and taps merged into one contraction axis by a reshape (one copy: the im2col matrix), the
+    weight [O, C/groups, *kernel] seen as [groups, O/groups, C/groups · Π kernel] in place; the GEMM's result
+    [groups, O/groups, n, positions] read back as [n, O, *positions]."""
+    g, batched = cx.g, len(xs) == nd + 2
+    ch, out_sp = (1 if batched else 0), cx.shape[(2 if batched else 1):]
+    cg, og = xs[ch] // groups, ws[0] // groups
+    if groups > 1:  # channels split into (groups, channels of a group): a view
+        x = g.reshape(x, xs[:ch] + [groups, cg] + xs[ch + 1:])
+    first = ch + (2 if groups > 1 else 1)  # the first spatial dim
+    for j in range(nd):
+        x = g.window(x, first + 2 * j, out_sp[j], ws[2 + j], st[j], dil[j])
+    lead = x.axes[:first - 1]  # n, groups (None where absent)
+    cg_ax, outs, taps = x.axes[first - 1], x.axes[first::2], x.axes[first + 1::2]
+    k_axes = [a for a in [cg_ax] + taps if a is not None]
+    order = [a for a in lead + outs if a is not None] + k_axes
+    xp = g.op(x.name + "_t", "permute", [x], order, x.dtype, order=order) if order != x.dims else x
+    k_ax = k_axes[0] if len(k_axes) == 1 else g.fresh_axis(math.prod(g.size(a) for a in k_axes))
+    pos = [a for a in outs if a is not None]  # the output positions, one axis (the GEMM's rows or columns)
+    p_ax = pos[0] if len(pos) == 1 else g.fresh_axis(math.prod(g.size(a) for a in pos)) if pos else None
+    rows = [a for a in lead + [p_ax] if a is not None]
+    xm = g.op(x.name + "_cols", "reshape", [xp], rows + [k_ax], x.dtype, shape=rows + [k_ax]) \
+        if len(k_axes) > 1 or len(pos) > 1 else xp
+    g_ax = lead[-1] if groups > 1 else None
+    o_ax = g.fresh_axis(og) if og > 1 else None
+    w_axes = [a for a in (g_ax, o_ax, k_ax) if a is not None]
+    wm = g.op(w.name + "_m", "reshape", [w], w_axes, w.dtype, shape=w_axes)
+    n_ax = lead[0] if batched else None
+    if o_ax is None and n_ax is not None:  # one output channel a group (depthwise): the weight broadcast over n, so
+        wm = g.expand_to(wm, [n_ax] + w_axes)  # that the per-position dot products come out [n, g, p], in place
+        w_axes = [n_ax] + w_axes
+    y_dims = [a for a in w_axes if a != k_ax] + [a for a in rows if a not in w_axes]
+    y = g.op(cx.hint, "matmul", [wm, xm], y_dims, cx.dtype, over=k_ax)
+    o_merged = g.axis_for(ws[0], static=True) if groups > 1 and og > 1 else (g_ax or o_ax)
+    if o_merged in y_dims and o_merged not in (g_ax, o_ax):
+        o_merged = g.alt(o_merged, set(y_dims))
+    pt = [a for a in (n_ax, g_ax, o_ax, p_ax) if a is not None]
+    y = g.op(cx.hint + "_t", "permute", [y], pt, cx.dtype, order=pt) if pt != y_dims else y
+    final = [n_ax] if batched else []
+    final += [o_merged] + list(outs)
+    if (groups > 1 and og > 1) or len(pos) > 1:
+        y = g.op(cx.hint + "_o", "reshape", [y], final, cx.dtype, shape=[a for a in final if a is not None])
+    else:
+        y = Val(y.name, final, cx.dtype)
+    if bias is not None:
+        b = g.rename(bias, [o_merged])
+        y = g.elementwise(cx.hint, "add", [y, Val(b.name, [None] * ch + [o_merged] + [None] * nd, bias.dtype)],
+                          cx.shape, cx.dtype)
+    return y
+
+
+def pointwise_conv(cx, x, w, bias, st, nd, xs, transposed):
+    """Σ_c W[o, c]·x[n, c, *S] (W[c, o] transposed), S strided by the stride, + a bias per channel: a GEMM over
+    the channels, which the plans read channel-first in place."""
     g, batched = cx.g, len(xs) == nd + 2
     ch = 1 if batched else 0
     merged = nd > 1 and all(s == 1 for s in st)

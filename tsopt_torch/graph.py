@@ -355,6 +355,25 @@ class Graph:
             y = self.op(x.name + "_s", "reshape", [y], axes, x.dtype, shape=[b for b in axes if b is not None])
         return y
 
+    def window(self, x, dim, windows, taps, step, dilation):
+        """PyTorch dim `dim` of x seen as `windows` sliding windows of `taps` elements (x.unfold with a dilation):
+        two dims in its place, window i starting at element i·step, tap j dilation·j further on — a view (tsopt's
+        `window`), the windows overlapping where step < taps·dilation. A dim of size 1 is left out (None)."""
+        a = x.axes[dim]
+        if taps == 1:  # one tap: the windows' first elements
+            y = self.slice(x, dim, 0, (windows - 1) * step + 1, step)
+            return Val(y.name, y.axes[:dim + 1] + [None] + y.axes[dim + 1:], y.dtype)
+        if self.is_dynamic(a):
+            raise ExportError("cannot take windows of dynamic axis '%s'" % a)
+        out, tap = self.fresh_axis(windows), self.fresh_axis(taps)
+        axes = x.axes[:dim] + [out, tap] + x.axes[dim + 1:]
+        y = self.op(x.name + "_w", "window", [x], axes, x.dtype, axis=a, step=step, dilation=dilation,
+                    **{"as": [out, tap]})
+        if windows == 1:  # one window: its taps alone
+            axes[dim] = None
+            y = self.op(x.name + "_w", "reshape", [y], axes, x.dtype, shape=[b for b in axes if b is not None])
+        return y
+
     def fresh_axis(self, size):
         """A new axis of this size, named apart from every axis and tensor."""
         name = self.fresh("one" if size == 1 else "n%d" % size)

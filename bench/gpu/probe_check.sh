@@ -4,7 +4,7 @@
 # gemm_f32_test (fp32 split-K beside the unsplit tiles and cuBLAS SGEMM), then bench/h200.sh over the probes the
 # changes moved, with their anchors, and decoder_prefill re-validated.
 # Usage (here, no GPU): PREPARE=1 [OLD_REV=<rev with the old templates>] [PROBES="<bench/probes names>"]
-#   [HELDOUT="<bench/heldout names>"] [ROW_TEST=0: no row_test] [PREFILL=0: no decoder_prefill] bash bench/gpu/probe_check.sh
+#   [HELDOUT="<bench/heldout names>"] [GRAPHS="<bench/graphs names>"] [ROW_TEST=0: no row_test] [PREFILL=0: no decoder_prefill] bash bench/gpu/probe_check.sh
 #   — fills build/tc-all, builds build/ab/row_test_{new,old} and build/ab/gemm_f32_test and packs build/carry.tar.xz
 # (bench/gpu/carry.sh); then (device, carry build/carry.tar.xz and build/pg): bash bench/gpu/probe_check.sh
 # (MINI=1: row_test, gemm_f32_test and a few probes' candidates only, for a short call)
@@ -17,6 +17,7 @@ if [ "${PREPARE:-0}" = 1 ]; then
   rm -rf build/pg && mkdir -p build/pg build/ab/tpl_old || exit 1
   for p in $probes; do cp "bench/probes/$p.yaml" build/pg/ || exit 1; done
   for h in ${HELDOUT-matmul_div_sum_scale}; do cp "bench/heldout/$h.yaml" build/pg/ || exit 1; done
+  for g in ${GRAPHS-}; do cp "bench/graphs/$g.yaml" build/pg/ || exit 1; done
   arch=-gencode=arch=compute_90a,code=sm_90a
   extra=build/ab/gemm_f32_test
   if [ "${ROW_TEST:-1}" = 1 ]; then
@@ -27,7 +28,7 @@ if [ "${PREPARE:-0}" = 1 ]; then
   fi
   nvcc -O3 -std=c++17 $arch -I templates bench/gpu/gemm_f32_test.cu -lcublas -lcuda -o build/ab/gemm_f32_test || exit 1
   out=$(mktemp -d)
-  GRAPHS_DIR=build/pg TSOPT_CACHE=build/tc-all PREPARE=1 TOP=4 OUT="$out" bash bench/tune_all.sh > "$out/prep.log" 2>&1 || exit 1
+  GRAPHS_DIR=build/pg TSOPT_CACHE=build/tc-all PREPARE=1 TOP=${TOP:-4} OUT="$out" bash bench/tune_all.sh > "$out/prep.log" 2>&1 || exit 1
   if [ "${PREFILL:-1}" = 1 ]; then
     touch build/pg/.prefill
     build/tsopt tune --build-only --top 1 --cache build/tc-all bench/graphs/decoder_prefill.yaml > "$out/tune/prefill.build.log" 2>&1 || exit 1
@@ -49,7 +50,7 @@ if [ "${MINI:-0}" = 1 ]; then  # a short call: the candidates of five probes val
   done
   exit 0
 fi
-GRAPHS_DIR=build/pg OUT=$OUT/a TOP=4 SWEEP=0 BENCH_AUTOTUNE=0 BUDGET_S=${BUDGET_S:-220} bash bench/h200.sh > "$OUT/a.log" 2>&1
+GRAPHS_DIR=build/pg OUT=$OUT/a TOP=${TOP:-4} SWEEP=0 BENCH_AUTOTUNE=0 BUDGET_S=${BUDGET_S:-220} bash bench/h200.sh > "$OUT/a.log" 2>&1
 echo "h200.sh rc=$?"
 grep -E "^graph .* on |^rank|^[0-9]+ +[a-z]|chosen" "$OUT/a.log" | head -80; tail -30 "$OUT/a.log"
 if [ -f build/pg/.prefill ]; then

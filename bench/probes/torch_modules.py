@@ -29,3 +29,44 @@ class GemmInstanceNormResidual(nn.Module):
         x = self.gemm(x)
         x = self.instance_norm(x.unsqueeze(1).unsqueeze(1)).squeeze(1).squeeze(1)
         return (x + y) * y
+
+
+class ConvReluBias(nn.Module):
+    """KernelBench level 2's Conv2d_ReLU_BiasAdd: a 3×3 convolution without padding, ReLU, a bias per channel."""
+
+    def __init__(self, c=3, o=16, k=3):
+        super().__init__()
+        self.conv = nn.Conv2d(c, o, k)
+        self.bias = nn.Parameter(torch.randn(o, 1, 1) * 0.02)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)) + self.bias
+
+
+class Conv3x3(nn.Module):
+    """A plain 3×3 convolution without padding or bias (KernelBench level 1's shape of problem)."""
+
+    def __init__(self, c=64, o=128, k=3):
+        super().__init__()
+        self.conv = nn.Conv2d(c, o, k, bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class MaxPoolOverlap(nn.Module):
+    """max_pool2d over overlapping 3×3 windows of stride 2 (KernelBench level 1's MaxPool2d without padding)."""
+
+    def forward(self, x):
+        return F.max_pool2d(x, 3, 2)
+
+
+class DepthwiseConv(nn.Module):
+    """A depthwise 3×3 convolution with a bias (MobileNet's; groups = channels), no padding."""
+
+    def __init__(self, c=64, k=3):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, k, groups=c)
+
+    def forward(self, x):
+        return self.conv(x)

@@ -524,6 +524,33 @@ class PointwiseConvs(nn.Module):
         return a, s, self.c1(x.flatten(2)), self.c3(x.unsqueeze(2)), self.c2(x[0])
 
 
+class WindowConvs(nn.Module):
+    """Convolutions over windows (no padding): 3×3 with a bias; strided and dilated without one; grouped;
+    depthwise; 1-D and 3-D; an unbatched input; a conv followed by ReLU and a GroupNorm (KernelBench level 2's
+    shape of problem)."""
+
+    def __init__(self, c=4, o=6):
+        super().__init__()
+        self.c3, self.cs = nn.Conv2d(c, o, 3), nn.Conv2d(c, o, (3, 2), stride=(2, 1), dilation=(1, 2), bias=False)
+        self.cg, self.cd = nn.Conv2d(c, o, 2, groups=2), nn.Conv2d(c, c, 3, groups=c)
+        self.c1, self.c5 = nn.Conv1d(c, o, 3, stride=2), nn.Conv3d(c, o, (2, 2, 1))
+        self.gn = nn.GroupNorm(2, o)
+
+    def forward(self, x):  # x [b, c, h, w]
+        y = self.c5(x.unsqueeze(2).expand(-1, -1, 3, -1, -1))
+        return (self.c3(x), self.cs(x), self.cg(x), self.cd(x), self.c1(x.flatten(2)), y, self.c3(x[0]),
+                self.gn(F.relu(self.c3(x))))
+
+
+class WindowPools(nn.Module):
+    """Pools over overlapping, strided or dilated windows (no padding): max 3×3 stride 2, average (3, 2) stride (2, 1),
+    1-D max of dilation 2, a (1, 3) max of stride 2 (one tap along h), and ceil_mode where it adds no window."""
+
+    def forward(self, x):  # x [b, c, h, w]
+        return (F.max_pool2d(x, 3, 2), F.avg_pool2d(x, (3, 2), stride=(2, 1)), F.max_pool1d(x.flatten(2), 3, 2, dilation=2),
+                F.max_pool2d(x, (1, 3), 2), F.max_pool2d(x[..., :6], 3, 3, ceil_mode=True))
+
+
 class ProductsAndTriplets(nn.Module):
     """torch.prod over a dim (signs and a zero included by the inputs) and over every dim; the pairwise distance and
     the triplet margin loss (with and without swap, mean and none)."""
@@ -647,6 +674,8 @@ CASES = [
     ("einsum", Einsums, [[2, 3, 7, 8], [2, 3, 7, 8]], {"b": 2, "h": 3, "t": 7, "e": 8}),
     ("batchnorm_eval", BatchNormEval, [[4, 12]], {"m": 4, "d": 12}),
     ("pointwise_convs", PointwiseConvs, [[2, 6, 5, 4]], {"b": 2, "c": 6, "h": 5, "w": 4}),
+    ("window_convs", WindowConvs, [[2, 4, 9, 7]], {"b": 2, "c": 4, "h": 9, "w": 7}),
+    ("window_pools", WindowPools, [[2, 4, 9, 7]], {"b": 2, "c": 4, "h": 9, "w": 7}),
     ("prod_triplet", ProductsAndTriplets, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
     ("product_forms", ProductForms, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
     ("more_elementwise", MoreElementwise, [[4, 12], [4, 12]], {"m": 4, "d": 12}),
