@@ -1088,7 +1088,10 @@ def window_conv(cx, x, w, bias, st, dil, groups, nd, xs, ws):
     pt = [a for a in (n_ax, g_ax, o_ax, p_ax) if a is not None]
     y = g.op(cx.hint + "_t", "permute", [y], pt, cx.dtype, order=pt) if pt != y_dims else y
     final = [n_ax] if batched else []
-    final += [o_merged] + list(outs)
+    # the output's positions as axes of their own when p is split back: the windows' axes are also the copy's, whose
+    # view of x does not nest them, which would keep the checker from merging them again after the GEMM (a global
+    # average pool over [oh, ow] as one reduction)
+    final += [o_merged] + ([g.fresh_axis(g.size(a)) if a is not None else None for a in outs] if len(pos) > 1 else list(outs))
     if (groups > 1 and og > 1) or len(pos) > 1:
         y = g.op(cx.hint + "_o", "reshape", [y], final, cx.dtype, shape=[a for a in final if a is not None])
     else:
