@@ -70,3 +70,14 @@ class DepthwiseConv(nn.Module):
 
     def forward(self, x):
         return self.conv(x)
+
+
+class PatchEmbed(nn.Module):
+    """ViT's patch embedding: Conv2d(3, d, 16, stride 16) over the image, flattened to tokens [b, 196, d]."""
+
+    def __init__(self, d=768, patch=16):
+        super().__init__()
+        self.proj = nn.Conv2d(3, d, patch, stride=patch)
+
+    def forward(self, x):
+        return self.proj(x).flatten(2).transpose(1, 2)
