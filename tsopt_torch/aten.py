@@ -1207,6 +1207,10 @@ def rms_norm(cx, x, normalized_shape, weight=None, eps=None):
     return cx.g.op(cx.hint, "rmsnorm", args, x.axes, x.dtype, axis=a, eps=float(eps))
 
 
+# A group's row length (elements) up to which group_norm keeps the LayerNorm row kernel and a per-channel map.
+GROUP_ROW_CACHED = 65536
+
+
 def group_norm(cx, x, groups, weight=None, bias=None, eps=1e-5, *rest):
     """x [N, C, *S]: layernorm over (C/G · S) of [N, G, C/G · S], then the per-channel weight and bias."""
     g = cx.g
@@ -1216,8 +1220,29 @@ def group_norm(cx, x, groups, weight=None, bias=None, eps=1e-5, *rest):
     for s in shape[2:]:
         rest_n *= s
     grouped = g.reshape(x, [n, groups, c // groups * rest_n])
-    y = g.op(cx.hint, "layernorm", [grouped], grouped.axes, x.dtype, axis=grouped.axes[-1], eps=float(eps))
-    return channel_affine(cx, g.rename(g.reshape(y, shape), x.axes), x, weight, bias)
+    if (weight is None and bias is None) or c // groups * rest_n <= GROUP_ROW_CACHED:
+        y = g.op(cx.hint, "layernorm", [grouped], grouped.axes, x.dtype, axis=grouped.axes[-1], eps=float(eps))
+        return channel_affine(cx, g.rename(g.reshape(y, shape), x.axes), x, weight, bias)
+    # Groups longer than a row kernel caches, with an affine part: each group's statistics over its row, then one
+    # elementwise pass over x with its channels split into [groups, channels of a group] (a view; the spatial dims
+    # kept) that normalises and applies the weight and bias seen the same way — where the row kernel writing the
+    # normalised rows in passes was followed by a map reading them again for the per-channel affine (the channel a
+    # division of the row position): x read three times and written once instead of read three times, written,
+    # read and written (GroupNorm(8, 64) over [16, 64, 256, 256] fp32: 0.594 → 0.392 ms predicted; at rows of 32K
+    # the cached row kernel and the map are the faster, 0.028 against 0.033).
+    row = grouped.axes[-1]
+    mu = g.op(cx.hint, "mean", [grouped], grouped.axes[:2], x.dtype, axis=row)
+    xc = g.op(cx.hint, "sub", [grouped, mu], grouped.axes, x.dtype)
+    var = g.op(cx.hint, "mean", [g.op(cx.hint, "mul", [xc, xc], grouped.axes, x.dtype)], grouped.axes[:2], x.dtype, axis=row)
+    inv = g.op(cx.hint, "rsqrt", [g.op(cx.hint, "add", [var, float(eps)], var.axes, x.dtype)], var.axes, x.dtype)
+    split = g.reshape(x, [n, groups, c // groups] + list(shape[2:]))
+    lead = split.axes[:3]
+    y = g.op(cx.hint, "mul", [g.op(cx.hint, "sub", [split, mu], split.axes, x.dtype), inv], split.axes, x.dtype)
+    for op, p in (("mul", weight), ("add", bias)):
+        if p is not None:
+            pv = g.rename(g.reshape(p, [groups, c // groups]), lead[1:3])
+            y = g.op(cx.hint, op, [y, pv], split.axes, x.dtype)
+    return g.rename(g.reshape(y, shape), x.axes)
 
 
 def per_channel(cx, p, x):

@@ -643,6 +643,8 @@ CASES = [
     ("layernorm_linear", seq(nn.LayerNorm(12), nn.Linear(12, 20), nn.SiLU()), X3, AX3),
     ("rmsnorm_linear", seq(nn.RMSNorm(12, eps=1e-6), nn.Linear(12, 20, bias=False)), X3, AX3),
     ("groupnorm", seq(nn.GroupNorm(3, 12), nn.GELU()), [[2, 12, 7]], {"b": 2, "c": 12, "l": 7}),
+    # groups of 81920 elements, past aten.GROUP_ROW_CACHED: the statistics, then one pass over the split channels
+    ("groupnorm_long_rows", seq(nn.GroupNorm(2, 4), nn.GELU()), [[2, 4, 256, 160]], {"b": 2, "c": 4, "h": 256, "w": 160}),
     ("classifier", Classifier, [[4, 12]], {"m": 4, "d": 12}),
     ("stats", Stats, X3, AX3),
     ("multihead_attention", MHA, [[2, 7, 16]], {"b": 2, "t": 7, "d": 16}),
