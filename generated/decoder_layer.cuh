@@ -2,7 +2,7 @@
 //
 // graph:     decoder_layer (source hash 768a5fa1626a4286)
 // plan:      per chunk: fused/69, fused — 9 kernels: row [t,d] over d; gemm [t,qkv] over d; map [t,kv_h,grp,two,d_half]; map [t,kv_h,two,d_half]; attention [t,kv_h,grp,d_h] over t_kv; gemm [t,d] over q_dim; row [t,d] over d; dual-gemm [t,f] over d; gemm [t,d] over f
-// predicted: 0.6396 ms on NVIDIA H200 at the typical sizes (2.46x the 1.5722 ms predicted for one kernel per op)
+// predicted: 0.6382 ms on NVIDIA H200 at the typical sizes (2.46x the 1.5722 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x128, 5 stages; M <= 64: skinny 64x64, 3 stages

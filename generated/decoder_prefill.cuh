@@ -2,7 +2,7 @@
 //
 // graph:     decoder_prefill (source hash e8d9de29bf6c4a2d)
 // plan:      fused/104 — 12 kernels: row [b,n,d] over d; gemm [b,n,qkv] over d; row [] over n; row [] over s; map [b,n,kv_h,grp,two,d_half]; map [b,n,kv_h,two,d_half] into K_cache; map [b,kv_h,n,d_h] into V_cache; attention [b,n,kv_h,grp,d_h] over s; gemm [b,n,d] over q_dim; row [b,n,d] over d; dual-gemm [b,n,f] over d; gemm [b,n,d] over f
-// predicted: 0.4222 ms on NVIDIA H200 at the typical sizes (167.20x the 70.6015 ms predicted for one kernel per op)
+// predicted: 0.4216 ms on NVIDIA H200 at the typical sizes (167.47x the 70.6015 ms predicted for one kernel per op)
 // cost model: costmodel/h200.yaml (calibrated)
 // measured:  not tuned on a GPU
 // config:    kernel 2 (gemm): 128x256, 4 stages; M <= 64: skinny 64x64, 3 stages
