@@ -303,7 +303,7 @@ static bool split_read(const ts_graph *g, const ts_ref *r, int *e, int *d, int *
     int count[TS_MAX_DIMS] = {0}, first[TS_MAX_DIMS];
     *e = -1;
     for (int k = 0; k < v->ndim; k++) {
-        if (v->stride[k] == 0) continue; /* a broadcast dim */
+        if (v->stride[k] == 0 || v->size[k] == 1) continue; /* a broadcast dim, or one of size 1 */
         int f = -1;
         for (int j = 0; j < src->ndim && f < 0; j++)
             if (v->stride[k] >= nv.stride[j] && v->stride[k] % nv.stride[j] == 0 && v->stride[k] / nv.stride[j] < nv.size[j])
@@ -312,7 +312,10 @@ static bool split_read(const ts_graph *g, const ts_ref *r, int *e, int *d, int *
         if (count[f]++ == 0) first[f] = k;
     }
     for (int j = 0; j < src->ndim; j++) {
-        if (count[j] == 0) return false;
+        if (count[j] == 0) {
+            if (nv.size[j] == 1) continue; /* a size-1 dim needs no view dim */
+            return false;
+        }
         if (count[j] == 1) { /* whole, not split */
             if (v->stride[first[j]] != nv.stride[j] || v->size[first[j]] != nv.size[j]) return false;
             continue;
