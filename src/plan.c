@@ -452,6 +452,12 @@ static const int32_t *own_output_order(const builder *b, int i, const int32_t *o
     return have == wanted ? o->ref.view.axis : NULL;
 }
 
+/* S[0..src_ndim): the strides of view v's source laid out contiguously in its src_axis order. */
+static void natural_strides(const ts_graph *g, const ts_egir_view *v, int64_t *S) {
+    int64_t run = 1;
+    for (int e = v->src_ndim - 1; e >= 0; e--) S[e] = run, run *= g->axes[v->src_axis[e]].size;
+}
+
 /* The source axis of view v's dim d (v's source laid out contiguously in its src_axis order, whose strides are
  * S[0..src_ndim)): the one whose stride range holds d's stride; -1 for none. */
 static int source_dim_of(const ts_egir_view *v, const int64_t *S, const ts_graph *g, int d) {
@@ -467,8 +473,8 @@ static int source_dim_of(const ts_egir_view *v, const int64_t *S, const ts_graph
  * the view is one contiguous read — a graph output that the producing kernel can write in place. */
 static bool view_walk_order(const builder *b, const ts_egir_view *v, int32_t *order) {
     const ts_graph *g = b->x->g;
-    int64_t S[TS_MAX_DIMS], run = 1;
-    for (int e = v->src_ndim - 1; e >= 0; e--) S[e] = run, run *= g->axes[v->src_axis[e]].size;
+    int64_t S[TS_MAX_DIMS];
+    natural_strides(g, v, S);
     if (v->view.offset != 0) return false;
     int n = 0, last = -1;
     int64_t left = 1, next_stride = 0; /* elements of the current source axis still to walk; the stride due */
@@ -1799,13 +1805,12 @@ static bool view_access(const builder *b, int vid, ts_access *out) {
  * two source axes (a merge), a stride is negative, or a size is dynamic. */
 static bool view_through_layout(const builder *b, const ts_egir_view *v, const ts_access *have, ts_access *out) {
     const ts_graph *g = b->x->g;
-    int64_t S[TS_MAX_DIMS], reach[TS_MAX_DIMS], run = 1, off = v->view.offset;
+    int64_t S[TS_MAX_DIMS], reach[TS_MAX_DIMS], off = v->view.offset;
     int at[TS_MAX_DIMS]; /* the dim of `have` over each source axis */
     if (have->ndim != v->src_ndim || off < 0) return false;
-    for (int e = v->src_ndim - 1; e >= 0; e--) {
+    for (int e = 0; e < v->src_ndim; e++)
         if (g->axes[v->src_axis[e]].dynamic || (at[e] = find_dim(have, v->src_axis[e])) < 0) return false;
-        S[e] = run, run *= g->axes[v->src_axis[e]].size;
-    }
+    natural_strides(g, v, S);
     *out = (ts_access){.buf = have->buf, .ndim = v->view.ndim, .offset = have->offset};
     for (int e = 0; e < v->src_ndim; e++) { /* the offset's index along each source axis */
         reach[e] = off / S[e], off %= S[e];

@@ -585,17 +585,23 @@ def per_dim(v, nd):
 SMALL_WINDOW_TAPS = 16
 
 
-def pool_taps(cx, reducer, x, ks, st, dil, windows):
-    """A pool as the max (or the mean) of one strided slice of x per tap: tap (j_0, ..., j_n) of every window is
-    x[..., j_0·dil_0 :: st_0, ...] over the windows' positions, so that the pool is one elementwise kernel reading
-    Π ks slices (overlapping windows share their reads through the cache)."""
-    g, nd, rank = cx.g, len(ks), len(x.axes)
-    acc = None
+def tap_slices(g, x, first, ks, st, dil, windows):
+    """Per tap (j_0, ..., j_n) of windows over x's PyTorch dims first, first + 1, ...: (the tap, x's strided slice
+    x[..., j_0·dil_0 :: st_0, ...] over the windows' positions) — the values that tap reads in every window."""
     for taps in itertools.product(*[range(k) for k in ks]):
         v = x
         for j, t in enumerate(taps):
             start = t * dil[j]
-            v = g.slice(v, rank - nd + j, start, start + (windows[j] - 1) * st[j] + 1, st[j])
+            v = g.slice(v, first + j, start, start + (windows[j] - 1) * st[j] + 1, st[j])
+        yield taps, v
+
+
+def pool_taps(cx, reducer, x, ks, st, dil, windows):
+    """A pool as the max (or the mean) of one strided slice of x per tap (tap_slices), so that the pool is one
+    elementwise kernel reading Π ks slices (overlapping windows share their reads through the cache)."""
+    g = cx.g
+    acc = None
+    for _, v in tap_slices(g, x, len(x.axes) - len(ks), ks, st, dil, windows):
         acc = v if acc is None else g.elementwise(cx.hint, "max" if reducer == "reduce_max" else "add", [acc, v],
                                                   cx.shape, x.dtype)
     if reducer == "mean":
@@ -1031,11 +1037,9 @@ def depthwise_taps(cx, x, w, bias, st, dil, nd, xs, ws):
     ch = rank - nd - 1
     out_sp = cx.shape[ch + 1:]
     acc = None
-    for taps in itertools.product(*[range(k) for k in ws[2:]]):
-        v, wt = x, w
+    for taps, v in tap_slices(g, x, ch + 1, ws[2:], st, dil, out_sp):
+        wt = w
         for j, t in enumerate(taps):
-            start = t * dil[j]
-            v = g.slice(v, ch + 1 + j, start, start + (out_sp[j] - 1) * st[j] + 1, st[j])
             wt = g.slice(wt, 2 + j, t, t + 1, 1)
         wc = g.rename(Val(wt.name, [wt.axes[0]], wt.dtype), [x.axes[ch]])
         wv = Val(wc.name, [None] * ch + [x.axes[ch]] + [None] * nd, w.dtype)
